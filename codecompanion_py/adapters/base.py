@@ -1,0 +1,272 @@
+"""The HTTP adapter: data (url, headers, env, schema, opts) plus handlers.
+
+`HTTPAdapter.from_data()` builds one from the seed's table shape. Before each request
+`prepare()` resolves `env` values (environment variable names, `cmd:` shell commands,
+`file:` paths, dotted paths into the adapter, functions), substitutes `${name}` in the
+url, headers and parameters, and maps `schema` settings into the request parameters.
+Resolved values live only in `env_replaced`, which no repr, log or error shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from .handlers import call_handler
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+DEFAULT_CMD_TIMEOUT = 20.0
+
+
+@dataclass(repr=False)
+class HTTPAdapter:
+    name: str
+    formatted_name: str = ""
+    type: str = "http"
+    url: str = ""
+    env: dict[str, Any] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    parameters: dict[str, Any] = field(default_factory=dict)
+    body: dict[str, Any] = field(default_factory=dict)
+    schema: dict[str, dict[str, Any]] = field(default_factory=dict)
+    opts: dict[str, Any] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=lambda: {"llm": "assistant", "user": "user"})
+    features: dict[str, Any] = field(default_factory=dict)
+    handlers: dict[str, Any] = field(default_factory=dict)
+    env_replaced: dict[str, Any] = field(default_factory=dict)
+
+    _FIELDS = frozenset(
+        ("name", "formatted_name", "type", "url", "env", "headers", "parameters", "body",
+         "schema", "opts", "roles", "features", "handlers")
+    )
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> HTTPAdapter:
+        unknown = sorted(set(data) - cls._FIELDS)
+        if unknown:
+            raise ConfigError(f"adapter {data.get('name', '?')}: unknown keys {unknown}")
+        if not data.get("name"):
+            raise ConfigError("an adapter needs a name")
+        adapter = cls(**copy.deepcopy(dict(data)))
+        adapter.formatted_name = adapter.formatted_name or adapter.name
+        return adapter
+
+    def to_data(self) -> dict[str, Any]:
+        return {key: copy.deepcopy(getattr(self, key)) for key in self._FIELDS}
+
+    def copy(self) -> HTTPAdapter:
+        return HTTPAdapter.from_data(self.to_data())
+
+    @property
+    def model(self) -> str | None:
+        model = self.schema.get("model", {}).get("default")
+        return model(self) if callable(model) else model
+
+    def set_model(self, model: str) -> None:
+        self.schema.setdefault("model", {"mapping": "parameters"})["default"] = model
+
+    @property
+    def streaming(self) -> bool:
+        return bool(self.opts.get("stream", True))
+
+    def __repr__(self) -> str:  # never shows env values or headers
+        return f"HTTPAdapter(name={self.name!r}, model={self.model!r})"
+
+
+def map_schema_to_params(adapter: HTTPAdapter, settings: Mapping[str, Any] | None = None) -> None:
+    """Write each schema entry's value (user setting, else default) into its `mapping`."""
+    settings = settings or {}
+    for key, entry in adapter.schema.items():
+        if not isinstance(entry, Mapping) or not entry.get("mapping"):
+            continue
+        enabled = entry.get("enabled")
+        if callable(enabled) and not enabled(adapter):
+            continue
+        value = settings.get(key, entry.get("default"))
+        if callable(value):
+            value = value(adapter)
+        if value is None:
+            continue
+        _check_choice(adapter, key, entry, value)
+        target = _dig(adapter, entry["mapping"])
+        *parents, leaf = key.split(".")
+        for part in parents:
+            target = target.setdefault(part, {})
+        target[leaf] = value
+
+
+def _check_choices_list(adapter: HTTPAdapter, entry: Mapping[str, Any]) -> list[Any] | None:
+    choices = entry.get("choices")
+    if callable(choices):
+        choices = choices(adapter)
+    if isinstance(choices, Mapping):
+        return list(choices)
+    return list(choices) if choices else None
+
+
+def _check_choice(adapter: HTTPAdapter, key: str, entry: Mapping[str, Any], value: Any) -> None:
+    # Models outside the list are allowed: providers add models faster than lists change.
+    if key == "model":
+        return
+    choices = _check_choices_list(adapter, entry)
+    if choices is not None and value not in choices:
+        raise ConfigError(f"{adapter.name}: {key}={value!r} is not one of {choices}")
+
+
+def _dig(adapter: HTTPAdapter, mapping: str) -> dict[str, Any]:
+    """`parameters` or a dotted path such as `body.generationConfig` on the adapter."""
+    head, *rest = mapping.split(".")
+    target = getattr(adapter, head, None)
+    if not isinstance(target, dict):
+        raise ConfigError(f"{adapter.name}: schema mapping {mapping!r} does not name a table")
+    for part in rest:
+        target = target.setdefault(part, {})
+    return target
+
+
+async def resolve_env(adapter: HTTPAdapter) -> dict[str, Any]:
+    """Resolve every `env` entry; an unset environment variable resolves to None."""
+    timeout = float(adapter.opts.get("cmd_timeout", DEFAULT_CMD_TIMEOUT))
+    resolved: dict[str, Any] = {}
+    for key, spec in adapter.env.items():
+        resolved[key] = await _resolve_one(adapter, key, spec, timeout)
+    return resolved
+
+
+async def _resolve_one(adapter: HTTPAdapter, key: str, spec: Any, timeout: float) -> Any:
+    if callable(spec):
+        return spec(adapter)
+    if not isinstance(spec, str):
+        return spec
+    if spec.startswith("cmd:"):
+        return await _run_env_command(adapter, key, spec[4:].strip(), timeout)
+    if spec.startswith("file:"):
+        path = Path(spec[5:].strip()).expanduser()
+        try:
+            return path.read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"{adapter.name}: env {key!r} could not read {path}: {exc.strerror}") from None
+    if spec in os.environ:
+        return os.environ[spec]
+    if "." in spec and spec.split(".", 1)[0] in HTTPAdapter._FIELDS:
+        return _lookup_path(adapter, spec)
+    if _ENV_NAME.match(spec):
+        return None  # an environment variable that is not set
+    return spec
+
+
+async def _run_env_command(adapter: HTTPAdapter, key: str, command: str, timeout: float) -> str:
+    proc = await asyncio.create_subprocess_shell(
+        command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except asyncio.TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise ConfigError(f"{adapter.name}: env {key!r} command timed out after {timeout:g}s") from None
+    if proc.returncode != 0:
+        raise ConfigError(f"{adapter.name}: env {key!r} command failed with exit code {proc.returncode}")
+    return out.decode(errors="replace").strip()
+
+
+def _lookup_path(adapter: HTTPAdapter, path: str) -> Any:
+    head, *rest = path.split(".")
+    value: Any = getattr(adapter, head)
+    for part in rest:
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value(adapter) if callable(value) else value
+
+
+def substitute(text: str, values: Mapping[str, Any]) -> str:
+    """Replace `${name}` with its resolved value; unknown or unset names raise KeyError."""
+
+    def replace(match: re.Match[str]) -> str:
+        value = values.get(match.group(1))
+        if value is None:
+            raise KeyError(match.group(1))
+        return str(value)
+
+    return _PLACEHOLDER.sub(replace, text)
+
+
+async def prepare(adapter: HTTPAdapter, settings: Mapping[str, Any] | None = None) -> HTTPAdapter:
+    """A request-ready copy: env resolved, placeholders filled, schema mapped, setup run."""
+    ready = adapter.copy()
+    values = await resolve_env(ready)
+    ready.env_replaced = values
+    _require(ready, values)
+    map_schema_to_params(ready, settings)
+    try:
+        ready.url = substitute(ready.url, values)
+    except KeyError as missing:
+        raise ConfigError(f"{ready.name}: the url needs {_describe(ready, missing.args[0])}") from None
+    headers: dict[str, str] = {}
+    for name, value in ready.headers.items():
+        try:
+            headers[name] = substitute(str(value), values)
+        except KeyError:
+            continue  # an optional credential that is not set: send no such header
+    ready.headers = headers
+    ready.parameters = _substitute_tree(ready.parameters, values)
+    if call_handler(ready, "setup") is False:
+        raise ConfigError(f"{ready.name}: adapter setup failed")
+    return ready
+
+
+def _require(adapter: HTTPAdapter, values: Mapping[str, Any]) -> None:
+    for key in adapter.opts.get("required_env", ()):
+        if values.get(key) is None:
+            raise ConfigError(f"{adapter.name}: {_describe(adapter, key)} is not set")
+
+
+def _describe(adapter: HTTPAdapter, key: str) -> str:
+    spec = adapter.env.get(key)
+    if isinstance(spec, str) and _ENV_NAME.match(spec):
+        return f"{key} (environment variable {spec})"
+    return f"env.{key}"
+
+
+def _substitute_tree(value: Any, values: Mapping[str, Any]) -> Any:
+    if isinstance(value, str) and "${" in value:
+        try:
+            return substitute(value, values)
+        except KeyError:
+            return value
+    if isinstance(value, dict):
+        return {k: _substitute_tree(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute_tree(v, values) for v in value]
+    return value
+
+
+def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A new dict: tables merge key by key, any other value in `overrides` replaces."""
+    merged = dict(base)
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def merge_keep(target: dict[str, Any], extra: Mapping[str, Any] | None) -> None:
+    """Merge `extra` into `target` where `target` has nothing yet (first writer wins)."""
+    for key, value in (extra or {}).items():
+        if key not in target:
+            target[key] = value
+        elif isinstance(target[key], dict) and isinstance(value, Mapping):
+            merge_keep(target[key], value)
+
+
+Handler = Callable[..., Any]

@@ -1,0 +1,81 @@
+"""Handler lookup that accepts both the nested and the old flat handler layouts.
+
+Nested (new) layout::
+
+    handlers = {
+        "lifecycle": {"setup": ..., "on_exit": ..., "teardown": ...},
+        "request": {"build_parameters": ..., "build_messages": ..., "build_tools": ...,
+                    "build_reasoning": ..., "build_body": ...},
+        "response": {"parse_chat": ..., "parse_inline": ..., "parse_tokens": ...},
+        "tools": {"format_calls": ..., "format_response": ...},
+    }
+
+Flat (old) layout: `setup`, `form_parameters`, `form_messages`, `form_tools`,
+`form_reasoning`, `set_body`, `chat_output`, `inline_output`, `tokens` at the top level,
+and `tools.format_tool_calls` / `tools.output_response`.
+
+An adapter is in the new layout when its handlers have `lifecycle`, `request` or
+`response`; `tools` exists in both layouts, so it decides nothing. Callers may use either
+name; it is translated to the adapter's layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+NEW_TO_OLD: dict[str, str] = {
+    "setup": "setup",
+    "on_exit": "on_exit",
+    "teardown": "teardown",
+    "build_parameters": "form_parameters",
+    "build_messages": "form_messages",
+    "build_tools": "form_tools",
+    "build_structured_output": "form_structured_output",
+    "build_reasoning": "form_reasoning",
+    "build_body": "set_body",
+    "parse_chat": "chat_output",
+    "parse_inline": "inline_output",
+    "parse_tokens": "tokens",
+    "parse_meta": "parse_message_meta",
+    "format_calls": "format_tool_calls",
+    "format_response": "output_response",
+}
+OLD_TO_NEW: dict[str, str] = {old: new for new, old in NEW_TO_OLD.items()}
+CATEGORIES = ("lifecycle", "request", "response", "tools")
+_NEW_FORMAT_MARKERS = ("lifecycle", "request", "response")
+_OLD_TOOL_NAMES = frozenset(("format_tool_calls", "output_response", "output_tool_call"))
+
+
+def is_new_format(handlers: Mapping[str, Any]) -> bool:
+    return any(marker in handlers for marker in _NEW_FORMAT_MARKERS)
+
+
+def get_handler(adapter: Any, name: str) -> Callable[..., Any] | None:
+    """The handler called `name` (new or old spelling) on `adapter`, or None."""
+    handlers: Mapping[str, Any] = getattr(adapter, "handlers", None) or {}
+    if is_new_format(handlers):
+        new = OLD_TO_NEW.get(name, name)
+        for category in CATEGORIES:
+            group = handlers.get(category)
+            if isinstance(group, Mapping) and callable(group.get(new)):
+                return group[new]
+        return None
+    old = NEW_TO_OLD.get(name, name)
+    if old in _OLD_TOOL_NAMES:
+        group = handlers.get("tools")
+        found = group.get(old) if isinstance(group, Mapping) else None
+    else:
+        found = handlers.get(old)
+    return found if callable(found) else None
+
+
+def call_handler(adapter: Any, name: str, *args: Any) -> Any:
+    """Call the adapter's handler `name` with the adapter as first argument; None if absent."""
+    handler = get_handler(adapter, name)
+    if handler is None:
+        return None
+    return handler(adapter, *args)
+
+
+__all__ = ["CATEGORIES", "NEW_TO_OLD", "OLD_TO_NEW", "call_handler", "get_handler", "is_new_format"]

@@ -1,0 +1,300 @@
+"""OpenAI Chat Completions (`POST /v1/chat/completions`), streamed or not.
+
+Streamed frames are `data: {chat.completion.chunk}` ending with `data: [DONE]`. Tool calls
+stream as fragments keyed by `index`: the first carries `id` and `function.name`, the rest
+only pieces of `function.arguments`. With `stream_options.include_usage` an extra last
+chunk has `"choices": []` and the `usage`. A top-level `error` object inside a 200 stream
+is an error (as the official SDK treats it). Many providers speak this wire format; they
+are `extend()`s of this adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from ...errors import AdapterError
+from ...messages import (
+    ImagePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCall,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+    validate_tool_specs,
+)
+from ..handlers import call_handler
+
+# --- wire types: only the fields we read --------------------------------------------
+
+
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(msgspec.Struct):
+    index: int | None = None
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: str | None = None
+    refusal: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+
+class _Choice(msgspec.Struct):
+    delta: _Delta | None = None
+    message: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _TokenDetails(msgspec.Struct):
+    cached_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+    prompt_tokens_details: _TokenDetails | None = None
+    completion_tokens_details: _TokenDetails | None = None
+
+
+class _Error(msgspec.Struct):
+    message: str = ""
+    type: str | None = None
+    code: str | int | None = None
+
+
+class _Chunk(msgspec.Struct):
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: _Error | str | None = None
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+
+
+def decode(data: Any) -> _Chunk:
+    """One frame or body, given as bytes, str or an already decoded dict."""
+    try:
+        if isinstance(data, (bytes, str)):
+            return _decode_chunk(data)
+        return msgspec.convert(data, _Chunk)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise AdapterError(f"malformed response: {exc}: {_preview(data)}") from None
+
+
+def _preview(data: Any) -> str:
+    text = data.decode(errors="replace") if isinstance(data, bytes) else str(data)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def usage_from(raw: _Usage) -> Usage:
+    prompt_details = raw.prompt_tokens_details
+    completion_details = raw.completion_tokens_details
+    return Usage(
+        prompt_tokens=raw.prompt_tokens,
+        completion_tokens=raw.completion_tokens,
+        total_tokens=raw.total_tokens or raw.prompt_tokens + raw.completion_tokens,
+        cached_tokens=prompt_details.cached_tokens if prompt_details else None,
+        reasoning_tokens=completion_details.reasoning_tokens if completion_details else None,
+    )
+
+
+# --- handlers -------------------------------------------------------------------------
+
+
+def setup(self: Any) -> bool:
+    if self.opts.get("stream", True):
+        self.parameters["stream"] = True
+        self.parameters["stream_options"] = {"include_usage": True}
+    else:
+        self.parameters.pop("stream", None)
+        self.parameters.pop("stream_options", None)
+    return True
+
+
+def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
+    return params
+
+
+def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        wire.extend(_message_to_wire(self, message))
+    return {"messages": wire}
+
+
+def _message_to_wire(self: Any, message: Message) -> Iterable[dict[str, Any]]:
+    role = message.role
+    if role == "system":
+        yield {"role": "system", "content": message.text}
+        return
+    results = message.tool_results
+    for result in results:
+        yield call_handler(self, "format_response", result, result.content)
+    if role == "tool":
+        return
+    if role == "assistant":
+        calls = message.tool_calls
+        entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if calls:
+            entry["tool_calls"] = call_handler(self, "format_calls", list(calls))
+        yield entry
+        return
+    content = [p for p in message.parts if isinstance(p, (TextPart, ImagePart))]
+    if not content:
+        return
+    if all(isinstance(p, TextPart) for p in content):
+        yield {"role": "user", "content": message.text}
+    else:
+        yield {"role": "user", "content": [_content_part(p) for p in content]}
+
+
+def _content_part(part: TextPart | ImagePart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    url = part.url or f"data:{part.media_type};base64,{part.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def build_tools(self: Any, tools: Sequence[ToolSpec | dict[str, Any]] | None) -> dict[str, Any] | None:
+    if not tools:
+        return None
+    specs = validate_tool_specs(_as_spec(tool) for tool in tools)
+    return {"tools": [_tool_to_wire(spec) for spec in specs]}
+
+
+def _as_spec(tool: ToolSpec | dict[str, Any]) -> ToolSpec:
+    if isinstance(tool, ToolSpec):
+        return tool
+    function = tool.get("function", tool)  # the OpenAI `{type, function}` shape or a bare function
+    return ToolSpec(
+        name=function.get("name", ""),
+        description=function.get("description", ""),
+        parameters=function.get("parameters") or {"type": "object", "properties": {}},
+        strict=bool(function.get("strict", False)),
+    )
+
+
+def _tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+    if spec.strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
+
+
+def build_body(self: Any, data: dict[str, Any]) -> dict[str, Any] | None:
+    return None
+
+
+def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None:
+    """One streamed frame (or a whole non-streamed body) to `{status, output, ...}`.
+
+    Text and reasoning go in `output`; tool-call fragments go to `tools`, a
+    `ToolCallAssembler`, keyed by the fragment's `index` (by position in a body)."""
+    chunk = decode(data)
+    if chunk.error is not None:
+        error = chunk.error
+        message = error if isinstance(error, str) else (error.message or str(error.code or "unknown error"))
+        return {"status": "error", "output": message}
+    content: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    for choice in chunk.choices or ():
+        delta = choice.delta or choice.message
+        if delta is not None:
+            if delta.content:
+                content = delta.content if content is None else content + delta.content
+            elif delta.refusal:
+                content = delta.refusal if content is None else content + delta.refusal
+            if delta.reasoning_content:
+                reasoning = delta.reasoning_content
+            if delta.tool_calls and tools is not None:
+                streamed = choice.delta is not None
+                for position, call in enumerate(delta.tool_calls):
+                    key = call.index if streamed and call.index is not None else position
+                    fn = call.function
+                    tools.add(key, id=call.id, name=fn.name if fn else None, arguments=fn.arguments if fn else None)
+        if choice.finish_reason:
+            finish_reason = choice.finish_reason
+    return {
+        "status": "success",
+        "output": {"role": "assistant", "content": content, "reasoning": reasoning},
+        "finish_reason": finish_reason,
+        "usage": usage_from(chunk.usage) if chunk.usage else None,
+    }
+
+
+def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
+    result = parse_chat(self, data, None)
+    if result is None or result["status"] == "error":
+        return result
+    return {"status": "success", "output": result["output"]["content"] or ""}
+
+
+def parse_tokens(self: Any, data: Any) -> int | None:
+    chunk = decode(data)
+    return usage_from(chunk.usage).total_tokens if chunk.usage else None
+
+
+def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": msgspec.json.encode(call.arguments).decode()},
+        }
+        for call in tool_calls
+    ]
+
+
+def format_response(self: Any, tool_call: ToolCall | ToolResultPart, output: str) -> dict[str, Any]:
+    call_id = tool_call.tool_call_id if isinstance(tool_call, ToolResultPart) else tool_call.id
+    return {"role": "tool", "tool_call_id": call_id, "content": output}
+
+
+HANDLERS: dict[str, Any] = {
+    "lifecycle": {"setup": setup},
+    "request": {
+        "build_parameters": build_parameters,
+        "build_messages": build_messages,
+        "build_tools": build_tools,
+        "build_body": build_body,
+    },
+    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
+    "tools": {"format_calls": format_calls, "format_response": format_response},
+}
+
+_MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-4o", "gpt-4o-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"]
+
+ADAPTER: dict[str, Any] = {
+    "name": "openai",
+    "formatted_name": "OpenAI",
+    "url": "https://api.openai.com/v1/chat/completions",
+    "env": {"api_key": "OPENAI_API_KEY"},
+    "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
+    "opts": {"stream": True, "tools": True, "vision": True, "stream_format": "sse", "required_env": ["api_key"]},
+    "features": {"text": True, "tokens": True},
+    "schema": {
+        "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "gpt-4.1", "choices": _MODELS,
+                  "desc": "ID of the model to use."},
+        "temperature": {"order": 2, "mapping": "parameters", "type": "number", "optional": True, "default": None,
+                        "desc": "Sampling temperature, 0 to 2."},
+        "top_p": {"order": 3, "mapping": "parameters", "type": "number", "optional": True, "default": None},
+        "max_tokens": {"order": 4, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
+        "reasoning_effort": {"order": 5, "mapping": "parameters", "type": "string", "optional": True,
+                             "default": None, "choices": ["minimal", "low", "medium", "high"]},
+    },
+    "handlers": HANDLERS,
+}

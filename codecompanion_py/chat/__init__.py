@@ -1,0 +1,1 @@
+"""Chat sessions: history and turns, independent of Neovim."""

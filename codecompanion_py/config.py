@@ -1,0 +1,69 @@
+"""The user's `setup()` table, in CodeCompanion's shape where it applies.
+
+    adapters = { http = { <name> = <table from adapters.extend(...)>, opts = {...} } }
+    strategies = { chat = { adapter = "name" | { name = ..., model = ... }, opts = {...} } }
+    interactions = { chat = ... }          -- the newer spelling of `strategies`
+    opts = { log_level = "ERROR", system_prompt = "..." }
+
+Adapter tables are registered with the adapter registry; the rest is kept here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import adapters
+from .chat.session import DEFAULT_SYSTEM_PROMPT
+from .errors import ConfigError
+
+DEFAULT_CHAT_ADAPTER = "openai"
+
+
+@dataclass
+class Config:
+    chat_adapter: Any = DEFAULT_CHAT_ADAPTER
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    log_level: str = "ERROR"
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def _table(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} must be a table")
+    return value
+
+
+def load(raw: Mapping[str, Any] | None) -> Config:
+    """Apply a setup() table: register its adapters and return the chat settings."""
+    raw = _table(raw, "setup()")
+    config = Config(raw=dict(raw))
+    http = _table(_table(raw.get("adapters"), "adapters").get("http"), "adapters.http")
+    adapters.clear_user_adapters()
+    for name, definition in http.items():
+        if name == "opts":
+            continue
+        if not isinstance(definition, (Mapping, str)):
+            raise ConfigError(f"adapters.http.{name} must be a table or an adapter name")
+        adapters.register(name, definition)
+    for key in ("interactions", "strategies"):  # the newer spelling wins
+        chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
+        if "adapter" in chat:
+            config.chat_adapter = chat["adapter"]
+            opts = _table(chat.get("opts"), f"{key}.chat.opts")
+            if "system_prompt" in opts:
+                config.system_prompt = opts["system_prompt"] or None
+            break
+    opts = _table(raw.get("opts"), "opts")
+    config.log_level = str(opts.get("log_level", config.log_level))
+    if "system_prompt" in opts:
+        config.system_prompt = opts["system_prompt"] or None
+    http_opts = _table(http.get("opts"), "adapters.http.opts")
+    config.connect_timeout = float(http_opts.get("connect_timeout", config.connect_timeout))
+    config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
+    return config

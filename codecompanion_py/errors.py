@@ -1,0 +1,80 @@
+"""Every exception the engine raises on purpose.
+
+    CodeCompanionError
+    ├── ConfigError              a setting, an adapter definition or a missing API key
+    ├── AdapterError             data that does not fit the canonical model or a wire format
+    │   └── StreamError          the provider reported an error inside a 200 stream
+    └── ProviderError            the request did not produce a response
+        ├── HTTPStatusError      the provider answered with an HTTP error status
+        │   ├── AuthenticationError   401 / 403
+        │   └── RateLimitError        429
+        └── TransportError       connect or read failed or timed out
+            └── RequestTimeout
+
+Messages never contain secrets: errors name the environment variable or setting that is
+wrong, never its value.
+"""
+
+from __future__ import annotations
+
+
+class CodeCompanionError(Exception):
+    """Root of the tree; `str(error)` is what the user is shown."""
+
+
+class ConfigError(CodeCompanionError):
+    """The user's configuration cannot be used as written."""
+
+
+class AdapterError(CodeCompanionError, ValueError):
+    """Data that does not fit the canonical model or the provider's wire format."""
+
+
+class StreamError(AdapterError):
+    """An error object delivered inside a successful (200) streamed response."""
+
+    def __init__(self, message: str, *, provider: str = "", code: str | None = None) -> None:
+        super().__init__(f"{provider}: {message}" if provider else message)
+        self.provider = provider
+        self.code = code
+
+
+class ProviderError(CodeCompanionError):
+    """The request to the provider failed before a usable response arrived."""
+
+
+class HTTPStatusError(ProviderError):
+    def __init__(self, message: str, *, status: int, provider: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+
+
+class AuthenticationError(HTTPStatusError):
+    pass
+
+
+class RateLimitError(HTTPStatusError):
+    pass
+
+
+class TransportError(ProviderError):
+    pass
+
+
+class RequestTimeout(TransportError):
+    pass
+
+
+__all__ = [
+    "AdapterError",
+    "AuthenticationError",
+    "CodeCompanionError",
+    "ConfigError",
+    "HTTPStatusError",
+    "ProviderError",
+    "RateLimitError",
+    "RequestTimeout",
+    "StreamError",
+    "TransportError",
+]

@@ -1,0 +1,52 @@
+"""What `:checkhealth codecompanion_py` and `codecompanion-py health` report.
+
+API keys are reported as present or absent, never with their values.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import metadata
+from typing import Any
+
+from . import adapters
+
+KNOWN_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _adapter_keys(name: str) -> list[str]:
+    try:
+        adapter = adapters.resolve(name)
+    except Exception:  # a broken user adapter is reported by name below, not here
+        return []
+    return [spec for spec in adapter.env.values()
+            if isinstance(spec, str) and spec.isupper() and spec.replace("_", "").isalnum()]
+
+
+def report() -> dict[str, Any]:
+    names = adapters.available()
+    keys = dict.fromkeys(KNOWN_KEYS)
+    problems: dict[str, str] = {}
+    for name in names:
+        try:
+            adapters.resolve(name)
+        except Exception as exc:  # shown to the user as a health error
+            problems[name] = str(exc)
+        for key in _adapter_keys(name):
+            keys.setdefault(key)
+    return {
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+        "versions": {pkg: _version(pkg) for pkg in ("codecompanion-py", "pynvim", "httpx", "msgspec")},
+        "adapters": names,
+        "adapter_errors": problems,
+        "keys": {key: bool(os.environ.get(key)) for key in sorted(keys)},
+    }

@@ -1,0 +1,142 @@
+"""The engine: an asyncio loop on its own thread, and the methods Lua calls.
+
+Calls arrive on pynvim's thread and are handed to the loop with
+`run_coroutine_threadsafe`; nothing here blocks Neovim. Every failure ends as a message
+to the user (in the chat when there is one), never as a stack trace in the editor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import traceback
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future
+from typing import Any, Protocol
+
+from .. import adapters, config, health
+from ..chat.session import ChatSession
+from ..client import HttpClient
+from ..errors import CodeCompanionError, ConfigError
+from .render import RenderSink
+
+log = logging.getLogger("codecompanion_py")
+
+
+class Bridge(Protocol):
+    def render(self, chat_id: Any, ops: list[dict[str, Any]]) -> None: ...
+    def notify(self, message: str, level: str = "ERROR") -> None: ...
+
+
+class Engine:
+    def __init__(self, bridge: Bridge) -> None:
+        self.bridge = bridge
+        self.config = config.load({})
+        self.sessions: dict[Any, ChatSession] = {}
+        self._client: HttpClient | None = None
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="codecompanion-engine", daemon=True)
+        self._thread.start()
+        self._methods: dict[str, Callable[[Mapping[str, Any]], Awaitable[None]]] = {
+            "config.set": self._config_set,
+            "chat.open": self._chat_open,
+            "chat.submit": self._chat_submit,
+            "chat.stop": self._chat_stop,
+            "chat.close": self._chat_close,
+        }
+
+    # --- entry points (called from pynvim's thread) ----------------------------------------
+
+    def dispatch(self, method: str, payload: Mapping[str, Any]) -> Future[None]:
+        return asyncio.run_coroutine_threadsafe(self._handle(method, payload or {}), self.loop)
+
+    def request(self, method: str, payload: Mapping[str, Any]) -> Any:
+        if method == "health":
+            return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
+        if method == "adapters":
+            return adapters.available()
+        raise ValueError(f"unknown request {method!r}")
+
+    def shutdown(self) -> None:
+        future = asyncio.run_coroutine_threadsafe(self._close_all(), self.loop)
+        try:
+            future.result(timeout=2)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+
+    # --- on the engine loop --------------------------------------------------------------
+
+    async def _handle(self, method: str, payload: Mapping[str, Any]) -> None:
+        try:
+            handler = self._methods.get(method)
+            if handler is None:
+                raise CodeCompanionError(f"unknown method {method!r}")
+            await handler(payload)
+        except CodeCompanionError as error:
+            self._report(payload, str(error))
+        except Exception as error:  # the one boundary that turns bugs into a message
+            log.error("internal error in %s:\n%s", method, traceback.format_exc())
+            self._report(payload, f"internal error in {method}: {type(error).__name__}: {error}")
+
+    def _report(self, payload: Mapping[str, Any], message: str) -> None:
+        chat_id = payload.get("chat_id") if isinstance(payload, Mapping) else None
+        if chat_id is not None:
+            self.bridge.render(chat_id, [{"op": "error", "message": message}])
+        else:
+            self.bridge.notify(message)
+
+    @property
+    def client(self) -> HttpClient:
+        if self._client is None:
+            self._client = HttpClient(connect_timeout=self.config.connect_timeout,
+                                      read_timeout=self.config.read_timeout)
+        return self._client
+
+    async def _config_set(self, payload: Mapping[str, Any]) -> None:
+        self.config = config.load(payload)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _chat_open(self, payload: Mapping[str, Any]) -> None:
+        chat_id = payload["chat_id"]
+        spec = payload.get("adapter") or self.config.chat_adapter
+        adapter = adapters.resolve(spec, model=payload.get("model") or None)
+        sink = RenderSink(lambda ops: self.bridge.render(chat_id, ops), self.loop)
+        session = ChatSession(chat_id, adapter, client=self.client, sink=sink,
+                              system_prompt=self.config.system_prompt)
+        old = self.sessions.pop(chat_id, None)
+        if old is not None:
+            old.stop()
+        self.sessions[chat_id] = session
+        sink.push({"op": "ready", "adapter": session.adapter_info()})
+
+    def _session(self, payload: Mapping[str, Any]) -> ChatSession:
+        session = self.sessions.get(payload.get("chat_id"))
+        if session is None:
+            raise ConfigError("this chat is not open in the engine; open a new chat")
+        return session
+
+    async def _chat_submit(self, payload: Mapping[str, Any]) -> None:
+        self._session(payload).submit(str(payload.get("text", "")))
+
+    async def _chat_stop(self, payload: Mapping[str, Any]) -> None:
+        session = self.sessions.get(payload.get("chat_id"))
+        if session is not None:
+            session.stop()
+
+    async def _chat_close(self, payload: Mapping[str, Any]) -> None:
+        session = self.sessions.pop(payload.get("chat_id"), None)
+        if session is not None:
+            session.stop()
+
+    async def _health(self) -> dict[str, Any]:
+        return health.report()
+
+    async def _close_all(self) -> None:
+        for session in list(self.sessions.values()):
+            session.stop()
+        self.sessions.clear()
+        if self._client is not None:
+            await self._client.aclose()

@@ -1,0 +1,105 @@
+"""Assembles tool calls from streamed fragments keyed by the provider's index or id.
+
+Providers differ: OpenAI sends `id` and `name` once then argument fragments by `index`;
+some send whole calls at once, some omit ids, some send a later fragment with an empty
+name. The assembler never overwrites a known id or name with an empty one, synthesises
+missing ids, treats empty arguments as `{}`, and splits `{...}{...}` (two calls merged
+under one index by some servers) into separate calls instead of producing broken JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Hashable
+
+from ..errors import AdapterError
+from ..events import ToolCallEvent
+from ..messages import ToolCall
+
+
+class _PendingCall:
+    __slots__ = ("id", "name", "fragments", "position")
+
+    def __init__(self, position: int) -> None:
+        self.id: str | None = None
+        self.name: str | None = None
+        self.fragments: list[str] = []
+        self.position = position
+
+
+class ToolCallAssembler:
+    """Passed to `parse_chat` as its `tools` argument; handlers call `add()`."""
+
+    def __init__(self) -> None:
+        self._calls: dict[Hashable, _PendingCall] = {}
+        self.events: list[ToolCallEvent] = []  # fragment events since the last drain
+
+    def __bool__(self) -> bool:
+        return bool(self._calls)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def add(self, key: Hashable, *, id: str | None = None, name: str | None = None,
+            arguments: str | None = None) -> None:
+        pending = self._calls.get(key)
+        if pending is None:
+            pending = self._calls[key] = _PendingCall(len(self._calls))
+        if id:
+            pending.id = id
+        if name:
+            pending.name = name
+        if arguments:
+            pending.fragments.append(arguments)
+        self.events.append(ToolCallEvent(
+            id=pending.id or "", name=pending.name or "", args_fragment=arguments or "",
+            index=pending.position,
+        ))
+
+    def drain(self) -> list[ToolCallEvent]:
+        events, self.events = self.events, []
+        return events
+
+    def finish(self) -> list[ToolCall]:
+        """The complete calls, in the order they started."""
+        calls: list[ToolCall] = []
+        for pending in self._calls.values():
+            if not pending.name:
+                raise AdapterError("the provider sent a tool call without a name")
+            call_id = pending.id or f"call_{uuid.uuid4().hex[:12]}"
+            calls.extend(_complete(call_id, pending.name, "".join(pending.fragments)))
+        return calls
+
+
+def _complete(call_id: str, name: str, raw: str) -> list[ToolCall]:
+    try:
+        return [ToolCall.from_json(id=call_id, name=name, arguments=raw)]
+    except AdapterError as error:
+        pieces = _split_objects(raw)
+        if len(pieces) > 1:
+            return [ToolCall(id=f"{call_id}_{n}" if n else call_id, name=name, arguments=piece)
+                    for n, piece in enumerate(pieces)]
+        # Keep the call so it can be answered with an error; the raw text says what went wrong.
+        return [ToolCall(id=call_id, name=name, arguments={},
+                         provider_data={"invalid_arguments": raw, "error": str(error)})]
+
+
+def _split_objects(raw: str) -> list[dict]:
+    """`{"a":1}{"b":2}` -> two dicts; anything else that is not a run of objects -> []."""
+    decoder = json.JSONDecoder()
+    pieces: list[dict] = []
+    position, end = 0, len(raw)
+    while position < end:
+        while position < end and raw[position].isspace():
+            position += 1
+        if position == end:
+            break
+        try:
+            value, position = decoder.raw_decode(raw, position)
+        except json.JSONDecodeError:
+            return []
+        if not isinstance(value, dict):
+            return []
+        pieces.append(value)
+    return pieces

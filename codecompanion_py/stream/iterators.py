@@ -1,0 +1,190 @@
+"""Async iterators of canonical events: over HTTP, from canned scenarios, and replay helpers.
+
+`BaseStreamIterator` asks its subclass for raw chunks (`_get_next_chunk()`, None when the
+source is exhausted), awaits the normalizer's `normalize_chunk()`, and hands out events
+one by one. It always ends with exactly one `FinalEvent` or `ErrorEvent`, then closes:
+engine errors become an `ErrorEvent`, never an exception in the consumer.
+Cancellation (`asyncio.CancelledError`) propagates; `close()` releases the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from typing import Any
+
+from ..adapters.base import HTTPAdapter
+from ..adapters.handlers import call_handler
+from ..client import HttpClient
+from ..errors import CodeCompanionError
+from ..events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
+from ..messages import Message, TextPart, ToolCall, ToolSpec
+from .normalizer import StreamNormalizer
+
+_TERMINAL = (FinalEvent, ErrorEvent)
+
+
+class BaseStreamIterator:
+    normalizer: Any
+
+    def __init__(self, normalizer: Any = None) -> None:
+        self.normalizer = normalizer
+        self._queue: deque[StreamEvent] = deque()
+        self._exhausted = False
+        self._closed = False
+
+    async def _get_next_chunk(self) -> Any | None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        self._closed = True
+
+    def __aiter__(self) -> BaseStreamIterator:
+        return self
+
+    async def __aenter__(self) -> BaseStreamIterator:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def __anext__(self) -> StreamEvent:
+        queue = self._queue
+        while not queue:
+            if self._exhausted:
+                raise StopAsyncIteration
+            try:
+                chunk = await self._get_next_chunk()
+                if chunk is None:
+                    self._exhausted = True
+                    queue.extend(self.normalizer.finish())
+                else:
+                    queue.extend(await self.normalizer.normalize_chunk(chunk))
+            except CodeCompanionError as error:
+                self._exhausted = True
+                queue.append(error_event(error))
+        event = queue.popleft()
+        if isinstance(event, _TERMINAL):
+            self._exhausted = True
+            queue.clear()
+            await self.close()
+        return event
+
+
+def error_event(error: CodeCompanionError) -> ErrorEvent:
+    return ErrorEvent(message=str(error), kind=type(error).__name__, status=getattr(error, "status", None))
+
+
+class HttpStreamIterator(BaseStreamIterator):
+    """One request to an HTTP adapter, streamed or not, as canonical events."""
+
+    def __init__(self, adapter: HTTPAdapter, messages: Sequence[Message], *, client: HttpClient,
+                 tools: Sequence[ToolSpec | dict[str, Any]] | None = None,
+                 settings: Mapping[str, Any] | None = None) -> None:
+        super().__init__(None)
+        self.adapter = adapter
+        self.messages = messages
+        self.tools = tools
+        self.settings = settings
+        self.client = client
+        self._stack = AsyncExitStack()
+        self._chunks: Any = None
+        self._request: Any = None
+        self.ready: HTTPAdapter | None = None
+
+    async def _open(self) -> None:
+        # Imported here: building a request needs the adapter machinery, not every consumer does.
+        from ..adapters.request import build_request
+
+        self.ready, self._request = await build_request(
+            self.adapter, self.messages, tools=self.tools, settings=self.settings)
+        self.normalizer = StreamNormalizer(self.ready, streaming=self._request.stream)
+        response = await self._stack.enter_async_context(self.client.open(self._request))
+        self._chunks = response.aiter_raw()
+
+    async def _get_next_chunk(self) -> bytes | None:
+        if self._chunks is None:
+            await self._open()
+        with self.client.mapped_errors(self._request):
+            try:
+                return await self._chunks.__anext__()
+            except StopAsyncIteration:
+                return None
+
+    def partial_message(self) -> Message | None:
+        return self.normalizer.partial_message() if self.normalizer is not None else None
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._stack.aclose()
+        if self.ready is not None:
+            call_handler(self.ready, "on_exit", {"status": "success" if self._exhausted else "cancelled"})
+            call_handler(self.ready, "teardown")
+
+
+class _PassThrough:
+    """The normalizer of an iterator whose chunks already are canonical events."""
+
+    async def normalize_chunk(self, chunk: StreamEvent) -> list[StreamEvent]:
+        return [chunk]
+
+    def finish(self) -> list[StreamEvent]:
+        return []
+
+
+def _make_events(scenario: str) -> list[StreamEvent]:
+    if scenario == "simple":
+        message = Message(role="assistant", parts=(TextPart(text="Hello, world"),))
+        return [TokenEvent(content="Hello", index=0), TokenEvent(content=", world", index=1),
+                FinalEvent(message=message, finish_reason="stop")]
+    if scenario == "tool_call":
+        call = ToolCall(id="call_1", name="calculator", arguments={"a": 2, "b": 2})
+        final = Message(role="assistant", parts=(TextPart(text="Sum is 4"),))
+        return [
+            TokenEvent(content="Calling calculator", index=0),
+            ToolCallEvent(id=call.id, name=call.name, args_fragment='{"a": 2, ', index=0),
+            ToolCallEvent(id=call.id, name=call.name, args_fragment='"b": 2}', index=0),
+            ToolCallEvent(id=call.id, name=call.name, is_final=True, arguments=call.arguments, index=0),
+            ToolResultEvent(tool_call_id=call.id, name=call.name, content="4"),
+            FinalEvent(message=final, finish_reason="stop"),
+        ]
+    raise ValueError(f"unknown scenario {scenario!r}: expected 'simple' or 'tool_call'")
+
+
+class MockStreamIterator(BaseStreamIterator):
+    """Replays a canned scenario (`"simple"` or `"tool_call"`) with no network."""
+
+    def __init__(self, scenario: str = "simple") -> None:
+        super().__init__(_PassThrough())
+        self._events = deque(_make_events(scenario))
+
+    async def _get_next_chunk(self) -> StreamEvent | None:
+        await asyncio.sleep(0)
+        return self._events.popleft() if self._events else None
+
+
+async def replay_stream(iterator: BaseStreamIterator) -> list[StreamEvent]:
+    """Every event of `iterator`, in order."""
+    return [event async for event in iterator]
+
+
+def replay_body(adapter: HTTPAdapter, body: bytes) -> list[StreamEvent]:
+    """Parse a recorded raw response (SSE, NDJSON or one JSON body) with `adapter`."""
+    normalizer = StreamNormalizer(adapter, streaming=looks_streamed(adapter, body))
+    try:
+        return normalizer.parse_body(body)
+    except CodeCompanionError as error:
+        return [error_event(error)]
+
+
+def looks_streamed(adapter: HTTPAdapter, body: bytes) -> bool:
+    head = body.lstrip()[:64]
+    if head.startswith((b"data:", b"event:", b":", b"id:")):
+        return True
+    if adapter.opts.get("stream_format") == "ndjson":
+        return body.strip().count(b"\n") > 0
+    return False

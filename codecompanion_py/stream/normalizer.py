@@ -1,0 +1,162 @@
+"""Turns an adapter's raw response (streamed bytes or a whole body) into canonical events.
+
+The normalizer owns the framing (SSE or NDJSON, from `adapter.opts.stream_format`) and
+calls the adapter's `parse_chat` handler once per frame. Handlers return the seed's
+`{status, output = {role, content, reasoning}}` table, optionally with `finish_reason`
+and `usage`; tool-call fragments go into the `ToolCallAssembler` passed as `tools`.
+Streaming and non-streaming responses take the same path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..adapters.handlers import get_handler
+from ..errors import AdapterError, StreamError
+from ..events import FinalEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolCallEvent, UsageEvent
+from ..messages import Message, ReasoningPart, TextPart, Usage
+from .assembler import ToolCallAssembler
+from .ndjson import NDJSONDecoder
+from .sse import SSEDecoder
+
+_DONE = b"[DONE]"
+_TOOL_REASONS = frozenset(("tool_calls", "function_call", "tool_use"))
+
+
+class StreamNormalizer:
+    def __init__(self, adapter: Any, *, streaming: bool = True) -> None:
+        self.adapter = adapter
+        self.streaming = streaming
+        self._body: list[bytes] = []
+        self.provider = getattr(adapter, "formatted_name", "") or getattr(adapter, "name", "")
+        parse_chat = get_handler(adapter, "parse_chat")
+        if parse_chat is None:
+            raise AdapterError(f"{self.provider}: the adapter has no parse_chat handler")
+        self._parse_chat = parse_chat
+        self._parse_tokens = get_handler(adapter, "parse_tokens")
+        ndjson = getattr(adapter, "opts", {}).get("stream_format") == "ndjson"
+        self._decoder: SSEDecoder | NDJSONDecoder = NDJSONDecoder() if ndjson else SSEDecoder()
+        self._ndjson = ndjson
+        self.tools = ToolCallAssembler()
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._token_index = 0
+        self._reasoning_index = 0
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+        self.done = False
+
+    # --- input ---------------------------------------------------------------------------
+
+    async def normalize_chunk(self, chunk: bytes) -> list[StreamEvent]:
+        """The seed's coroutine form of `feed_bytes`."""
+        return self.feed_bytes(chunk)
+
+    def feed_bytes(self, chunk: bytes) -> list[StreamEvent]:
+        """A piece of the response body, split anywhere."""
+        if not self.streaming:
+            self._body.append(chunk)
+            return []
+        events: list[StreamEvent] = []
+        if self._ndjson:
+            for line in self._decoder.feed(chunk):
+                events.extend(self.feed_frame(line))
+        else:
+            for sse in self._decoder.feed(chunk):
+                events.extend(self.feed_frame(sse.data))
+        return events
+
+    def feed_frame(self, data: Any) -> list[StreamEvent]:
+        """One frame's payload (or a whole non-streamed body)."""
+        if self.done:
+            return []
+        if data == _DONE:
+            self.done = True
+            return []
+        result = self._parse_chat(self.adapter, data, self.tools)
+        events: list[StreamEvent] = []
+        if result is not None:
+            if result.get("status") == "error":
+                raise StreamError(str(result.get("output") or "unknown error"), provider=self.provider)
+            output = result.get("output") or {}
+            reasoning = output.get("reasoning")
+            if reasoning:
+                self._reasoning.append(reasoning)
+                events.append(ReasoningEvent(content=reasoning, index=self._reasoning_index))
+                self._reasoning_index += 1
+            content = output.get("content")
+            if content:
+                self._text.append(content)
+                events.append(TokenEvent(content=content, index=self._token_index))
+                self._token_index += 1
+            if result.get("finish_reason"):
+                self.finish_reason = result["finish_reason"]
+            if "usage" in result:
+                usage = result["usage"]
+            else:
+                usage = self._tokens_from_handler(data)
+            if usage is not None:
+                self.usage = usage
+                events.append(UsageEvent(usage=usage))
+        if self.tools.events:
+            events.extend(self.tools.drain())
+        return events
+
+    def _tokens_from_handler(self, data: Any) -> Usage | None:
+        # Only adapters whose parse_chat does not report usage pay for a second decode.
+        if self._parse_tokens is None:
+            return None
+        total = self._parse_tokens(self.adapter, data)
+        return Usage(total_tokens=int(total)) if total else None
+
+    def parse_body(self, body: bytes) -> list[StreamEvent]:
+        """A whole response: a JSON body, or a recorded stream when `streaming`."""
+        return [*self.feed_bytes(body), *self.finish()]
+
+    # --- output --------------------------------------------------------------------------
+
+    def finish(self) -> list[StreamEvent]:
+        """End of input: the final tool-call events and the `FinalEvent`."""
+        events: list[StreamEvent] = []
+        if not self.streaming:
+            events.extend(self.feed_frame(b"".join(self._body)))
+        elif not self.done:
+            for item in self._decoder.flush():
+                events.extend(self.feed_frame(item if self._ndjson else item.data))
+        calls = self.tools.finish()
+        events.extend(
+            ToolCallEvent(id=c.id, name=c.name, is_final=True, arguments=c.arguments, index=n)
+            for n, c in enumerate(calls)
+        )
+        parts: list[Any] = []
+        if self._reasoning:
+            parts.append(ReasoningPart(text="".join(self._reasoning)))
+        if self._text:
+            parts.append(TextPart(text="".join(self._text)))
+        parts.extend(calls)
+        if not any(not isinstance(p, ReasoningPart) for p in parts):
+            reason = f" (finish reason: {self.finish_reason})" if self.finish_reason else ""
+            raise AdapterError(f"{self.provider}: the response had no content{reason}")
+        reason = self.finish_reason or "stop"
+        if calls or reason in _TOOL_REASONS:
+            reason = "tool_calls" if calls else "stop"
+        message = Message(role="assistant", parts=tuple(parts))
+        events.append(FinalEvent(message=message, finish_reason=reason, usage=self.usage))
+        return events
+
+    def partial_message(self) -> Message | None:
+        """What has arrived so far as text and reasoning (tool calls need the whole stream)."""
+        parts: list[Any] = []
+        if self._reasoning:
+            parts.append(ReasoningPart(text="".join(self._reasoning)))
+        if self._text:
+            parts.append(TextPart(text="".join(self._text)))
+        if not self._text:
+            return None
+        return Message(role="assistant", parts=tuple(parts))
+
+
+def encode_event(event: StreamEvent) -> bytes:
+    return msgspec.json.encode(event)

@@ -1,0 +1,287 @@
+-- The chat buffer: window, keymaps, submit/stop, and `apply(chat_id, ops)`, the one
+-- function the Python engine calls to render. Ops arrive batched:
+--   ready{adapter} begin{adapter} text{text} reasoning{text} tool_call{id,name,arguments}
+--   fire{event,data} error{message} done{status,tokens?,message?}
+local api = vim.api
+local rpc = require("codecompanion_py.rpc")
+
+local M = {}
+
+local ns = api.nvim_create_namespace("codecompanion_py")
+local USER_HEADER = "## Me"
+
+---@type table<integer, table> chat state by buffer number (the chat id)
+M.chats = {}
+
+local function fire(event, data)
+  api.nvim_exec_autocmds("User", { pattern = "CodeCompanion" .. event, modeline = false, data = data })
+end
+
+local function config()
+  return require("codecompanion_py").config
+end
+
+local function last_position(buf)
+  local row = api.nvim_buf_line_count(buf) - 1
+  local line = api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or ""
+  return row, #line
+end
+
+-- Append text at the end of the buffer. Windows whose cursor was on the last line keep
+-- following the stream; a window where the user moved away is left alone.
+local function append(chat, text)
+  local buf = chat.bufnr
+  if text == "" or not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local row, col = last_position(buf)
+  local followers = {}
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    if api.nvim_win_get_cursor(win)[1] - 1 >= row then
+      table.insert(followers, win)
+    end
+  end
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_text(buf, row, col, row, col, vim.split(text, "\n", { plain = true }))
+  vim.bo[buf].modifiable = chat.status ~= "streaming"
+  if #followers > 0 then
+    local last = api.nvim_buf_line_count(buf)
+    for _, win in ipairs(followers) do
+      api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+end
+
+local function unlock(chat)
+  chat.status = "idle"
+  chat.block = nil
+  if api.nvim_buf_is_valid(chat.bufnr) then
+    vim.bo[chat.bufnr].modifiable = true
+  end
+end
+
+local render = {}
+
+function render.ready(chat, op)
+  chat.adapter = op.adapter
+  chat.engine_ready = true
+end
+
+function render.begin(chat, op)
+  chat.adapter = op.adapter
+  chat.block = nil
+  chat.turn_started = true
+  append(chat, ("\n\n## CodeCompanion (%s)\n\n"):format(op.adapter.formatted_name or op.adapter.name))
+end
+
+function render.reasoning(chat, op)
+  if chat.block ~= "reasoning" then
+    append(chat, "### Reasoning\n\n")
+    chat.block = "reasoning"
+  end
+  append(chat, op.text)
+end
+
+function render.text(chat, op)
+  if chat.block == "reasoning" then
+    append(chat, "\n\n### Response\n\n")
+  end
+  chat.block = "text"
+  append(chat, op.text)
+end
+
+function render.tool_call(chat, op)
+  local args = op.arguments
+  if type(args) ~= "table" or vim.tbl_isempty(args) then
+    args = vim.empty_dict()
+  end
+  append(chat, ("\n\n**Tool call** `%s` `%s`\n"):format(op.name, vim.json.encode(args)))
+end
+
+function render.fire(chat, op)
+  local data = type(op.data) == "table" and op.data or {}
+  data.bufnr = chat.bufnr
+  fire(op.event, data)
+end
+
+function render.error(chat, op)
+  vim.notify("CodeCompanion: " .. op.message, vim.log.levels.ERROR)
+  if chat.status == "streaming" and not chat.turn_started then
+    unlock(chat) -- the submit never reached a request: give the buffer back
+  end
+end
+
+function render.done(chat, op)
+  local buf = chat.bufnr
+  if op.status == "empty" then
+    unlock(chat)
+    return
+  end
+  if op.status == "error" and op.message then
+    append(chat, "\n\n> **Error:** " .. op.message:gsub("\n", " "))
+  end
+  local row = last_position(buf)
+  local virt = {}
+  if op.status == "stopped" then
+    table.insert(virt, { " (stopped)", "WarningMsg" })
+  end
+  if op.tokens and config().display.chat.show_token_count ~= false then
+    table.insert(virt, { (" (%d tokens)"):format(op.tokens), "Comment" })
+  end
+  if #virt > 0 then
+    api.nvim_buf_set_extmark(buf, ns, row, 0, { virt_text = virt, virt_text_pos = "eol" })
+  end
+  chat.status = "idle"
+  chat.turn_started = false
+  append(chat, "\n\n" .. USER_HEADER .. "\n\n")
+  unlock(chat)
+  fire(op.status == "stopped" and "ChatStopped" or "ChatDone",
+    { bufnr = buf, id = buf, status = op.status, tokens = op.tokens })
+end
+
+function M.apply(chat_id, ops)
+  local chat = M.chats[chat_id]
+  if not chat then
+    return
+  end
+  for _, op in ipairs(ops) do
+    local handler = render[op.op]
+    if handler then
+      handler(chat, op)
+    end
+  end
+end
+
+-- The text after the last `## Me` header.
+local function user_text(buf)
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local start = 0
+  for i = #lines, 1, -1 do
+    if lines[i] == USER_HEADER then
+      start = i
+      break
+    end
+  end
+  return vim.trim(table.concat(vim.list_slice(lines, start + 1), "\n"))
+end
+
+function M.submit(buf)
+  local chat = M.chats[buf]
+  if not chat then
+    return
+  end
+  if chat.status == "streaming" then
+    vim.notify("CodeCompanion: a request is running; press q to stop it", vim.log.levels.WARN)
+    return
+  end
+  local text = user_text(buf)
+  if text == "" then
+    vim.notify("CodeCompanion: nothing to send", vim.log.levels.WARN)
+    return
+  end
+  if not chat.engine_ready then
+    rpc.notify("chat.open", chat.open_payload) -- a failed open is retried with the next submit
+  end
+  chat.status = "streaming"
+  chat.turn_started = false
+  vim.bo[buf].modifiable = false
+  rpc.notify("chat.submit", { chat_id = buf, text = text })
+  fire("ChatSubmitted", { bufnr = buf, id = buf })
+end
+
+function M.stop(buf)
+  local chat = M.chats[buf]
+  if chat and chat.status == "streaming" then
+    rpc.notify("chat.stop", { chat_id = buf })
+  end
+end
+
+local function open_window(buf)
+  local win_opts = config().display.chat.window or {}
+  local layout = win_opts.layout or "vertical"
+  if layout == "float" then
+    local width = math.floor(vim.o.columns * (win_opts.width or 0.6))
+    local height = math.floor(vim.o.lines * (win_opts.height or 0.7))
+    return api.nvim_open_win(buf, true, {
+      relative = "editor", width = width, height = height, border = win_opts.border or "rounded",
+      row = math.floor((vim.o.lines - height) / 2), col = math.floor((vim.o.columns - width) / 2),
+    })
+  end
+  if layout == "vertical" then
+    vim.cmd("botright vsplit")
+    local width = win_opts.width or 0.45
+    api.nvim_win_set_width(0, width < 1 and math.floor(vim.o.columns * width) or width)
+  elseif layout == "horizontal" then
+    vim.cmd("botright split")
+  end
+  local win = api.nvim_get_current_win()
+  api.nvim_win_set_buf(win, buf)
+  return win
+end
+
+local function set_keymaps(buf)
+  local function map(mode, lhs, fn, desc)
+    vim.keymap.set(mode, lhs, fn, { buffer = buf, desc = "CodeCompanion: " .. desc, nowait = true })
+  end
+  map("n", "<CR>", function() M.submit(buf) end, "send")
+  map({ "n", "i" }, "<C-s>", function()
+    vim.cmd("stopinsert")
+    M.submit(buf)
+  end, "send")
+  map("n", "q", function() M.stop(buf) end, "stop")
+end
+
+---@param opts? { adapter?: string, model?: string, prompt?: string }
+function M.open(opts)
+  opts = opts or {}
+  local buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_name(buf, "[CodeCompanion] " .. buf)
+  vim.bo[buf].filetype = "codecompanion"
+  pcall(vim.treesitter.language.register, "markdown", "codecompanion")
+  pcall(vim.treesitter.start, buf, "markdown")
+  local win = open_window(buf)
+  vim.wo[win].wrap = true
+  vim.wo[win].linebreak = true
+  api.nvim_buf_set_lines(buf, 0, -1, false, { USER_HEADER, "", "" })
+  local chat = {
+    bufnr = buf,
+    status = "idle",
+    adapter = { name = opts.adapter },
+    open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model },
+  }
+  M.chats[buf] = chat
+  set_keymaps(buf)
+  api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      M.chats[buf] = nil
+      pcall(rpc.notify, "chat.close", { chat_id = buf })
+    end,
+  })
+  rpc.notify("chat.open", chat.open_payload)
+  fire("ChatCreated", { bufnr = buf, id = buf })
+  api.nvim_win_set_cursor(win, { 3, 0 })
+  if opts.prompt and opts.prompt ~= "" then
+    api.nvim_buf_set_lines(buf, 2, 3, false, vim.split(opts.prompt, "\n", { plain = true }))
+    M.submit(buf)
+  end
+  return buf
+end
+
+-- :CodeCompanionChat [adapter=NAME] [model=NAME] [prompt words...]
+function M.command(fargs)
+  local opts, words = {}, {}
+  for _, arg in ipairs(fargs or {}) do
+    local key, value = arg:match("^(%w+)=(.+)$")
+    if (key == "adapter" or key == "model") and #words == 0 then
+      opts[key] = value
+    else
+      table.insert(words, arg)
+    end
+  end
+  opts.prompt = table.concat(words, " ")
+  return M.open(opts)
+end
+
+return M

@@ -1,0 +1,36 @@
+-- Public entry: require("codecompanion_py").setup(opts).
+-- The options are kept here and sent to the Python engine on first use, so setup()
+-- costs nothing at startup (the Python host starts only when a chat opens).
+local M = {}
+
+M.defaults = {
+  adapters = { http = {} },
+  interactions = { chat = {} },
+  display = {
+    chat = {
+      window = { layout = "vertical", width = 0.45 },
+      show_token_count = true,
+    },
+  },
+  opts = { log_level = "ERROR" },
+}
+
+M.config = vim.deepcopy(M.defaults)
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  require("codecompanion_py.rpc").config_changed()
+end
+
+-- The adapter a new chat uses when the command names none: CodeCompanion's
+-- `strategies.chat.adapter` or the newer `interactions.chat.adapter`.
+function M.chat_adapter()
+  local c = M.config
+  local chat = (c.interactions and c.interactions.chat) or {}
+  if chat.adapter == nil and c.strategies and c.strategies.chat then
+    chat = c.strategies.chat
+  end
+  return chat.adapter
+end
+
+return M

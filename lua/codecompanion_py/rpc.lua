@@ -1,0 +1,64 @@
+-- The only caller of the Python entry points.
+--   notify(method, payload): fire and forget (chat.open, chat.submit, chat.stop, ...)
+--   request(method, payload): waits for an answer (health)
+local M = {}
+
+local config_sent = false
+
+function M.config_changed()
+  config_sent = false
+end
+
+-- Functions cannot cross the RPC: adapter factories are called here, and any other
+-- function left in the table is dropped with a warning naming where it was.
+local function to_data(value, path, dropped)
+  if type(value) == "function" then
+    if path:match("^adapters%.http%.[^.]+$") then
+      local ok, result = pcall(value)
+      if not ok then
+        vim.notify(("CodeCompanion: %s failed: %s"):format(path, result), vim.log.levels.ERROR)
+        return nil
+      end
+      return to_data(result, path, dropped)
+    end
+    table.insert(dropped, path)
+    return nil
+  end
+  if type(value) ~= "table" then
+    return value
+  end
+  local out = {}
+  for k, v in pairs(value) do
+    out[k] = to_data(v, path == "" and tostring(k) or (path .. "." .. tostring(k)), dropped)
+  end
+  return out
+end
+
+function M.payload_for_config()
+  local dropped = {}
+  local data = to_data(require("codecompanion_py").config, "", dropped)
+  if #dropped > 0 then
+    vim.notify("CodeCompanion: functions are not supported here yet and were ignored: "
+      .. table.concat(dropped, ", "), vim.log.levels.WARN)
+  end
+  return data
+end
+
+local function ensure_config()
+  if not config_sent then
+    config_sent = true
+    vim.fn.CodeCompanionPyNotify("config.set", M.payload_for_config())
+  end
+end
+
+function M.notify(method, payload)
+  ensure_config()
+  vim.fn.CodeCompanionPyNotify(method, payload or vim.empty_dict())
+end
+
+function M.request(method, payload)
+  ensure_config()
+  return vim.fn.CodeCompanionPyRequest(method, payload or vim.empty_dict())
+end
+
+return M
