@@ -10,8 +10,10 @@ Resolved values live only in `env_replaced`, which no repr, log or error shows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import os
+import signal
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -164,14 +166,17 @@ async def _resolve_one(adapter: HTTPAdapter, key: str, spec: Any, timeout: float
 
 
 async def _run_env_command(adapter: HTTPAdapter, key: str, command: str, timeout: float) -> str:
+    # Its own process group, so a timeout kills the command's children too (they would
+    # otherwise keep the pipe open).
     proc = await asyncio.create_subprocess_shell(
         command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
     )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except asyncio.TimeoutError:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
         raise ConfigError(f"{adapter.name}: env {key!r} command timed out after {timeout:g}s") from None
     if proc.returncode != 0:
@@ -268,5 +273,3 @@ def merge_keep(target: dict[str, Any], extra: Mapping[str, Any] | None) -> None:
         elif isinstance(target[key], dict) and isinstance(value, Mapping):
             merge_keep(target[key], value)
 
-
-Handler = Callable[..., Any]

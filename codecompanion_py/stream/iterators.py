@@ -34,6 +34,7 @@ class BaseStreamIterator:
         self._queue: deque[StreamEvent] = deque()
         self._exhausted = False
         self._closed = False
+        self.error: CodeCompanionError | None = None  # what ended the stream, if it failed
 
     async def _get_next_chunk(self) -> Any | None:
         raise NotImplementedError
@@ -62,8 +63,12 @@ class BaseStreamIterator:
                     queue.extend(self.normalizer.finish())
                 else:
                     queue.extend(await self.normalizer.normalize_chunk(chunk))
+                    failure = getattr(self.normalizer, "failure", None)
+                    if failure is not None:
+                        raise failure
             except CodeCompanionError as error:
                 self._exhausted = True
+                self.error = error
                 queue.append(error_event(error))
         event = queue.popleft()
         if isinstance(event, _TERMINAL):
@@ -175,10 +180,14 @@ async def replay_stream(iterator: BaseStreamIterator) -> list[StreamEvent]:
 def replay_body(adapter: HTTPAdapter, body: bytes) -> list[StreamEvent]:
     """Parse a recorded raw response (SSE, NDJSON or one JSON body) with `adapter`."""
     normalizer = StreamNormalizer(adapter, streaming=looks_streamed(adapter, body))
+    events = normalizer.feed_bytes(body)
     try:
-        return normalizer.parse_body(body)
+        if normalizer.failure is not None:
+            raise normalizer.failure
+        events.extend(normalizer.finish())
     except CodeCompanionError as error:
-        return [error_event(error)]
+        events.append(error_event(error))
+    return events
 
 
 def looks_streamed(adapter: HTTPAdapter, body: bytes) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from ..adapters.handlers import get_handler
-from ..errors import AdapterError, StreamError
+from ..errors import AdapterError, CodeCompanionError, StreamError
 from ..events import FinalEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolCallEvent, UsageEvent
 from ..messages import Message, ReasoningPart, TextPart, Usage
 from .assembler import ToolCallAssembler
@@ -47,6 +47,7 @@ class StreamNormalizer:
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.done = False
+        self.failure: CodeCompanionError | None = None  # an error frame, after the events before it
 
     # --- input ---------------------------------------------------------------------------
 
@@ -55,17 +56,20 @@ class StreamNormalizer:
         return self.feed_bytes(chunk)
 
     def feed_bytes(self, chunk: bytes) -> list[StreamEvent]:
-        """A piece of the response body, split anywhere."""
+        """A piece of the response body, split anywhere. An error frame sets `failure` and
+        stops there, so the events before it in the same chunk are still returned."""
+        if self.failure is not None:
+            raise self.failure
         if not self.streaming:
             self._body.append(chunk)
             return []
         events: list[StreamEvent] = []
-        if self._ndjson:
-            for line in self._decoder.feed(chunk):
-                events.extend(self.feed_frame(line))
-        else:
-            for sse in self._decoder.feed(chunk):
-                events.extend(self.feed_frame(sse.data))
+        frames = self._decoder.feed(chunk)
+        try:
+            for frame in frames:
+                events.extend(self.feed_frame(frame if self._ndjson else frame.data))
+        except CodeCompanionError as error:
+            self.failure = error
         return events
 
     def feed_frame(self, data: Any) -> list[StreamEvent]:
@@ -113,12 +117,17 @@ class StreamNormalizer:
 
     def parse_body(self, body: bytes) -> list[StreamEvent]:
         """A whole response: a JSON body, or a recorded stream when `streaming`."""
-        return [*self.feed_bytes(body), *self.finish()]
+        events = self.feed_bytes(body)
+        if self.failure is not None:
+            raise self.failure
+        return [*events, *self.finish()]
 
     # --- output --------------------------------------------------------------------------
 
     def finish(self) -> list[StreamEvent]:
         """End of input: the final tool-call events and the `FinalEvent`."""
+        if self.failure is not None:
+            raise self.failure
         events: list[StreamEvent] = []
         if not self.streaming:
             events.extend(self.feed_frame(b"".join(self._body)))

@@ -1,0 +1,248 @@
+"""`make bench`: the figures quoted in the README, measured in one run on this machine.
+
+1. HTTP to canonical events: chunks/s for a 20,000-chunk OpenAI stream from a local
+   server (in its own process), beside a plain httpx `aiter_lines` + `json.loads` loop
+   that only receives and decodes the same stream.
+2. Submit to fully rendered in headless Neovim for 200, 2,000 and 10,000 chunks (times
+   taken inside Neovim, from the ChatSubmitted to the ChatDone autocmd).
+3. Neovim responsiveness while streaming 10,000 chunks: `nvim_eval("1")` round trips
+   issued every 5 ms, p50 and p99.
+4. `import codecompanion_py` time, and the Python host's RSS after a chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pynvim
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from codecompanion_py.adapters import extend  # noqa: E402
+from codecompanion_py.client import HttpClient  # noqa: E402
+from codecompanion_py.demo.launch import nvim_binary, runtime_env, update_remote_plugins, write_init  # noqa: E402
+from codecompanion_py.events import FinalEvent  # noqa: E402
+from codecompanion_py.messages import Message  # noqa: E402
+from codecompanion_py.stream.iterators import HttpStreamIterator  # noqa: E402
+
+REPEATS = 5
+
+
+@contextmanager
+def bench_server(chunks: int):
+    """The scripted server in its own process, answering every POST with `chunks` chunks."""
+    proc = subprocess.Popen([sys.executable, "-m", "codecompanion_py.demo.server", "--bench-chunks", str(chunks)],
+                            stdout=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        line = proc.stdout.readline().strip()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"bench server did not start: {line!r}")
+        yield line.split(" ", 1)[1]
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def plain_loop(url: str) -> tuple[float, int]:
+    """What a minimal client does: receive lines and json.loads each data payload."""
+    count = 0
+    async with httpx.AsyncClient(timeout=60) as client:
+        start = time.perf_counter()
+        async with client.stream("POST", f"{url}/v1/chat/completions",
+                                 json={"model": "m", "stream": True, "messages": []}) as response:
+            async for line in response.aiter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    json.loads(line[6:])
+                    count += 1
+        return time.perf_counter() - start, count
+
+
+async def engine_loop(url: str) -> tuple[float, int]:
+    """Ours: HTTP client, SSE decoder, adapter handlers, assembler, canonical events."""
+    adapter = extend("openai_compatible", {"env": {"url": url}})
+    client = HttpClient()
+    count = 0
+    try:
+        start = time.perf_counter()
+        stream = HttpStreamIterator(adapter, [Message.of("user", "bench")], client=client)
+        async for event in stream:
+            count += 1
+            if isinstance(event, FinalEvent):
+                assert event.message.text
+        return time.perf_counter() - start, count
+    finally:
+        await client.aclose()
+
+
+def median_time(fn, url: str) -> float:
+    times = [asyncio.run(fn(url))[0] for _ in range(REPEATS)]
+    return statistics.median(times)
+
+
+def bench_throughput(chunks: int = 20_000) -> dict:
+    with bench_server(chunks) as url:
+        asyncio.run(plain_loop(url))  # warm up both paths once
+        asyncio.run(engine_loop(url))
+        plain = median_time(plain_loop, url)
+        ours = median_time(engine_loop, url)
+    return {"chunks": chunks, "plain_s": plain, "engine_s": ours,
+            "plain_chunks_per_s": chunks / plain, "engine_chunks_per_s": chunks / ours}
+
+
+TIMING_LUA = """
+_G.bench = {}
+vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionChatSubmitted", callback = function()
+  _G.bench.start = vim.uv.hrtime() end })
+vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionChatDone", callback = function(ev)
+  _G.bench.done = vim.uv.hrtime(); _G.bench.status = ev.data.status end })
+"""
+
+
+class Neovim:
+    def __init__(self) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="cc-bench-"))
+        self.init = write_init(self.home / "init.lua")
+        self.env = runtime_env(self.home)
+        update_remote_plugins(self.init, self.env)
+        os.environ.update({k: self.env[k] for k in self.env if k.startswith("XDG_")})
+        self.nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(self.init)])
+        self.nvim.exec_lua(TIMING_LUA)
+
+    def use(self, url: str) -> None:
+        self.nvim.exec_lua(f"""require("codecompanion_py").setup({{
+          adapters = {{ http = {{ bench = function()
+            return require("codecompanion_py.adapters").extend("openai_compatible", {{ env = {{ url = "{url}" }} }})
+          end }} }},
+          interactions = {{ chat = {{ adapter = "bench" }} }} }})""")
+
+    def chat_once(self, timeout: float = 60.0) -> float:
+        """Open a chat with a prompt; seconds from submit to the whole reply rendered."""
+        self.nvim.exec_lua("_G.bench = {}")
+        self.nvim.command("CodeCompanionChat go")
+        deadline = time.monotonic() + timeout
+        while not self.nvim.exec_lua("return _G.bench.done ~= nil"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("chat did not finish")
+            time.sleep(0.005)
+        start, done, status = self.nvim.exec_lua("return {_G.bench.start, _G.bench.done, _G.bench.status}")
+        if status != "success":
+            raise RuntimeError(f"chat ended with {status}")
+        self.nvim.command("bwipeout!")
+        return (done - start) / 1e9
+
+    def host_rss_mb(self) -> float | None:
+        nvim_pid = self.nvim.eval("getpid()")
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                status = (entry / "status").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if f"PPid:\t{nvim_pid}\n" in status and b"python" in cmdline:
+                rss_kb = int(status.split("VmRSS:")[1].split()[0])
+                return rss_kb / 1024
+        return None
+
+    def close(self) -> None:
+        try:
+            self.nvim.command("qa!")
+        except Exception:  # the child exits while answering
+            pass
+        self.nvim.close()
+
+
+def bench_render(editor: Neovim, sizes=(200, 2_000, 10_000)) -> dict:
+    results = {}
+    for size in sizes:
+        with bench_server(size) as url:
+            editor.use(url)
+            editor.chat_once()  # warm-up: starts the host, connects
+            times = [editor.chat_once() for _ in range(REPEATS)]
+            plain = median_time(plain_loop, url) if size == 10_000 else None
+        results[size] = {"render_s": statistics.median(times), "plain_receive_s": plain}
+    return results
+
+
+def bench_responsiveness(editor: Neovim, chunks: int = 10_000, runs: int = 5) -> dict:
+    """Round trips of nvim_eval("1") every 5 ms while a 10,000-chunk reply streams in."""
+    samples: list[float] = []
+    with bench_server(chunks) as url:
+        editor.use(url)
+        editor.chat_once()
+        for _ in range(runs):
+            editor.nvim.exec_lua("_G.bench = {}")
+            editor.nvim.command("CodeCompanionChat go")
+            while not editor.nvim.exec_lua("return _G.bench.done ~= nil"):
+                start = time.perf_counter()
+                editor.nvim.eval("1")
+                samples.append((time.perf_counter() - start) * 1000)
+                time.sleep(max(0.0, 0.005 - (time.perf_counter() - start)))
+            editor.nvim.command("bwipeout!")
+    samples.sort()
+    return {"samples": len(samples), "p50_ms": statistics.median(samples),
+            "p99_ms": samples[min(len(samples) - 1, int(len(samples) * 0.99))], "max_ms": samples[-1]}
+
+
+def bench_import() -> dict:
+    def run(code: str) -> float:
+        times = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    baseline = run("pass")
+    return {"import_codecompanion_py_ms": (run("import codecompanion_py") - baseline) * 1000,
+            "import_plugin_ms": (run("import codecompanion_py.nvim.plugin") - baseline) * 1000}
+
+
+def main() -> None:
+    report: dict = {"python": sys.version.split()[0]}
+    print("1. HTTP to events, 20,000 chunks ...", flush=True)
+    report["throughput"] = bench_throughput()
+    editor = Neovim()
+    try:
+        print("2. submit to rendered in Neovim ...", flush=True)
+        report["render"] = bench_render(editor)
+        print("3. responsiveness while streaming ...", flush=True)
+        report["responsiveness"] = bench_responsiveness(editor)
+        report["host_rss_mb"] = editor.host_rss_mb()
+    finally:
+        editor.close()
+    print("4. import time ...", flush=True)
+    report["import"] = bench_import()
+
+    t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
+    print()
+    print(f"(1) 20,000-chunk stream: engine {t['engine_chunks_per_s']:,.0f} chunks/s ({t['engine_s']*1000:.0f} ms), "
+          f"plain httpx+json.loads {t['plain_chunks_per_s']:,.0f} chunks/s ({t['plain_s']*1000:.0f} ms)")
+    for size, row in r.items():
+        extra = f" (plain loop only receiving: {row['plain_receive_s']*1000:.0f} ms)" if row["plain_receive_s"] else ""
+        print(f"(2) {size:>6,} chunks: submit to rendered {row['render_s']*1000:.0f} ms{extra}")
+    print(f"(3) nvim_eval round trip while streaming: p50 {p['p50_ms']:.2f} ms, p99 {p['p99_ms']:.2f} ms, "
+          f"max {p['max_ms']:.2f} ms over {p['samples']} samples")
+    rss = report["host_rss_mb"]
+    print(f"(4) import codecompanion_py {i['import_codecompanion_py_ms']:.0f} ms, "
+          f"plugin module {i['import_plugin_ms']:.0f} ms, host RSS {rss:.1f} MB" if rss else "(4) host RSS not found")
+    out = REPO / "bench" / "results"
+    out.mkdir(exist_ok=True)
+    (out / "latest.json").write_text(json.dumps(report, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

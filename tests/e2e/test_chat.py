@@ -1,0 +1,174 @@
+"""A user opens a chat in real Neovim, submits, watches the reply stream, stops it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, json_reply, sse_reply
+
+pytestmark = pytest.mark.nvim
+
+
+def chunk(content=None, finish=None, **extra):
+    delta = {} if content is None else {"content": content}
+    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+
+def usage(total):
+    return {"id": "c1", "object": "chat.completion.chunk", "choices": [],
+            "usage": {"prompt_tokens": total - 2, "completion_tokens": 2, "total_tokens": total}}
+
+
+def setup_local(editor, url: str, name: str = "local") -> None:
+    editor.setup(f"""{{
+      adapters = {{ http = {{ {name} = function()
+        return require("codecompanion_py.adapters").extend("openai_compatible", {{
+          env = {{ url = "{url}" }}, schema = {{ model = {{ default = "test-model" }} }},
+        }})
+      end }} }},
+      interactions = {{ chat = {{ adapter = "{name}" }} }},
+    }}""")
+
+
+def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor):
+    reply = sse_reply([chunk("Hello"), chunk(", **world**"), chunk("!\n\n```lua\nprint(1)\n```"),
+                       chunk(finish="stop"), usage(42)], delay=0.01)
+    with ServerThread(ScriptedServer.sequence([reply])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat")
+        buf = editor.nvim.current.buffer.number
+        assert editor.nvim.current.buffer.options["filetype"] == "codecompanion"
+        editor.type_prompt("Say hello")
+        editor.nvim.input("<CR>")
+        done = editor.wait_event("CodeCompanionChatDone")
+
+        text = editor.text()
+        assert text.startswith("## Me\n\nSay hello\n\n## CodeCompanion (local)\n\nHello, **world**!\n\n```lua\nprint(1)\n```")
+        assert editor.lines()[-2:] == ["## Me", ""]  # ready for the next message
+        assert editor.nvim.current.buffer.options["modifiable"]
+        assert " (42 tokens)" in editor.virtual_text()
+        assert done["data"]["bufnr"] == buf and done["data"]["tokens"] == 42
+
+        names = [n for n in editor.event_names()]
+        assert names == ["CodeCompanionChatCreated", "CodeCompanionChatSubmitted", "CodeCompanionRequestStarted",
+                         "CodeCompanionRequestStreaming", "CodeCompanionRequestFinished", "CodeCompanionChatDone"]
+        started = editor.events()[2]["data"]
+        assert started["adapter"]["name"] == "local" and started["adapter"]["model"] == "test-model"
+        assert started["bufnr"] == buf and started["interaction"] == "chat"
+        assert editor.events()[4]["data"]["status"] == "success"
+
+        sent = server.requests[0].json()
+        assert sent["model"] == "test-model" and sent["stream"] is True
+        assert sent["messages"][-1] == {"role": "user", "content": "Say hello"}
+        assert sent["messages"][0]["role"] == "system"
+        # the cursor followed the stream to the end
+        assert editor.nvim.current.window.cursor[0] == len(editor.lines())
+
+
+def test_second_turn_sends_the_whole_history(editor):
+    replies = [sse_reply([chunk("First answer"), chunk(finish="stop")]),
+               sse_reply([chunk("Second answer"), chunk(finish="stop")])]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat one")  # a prompt on the command line is sent at once
+        editor.wait_event("CodeCompanionChatDone")
+        editor.type_prompt("two")
+        editor.nvim.input("<C-s>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        roles = [(m["role"], m["content"]) for m in server.requests[1].json()["messages"][1:]]
+        assert roles == [("user", "one"), ("assistant", "First answer"), ("user", "two")]
+        assert "Second answer" in editor.text()
+
+
+def test_q_stops_mid_stream_keeps_partial_text_and_closes_the_connection(editor):
+    slow = sse_reply([chunk(f"w{i} ") for i in range(400)] + [chunk(finish="stop")], delay=0.02)
+    after = sse_reply([chunk("fresh reply"), chunk(finish="stop")])
+    with ServerThread(ScriptedServer.sequence([slow, after])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat count to 400")
+        editor.wait_for(lambda: "w5 " in editor.text(), what="some streamed text")
+        assert not editor.nvim.current.buffer.options["modifiable"]  # read-only while the LLM writes
+        editor.nvim.input("q")
+        stopped = editor.wait_event("CodeCompanionChatStopped")
+        assert stopped["data"]["status"] == "stopped"
+        partial = editor.text()
+        assert "w5 " in partial and "w399" not in partial
+        assert " (stopped)" in editor.virtual_text()
+        assert editor.nvim.current.buffer.options["modifiable"]
+        editor.wait_for(lambda: server.disconnects >= 1, what="the server to see the client go away")
+        finished = [e for e in editor.events() if e["event"] == "CodeCompanionRequestFinished"]
+        assert finished[0]["data"]["status"] == "stopped"
+
+        # the chat stays usable, and the partial reply is part of the history
+        editor.type_prompt("again")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone")
+        history = server.requests[1].json()["messages"]
+        assert history[-2]["role"] == "assistant" and history[-2]["content"].startswith("w0 w1 ")
+        assert "fresh reply" in editor.text()
+
+
+def test_provider_error_is_shown_in_the_chat_and_the_chat_stays_usable(editor):
+    denied = Reply(status=401, headers={"content-type": "application/json"},
+                   chunks=[json.dumps({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}).encode()])
+    ok = sse_reply([chunk("works now"), chunk(finish="stop")])
+    with ServerThread(ScriptedServer.sequence([denied, ok])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat hi")
+        done = editor.wait_event("CodeCompanionChatDone")
+        assert done["data"]["status"] == "error"
+        text = editor.text()
+        assert "**Error:**" in text and "Incorrect API key provided" in text and "HTTP 401" in text
+        editor.type_prompt("retry")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        assert "works now" in editor.text()
+        assert len(server.requests) == 2
+
+
+def test_unknown_adapter_is_reported_and_nothing_is_locked(editor):
+    editor.setup("{}")
+    editor.lua("_G.notes = {}; vim.notify = function(msg) table.insert(_G.notes, msg) end")
+    editor.nvim.command("CodeCompanionChat adapter=does_not_exist hello")
+    editor.wait_for(lambda: any("unknown adapter 'does_not_exist'" in n for n in editor.lua("return _G.notes")),
+                    what="the error message")
+    editor.wait_for(lambda: editor.nvim.current.buffer.options["modifiable"], what="the buffer to unlock")
+
+
+def test_tokens_are_batched_not_one_rpc_per_token(editor):
+    many = sse_reply([chunk(f"t{i} ") for i in range(3000)] + [chunk(finish="stop"), usage(3002)])
+    with ServerThread(ScriptedServer.sequence([many])) as server:
+        setup_local(editor, server.url)
+        editor.lua("""
+          local chat = require("codecompanion_py.chat")
+          local apply = chat.apply
+          _G.apply_calls = 0
+          chat.apply = function(...) _G.apply_calls = _G.apply_calls + 1; return apply(...) end""")
+        editor.nvim.command("CodeCompanionChat go")
+        editor.wait_event("CodeCompanionChatDone")
+        reply = editor.text()
+        assert "t0 t1 t2" in reply and "t2999" in reply
+        calls = editor.lua("return _G.apply_calls")
+        assert calls < 300, f"{calls} render calls for 3000 tokens"
+
+
+def test_demo_adapter_needs_no_key(editor):
+    editor.setup('{ interactions = { chat = { adapter = "demo" } } }')
+    editor.nvim.command("CodeCompanionChat Show me the demo")
+    done = editor.wait_event("CodeCompanionChatDone", timeout=20)
+    text = editor.text()
+    assert "## CodeCompanion (Demo)" in text
+    assert "> Show me the demo" in text and "```python" in text
+    assert done["data"]["tokens"] > 0
+
+
+def test_checkhealth_reports_the_host_and_keys_without_values(editor):
+    editor.nvim.command("checkhealth codecompanion_py")
+    report = editor.text()
+    assert "codecompanion_py: Python host" in report
+    assert "pynvim" in report and "httpx" in report and "msgspec" in report
+    assert "OPENAI_API_KEY" in report
+    assert "ERROR" not in report, report
