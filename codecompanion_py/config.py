@@ -32,7 +32,7 @@ class Config:
 
 
 def _table(value: Any, where: str) -> Mapping[str, Any]:
-    if value is None:
+    if value is None or value == []:  # Lua sends an empty table as an empty list
         return {}
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where} must be a table")

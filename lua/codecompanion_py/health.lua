@@ -15,13 +15,15 @@ function M.check()
     h.warn("g:python3_host_prog is not set; Neovim will use the first python3 on PATH",
       { "Point it at the virtual environment that has codecompanion-py installed" })
   end
-  if vim.fn.exists("*CodeCompanionPyRequest") == 0 then
-    h.error("the remote plugin is not registered", { "Run :UpdateRemotePlugins and restart Neovim" })
-    return
-  end
+  -- Remote-plugin functions are defined on first call (FuncUndefined), so just call it.
   local ok, report = pcall(require("codecompanion_py.rpc").request, "health")
   if not ok then
-    h.error("the Python engine did not answer: " .. tostring(report))
+    if tostring(report):match("Unknown function") then
+      h.error("the remote plugin is not registered", { "Run :UpdateRemotePlugins and restart Neovim" })
+    else
+      h.error("the Python engine did not answer: " .. tostring(report),
+        { "Check that g:python3_host_prog has codecompanion-py and pynvim installed" })
+    end
     return
   end
   h.ok(("Python %s (%s)"):format(report.python, report.executable))

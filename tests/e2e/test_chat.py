@@ -22,7 +22,7 @@ def usage(total):
             "usage": {"prompt_tokens": total - 2, "completion_tokens": 2, "total_tokens": total}}
 
 
-def setup_local(editor, url: str, name: str = "local") -> None:
+def setup_local(editor, url: str, name: str = "testllm") -> None:
     editor.setup(f"""{{
       adapters = {{ http = {{ {name} = function()
         return require("codecompanion_py.adapters").extend("openai_compatible", {{
@@ -46,8 +46,8 @@ def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor)
         done = editor.wait_event("CodeCompanionChatDone")
 
         text = editor.text()
-        assert text.startswith("## Me\n\nSay hello\n\n## CodeCompanion (local)\n\nHello, **world**!\n\n```lua\nprint(1)\n```")
-        assert editor.lines()[-2:] == ["## Me", ""]  # ready for the next message
+        assert text.startswith("## Me\n\nSay hello\n\n## CodeCompanion (testllm)\n\nHello, **world**!\n\n```lua\nprint(1)\n```")
+        assert editor.lines()[-3:] == ["## Me", "", ""]  # ready for the next message
         assert editor.nvim.current.buffer.options["modifiable"]
         assert " (42 tokens)" in editor.virtual_text()
         assert done["data"]["bufnr"] == buf and done["data"]["tokens"] == 42
@@ -56,7 +56,7 @@ def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor)
         assert names == ["CodeCompanionChatCreated", "CodeCompanionChatSubmitted", "CodeCompanionRequestStarted",
                          "CodeCompanionRequestStreaming", "CodeCompanionRequestFinished", "CodeCompanionChatDone"]
         started = editor.events()[2]["data"]
-        assert started["adapter"]["name"] == "local" and started["adapter"]["model"] == "test-model"
+        assert started["adapter"]["name"] == "testllm" and started["adapter"]["model"] == "test-model"
         assert started["bufnr"] == buf and started["interaction"] == "chat"
         assert editor.events()[4]["data"]["status"] == "success"
 
