@@ -65,10 +65,13 @@ class HttpClient:
         """httpx's exceptions as ours, for code that reads a response."""
         try:
             yield
-        except httpx.TimeoutException as exc:
-            raise RequestTimeout(_timeout_message(request, exc, self.read_timeout)) from None
         except httpx.HTTPError as exc:
-            raise TransportError(f"{request.provider or 'request'}: {_describe(exc)}") from None
+            raise self.map_error(request, exc) from None
+
+    def map_error(self, request: HttpRequest, exc: httpx.HTTPError) -> TransportError:
+        if isinstance(exc, httpx.TimeoutException):
+            return RequestTimeout(_timeout_message(request, exc, self.read_timeout))
+        return TransportError(f"{request.provider or 'request'}: {_describe(exc)}")
 
     async def send(self, request: HttpRequest) -> bytes:
         async with self.open(request) as response:

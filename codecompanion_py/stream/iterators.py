@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
+import httpx
+
 from ..adapters.base import HTTPAdapter
 from ..adapters.handlers import call_handler
 from ..client import HttpClient
@@ -112,11 +114,13 @@ class HttpStreamIterator(BaseStreamIterator):
     async def _get_next_chunk(self) -> bytes | None:
         if self._chunks is None:
             await self._open()
-        with self.client.mapped_errors(self._request):
-            try:
-                return await self._chunks.__anext__()
-            except StopAsyncIteration:
-                return None
+        # A plain try, not a context manager: this runs once per network chunk.
+        try:
+            return await self._chunks.__anext__()
+        except StopAsyncIteration:
+            return None
+        except httpx.HTTPError as exc:
+            raise self.client.map_error(self._request, exc) from None
 
     def partial_message(self) -> Message | None:
         return self.normalizer.partial_message() if self.normalizer is not None else None

@@ -55,9 +55,6 @@ class SSEDecoder:
             data = self._tail + chunk
         lines = data.split(b"\n")
         self._tail = lines.pop()
-        if self._cr_pending:
-            # the CR that ended this chunk has already ended a line: nothing is incomplete
-            pass
         events: list[ServerSentEvent] = []
         for line in lines:
             self._line(line, events)

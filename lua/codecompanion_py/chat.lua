@@ -28,27 +28,34 @@ local function last_position(buf)
 end
 
 -- Append text at the end of the buffer. Windows whose cursor was on the last line keep
--- following the stream; a window where the user moved away is left alone.
+-- following the stream; a window where the user moved away is left alone. While a reply
+-- streams the buffer is locked, so the end position is tracked here instead of reading
+-- back an ever longer last line on every batch.
 local function append(chat, text)
   local buf = chat.bufnr
   if text == "" or not api.nvim_buf_is_valid(buf) then
     return
   end
-  local row, col = last_position(buf)
+  local row, col
+  if chat.status == "streaming" and chat.end_pos then
+    row, col = chat.end_pos[1], chat.end_pos[2]
+  else
+    row, col = last_position(buf)
+  end
   local followers = {}
   for _, win in ipairs(vim.fn.win_findbuf(buf)) do
     if api.nvim_win_get_cursor(win)[1] - 1 >= row then
       table.insert(followers, win)
     end
   end
+  local lines = vim.split(text, "\n", { plain = true })
   vim.bo[buf].modifiable = true
-  api.nvim_buf_set_text(buf, row, col, row, col, vim.split(text, "\n", { plain = true }))
+  api.nvim_buf_set_text(buf, row, col, row, col, lines)
   vim.bo[buf].modifiable = chat.status ~= "streaming"
-  if #followers > 0 then
-    local last = api.nvim_buf_line_count(buf)
-    for _, win in ipairs(followers) do
-      api.nvim_win_set_cursor(win, { last, 0 })
-    end
+  local end_row = row + #lines - 1
+  chat.end_pos = { end_row, (#lines == 1 and col or 0) + #lines[#lines] }
+  for _, win in ipairs(followers) do
+    api.nvim_win_set_cursor(win, { end_row + 1, 0 })
   end
 end
 
@@ -184,6 +191,7 @@ function M.submit(buf)
   end
   chat.status = "streaming"
   chat.turn_started = false
+  chat.end_pos = nil -- the user typed since the last reply: find the end afresh
   vim.bo[buf].modifiable = false
   rpc.notify("chat.submit", { chat_id = buf, text = text })
   fire("ChatSubmitted", { bufnr = buf, id = buf })
