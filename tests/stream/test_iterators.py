@@ -1,0 +1,161 @@
+"""Streams over real HTTP on 127.0.0.1, the canned scenarios, and failure modes."""
+
+import asyncio
+import json
+
+import pytest
+
+from codecompanion_py.adapters import extend, resolve
+from codecompanion_py.client import HttpClient
+from codecompanion_py.demo.server import Reply, ScriptedServer, json_reply, sse_reply
+from codecompanion_py.events import ErrorEvent, FinalEvent, TokenEvent, ToolCallEvent, ToolResultEvent
+from codecompanion_py.messages import Message
+from codecompanion_py.stream.iterators import HttpStreamIterator, MockStreamIterator, replay_body, replay_stream
+
+
+async def test_mock_scenarios_are_stable():
+    simple = await replay_stream(MockStreamIterator("simple"))
+    assert [type(e) for e in simple] == [TokenEvent, TokenEvent, FinalEvent]
+    assert simple[-1].message.text == "Hello, world"
+    tool = await replay_stream(MockStreamIterator("tool_call"))
+    assert [type(e).__name__ for e in tool] == ["TokenEvent", "ToolCallEvent", "ToolCallEvent", "ToolCallEvent",
+                                                "ToolResultEvent", "FinalEvent"]
+    assert "".join(e.args_fragment for e in tool if isinstance(e, ToolCallEvent)) == '{"a": 2, "b": 2}'
+    assert isinstance(tool[4], ToolResultEvent) and tool[-1].message.text == "Sum is 4"
+    assert await replay_stream(MockStreamIterator("tool_call")) == tool
+    with pytest.raises(ValueError, match="unknown scenario"):
+        MockStreamIterator("nope")
+
+
+@pytest.fixture
+async def server_for():
+    servers = []
+
+    async def start(*replies: Reply) -> ScriptedServer:
+        server = ScriptedServer.sequence(list(replies))
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        await server.close()
+
+
+@pytest.fixture
+async def client():
+    http = HttpClient(read_timeout=0.5, connect_timeout=1)
+    yield http
+    await http.aclose()
+
+
+def compatible(url: str, **overrides):
+    return extend("openai_compatible", {"env": {"url": url}, **overrides})
+
+
+async def stream_events(adapter, client, text="hi"):
+    return await replay_stream(HttpStreamIterator(adapter, [Message.of("user", text)], client=client))
+
+
+async def test_http_stream_in_tiny_network_chunks_matches_the_recorded_parse(server_for, client, fixture_bytes):
+    body = fixture_bytes("openai/tools_streaming.txt")
+    tiny = Reply(headers={"content-type": "text/event-stream"}, chunks=[body[i:i + 7] for i in range(0, len(body), 7)])
+    server = await server_for(tiny)
+    events = await stream_events(compatible(server.url), client)
+    recorded = replay_body(resolve("openai"), body)
+    final, expected = events[-1], recorded[-1]
+    assert isinstance(final, FinalEvent)
+    assert final.message.tool_calls == expected.message.tool_calls
+    assert final.usage == expected.usage
+    sent = server.requests[0]
+    assert sent.path == "/v1/chat/completions" and sent.method == "POST"
+    assert sent.json()["messages"] == [{"role": "user", "content": "hi"}]
+    assert "authorization" not in sent.headers  # no key configured for openai_compatible
+
+
+async def test_api_key_header_is_sent(server_for, client, monkeypatch):
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "k-123")
+    server = await server_for(sse_reply([{"choices": [{"index": 0, "delta": {"content": "ok"}}]}]))
+    await stream_events(compatible(server.url), client)
+    assert server.requests[0].headers["authorization"] == "Bearer k-123"
+
+
+async def test_non_streaming_request_and_body(server_for, client, fixture_bytes):
+    server = await server_for(json_reply(json.loads(fixture_bytes("openai/text_no_streaming.json"))))
+    adapter = compatible(server.url, opts={"stream": False})
+    events = await stream_events(adapter, client)
+    assert events[-1].message.text == "Hello! How can I help?"
+    assert "stream" not in server.requests[0].json()
+
+
+@pytest.mark.parametrize("status, body, expected", [
+    (401, {"error": {"message": "Incorrect API key provided"}},
+     "rejected the API key (HTTP 401): Incorrect API key provided; check the OPENAI_COMPATIBLE_API_KEY environment variable"),
+    (429, {"error": {"message": "Rate limit reached"}}, "rate limited (HTTP 429): Rate limit reached"),
+    (404, {"error": {"message": "The model 'x' does not exist"}}, "not found (HTTP 404): The model 'x' does not exist"),
+    (503, "upstream overloaded", "server error (HTTP 503): upstream overloaded"),
+])
+async def test_http_errors_carry_the_provider_message(server_for, client, status, body, expected):
+    chunks = [json.dumps(body).encode() if isinstance(body, dict) else body.encode()]
+    server = await server_for(Reply(status=status, chunks=chunks))
+    events = await stream_events(compatible(server.url), client)
+    assert len(events) == 1 and isinstance(events[0], ErrorEvent)
+    assert expected in events[0].message
+    assert events[0].status == status
+
+
+async def test_401_names_the_environment_variable_never_the_key(server_for, client, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-secret")
+    server = await server_for(Reply(status=401, chunks=[b'{"error":{"message":"bad key"}}']))
+    adapter = resolve("openai")
+    adapter.url = server.url + "/v1/chat/completions"
+    events = await stream_events(adapter, client)
+    assert "check the OPENAI_API_KEY environment variable" in events[0].message
+    assert "sk-live-secret" not in events[0].message
+
+
+async def test_connection_refused_is_a_clear_error(client):
+    events = await stream_events(compatible("http://127.0.0.1:9"), client)
+    assert isinstance(events[0], ErrorEvent) and "cannot connect to http://127.0.0.1:9" in events[0].message
+
+
+async def test_a_silent_server_times_out(server_for, client):
+    server = await server_for(Reply(headers={"content-type": "text/event-stream"},
+                                    chunks=[b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'], hang=True))
+    events = await stream_events(compatible(server.url), client)
+    assert [type(e) for e in events] == [TokenEvent, ErrorEvent]
+    assert "no data from the server for 0.5s" in events[-1].message
+
+
+async def test_cancelling_closes_the_connection_promptly(server_for, client):
+    slow = sse_reply([{"choices": [{"index": 0, "delta": {"content": f"w{i} "}}]} for i in range(500)], delay=0.01)
+    server = await server_for(slow)
+    stream = HttpStreamIterator(compatible(server.url), [Message.of("user", "go")], client=client)
+    seen = []
+
+    async def consume():
+        async for event in stream:
+            seen.append(event)
+
+    task = asyncio.create_task(consume())
+    while len(seen) < 5:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await stream.close()
+    for _ in range(100):
+        if server.disconnects:
+            break
+        await asyncio.sleep(0.01)
+    assert server.disconnects == 1
+    assert stream.partial_message().text.startswith("w0 w1 w2 w3 w4")
+
+
+async def test_missing_key_fails_before_any_request(server_for, client, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = await server_for()
+    adapter = resolve("openai")
+    adapter.url = server.url
+    events = await stream_events(adapter, client)
+    assert "OPENAI_API_KEY" in events[0].message and not server.requests
