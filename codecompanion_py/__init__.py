@@ -18,7 +18,7 @@ _LAZY = {
     "UsageEvent": "events", "FinalEvent": "events", "ErrorEvent": "events",
     "AdapterError": "errors", "CodeCompanionError": "errors", "ConfigError": "errors",
     "resolve": "adapters", "extend": "adapters", "call_handler": "adapters",
-    "generate": "generate",
+    "generate": "generation", "agenerate": "generation",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -26,7 +26,7 @@ _RESERVED = frozenset(("messages", "stream"))
 
 
 async def agenerate(adapter: Definition, messages: Sequence[Message],
-                    tools: Sequence[ToolSpec | dict[str, Any]] | None = None, *,
+                    tools: Sequence[ToolSpec | dict[str, Any]] | None = None, /, *,
                     client: HttpClient | None = None, **params: Any) -> Message:
     reserved = sorted(_RESERVED & set(params))
     if reserved:
@@ -52,6 +52,6 @@ async def agenerate(adapter: Definition, messages: Sequence[Message],
 
 
 def generate(adapter: Definition, messages: Sequence[Message],
-             tools: Sequence[ToolSpec | dict[str, Any]] | None = None, **params: Any) -> Message:
+             tools: Sequence[ToolSpec | dict[str, Any]] | None = None, /, **params: Any) -> Message:
     """The blocking form of `agenerate`, for scripts with no event loop."""
     return asyncio.run(agenerate(adapter, messages, tools, **params))

@@ -1,0 +1,43 @@
+import pytest
+
+from codecompanion_py import adapters, config
+from codecompanion_py.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    yield
+    adapters.clear_user_adapters()
+
+
+def test_codecompanion_shape_registers_adapters_and_picks_the_chat_adapter():
+    cfg = config.load({
+        "adapters": {"http": {"mine": {"__extends": "openai_compatible", "env": {"url": "http://127.0.0.1:1"}},
+                              "opts": {"read_timeout": 30}}},
+        "strategies": {"chat": {"adapter": "mine"}},
+    })
+    assert cfg.chat_adapter == "mine" and cfg.read_timeout == 30
+    assert adapters.resolve("mine").env["url"] == "http://127.0.0.1:1"
+
+
+def test_interactions_wins_over_strategies_and_tables_are_kept():
+    cfg = config.load({"strategies": {"chat": {"adapter": "openai"}},
+                       "interactions": {"chat": {"adapter": {"name": "openai", "model": "o3"}}}})
+    assert adapters.resolve(cfg.chat_adapter).model == "o3"
+
+
+def test_empty_lua_tables_and_bad_shapes():
+    assert config.load({"adapters": {"http": []}}).chat_adapter == "openai"
+    with pytest.raises(ConfigError, match="adapters.http.x must be a table"):
+        config.load({"adapters": {"http": {"x": 3}}})
+    with pytest.raises(ConfigError, match="setup\\(\\) must be a table"):
+        config.load("nope")
+
+
+def test_engine_modules_do_not_import_pynvim():
+    import subprocess
+    import sys
+    code = ("import sys; sys.modules['pynvim'] = None\n"
+            "import codecompanion_py.chat.session, codecompanion_py.cli, codecompanion_py.generation, "
+            "codecompanion_py.nvim.engine, codecompanion_py.stream")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
