@@ -172,3 +172,16 @@ def test_checkhealth_reports_the_host_and_keys_without_values(editor):
     assert "pynvim" in report and "httpx" in report and "msgspec" in report
     assert "OPENAI_API_KEY" in report
     assert "ERROR" not in report, report
+
+
+def test_model_from_the_command_and_the_window_stops_following_when_the_user_moves(editor):
+    slow = sse_reply([chunk(f"line {i}\n") for i in range(60)] + [chunk(finish="stop")], delay=0.01)
+    with ServerThread(ScriptedServer.sequence([slow])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat adapter=testllm model=other-model write lines")
+        editor.wait_for(lambda: "line 3" in editor.text(), what="streamed lines")
+        editor.nvim.current.window.cursor = (1, 0)  # the user scrolls back up to read
+        editor.wait_event("CodeCompanionChatDone")
+        assert editor.nvim.current.window.cursor[0] == 1
+        assert "line 59" in editor.text()
+        assert server.requests[0].json()["model"] == "other-model"
