@@ -202,8 +202,12 @@ class ServerThread:
         self._thread.join(timeout=10)
 
 
-def openai_stream_frames(n: int, *, model: str = "demo") -> list[bytes]:
-    """An OpenAI chat-completions SSE stream of `n` content chunks, usage and [DONE]."""
+def openai_stream_frames(n: int, *, model: str = "demo", line_every: int = 16) -> list[bytes]:
+    """An OpenAI chat-completions SSE stream of `n` content chunks, usage and [DONE].
+
+    Every `line_every`-th chunk ends a line and every fifth line a paragraph, as prose
+    does; 0 puts the whole reply on one line (a worst case for Neovim's wrapped-line
+    layout and its markdown highlighters)."""
     base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
 
     def frame(delta: dict, finish: str | None = None) -> bytes:
@@ -211,7 +215,12 @@ def openai_stream_frames(n: int, *, model: str = "demo") -> list[bytes]:
         return b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
 
     frames = [frame({"role": "assistant", "content": ""})]
-    frames += [frame({"content": f"tok{i} "}) for i in range(n)]
+    def ending(i: int) -> str:
+        if not line_every or i % line_every != line_every - 1:
+            return " "
+        return "\n\n" if i % (5 * line_every) == 5 * line_every - 1 else "\n"
+
+    frames += [frame({"content": f"tok{i}{ending(i)}"}) for i in range(n)]
     frames.append(frame({}, "stop"))
     usage = {**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": n + 10}}
     frames.append(b"data: " + json.dumps(usage, separators=(",", ":")).encode() + b"\n\n")
@@ -223,8 +232,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bench-chunks", type=int, required=True)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--line-every", type=int, default=16, help="chunks per line; 0 for one long line")
     args = parser.parse_args(argv)
-    frames = openai_stream_frames(args.bench_chunks)
+    frames = openai_stream_frames(args.bench_chunks, line_every=args.line_every)
     reply = Reply(headers={"content-type": "text/event-stream"}, chunks=frames)
 
     async def run() -> None:

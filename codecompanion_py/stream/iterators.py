@@ -109,7 +109,9 @@ class HttpStreamIterator(BaseStreamIterator):
             self.adapter, self.messages, tools=self.tools, settings=self.settings)
         self.normalizer = StreamNormalizer(self.ready, streaming=self._request.stream)
         response = await self._stack.enter_async_context(self.client.open(self._request))
-        self._chunks = response.aiter_raw()
+        # The transport stream itself: aiter_raw() adds generator layers per chunk that
+        # only count bytes.
+        self._chunks = response.stream.__aiter__()
 
     async def _get_next_chunk(self) -> bytes | None:
         if self._chunks is None:

@@ -10,6 +10,7 @@ M.defaults = {
     chat = {
       window = { layout = "vertical", width = 0.45 },
       show_token_count = true,
+      treesitter = true, -- markdown highlighting by treesitter; false for regex syntax
     },
   },
   opts = { log_level = "ERROR" },
