@@ -73,11 +73,6 @@ class HttpClient:
             return RequestTimeout(_timeout_message(request, exc, self.read_timeout))
         return TransportError(f"{request.provider or 'request'}: {_describe(exc)}")
 
-    async def send(self, request: HttpRequest) -> bytes:
-        async with self.open(request) as response:
-            with self.mapped_errors(request):
-                return await response.aread()
-
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()

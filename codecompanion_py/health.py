@@ -22,11 +22,8 @@ def _version(package: str) -> str | None:
         return None
 
 
-def _adapter_keys(name: str) -> list[str]:
-    try:
-        adapter = adapters.resolve(name)
-    except Exception:  # a broken user adapter is reported by name below, not here
-        return []
+def _env_names(adapter: adapters.HTTPAdapter) -> list[str]:
+    """The environment variables an adapter reads its settings from."""
     return [spec for spec in adapter.env.values()
             if isinstance(spec, str) and spec.isupper() and spec.replace("_", "").isalnum()]
 
@@ -37,10 +34,11 @@ def report() -> dict[str, Any]:
     problems: dict[str, str] = {}
     for name in names:
         try:
-            adapters.resolve(name)
-        except Exception as exc:  # shown to the user as a health error
+            adapter = adapters.resolve(name)
+        except Exception as exc:  # a broken user adapter is a health error, not a crash
             problems[name] = str(exc)
-        for key in _adapter_keys(name):
+            continue
+        for key in _env_names(adapter):
             keys.setdefault(key)
     return {
         "python": sys.version.split()[0],

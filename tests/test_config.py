@@ -41,3 +41,11 @@ def test_engine_modules_do_not_import_pynvim():
             "import codecompanion_py.chat.session, codecompanion_py.cli, codecompanion_py.generation, "
             "codecompanion_py.nvim.engine, codecompanion_py.stream")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_health_reports_a_broken_user_adapter_by_name():
+    from codecompanion_py import health
+    adapters.register("broken", {"__extends": "missing_base"})
+    report = health.report()
+    assert "unknown adapter 'missing_base'" in report["adapter_errors"]["broken"]
+    assert "OPENAI_API_KEY" in report["keys"]

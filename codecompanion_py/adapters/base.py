@@ -105,7 +105,7 @@ def map_schema_to_params(adapter: HTTPAdapter, settings: Mapping[str, Any] | Non
         target[leaf] = value
 
 
-def _check_choices_list(adapter: HTTPAdapter, entry: Mapping[str, Any]) -> list[Any] | None:
+def _choices(adapter: HTTPAdapter, entry: Mapping[str, Any]) -> list[Any] | None:
     choices = entry.get("choices")
     if callable(choices):
         choices = choices(adapter)
@@ -118,7 +118,7 @@ def _check_choice(adapter: HTTPAdapter, key: str, entry: Mapping[str, Any], valu
     # Models outside the list are allowed: providers add models faster than lists change.
     if key == "model":
         return
-    choices = _check_choices_list(adapter, entry)
+    choices = _choices(adapter, entry)
     if choices is not None and value not in choices:
         raise ConfigError(f"{adapter.name}: {key}={value!r} is not one of {choices}")
 

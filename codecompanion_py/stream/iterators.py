@@ -10,6 +10,7 @@ Cancellation (`asyncio.CancelledError`) propagates; `close()` releases the conne
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -20,12 +21,13 @@ import httpx
 from ..adapters.base import HTTPAdapter
 from ..adapters.handlers import call_handler
 from ..client import HttpClient
-from ..errors import CodeCompanionError
+from ..errors import AdapterError, CodeCompanionError
 from ..events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, TextPart, ToolCall, ToolSpec
 from .normalizer import StreamNormalizer
 
 _TERMINAL = (FinalEvent, ErrorEvent)
+log = logging.getLogger(__name__)
 
 
 class BaseStreamIterator:
@@ -43,6 +45,11 @@ class BaseStreamIterator:
 
     async def close(self) -> None:
         self._closed = True
+
+    def _fail(self, error: CodeCompanionError) -> None:
+        self._exhausted = True
+        self.error = error
+        self._queue.append(error_event(error))
 
     def __aiter__(self) -> BaseStreamIterator:
         return self
@@ -69,9 +76,10 @@ class BaseStreamIterator:
                     if failure is not None:
                         raise failure
             except CodeCompanionError as error:
-                self._exhausted = True
-                self.error = error
-                queue.append(error_event(error))
+                self._fail(error)
+            except Exception as error:  # a bug in a handler (often the user's): report, don't crash
+                log.exception("stream handler failed")
+                self._fail(AdapterError(f"the adapter failed: {type(error).__name__}: {error}"))
         event = queue.popleft()
         if isinstance(event, _TERMINAL):
             self._exhausted = True

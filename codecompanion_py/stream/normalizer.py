@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from ..adapters.handlers import get_handler
 from ..errors import AdapterError, CodeCompanionError, StreamError
 from ..events import FinalEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolCallEvent, UsageEvent
@@ -165,7 +163,3 @@ class StreamNormalizer:
         if not self._text:
             return None
         return Message(role="assistant", parts=tuple(parts))
-
-
-def encode_event(event: StreamEvent) -> bytes:
-    return msgspec.json.encode(event)

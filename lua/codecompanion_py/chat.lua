@@ -190,14 +190,16 @@ function M.submit(buf)
     vim.notify("CodeCompanion: nothing to send", vim.log.levels.WARN)
     return
   end
-  if not chat.engine_ready then
-    rpc.notify("chat.open", chat.open_payload) -- a failed open is retried with the next submit
+  if not chat.engine_ready and not rpc.notify("chat.open", chat.open_payload) then
+    return -- a failed open is retried with the next submit
+  end
+  if not rpc.notify("chat.submit", { chat_id = buf, text = text }) then
+    return
   end
   chat.status = "streaming"
   chat.turn_started = false
   chat.end_pos = nil -- the user typed since the last reply: find the end afresh
   vim.bo[buf].modifiable = false
-  rpc.notify("chat.submit", { chat_id = buf, text = text })
   fire("ChatSubmitted", { bufnr = buf, id = buf })
 end
 

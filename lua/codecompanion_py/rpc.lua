@@ -51,9 +51,18 @@ local function ensure_config()
   end
 end
 
+-- Returns false, after telling the user, when the Python engine cannot be reached.
 function M.notify(method, payload)
-  ensure_config()
-  vim.fn.CodeCompanionPyNotify(method, payload or vim.empty_dict())
+  local ok, err = pcall(function()
+    ensure_config()
+    vim.fn.CodeCompanionPyNotify(method, payload or vim.empty_dict())
+  end)
+  if not ok then
+    config_sent = false
+    vim.notify("CodeCompanion: the Python engine is not available (" .. tostring(err)
+      .. "). Run :checkhealth codecompanion_py", vim.log.levels.ERROR)
+  end
+  return ok
 end
 
 function M.request(method, payload)

@@ -169,3 +169,32 @@ def test_parse_inline_tokens_and_tool_formatting(openai, fixture_bytes):
 def test_parse_chat_accepts_a_decoded_table(openai):
     result = call_handler(openai, "parse_chat", {"choices": [{"index": 0, "delta": {"content": "hi"}}]}, None)
     assert result["status"] == "success" and result["output"]["content"] == "hi"
+
+
+def test_a_handler_that_raises_becomes_an_error_event_not_a_crash(fixture_bytes):
+    import asyncio
+
+    from codecompanion_py.adapters import extend
+    from codecompanion_py.stream.iterators import BaseStreamIterator
+    from codecompanion_py.stream.normalizer import StreamNormalizer
+
+    def broken(self, data, tools):
+        raise KeyError("choices")
+
+    adapter = extend("openai", {"handlers": {"response": {"parse_chat": broken}}})
+
+    class OneChunk(BaseStreamIterator):
+        sent = False
+
+        async def _get_next_chunk(self):
+            if self.sent:
+                return None
+            self.sent = True
+            return fixture_bytes("openai/text_streaming.txt")
+
+    async def run():
+        return [event async for event in OneChunk(StreamNormalizer(adapter))]
+
+    events = asyncio.run(run())
+    assert len(events) == 1 and isinstance(events[0], ErrorEvent)
+    assert events[0].message == "the adapter failed: KeyError: 'choices'"

@@ -185,3 +185,13 @@ def test_model_from_the_command_and_the_window_stops_following_when_the_user_mov
         assert editor.nvim.current.window.cursor[0] == 1
         assert "line 59" in editor.text()
         assert server.requests[0].json()["model"] == "other-model"
+
+
+def test_a_missing_python_engine_is_reported_and_nothing_is_locked(editor):
+    editor.lua("vim.g.python3_host_prog = '/nonexistent/python3'")
+    editor.lua("_G.notes = {}; vim.notify = function(msg) table.insert(_G.notes, msg) end")
+    editor.nvim.command("CodeCompanionChat hello")
+    notes = editor.lua("return _G.notes")
+    assert any("the Python engine is not available" in n for n in notes), notes
+    assert editor.nvim.current.buffer.options["modifiable"]
+    assert "CodeCompanionChatSubmitted" not in editor.event_names()
