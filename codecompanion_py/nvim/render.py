@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-FRAME_INTERVAL = 1 / 60
+FRAME_INTERVAL = 1 / 30
 _MERGEABLE = frozenset(("text", "reasoning"))
 
 
