@@ -2,14 +2,19 @@
 
 The normalizer owns the framing (SSE or NDJSON, from `adapter.opts.stream_format`) and
 calls the adapter's `parse_chat` handler once per frame. Handlers return the seed's
-`{status, output = {role, content, reasoning}}` table, optionally with `finish_reason`
-and `usage`; tool-call fragments go into the `ToolCallAssembler` passed as `tools`.
-Streaming and non-streaming responses take the same path.
+`{status, output = {role, content, reasoning}}` table, optionally with `finish_reason`,
+`usage` (merged field by field across frames: providers report input and output counts
+in different frames) and `reasoning_end` (opaque data that closes the current reasoning
+block, such as a thinking signature, kept in that part's `provider_data`). Tool-call
+fragments go into the `ToolCallAssembler` passed as `tools`. Streaming and
+non-streaming responses take the same path.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import msgspec
 
 from ..adapters.handlers import get_handler
 from ..errors import AdapterError, CodeCompanionError, StreamError
@@ -39,7 +44,8 @@ class StreamNormalizer:
         self._ndjson = ndjson
         self.tools = ToolCallAssembler()
         self._text: list[str] = []
-        self._reasoning: list[str] = []
+        self._reasoning: list[str] = []  # the open reasoning block
+        self._reasoning_parts: list[ReasoningPart] = []  # closed blocks
         self._token_index = 0
         self._reasoning_index = 0
         self.finish_reason: str | None = None
@@ -95,16 +101,28 @@ class StreamNormalizer:
                 self._token_index += 1
             if result.get("finish_reason"):
                 self.finish_reason = result["finish_reason"]
+            if result.get("reasoning_end") is not None:
+                self._close_reasoning(result["reasoning_end"])
             if "usage" in result:
                 usage = result["usage"]
             else:
                 usage = self._tokens_from_handler(data)
             if usage is not None:
-                self.usage = usage
-                events.append(UsageEvent(usage=usage))
+                self.usage = merge_usage(self.usage, usage)
+                events.append(UsageEvent(usage=self.usage))
         if self.tools.events:
             events.extend(self.tools.drain())
         return events
+
+    def _close_reasoning(self, provider_data: dict[str, Any]) -> None:
+        self._reasoning_parts.append(ReasoningPart(text="".join(self._reasoning), provider_data=provider_data or None))
+        self._reasoning = []
+
+    def _reasoning_so_far(self) -> list[ReasoningPart]:
+        parts = list(self._reasoning_parts)
+        if self._reasoning:
+            parts.append(ReasoningPart(text="".join(self._reasoning)))
+        return parts
 
     def _tokens_from_handler(self, data: Any) -> Usage | None:
         # Only adapters whose parse_chat does not report usage pay for a second decode.
@@ -137,9 +155,7 @@ class StreamNormalizer:
             ToolCallEvent(id=c.id, name=c.name, is_final=True, arguments=c.arguments, index=n)
             for n, c in enumerate(calls)
         )
-        parts: list[Any] = []
-        if self._reasoning:
-            parts.append(ReasoningPart(text="".join(self._reasoning)))
+        parts: list[Any] = self._reasoning_so_far()
         if self._text:
             parts.append(TextPart(text="".join(self._text)))
         parts.extend(calls)
@@ -155,11 +171,24 @@ class StreamNormalizer:
 
     def partial_message(self) -> Message | None:
         """What has arrived so far as text and reasoning (tool calls need the whole stream)."""
-        parts: list[Any] = []
-        if self._reasoning:
-            parts.append(ReasoningPart(text="".join(self._reasoning)))
-        if self._text:
-            parts.append(TextPart(text="".join(self._text)))
         if not self._text:
             return None
-        return Message(role="assistant", parts=tuple(parts))
+        return Message(role="assistant", parts=(*self._reasoning_so_far(), TextPart(text="".join(self._text))))
+
+
+def merge_usage(old: Usage | None, new: Usage) -> Usage:
+    """Each count from `new` where it reports one, else from `old`; the total follows."""
+    if old is None:
+        merged = new
+    else:
+        merged = Usage(
+            prompt_tokens=new.prompt_tokens or old.prompt_tokens,
+            completion_tokens=new.completion_tokens or old.completion_tokens,
+            total_tokens=0,
+            reasoning_tokens=new.reasoning_tokens if new.reasoning_tokens is not None else old.reasoning_tokens,
+            cached_tokens=new.cached_tokens if new.cached_tokens is not None else old.cached_tokens,
+        )
+    if old is not None or not merged.total_tokens:
+        total = max(new.total_tokens, merged.prompt_tokens + merged.completion_tokens)
+        merged = msgspec.structs.replace(merged, total_tokens=total)
+    return merged
