@@ -21,6 +21,7 @@ from .handlers import call_handler, get_handler
 EXTENDS_KEY = "__extends"
 
 _BUILTIN: dict[str, str] = {
+    "anthropic": "codecompanion_py.adapters.http.anthropic",
     "openai": "codecompanion_py.adapters.http.openai",
     "openai_compatible": "codecompanion_py.adapters.http.openai_compatible",
     "demo": "codecompanion_py.adapters.http.demo",

@@ -1,0 +1,308 @@
+"""Anthropic Messages (`POST /v1/messages`), streamed or not.
+
+Streamed frames carry their type in the JSON (`message_start`, `content_block_start`,
+`content_block_delta`, `content_block_stop`, `message_delta`, `message_stop`, `ping`,
+`error`); the `event:` line is redundant and ignored. Deltas describe themselves
+(`text_delta`, `thinking_delta`, `signature_delta`, `input_json_delta`), so parsing needs
+no state but the tool-call assembler. Thinking blocks keep their signature (and redacted
+blocks their data) in `provider_data["anthropic"]`: Anthropic requires them back,
+unchanged, on later turns when tools are used; other providers never see them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ...errors import AdapterError
+from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
+from ..handlers import call_handler
+from .openai import build_tools as _openai_tools
+
+PROVIDER_KEY = "anthropic"
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
+                 "refusal": "content_filter"}
+_CACHE = {"type": "ephemeral"}
+
+
+# --- wire types ----------------------------------------------------------------------
+
+
+class _Usage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+
+
+class _Block(msgspec.Struct):
+    type: str
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Any = None
+
+
+class _Delta(msgspec.Struct):
+    type: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    partial_json: str | None = None
+    stop_reason: str | None = None
+
+
+class _Error(msgspec.Struct):
+    type: str = "error"
+    message: str = ""
+
+
+class _Message(msgspec.Struct):
+    content: list[_Block] = []
+    stop_reason: str | None = None
+    usage: _Usage | None = None
+
+
+class _Frame(msgspec.Struct):
+    type: str
+    index: int = 0
+    message: _Message | None = None
+    content_block: _Block | None = None
+    delta: _Delta | None = None
+    usage: _Usage | None = None
+    error: _Error | None = None
+    # a non-streamed body is a message at the top level
+    content: list[_Block] | None = None
+    stop_reason: str | None = None
+
+
+_decode = msgspec.json.Decoder(_Frame).decode
+
+
+def decode(data: Any) -> _Frame:
+    try:
+        return _decode(data) if isinstance(data, (bytes, str)) else msgspec.convert(data, _Frame)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise AdapterError(f"malformed response: {exc}") from None
+
+
+def _usage(raw: _Usage) -> Usage:
+    cached = raw.cache_read_input_tokens
+    prompt = (raw.input_tokens or 0) + (raw.cache_creation_input_tokens or 0) + (cached or 0)
+    output = raw.output_tokens or 0
+    return Usage(prompt_tokens=prompt, completion_tokens=output, total_tokens=prompt + output, cached_tokens=cached)
+
+
+# --- request handlers ---------------------------------------------------------------
+
+
+def setup(self: Any) -> bool:
+    if self.opts.get("stream", True):
+        self.parameters["stream"] = True
+    else:
+        self.parameters.pop("stream", None)
+    return True
+
+
+def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
+    params = dict(params)
+    thinking = params.pop("extended_thinking", False)
+    budget = params.pop("thinking_budget", None)
+    if thinking:
+        budget = int(budget or 4096)
+        params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        params["max_tokens"] = max(int(params.get("max_tokens") or 0), budget + 1024)
+        params.pop("temperature", None)  # thinking requires the default temperature
+    return params
+
+
+def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
+    system = [{"type": "text", "text": m.text} for m in messages if m.role == "system" and m.text]
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(self, message)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:  # the API wants user and assistant turns to alternate
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    if self.opts.get("cache_prompt", True):
+        _mark_cache_points(system, turns)
+    body: dict[str, Any] = {"messages": turns}
+    if system:
+        body["system"] = system
+    return body
+
+
+def _blocks(self: Any, message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    calls = [p for p in message.parts if isinstance(p, ToolCall)]
+    for part in message.parts:
+        if isinstance(part, ReasoningPart):
+            blocks.extend(_reasoning_block(part))
+        elif isinstance(part, TextPart) and part.text:
+            blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            source = ({"type": "url", "url": part.url} if part.url else
+                      {"type": "base64", "media_type": part.media_type, "data": part.data})
+            blocks.append({"type": "image", "source": source})
+        elif isinstance(part, ToolResultPart):
+            blocks.append(call_handler(self, "format_response", part, part.content))
+    if calls:
+        blocks.extend(call_handler(self, "format_calls", calls))
+    return blocks
+
+
+def _reasoning_block(part: ReasoningPart) -> list[dict[str, Any]]:
+    data = (part.provider_data or {}).get(PROVIDER_KEY) or {}
+    if data.get("redacted"):
+        return [{"type": "redacted_thinking", "data": data["redacted"]}]
+    if data.get("signature"):
+        return [{"type": "thinking", "thinking": part.text, "signature": data["signature"]}]
+    # Another provider's reasoning has no signature Anthropic would accept: keep it readable.
+    return [{"type": "text", "text": part.text}] if part.text else []
+
+
+def _mark_cache_points(system: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
+    """Prompt caching: the system prompt and the last two user turns (4 breakpoints at most)."""
+    if system:
+        system[-1]["cache_control"] = _CACHE
+    users = [t for t in turns if t["role"] == "user"][-2:]
+    for turn in users:
+        turn["content"][-1]["cache_control"] = _CACHE
+
+
+def build_tools(self: Any, tools: Sequence[ToolSpec | dict[str, Any]] | None) -> dict[str, Any] | None:
+    wire = _openai_tools(self, tools)  # validates names, schemas and duplicates once
+    if not wire:
+        return None
+    return {"tools": [{"name": f["function"]["name"], "description": f["function"]["description"],
+                       "input_schema": f["function"]["parameters"]} for f in wire["tools"]]}
+
+
+def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in tool_calls]
+
+
+def format_response(self: Any, tool_call: ToolCall | ToolResultPart, output: str) -> dict[str, Any]:
+    call_id = tool_call.tool_call_id if isinstance(tool_call, ToolResultPart) else tool_call.id
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": output}
+    if isinstance(tool_call, ToolResultPart) and tool_call.status != "success":
+        block["is_error"] = True
+    return block
+
+
+# --- response handlers ----------------------------------------------------------------
+
+
+def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None:
+    frame = decode(data)
+    kind = frame.type
+    if kind == "error":
+        error = frame.error or _Error()
+        return {"status": "error", "output": f"{error.message} ({error.type})" if error.message else error.type}
+    if kind == "message":  # a whole, non-streamed response
+        return _whole_message(frame, tools)
+    result: dict[str, Any] = {"status": "success", "output": {"role": "assistant", "content": None, "reasoning": None}}
+    if kind == "content_block_delta" and frame.delta is not None:
+        delta = frame.delta
+        if delta.type == "text_delta":
+            result["output"]["content"] = delta.text
+        elif delta.type == "thinking_delta":
+            result["output"]["reasoning"] = delta.thinking
+        elif delta.type == "signature_delta":
+            result["reasoning_end"] = {PROVIDER_KEY: {"signature": delta.signature}}
+        elif delta.type == "input_json_delta" and tools is not None:
+            tools.add(frame.index, arguments=delta.partial_json)
+    elif kind == "content_block_start" and frame.content_block is not None:
+        block = frame.content_block
+        if block.type == "tool_use" and tools is not None:
+            tools.add(frame.index, id=block.id, name=block.name)  # `input` is a `{}` placeholder here
+        elif block.type == "redacted_thinking":
+            result["reasoning_end"] = {PROVIDER_KEY: {"redacted": block.data}}
+        elif block.type == "text" and block.text:
+            result["output"]["content"] = block.text
+    elif kind == "message_start" and frame.message is not None and frame.message.usage is not None:
+        result["usage"] = _usage(frame.message.usage)
+    elif kind == "message_delta":
+        if frame.delta is not None and frame.delta.stop_reason:
+            result["finish_reason"] = _STOP_REASONS.get(frame.delta.stop_reason, frame.delta.stop_reason)
+        if frame.usage is not None:
+            result["usage"] = _usage(frame.usage)
+    else:
+        return None  # ping, content_block_stop, message_stop, and event types added later
+    return result
+
+
+def _whole_message(frame: _Frame, tools: Any) -> dict[str, Any]:
+    text: list[str] = []
+    reasoning: list[str] = []
+    signature: dict[str, Any] | None = None
+    for index, block in enumerate(frame.content or ()):
+        if block.type == "text" and block.text:
+            text.append(block.text)
+        elif block.type == "thinking":
+            reasoning.append(block.thinking or "")
+            signature = {PROVIDER_KEY: {"signature": block.signature}}
+        elif block.type == "tool_use" and tools is not None:
+            arguments = msgspec.json.encode(block.input if block.input is not None else {}).decode()
+            tools.add(index, id=block.id, name=block.name, arguments=arguments)
+    result: dict[str, Any] = {
+        "status": "success",
+        "output": {"role": "assistant", "content": "".join(text) or None, "reasoning": "".join(reasoning) or None},
+        "finish_reason": _STOP_REASONS.get(frame.stop_reason or "", frame.stop_reason),
+        "usage": _usage(frame.usage) if frame.usage else None,
+    }
+    if signature:
+        result["reasoning_end"] = signature
+    return result
+
+
+def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
+    result = parse_chat(self, data, None)
+    if result is None or result["status"] == "error":
+        return result
+    return {"status": "success", "output": result["output"]["content"] or ""}
+
+
+def parse_tokens(self: Any, data: Any) -> int | None:
+    frame = decode(data)
+    usage = frame.usage or (frame.message.usage if frame.message else None)
+    return _usage(usage).total_tokens or None if usage else None
+
+
+HANDLERS: dict[str, Any] = {
+    "lifecycle": {"setup": setup},
+    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
+    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
+    "tools": {"format_calls": format_calls, "format_response": format_response},
+}
+
+ADAPTER: dict[str, Any] = {
+    "name": "anthropic",
+    "formatted_name": "Anthropic",
+    "url": "https://api.anthropic.com/v1/messages",
+    "env": {"api_key": "ANTHROPIC_API_KEY"},
+    "headers": {"content-type": "application/json", "x-api-key": "${api_key}", "anthropic-version": "2023-06-01"},
+    "opts": {"stream": True, "tools": True, "vision": True, "cache_prompt": True, "required_env": ["api_key"]},
+    "features": {"text": True, "tokens": True},
+    "schema": {
+        "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "claude-sonnet-4-5",
+                  "choices": ["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-7-sonnet-latest"]},
+        "max_tokens": {"order": 2, "mapping": "parameters", "type": "integer", "default": 8192},
+        "temperature": {"order": 3, "mapping": "parameters", "type": "number", "optional": True, "default": None},
+        "extended_thinking": {"order": 4, "mapping": "parameters", "type": "boolean", "default": False,
+                              "desc": "Let the model think before it answers (shown as reasoning)."},
+        "thinking_budget": {"order": 5, "mapping": "parameters", "type": "integer", "default": 4096},
+    },
+    "handlers": HANDLERS,
+}
