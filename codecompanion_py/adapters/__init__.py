@@ -25,6 +25,8 @@ _BUILTIN: dict[str, str] = {
     "openai": "codecompanion_py.adapters.http.openai",
     "openai_compatible": "codecompanion_py.adapters.http.openai_compatible",
     "demo": "codecompanion_py.adapters.http.demo",
+    "gemini": "codecompanion_py.adapters.http.gemini",
+    "ollama": "codecompanion_py.adapters.http.ollama",
 }
 
 Definition = Union[HTTPAdapter, Mapping[str, Any], Callable[[], Any], str]

@@ -13,19 +13,22 @@ import json
 import uuid
 from collections.abc import Hashable
 
+import msgspec
+
 from ..errors import AdapterError
 from ..events import ToolCallEvent
 from ..messages import ToolCall
 
 
 class _PendingCall:
-    __slots__ = ("id", "name", "fragments", "position")
+    __slots__ = ("id", "name", "fragments", "position", "provider_data")
 
     def __init__(self, position: int) -> None:
         self.id: str | None = None
         self.name: str | None = None
         self.fragments: list[str] = []
         self.position = position
+        self.provider_data: dict | None = None
 
 
 class ToolCallAssembler:
@@ -57,6 +60,10 @@ class ToolCallAssembler:
             index=pending.position,
         ))
 
+    def set_provider_data(self, key: Hashable, data: dict) -> None:
+        """Opaque data that must go back with this call (e.g. a thought signature)."""
+        self._calls[key].provider_data = data
+
     def drain(self) -> list[ToolCallEvent]:
         events, self.events = self.events, []
         return events
@@ -68,21 +75,23 @@ class ToolCallAssembler:
             if not pending.name:
                 raise AdapterError("the provider sent a tool call without a name")
             call_id = pending.id or f"call_{uuid.uuid4().hex[:12]}"
-            calls.extend(_complete(call_id, pending.name, "".join(pending.fragments)))
+            calls.extend(_complete(call_id, pending.name, "".join(pending.fragments), pending.provider_data))
         return calls
 
 
-def _complete(call_id: str, name: str, raw: str) -> list[ToolCall]:
+def _complete(call_id: str, name: str, raw: str, provider_data: dict | None) -> list[ToolCall]:
     try:
-        return [ToolCall.from_json(id=call_id, name=name, arguments=raw)]
+        call = ToolCall.from_json(id=call_id, name=name, arguments=raw)
+        return [msgspec.structs.replace(call, provider_data=provider_data) if provider_data else call]
     except AdapterError as error:
         pieces = _split_objects(raw)
         if len(pieces) > 1:
-            return [ToolCall(id=f"{call_id}_{n}" if n else call_id, name=name, arguments=piece)
+            return [ToolCall(id=f"{call_id}_{n}" if n else call_id, name=name, arguments=piece,
+                             provider_data=provider_data)
                     for n, piece in enumerate(pieces)]
         # Keep the call so it can be answered with an error; the raw text says what went wrong.
         return [ToolCall(id=call_id, name=name, arguments={},
-                         provider_data={"invalid_arguments": raw, "error": str(error)})]
+                         provider_data={**(provider_data or {}), "invalid_arguments": raw, "error": str(error)})]
 
 
 def _split_objects(raw: str) -> list[dict]:

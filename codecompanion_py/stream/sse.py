@@ -1,16 +1,40 @@
-"""Incremental Server-Sent Events decoder over bytes (WHATWG framing).
+"""Incremental Server-Sent Events decoder over bytes.
 
-Lines end in LF, CRLF or a lone CR; a blank line dispatches the frame; `:` lines are
-comments; `data` lines join with LF. Data stays bytes, so UTF-8 split across network
-chunks is never decoded early and goes to msgspec as it is.
+Framing follows the WHATWG HTML spec, "Interpreting an event stream":
+
+* lines end in CRLF, LF or a lone CR; a CR that ends one chunk and an LF that starts the
+  next are one line ending;
+* a blank line dispatches the frame; a frame without any ``data`` field dispatches
+  nothing (and its ``event`` name does not carry over to the next frame);
+* lines starting with ``:`` are comments (``: keep-alive``, ``: OPENROUTER PROCESSING``);
+* other lines are ``name:value`` with one space after the colon stripped if present; a
+  line without a colon is a field name with an empty value;
+* ``data`` lines join with LF; ``event`` names the current frame only; ``id`` is the
+  spec's "last event ID": it stays on later frames until another ``id`` replaces it (an
+  ``id`` whose value contains NUL is ignored); ``retry`` and unknown fields are ignored;
+* one UTF-8 BOM at the very start of the stream is dropped.
+
+``data`` stays ``bytes``. Chunks are only ever cut at CR/LF bytes, which never occur
+inside a UTF-8 multibyte sequence, so characters split across network chunks come out
+intact and the payload can go straight to msgspec. ``[DONE]`` is not special-cased.
+
+Each chunk is handled with ``bytes.split``; between calls the decoder keeps only the
+pieces of an incomplete last line (as a list, so a long line arriving in many small
+chunks is joined once instead of being re-copied on every call) and the fields of the
+frame in progress.
 """
 
 from __future__ import annotations
 
 __all__ = ["SSEDecoder", "ServerSentEvent"]
 
+_BOM = b"\xef\xbb\xbf"
+
 
 class ServerSentEvent:
+    """One dispatched frame: the ``data`` lines joined by LF (raw bytes), the frame's
+    ``event`` name (``None`` without an ``event`` field) and the last event ``id``."""
+
     __slots__ = ("event", "data", "id")
 
     def __init__(self, data: bytes, event: str | None = None, id: str | None = None) -> None:
@@ -19,73 +43,133 @@ class ServerSentEvent:
         self.id = id
 
     def __eq__(self, other: object) -> bool:
-        return (isinstance(other, ServerSentEvent)
-                and (self.data, self.event, self.id) == (other.data, other.event, other.id))
+        if not isinstance(other, ServerSentEvent):
+            return NotImplemented
+        return self.data == other.data and self.event == other.event and self.id == other.id
 
     def __repr__(self) -> str:
         return f"ServerSentEvent(event={self.event!r}, data={self.data!r}, id={self.id!r})"
 
 
 class SSEDecoder:
+    """Feed the response body in chunks cut anywhere; get back the completed frames."""
+
+    __slots__ = ("_pending", "_data", "_event", "_id", "_at_start", "_after_cr", "_special")
+
     def __init__(self) -> None:
-        self._tail = b""          # an incomplete last line
-        self._cr_pending = False  # the previous chunk ended in CR: a leading LF belongs to it
-        self._started = False
-        self._data: list[bytes] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pending: list[bytes] = []  # pieces of the incomplete last line, no CR or LF in them
+        self._data: list[bytes] = []  # the data lines of the frame in progress
         self._event: str | None = None
         self._id: str | None = None
+        self._at_start = True  # nothing but a (possible) BOM prefix seen yet
+        self._after_cr = False  # the last chunk ended in CR, so an LF opening the next pairs with it
+        self._special = True  # _at_start or _after_cr: feed() must look at the chunk's head first
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        if not chunk:
-            return []
-        if not self._started:
-            self._started = True
-            if chunk.startswith(b"\xef\xbb\xbf"):
-                chunk = chunk[3:]
-        if self._cr_pending:
-            self._cr_pending = False
-            if chunk.startswith(b"\n"):
-                chunk = chunk[1:]
-        if b"\r" in chunk or (self._tail and self._tail.endswith(b"\r")):
-            data = self._tail + chunk
-            if data.endswith(b"\r"):
-                self._cr_pending = True
-            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if self._special:
+            chunk = self._head(chunk)
+        if b"\r" in chunk:
+            lines = self._split_cr(chunk)
         else:
-            data = self._tail + chunk
-        lines = data.split(b"\n")
-        self._tail = lines.pop()
+            # Fast path: a chunk that is exactly one single-line `data: ...` frame, the
+            # usual shape of a token-by-token stream.
+            if (chunk[:6] == b"data: " and chunk[-2:] == b"\n\n" and chunk.find(b"\n", 6) == len(chunk) - 2
+                    and not self._data and not self._pending):
+                event = self._event
+                self._event = None
+                return [ServerSentEvent(chunk[6:-2], event, self._id)]
+            lines = chunk.split(b"\n")
+            if len(lines) == 1:  # no line ending in this chunk (or an empty chunk)
+                if chunk:
+                    self._pending.append(chunk)
+                return []
+            pending = self._pending
+            if pending:
+                pending.append(lines[0])
+                lines[0] = b"".join(pending)
+                pending.clear()
+            last = lines.pop()
+            if last:
+                pending.append(last)
+
         events: list[ServerSentEvent] = []
+        data = self._data
+        event = self._event
         for line in lines:
-            self._line(line, events)
+            if not line:  # blank line: dispatch the frame
+                if data:
+                    events.append(ServerSentEvent(data[0] if len(data) == 1 else b"\n".join(data), event, self._id))
+                    data = []
+                event = None
+            elif line[:6] == b"data: ":  # the common field, checked first
+                data.append(line[6:])
+            elif line[0] != 0x3A:  # lines opening with b":" are comments
+                colon = line.find(b":")
+                if colon < 0:
+                    name = line
+                    value = b""
+                else:
+                    name = line[:colon]
+                    value = line[colon + 1:]
+                    if value[:1] == b" ":
+                        value = value[1:]
+                if name == b"data":
+                    data.append(value)
+                elif name == b"event":
+                    event = value.decode("utf-8", "replace")
+                elif name == b"id":
+                    if b"\x00" not in value:
+                        self._id = value.decode("utf-8", "replace")
+                # `retry` and unknown fields are ignored
+        self._data = data
+        self._event = event
         return events
 
     def flush(self) -> list[ServerSentEvent]:
-        events: list[ServerSentEvent] = []
-        if self._tail:
-            self._line(self._tail, events)
-            self._tail = b""
-        self._line(b"", events)
+        """End of the stream: finish an unterminated last line, dispatch a frame that has
+        data but no closing blank line, and reset the decoder for a new stream."""
+        self._after_cr = False
+        self._special = self._at_start
+        events = self.feed(b"\n\n") if self._pending or self._data else []
+        self._reset()
         return events
 
-    def _line(self, line: bytes, events: list[ServerSentEvent]) -> None:
-        if not line:
-            if self._data:
-                events.append(ServerSentEvent(b"\n".join(self._data), self._event, self._id))
-            self._data = []
-            self._event = None
-            return
-        if line[:6] == b"data: ":
-            self._data.append(line[6:])
-            return
-        if line[:1] == b":":
-            return
-        name, colon, value = line.partition(b":")
-        if colon and value[:1] == b" ":
-            value = value[1:]
-        if name == b"data":
-            self._data.append(value)
-        elif name == b"event":
-            self._event = value.decode(errors="replace")
-        elif name == b"id":
-            self._id = value.decode(errors="replace")
+    def _head(self, chunk: bytes) -> bytes:
+        """Drop a BOM opening the stream, or an LF completing a CRLF cut after its CR."""
+        if self._at_start:
+            pending = self._pending
+            if pending:  # a BOM prefix held back from earlier chunks
+                pending.append(chunk)
+                chunk = b"".join(pending)
+                pending.clear()
+            if len(chunk) < 3 and _BOM.startswith(chunk):
+                if chunk:
+                    pending.append(chunk)  # too short to tell yet
+                return b""
+            self._at_start = False
+            if chunk[:3] == _BOM:
+                chunk = chunk[3:]
+        elif chunk:
+            self._after_cr = False
+            if chunk[0] == 0x0A:
+                chunk = chunk[1:]
+        self._special = self._after_cr
+        return chunk
+
+    def _split_cr(self, chunk: bytes) -> list[bytes]:
+        """The complete lines of a chunk holding a CR (CRLF or lone-CR line endings)."""
+        pending = self._pending
+        if pending:
+            pending.append(chunk)
+            chunk = b"".join(pending)
+            pending.clear()
+        if chunk[-1] == 0x0D:
+            self._after_cr = self._special = True
+        lines = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        last = lines.pop()
+        if last:
+            pending.append(last)
+        return lines

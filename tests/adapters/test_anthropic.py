@@ -11,7 +11,7 @@ from codecompanion_py.adapters.request import build_request
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply, ScriptedServer
 from codecompanion_py.events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent
-from codecompanion_py.messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec
+from codecompanion_py.messages import ImagePart, Message, ReasoningPart, TextPart, ToolResultPart, ToolSpec
 from codecompanion_py.stream.iterators import HttpStreamIterator, replay_body, replay_stream
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, json_reply, sse_reply
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, sse_reply
 
 pytestmark = pytest.mark.nvim
 

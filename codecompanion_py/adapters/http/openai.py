@@ -19,7 +19,6 @@ from ...errors import AdapterError
 from ...messages import (
     ImagePart,
     Message,
-    ReasoningPart,
     TextPart,
     ToolCall,
     ToolResultPart,

@@ -1,0 +1,163 @@
+"""Ollama's native chat API (`POST ${url}/api/chat`): NDJSON, one JSON object per line.
+
+Text arrives in `message.content`, reasoning in `message.thinking` (with `"think": true`),
+tool calls whole (arguments an object, no id) in `message.tool_calls`; the last line has
+`done: true`, `done_reason` and the counts `prompt_eval_count` / `eval_count`. A failure
+mid-stream is a line `{"error": "..."}`. Images go as raw base64 in `message.images`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from ...errors import AdapterError
+from ...messages import ImagePart, Message, ToolCall, ToolResultPart, Usage
+from ..handlers import call_handler
+from .openai import build_tools
+
+DEFAULT_HOST = "http://localhost:11434"
+
+
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: Any = None
+
+
+class _ToolCall(msgspec.Struct):
+    function: _Function | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+    thinking: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Line(msgspec.Struct):
+    message: _Message | None = None
+    done: bool = False
+    done_reason: str | None = None
+    prompt_eval_count: int | None = None
+    eval_count: int | None = None
+    error: Any = None
+
+
+_decode = msgspec.json.Decoder(_Line).decode
+
+
+def decode(data: Any) -> _Line:
+    try:
+        return _decode(data) if isinstance(data, (bytes, str)) else msgspec.convert(data, _Line)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise AdapterError(f"malformed response: {exc}") from None
+
+
+def host(self: Any = None) -> str:
+    """OLLAMA_HOST as Ollama reads it: `host:port` without a scheme is allowed."""
+    value = os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
+    if "://" not in value:
+        value = f"http://{value}"
+    return value.rstrip("/").replace("://0.0.0.0", "://127.0.0.1")
+
+
+def setup(self: Any) -> bool:
+    self.parameters["stream"] = bool(self.opts.get("stream", True))
+    return True
+
+
+def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
+    params = dict(params)
+    options = {key: params.pop(key) for key in ("temperature", "top_p", "num_ctx", "seed") if key in params}
+    if options:
+        params["options"] = options
+    return params
+
+
+def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        for result in message.tool_results:
+            wire.append(call_handler(self, "format_response", result, result.content))
+        if message.role == "tool":
+            continue
+        entry: dict[str, Any] = {"role": message.role, "content": message.text}
+        images = [p.data for p in message.parts if isinstance(p, ImagePart) and p.data]
+        if images:
+            entry["images"] = images
+        if message.tool_calls:
+            entry["tool_calls"] = call_handler(self, "format_calls", list(message.tool_calls))
+        if entry["content"] or len(entry) > 2:
+            wire.append(entry)
+    return {"messages": wire}
+
+
+def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    return [{"function": {"name": c.name, "arguments": c.arguments}} for c in tool_calls]
+
+
+def format_response(self: Any, tool_call: ToolCall | ToolResultPart, output: str) -> dict[str, Any]:
+    return {"role": "tool", "content": output, "tool_name": tool_call.name}
+
+
+def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None:
+    line = decode(data)
+    if line.error is not None:
+        return {"status": "error", "output": str(line.error)}
+    message = line.message or _Message()
+    if message.tool_calls and tools is not None:
+        for call in message.tool_calls:
+            fn = call.function or _Function()
+            arguments = msgspec.json.encode(fn.arguments if fn.arguments is not None else {}).decode()
+            tools.add(len(tools), name=fn.name, arguments=arguments)  # each call arrives whole
+    result: dict[str, Any] = {
+        "status": "success",
+        "output": {"role": "assistant", "content": message.content or None, "reasoning": message.thinking or None},
+        "usage": None,
+    }
+    if line.done:
+        result["finish_reason"] = line.done_reason or "stop"
+        prompt, output = line.prompt_eval_count or 0, line.eval_count or 0
+        result["usage"] = Usage(prompt_tokens=prompt, completion_tokens=output, total_tokens=prompt + output)
+    return result
+
+
+def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
+    result = parse_chat(self, data, None)
+    if result is None or result["status"] == "error":
+        return result
+    return {"status": "success", "output": result["output"]["content"] or ""}
+
+
+def parse_tokens(self: Any, data: Any) -> int | None:
+    line = decode(data)
+    return (line.prompt_eval_count or 0) + (line.eval_count or 0) if line.done else None
+
+
+HANDLERS: dict[str, Any] = {
+    "lifecycle": {"setup": setup},
+    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
+    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
+    "tools": {"format_calls": format_calls, "format_response": format_response},
+}
+
+ADAPTER: dict[str, Any] = {
+    "name": "ollama",
+    "formatted_name": "Ollama",
+    "url": "${url}/api/chat",
+    "env": {"url": host},
+    "headers": {"Content-Type": "application/json"},
+    "opts": {"stream": True, "tools": True, "vision": True, "stream_format": "ndjson"},
+    "features": {"text": True, "tokens": True},
+    "schema": {
+        "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "llama3.1", "choices": []},
+        "temperature": {"order": 2, "mapping": "parameters", "type": "number", "optional": True, "default": None},
+        "num_ctx": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
+        "think": {"order": 4, "mapping": "parameters", "type": "boolean", "optional": True, "default": None,
+                  "desc": "Ask a thinking model to show its reasoning."},
+    },
+    "handlers": HANDLERS,
+}
