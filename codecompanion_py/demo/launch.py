@@ -1,8 +1,8 @@
 """`make demo`: open the venv's Neovim with the plugin loaded from this checkout and a chat.
 
-The adapter is the first that can work here: OpenAI when OPENAI_API_KEY is set, else a
-local Ollama (through its OpenAI-compatible endpoint) when one answers at OLLAMA_HOST,
-else the built-in `demo` adapter, which needs nothing.
+The adapter is the first that can work here: OpenAI, Anthropic or Gemini when its API key
+is set, else a local Ollama with its first model when one answers at OLLAMA_HOST, else
+the built-in `demo` adapter, which needs nothing.
 """
 
 from __future__ import annotations
@@ -59,20 +59,18 @@ def update_remote_plugins(init: Path, env: dict[str, str]) -> None:
 
 
 def choose_adapter() -> tuple[str, str | None]:
-    """The adapter name, and a Lua definition when it is not a built-in."""
-    if os.environ.get("OPENAI_API_KEY"):
-        return "openai", None
-    host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
-    host = host if host.startswith("http") else f"http://{host}"
+    """The adapter name, and a Lua definition when it needs settings."""
+    for key, name in (("OPENAI_API_KEY", "openai"), ("ANTHROPIC_API_KEY", "anthropic"), ("GEMINI_API_KEY", "gemini")):
+        if os.environ.get(key):
+            return name, None
+    from ..adapters.http.ollama import host
+
     try:
-        model = httpx.get(f"{host}/api/tags", timeout=0.5).json()["models"][0]["name"]
+        model = httpx.get(f"{host()}/api/tags", timeout=0.5).json()["models"][0]["name"]
     except Exception:  # no Ollama here: fall through to the demo
         return "demo", None
-    definition = (
-        'require("codecompanion_py.adapters").extend("openai_compatible", '
-        f"{{ env = {{ url = {_lua_str(host)} }}, schema = {{ model = {{ default = {_lua_str(model)} }} }} }})"
-    )
-    return "ollama_local", definition
+    definition = f'require("codecompanion_py.adapters").extend("ollama", {{ schema = {{ model = {{ default = {_lua_str(model)} }} }} }})'
+    return "ollama", definition
 
 
 def setup_lua(name: str, definition: str | None) -> str:

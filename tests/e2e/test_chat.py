@@ -195,3 +195,31 @@ def test_a_missing_python_engine_is_reported_and_nothing_is_locked(editor):
     assert any("the Python engine is not available" in n for n in notes), notes
     assert editor.nvim.current.buffer.options["modifiable"]
     assert "CodeCompanionChatSubmitted" not in editor.event_names()
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parents[1] / "fixtures"
+
+
+@pytest.mark.parametrize("adapter, fixture, content_type, url_override, reasoning, answer", [
+    ("anthropic", "anthropic/thinking_streaming.txt", "text/event-stream", '{ url = "%s/v1/messages" }',
+     "The user wants a greeting. Keep it short.", "Hello there! 👋"),
+    ("gemini", "gemini/text_streaming.txt", "text/event-stream",
+     '{ url = "%s/v1beta/models/${model}:${method}" }', "Considering the question.", "The capital of France is Paris."),
+    ("ollama", "ollama/text_streaming.ndjson", "application/x-ndjson", '{ env = { url = "%s" } }',
+     "Let me think.", "Dynamic"),
+])
+def test_chat_through_each_wire_format_shows_reasoning_then_the_answer(
+        editor, monkeypatch, adapter, fixture, content_type, url_override, reasoning, answer):
+    body = (FIXTURES / fixture).read_bytes()
+    reply = Reply(headers={"content-type": content_type}, chunks=[body[i:i + 40] for i in range(0, len(body), 40)])
+    with ServerThread(ScriptedServer.sequence([reply])) as server:
+        editor.lua("vim.env.ANTHROPIC_API_KEY = 'k'; vim.env.GEMINI_API_KEY = 'k'")
+        editor.setup(f"""{{ adapters = {{ http = {{ {adapter} = function()
+            return require("codecompanion_py.adapters").extend("{adapter}", {url_override % server.url})
+          end }} }} }}""")
+        editor.nvim.command(f"CodeCompanionChat adapter={adapter} hi")
+        done = editor.wait_event("CodeCompanionChatDone")
+        assert done["data"]["status"] == "success"
+        text = editor.text()
+        assert f"### Reasoning\n\n{reasoning}\n\n### Response\n\n{answer}" in text
+        assert done["data"]["tokens"] > 0
