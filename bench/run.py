@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 from codecompanion_py.adapters import extend  # noqa: E402
 from codecompanion_py.client import HttpClient  # noqa: E402
 from codecompanion_py.demo.launch import nvim_binary, runtime_env, update_remote_plugins, write_init  # noqa: E402
-from codecompanion_py.events import FinalEvent  # noqa: E402
+from codecompanion_py.events import FinalEvent, TokenEvent, UsageEvent  # noqa: E402
 from codecompanion_py.messages import Message  # noqa: E402
 from codecompanion_py.stream.iterators import HttpStreamIterator  # noqa: E402
 
@@ -40,14 +40,14 @@ REPEATS = 7
 
 
 @contextmanager
-def bench_server(chunks: int, line_every: int = 16):
+def bench_server(chunks: int, line_every: int = 16, wire: str = "openai"):
     """The scripted server in its own process, answering every POST with `chunks` chunks.
 
     It stands in for a provider on another machine, so it runs at the lowest CPU
     priority: on this 2-core machine it would otherwise compete with Neovim for a core
     that a real provider never takes."""
     proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "codecompanion_py.demo.server",
-                             "--bench-chunks", str(chunks), "--line-every", str(line_every)],
+                             "--bench-chunks", str(chunks), "--line-every", str(line_every), "--format", wire],
                             stdout=subprocess.PIPE, text=True, cwd=REPO)
     try:
         line = proc.stdout.readline().strip()
@@ -59,12 +59,23 @@ def bench_server(chunks: int, line_every: int = 16):
         proc.wait()
 
 
-async def plain_loop(url: str) -> tuple[float, int]:
+# The request path and the adapter for each wire format; the plain loop posts to the same path.
+WIRE = {
+    "openai": ("/v1/chat/completions", lambda url: extend("openai_compatible", {"env": {"url": url}})),
+    "anthropic": ("/v1/messages", lambda url: extend("anthropic", {"url": url + "/v1/messages",
+                                                                   "env": {"api_key": "bench"}})),
+    "gemini": ("/v1beta/models/m:streamGenerateContent?alt=sse",
+               lambda url: extend("gemini", {"url": url + "/v1beta/models/${model}:${method}",
+                                             "env": {"api_key": "bench"}})),
+}
+
+
+async def plain_loop(url: str, wire: str = "openai") -> tuple[float, int]:
     """What a minimal client does: receive lines and json.loads each data payload."""
     count = 0
     async with httpx.AsyncClient(timeout=60) as client:
         start = time.perf_counter()
-        async with client.stream("POST", f"{url}/v1/chat/completions",
+        async with client.stream("POST", url + WIRE[wire][0],
                                  json={"model": "m", "stream": True, "messages": []}) as response:
             async for line in response.aiter_lines():
                 if line.startswith("data: ") and line != "data: [DONE]":
@@ -73,9 +84,9 @@ async def plain_loop(url: str) -> tuple[float, int]:
         return time.perf_counter() - start, count
 
 
-async def engine_loop(url: str) -> tuple[float, int]:
+async def engine_loop(url: str, wire: str = "openai") -> tuple[float, int]:
     """Ours: HTTP client, SSE decoder, adapter handlers, assembler, canonical events."""
-    adapter = extend("openai_compatible", {"env": {"url": url}})
+    adapter = WIRE[wire][1](url)
     client = HttpClient()
     count = 0
     try:
@@ -85,24 +96,29 @@ async def engine_loop(url: str) -> tuple[float, int]:
             count += 1
             if isinstance(event, FinalEvent):
                 assert event.message.text
+            elif not isinstance(event, (TokenEvent, UsageEvent)):
+                raise RuntimeError(f"unexpected event {event!r}")
         return time.perf_counter() - start, count
     finally:
         await client.aclose()
 
 
-def median_time(fn, url: str) -> float:
-    times = [asyncio.run(fn(url))[0] for _ in range(REPEATS)]
+def median_time(fn, url: str, wire: str = "openai") -> float:
+    times = [asyncio.run(fn(url, wire))[0] for _ in range(REPEATS)]
     return statistics.median(times)
 
 
 def bench_throughput(chunks: int = 20_000) -> dict:
-    with bench_server(chunks) as url:
-        asyncio.run(plain_loop(url))  # warm up both paths once
-        asyncio.run(engine_loop(url))
-        plain = median_time(plain_loop, url)
-        ours = median_time(engine_loop, url)
-    return {"chunks": chunks, "plain_s": plain, "engine_s": ours,
-            "plain_chunks_per_s": chunks / plain, "engine_chunks_per_s": chunks / ours}
+    results = {}
+    for wire in WIRE:
+        with bench_server(chunks, wire=wire) as url:
+            asyncio.run(plain_loop(url, wire))  # warm up both paths once
+            asyncio.run(engine_loop(url, wire))
+            plain = median_time(plain_loop, url, wire)
+            ours = median_time(engine_loop, url, wire)
+        results[wire] = {"chunks": chunks, "plain_s": plain, "engine_s": ours,
+                         "plain_chunks_per_s": chunks / plain, "engine_chunks_per_s": chunks / ours}
+    return results
 
 
 TIMING_LUA = """
@@ -178,7 +194,7 @@ def bench_render(editor: Neovim, sizes=(200, 2_000, 10_000)) -> dict:
             editor.use(url)
             editor.chat_once()  # warm-up: starts the host, connects
             times = [editor.chat_once() for _ in range(REPEATS)]
-            plain = median_time(plain_loop, url) if size == 10_000 else None
+            plain = median_time(plain_loop, url) if size == 10_000 else None  # openai format
         results[size] = {"render_s": statistics.median(times), "plain_receive_s": plain}
     return results
 
@@ -239,8 +255,10 @@ def main() -> None:
 
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()
-    print(f"(1) 20,000-chunk stream: engine {t['engine_chunks_per_s']:,.0f} chunks/s ({t['engine_s']*1000:.0f} ms), "
-          f"plain httpx+json.loads {t['plain_chunks_per_s']:,.0f} chunks/s ({t['plain_s']*1000:.0f} ms)")
+    for wire, row in t.items():
+        print(f"(1) 20,000-chunk {wire} stream: engine {row['engine_chunks_per_s']:,.0f} chunks/s "
+              f"({row['engine_s']*1000:.0f} ms), plain httpx+json.loads {row['plain_chunks_per_s']:,.0f} chunks/s "
+              f"({row['plain_s']*1000:.0f} ms)")
     for size, row in r.items():
         extra = f" (plain loop only receiving: {row['plain_receive_s']*1000:.0f} ms)" if row["plain_receive_s"] else ""
         print(f"(2) {size:>6,} chunks: submit to rendered {row['render_s']*1000:.0f} ms{extra}")

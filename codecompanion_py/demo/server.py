@@ -444,14 +444,9 @@ def openai_stream_frames(n: int, *, model: str = "demo", line_every: int = 0) ->
         chunk = {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
         return b"data: " + msgspec.json.encode(chunk) + b"\n\n"
 
-    def ending(i: int) -> str:
-        if line_every <= 0 or i % line_every != line_every - 1:
-            return " "
-        return "\n\n" if i % (5 * line_every) == 5 * line_every - 1 else "\n"
-
     prompt_tokens = 10
     frames = [frame({"role": "assistant", "content": ""})]
-    frames += [frame({"content": f"tok{i}{ending(i)}"}) for i in range(n)]
+    frames += [frame({"content": token}) for token in bench_tokens(n, line_every)]
     frames.append(frame({}, "stop"))
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": n, "total_tokens": prompt_tokens + n}
     frames.append(b"data: " + msgspec.json.encode({**base, "choices": [], "usage": usage}) + b"\n\n")
@@ -464,15 +459,68 @@ def _chunked_body(frames: list[bytes]) -> bytes:
     return b"".join(_frame(f, True) for f in frames if f) + _LAST_CHUNK
 
 
+def bench_tokens(n: int, line_every: int = 0) -> list[str]:
+    """`n` tokens "tok<i>" and their separators; see `openai_stream_frames`."""
+
+    def ending(i: int) -> str:
+        if line_every <= 0 or i % line_every != line_every - 1:
+            return " "
+        return "\n\n" if i % (5 * line_every) == 5 * line_every - 1 else "\n"
+
+    return [f"tok{i}{ending(i)}" for i in range(n)]
+
+
+def anthropic_stream_frames(n: int, *, model: str = "demo", line_every: int = 0) -> list[bytes]:
+    """The same content as an Anthropic Messages stream (`event:` and `data:` lines)."""
+
+    def frame(payload: dict) -> bytes:
+        return b"event: " + payload["type"].encode() + b"\ndata: " + msgspec.json.encode(payload) + b"\n\n"
+
+    start = {"type": "message_start", "message": {"id": "msg_demo", "type": "message", "role": "assistant",
+                                                  "model": model, "content": [], "stop_reason": None,
+                                                  "usage": {"input_tokens": 10, "output_tokens": 1}}}
+    frames = [frame(start), frame({"type": "content_block_start", "index": 0,
+                                   "content_block": {"type": "text", "text": ""}})]
+    frames += [frame({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": token}})
+               for token in bench_tokens(n, line_every)]
+    frames += [frame({"type": "content_block_stop", "index": 0}),
+               frame({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                      "usage": {"output_tokens": n}}),
+               frame({"type": "message_stop"})]
+    return frames
+
+
+def gemini_stream_frames(n: int, *, model: str = "demo", line_every: int = 0) -> list[bytes]:
+    """The same content as a Gemini `streamGenerateContent?alt=sse` stream (CRLF framing)."""
+
+    def frame(payload: dict) -> bytes:
+        return b"data: " + msgspec.json.encode(payload) + b"\r\n\r\n"
+
+    tokens = bench_tokens(n, line_every)
+    frames = [frame({"candidates": [{"content": {"parts": [{"text": token}], "role": "model"}, "index": 0}],
+                     "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": i + 1,
+                                       "totalTokenCount": 11 + i}, "modelVersion": model})
+              for i, token in enumerate(tokens)]
+    frames.append(frame({"candidates": [{"content": {"parts": [{"text": ""}], "role": "model"},
+                                         "finishReason": "STOP", "index": 0}],
+                         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": n,
+                                           "totalTokenCount": 10 + n}}))
+    return frames
+
+
+STREAM_FORMATS = {"openai": openai_stream_frames, "anthropic": anthropic_stream_frames, "gemini": gemini_stream_frames}
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Serve an OpenAI chat-completions SSE stream to every POST.")
+    parser = argparse.ArgumentParser(description="Serve the same scripted SSE stream to every POST.")
+    parser.add_argument("--format", choices=sorted(STREAM_FORMATS), default="openai", help="wire format")
     parser.add_argument("--bench-chunks", type=int, required=True, metavar="N", help="content chunks per reply")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
     parser.add_argument("--line-every", type=int, default=0, metavar="K",
                         help="end a line every K tokens (default 0: one long line)")
     args = parser.parse_args(argv)
     # Pre-encoded once: every POST gets the same bytes, already chunk-framed.
-    body = _chunked_body(openai_stream_frames(args.bench_chunks, line_every=args.line_every))
+    body = _chunked_body(STREAM_FORMATS[args.format](args.bench_chunks, line_every=args.line_every))
     stream = Reply(headers={"content-type": "text/event-stream", "cache-control": "no-cache",
                             "transfer-encoding": "chunked"}, chunks=[body])
     not_post = _error_reply(405, "the bench server answers POST requests only")

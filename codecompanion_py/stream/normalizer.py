@@ -107,9 +107,8 @@ class StreamNormalizer:
                 usage = result["usage"]
             else:
                 usage = self._tokens_from_handler(data)
-            if usage is not None:
+            if usage is not None:  # reported once, at the end: some providers repeat it in every frame
                 self.usage = merge_usage(self.usage, usage)
-                events.append(UsageEvent(usage=self.usage))
         if self.tools.events:
             events.extend(self.tools.drain())
         return events
@@ -166,6 +165,8 @@ class StreamNormalizer:
         if calls or reason in _TOOL_REASONS:
             reason = "tool_calls" if calls else "stop"
         message = Message(role="assistant", parts=tuple(parts))
+        if self.usage is not None:
+            events.append(UsageEvent(usage=self.usage))
         events.append(FinalEvent(message=message, finish_reason=reason, usage=self.usage))
         return events
 
