@@ -108,7 +108,8 @@ class StreamNormalizer:
             else:
                 usage = self._tokens_from_handler(data)
             if usage is not None:  # reported once, at the end: some providers repeat it in every frame
-                self.usage = merge_usage(self.usage, usage)
+                complete = usage.prompt_tokens and usage.completion_tokens
+                self.usage = usage if complete else merge_usage(self.usage, usage)
         if self.tools.events:
             events.extend(self.tools.drain())
         return events

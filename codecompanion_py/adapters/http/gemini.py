@@ -80,11 +80,10 @@ _decode = msgspec.json.Decoder(_Response).decode
 def decode(data: Any) -> _Response:
     try:
         if isinstance(data, (bytes, str)):
-            text = data.strip() if isinstance(data, bytes) else data.strip().encode()
-            if text.startswith(b"["):  # without alt=sse the API answers with a JSON array of responses
-                items = msgspec.json.decode(text)
+            if data.lstrip()[:1] in (b"[", "["):  # without alt=sse the API answers with a JSON array
+                items = msgspec.json.decode(data)
                 return msgspec.convert(items[-1] if items else {}, _Response) if len(items) <= 1 else _merged(items)
-            return _decode(text)
+            return _decode(data)
         return msgspec.convert(data, _Response)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise AdapterError(f"malformed response: {exc}") from None
