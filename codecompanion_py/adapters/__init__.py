@@ -27,6 +27,8 @@ _BUILTIN: dict[str, str] = {
     "demo": "codecompanion_py.adapters.http.demo",
     "gemini": "codecompanion_py.adapters.http.gemini",
     "ollama": "codecompanion_py.adapters.http.ollama",
+    **dict.fromkeys(("azure_openai", "deepseek", "githubmodels", "huggingface", "kimi", "mistral", "novita",
+                     "openrouter", "xai"), "codecompanion_py.adapters.http.providers"),
 }
 
 Definition = Union[HTTPAdapter, Mapping[str, Any], Callable[[], Any], str]
@@ -54,7 +56,8 @@ def _builtin_data(name: str) -> dict[str, Any]:
     module_name = _BUILTIN.get(name)
     if module_name is None:
         raise ConfigError(f"unknown adapter {name!r}; available: {', '.join(available())}")
-    return importlib.import_module(module_name).ADAPTER
+    module = importlib.import_module(module_name)
+    return module.ADAPTERS[name] if hasattr(module, "ADAPTERS") else module.ADAPTER
 
 
 def _data_for(name: str, *, builtin_only: bool = False) -> dict[str, Any]:

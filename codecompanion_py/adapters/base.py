@@ -217,6 +217,8 @@ async def prepare(adapter: HTTPAdapter, settings: Mapping[str, Any] | None = Non
         raise ConfigError(f"{ready.name}: the url needs {_describe(ready, missing.args[0])}") from None
     headers: dict[str, str] = {}
     for name, value in ready.headers.items():
+        if value is None:  # an extend() removing a header its base sends
+            continue
         try:
             headers[name] = substitute(str(value), values)
         except KeyError:

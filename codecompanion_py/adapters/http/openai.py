@@ -10,6 +10,7 @@ are `extend()`s of this adapter.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -43,8 +44,11 @@ class _ToolCallDelta(msgspec.Struct):
 
 
 class _Delta(msgspec.Struct):
-    content: str | None = None
-    reasoning_content: str | None = None
+    # Mistral's reasoning models send a list of typed parts instead of a string.
+    content: str | list[dict[str, Any]] | None = None
+    reasoning_content: str | None = None  # DeepSeek, Kimi
+    reasoning: str | None = None  # OpenRouter, Groq
+    reasoning_text: str | None = None  # Copilot
     refusal: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
@@ -147,6 +151,9 @@ def _message_to_wire(self: Any, message: Message) -> Iterable[dict[str, Any]]:
     if role == "assistant":
         calls = message.tool_calls
         entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if self.opts.get("send_reasoning"):
+            # DeepSeek's and Kimi's thinking modes require their reasoning back on assistant turns.
+            entry["reasoning_content"] = message.reasoning or " "
         if calls:
             entry["tool_calls"] = call_handler(self, "format_calls", list(calls))
         yield entry
@@ -213,12 +220,15 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     for choice in chunk.choices or ():
         delta = choice.delta or choice.message
         if delta is not None:
-            if delta.content:
-                content = delta.content if content is None else content + delta.content
-            elif delta.refusal:
-                content = delta.refusal if content is None else content + delta.refusal
-            if delta.reasoning_content:
-                reasoning = delta.reasoning_content
+            text = delta.content
+            if text.__class__ is str and not (delta.reasoning_content or delta.reasoning or delta.reasoning_text):
+                thought = None  # the common case, kept cheap: it runs once per streamed token
+            else:
+                text, thought = _content_and_reasoning(delta)
+            if text:
+                content = text if content is None else content + text
+            if thought:
+                reasoning = thought if reasoning is None else reasoning + thought
             if delta.tool_calls and tools is not None:
                 streamed = choice.delta is not None
                 for position, call in enumerate(delta.tool_calls):
@@ -233,6 +243,21 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
         "finish_reason": finish_reason,
         "usage": usage_from(chunk.usage) if chunk.usage else None,
     }
+
+
+def _content_and_reasoning(delta: _Delta) -> tuple[str | None, str | None]:
+    reasoning = delta.reasoning_content or delta.reasoning or delta.reasoning_text
+    content = delta.content
+    if isinstance(content, list):
+        texts, thoughts = [], []
+        for item in content:
+            if item.get("type") == "thinking":
+                thoughts += [t.get("text", "") for t in item.get("thinking") or () if isinstance(t, dict)]
+            elif item.get("type") == "text":
+                texts.append(item.get("text") or "")
+        content = "".join(texts) or None
+        reasoning = (reasoning or "") + "".join(thoughts) or None
+    return content or delta.refusal, reasoning
 
 
 def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
@@ -250,7 +275,7 @@ def parse_tokens(self: Any, data: Any) -> int | None:
 def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     return [
         {
-            "id": call.id,
+            "id": wire_id(self, call.id),
             "type": "function",
             "function": {"name": call.name, "arguments": msgspec.json.encode(call.arguments).decode()},
         }
@@ -260,7 +285,25 @@ def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, An
 
 def format_response(self: Any, tool_call: ToolCall | ToolResultPart, output: str) -> dict[str, Any]:
     call_id = tool_call.tool_call_id if isinstance(tool_call, ToolResultPart) else tool_call.id
-    return {"role": "tool", "tool_call_id": call_id, "content": output}
+    return {"role": "tool", "tool_call_id": wire_id(self, call_id), "content": output}
+
+
+_ALNUM = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def wire_id(self: Any, call_id: str) -> str:
+    """The tool-call id as this provider accepts it. With `opts.tool_id_chars = N` (Mistral:
+    9), ids in another format (from another provider) are mapped to N alphanumerics,
+    the same way for the call and its result, so the pair still matches."""
+    length = self.opts.get("tool_id_chars")
+    if not length or (len(call_id) == length and call_id.isalnum() and call_id.isascii()):
+        return call_id
+    number = int.from_bytes(hashlib.sha256(call_id.encode()).digest()[:8], "big")
+    chars = []
+    for _ in range(length):
+        number, digit = divmod(number, len(_ALNUM))
+        chars.append(_ALNUM[digit])
+    return "".join(chars)
 
 
 HANDLERS: dict[str, Any] = {
