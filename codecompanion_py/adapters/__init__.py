@@ -93,6 +93,17 @@ def _table_data(table: Mapping[str, Any], *, defining: str | None = None) -> dic
     return merged
 
 
+def model_choices(adapter: HTTPAdapter) -> list[str]:
+    """The models the adapter's schema lists, its current one first."""
+    entry = adapter.schema.get("model", {})
+    choices = entry.get("choices") or []
+    if callable(choices):
+        choices = choices(adapter)
+    names = list(choices)
+    current = adapter.model
+    return ([current] if current else []) + [n for n in names if n != current]
+
+
 def extend(base: str | HTTPAdapter, overrides: Mapping[str, Any] | None = None) -> HTTPAdapter:
     """A new adapter: `base` with `overrides` deep-merged over it."""
     base_data = base.to_data() if isinstance(base, HTTPAdapter) else _data_for(base)
@@ -130,6 +141,7 @@ __all__ = [
     "call_handler",
     "extend",
     "get_handler",
+    "model_choices",
     "prepare",
     "register",
     "resolve",

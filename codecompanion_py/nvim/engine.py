@@ -47,6 +47,7 @@ class Engine:
             "chat.submit": self._chat_submit,
             "chat.stop": self._chat_stop,
             "chat.close": self._chat_close,
+            "chat.set_adapter": self._chat_set_adapter,
         }
 
     def _run(self) -> None:
@@ -67,6 +68,8 @@ class Engine:
             return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
         if method == "adapters":
             return adapters.available()
+        if method == "models":
+            return adapters.model_choices(adapters.resolve(payload.get("adapter")))
         raise ValueError(f"unknown request {method!r}")
 
     def shutdown(self) -> None:
@@ -131,6 +134,14 @@ class Engine:
 
     async def _chat_submit(self, payload: Mapping[str, Any]) -> None:
         self._session(payload).submit(str(payload.get("text", "")))
+
+    async def _chat_set_adapter(self, payload: Mapping[str, Any]) -> None:
+        """Switch the chat's adapter and/or model; the history carries over as it is."""
+        session = self._session(payload)
+        name = payload.get("adapter") or session.adapter.name
+        session.adapter = adapters.resolve(name, model=payload.get("model") or None)
+        session.sink.push({"op": "ready", "adapter": session.adapter_info()})
+        session.sink.push({"op": "fire", "event": "ChatAdapter", "data": {"adapter": session.adapter_info()}})
 
     async def _chat_stop(self, payload: Mapping[str, Any]) -> None:
         session = self.sessions.get(payload.get("chat_id"))

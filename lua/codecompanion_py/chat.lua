@@ -74,6 +74,10 @@ end
 local render = {}
 
 function render.ready(chat, op)
+  if chat.engine_ready and chat.adapter.model ~= nil and
+      (chat.adapter.name ~= op.adapter.name or chat.adapter.model ~= op.adapter.model) then
+    vim.notify(("CodeCompanion: now using %s (%s)"):format(op.adapter.formatted_name, op.adapter.model or "default"))
+  end
   chat.adapter = op.adapter
   chat.engine_ready = true
 end
@@ -203,6 +207,37 @@ function M.submit(buf)
   fire("ChatSubmitted", { bufnr = buf, id = buf })
 end
 
+-- `ga`: pick an adapter, then one of its models, through vim.ui.select (so any picker
+-- plugin styles it). The chat keeps its history; the next request goes to the new one.
+function M.change_adapter(buf)
+  local chat = M.chats[buf]
+  if not chat or chat.status == "streaming" then
+    return
+  end
+  local ok, names = pcall(rpc.request, "adapters")
+  if not ok then
+    vim.notify("CodeCompanion: " .. tostring(names), vim.log.levels.ERROR)
+    return
+  end
+  vim.ui.select(names, { prompt = "Adapter (now " .. (chat.adapter.name or "?") .. ")" }, function(name)
+    if not name then
+      return
+    end
+    local got, models = pcall(rpc.request, "models", { adapter = name })
+    local function apply_choice(model)
+      rpc.notify("chat.set_adapter", { chat_id = buf, adapter = name, model = model })
+    end
+    if not got or #models <= 1 then
+      return apply_choice(got and models[1] or nil)
+    end
+    vim.ui.select(models, { prompt = "Model" }, function(model)
+      if model then
+        apply_choice(model)
+      end
+    end)
+  end)
+end
+
 function M.stop(buf)
   local chat = M.chats[buf]
   if chat and chat.status == "streaming" then
@@ -243,6 +278,7 @@ local function set_keymaps(buf)
     M.submit(buf)
   end, "send")
   map("n", "q", function() M.stop(buf) end, "stop")
+  map("n", "ga", function() M.change_adapter(buf) end, "change adapter and model")
 end
 
 ---@param opts? { adapter?: string, model?: string, prompt?: string }

@@ -198,3 +198,22 @@ def test_a_handler_that_raises_becomes_an_error_event_not_a_crash(fixture_bytes)
     events = asyncio.run(run())
     assert len(events) == 1 and isinstance(events[0], ErrorEvent)
     assert events[0].message == "the adapter failed: KeyError: 'choices'"
+
+
+@pytest.mark.parametrize("model, system_role", [("o3", "developer"), ("gpt-5-mini", "developer"), ("gpt-4.1", "system")])
+async def test_reasoning_models_get_developer_role_and_no_sampling_parameters(openai_key, model, system_role):
+    adapter = resolve("openai", model=model)
+    _, request = await build_request(adapter, [Message.of("system", "rules"), Message.of("user", "q")],
+                                     settings={"temperature": 0.5, "max_tokens": 100})
+    body = msgspec.json.decode(request.body)
+    assert body["messages"][0] == {"role": system_role, "content": "rules"}
+    if system_role == "developer":
+        assert "temperature" not in body and body["max_completion_tokens"] == 100 and "max_tokens" not in body
+    else:
+        assert body["temperature"] == 0.5 and body["max_tokens"] == 100
+
+
+def test_o1_mini_has_no_system_role_so_the_prompt_joins_the_first_user_message():
+    adapter = resolve("openai", model="o1-mini")
+    wire = call_handler(adapter, "build_messages", [Message.of("system", "rules"), Message.of("user", "q")])["messages"]
+    assert wire == [{"role": "user", "content": "rules\n\nq"}]

@@ -223,3 +223,41 @@ def test_chat_through_each_wire_format_shows_reasoning_then_the_answer(
         text = editor.text()
         assert f"### Reasoning\n\n{reasoning}\n\n### Response\n\n{answer}" in text
         assert done["data"]["tokens"] > 0
+
+
+def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
+    first = sse_reply([chunk("from openai-wire"), chunk(finish="stop")])
+    anthropic_body = (FIXTURES / "anthropic/thinking_streaming.txt").read_bytes()
+    with ServerThread(ScriptedServer.sequence([first])) as one, \
+            ServerThread(ScriptedServer.sequence([Reply(headers={"content-type": "text/event-stream"},
+                                                        chunks=[anthropic_body])])) as two:
+        editor.lua("vim.env.ANTHROPIC_API_KEY = 'k'")
+        editor.setup(f"""{{
+          adapters = {{ http = {{
+            testllm = function() return require("codecompanion_py.adapters").extend("openai_compatible",
+              {{ env = {{ url = "{one.url}" }} }}) end,
+            anthropic = function() return require("codecompanion_py.adapters").extend("anthropic",
+              {{ url = "{two.url}/v1/messages" }}) end,
+          }} }},
+          interactions = {{ chat = {{ adapter = "testllm" }} }},
+        }}""")
+        editor.nvim.command("CodeCompanionChat hello")
+        editor.wait_event("CodeCompanionChatDone")
+        # answer the two pickers as a user would: the adapter, then a model
+        editor.lua("""vim.ui.select = function(items, opts, on_choice)
+          if opts.prompt:match("^Adapter") then on_choice("anthropic")
+          else on_choice(items[2]) end
+        end""")
+        editor.nvim.input("ga")
+        changed = editor.wait_event("CodeCompanionChatAdapter")
+        assert changed["data"]["adapter"]["name"] == "anthropic"
+        model = changed["data"]["adapter"]["model"]
+        editor.type_prompt("and now?")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        assert "## CodeCompanion (Anthropic)" in editor.text() and "Hello there! 👋" in editor.text()
+        sent = two.requests[0].json()
+        assert sent["model"] == model
+        assert [(m["role"], [b.get("text") for b in m["content"]]) for m in sent["messages"]] == [
+            ("user", ["hello"]), ("assistant", ["from openai-wire"]), ("user", ["and now?"])]
+        assert sent["system"][0]["text"].startswith("You are an AI programming assistant")

@@ -162,7 +162,7 @@ def _to_parts(self: Any, part: Any, calls_by_id: dict[str, ToolCall]) -> list[di
     if isinstance(part, TextPart):
         return [{"text": part.text}] if part.text else []
     if isinstance(part, ReasoningPart):
-        return [{"text": part.text, "thought": True}] if part.text else []
+        return []  # thought summaries are for the reader; Gemini wants only signatures back
     if isinstance(part, ImagePart):
         if part.data:
             return [{"inlineData": {"mimeType": part.media_type, "data": part.data}}]

@@ -11,6 +11,7 @@ are `extend()`s of this adapter.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -127,7 +128,18 @@ def setup(self: Any) -> bool:
     return True
 
 
+# Reasoning models (o1, o3, o4-mini, gpt-5...) take no sampling parameters and count output
+# as max_completion_tokens; the first o1 releases accept no system (or developer) role.
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+_NO_SYSTEM_ROLE = re.compile(r"^o1-(mini|preview)")
+
+
 def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
+    model = str(params.get("model") or "")
+    if _REASONING_MODEL.match(model):
+        params = {k: v for k, v in params.items() if k not in ("temperature", "top_p")}
+        if "max_tokens" in params:
+            params["max_completion_tokens"] = params.pop("max_tokens")
     return params
 
 
@@ -135,7 +147,23 @@ def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     wire: list[dict[str, Any]] = []
     for message in messages:
         wire.extend(_message_to_wire(self, message))
+    model = str(self.model or "")
+    if _REASONING_MODEL.match(model):
+        wire = _without_system_role(wire, merge=bool(_NO_SYSTEM_ROLE.match(model)))
     return {"messages": wire}
+
+
+def _without_system_role(wire: list[dict[str, Any]], *, merge: bool) -> list[dict[str, Any]]:
+    """System messages as `developer`, or (`merge`) prepended to the first user message."""
+    if not merge:
+        return [{**m, "role": "developer"} if m["role"] == "system" else m for m in wire]
+    system = "\n\n".join(m["content"] for m in wire if m["role"] == "system")
+    rest = [m for m in wire if m["role"] != "system"]
+    for index, message in enumerate(rest):
+        if message["role"] == "user" and isinstance(message["content"], str) and system:
+            rest[index] = {**message, "content": f"{system}\n\n{message['content']}"}
+            break
+    return rest
 
 
 def _message_to_wire(self: Any, message: Message) -> Iterable[dict[str, Any]]:
