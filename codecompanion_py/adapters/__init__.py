@@ -24,6 +24,7 @@ _BUILTIN: dict[str, str] = {
     "anthropic": "codecompanion_py.adapters.http.anthropic",
     "openai": "codecompanion_py.adapters.http.openai",
     "openai_compatible": "codecompanion_py.adapters.http.openai_compatible",
+    "openai_responses": "codecompanion_py.adapters.http.openai_responses",
     "demo": "codecompanion_py.adapters.http.demo",
     "gemini": "codecompanion_py.adapters.http.gemini",
     "ollama": "codecompanion_py.adapters.http.ollama",
