@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from .. import adapters, config, health
+from ..adapters.models import list_models
 from ..chat.session import ChatSession
 from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
@@ -48,6 +49,7 @@ class Engine:
             "chat.stop": self._chat_stop,
             "chat.close": self._chat_close,
             "chat.set_adapter": self._chat_set_adapter,
+            "chat.models": self._chat_models,
         }
 
     def _run(self) -> None:
@@ -68,8 +70,6 @@ class Engine:
             return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
         if method == "adapters":
             return adapters.available()
-        if method == "models":
-            return adapters.model_choices(adapters.resolve(payload.get("adapter")))
         raise ValueError(f"unknown request {method!r}")
 
     def shutdown(self) -> None:
@@ -142,6 +142,13 @@ class Engine:
         session.adapter = adapters.resolve(name, model=payload.get("model") or None)
         session.sink.push({"op": "ready", "adapter": session.adapter_info()})
         session.sink.push({"op": "fire", "event": "ChatAdapter", "data": {"adapter": session.adapter_info()}})
+
+    async def _chat_models(self, payload: Mapping[str, Any]) -> None:
+        """The adapter's models, fetched off the UI thread, for Lua to offer."""
+        session = self._session(payload)
+        adapter = adapters.resolve(payload.get("adapter") or session.adapter.name)
+        models = await list_models(adapter, self.client)
+        session.sink.push({"op": "choose_model", "adapter": adapter.name, "models": models})
 
     async def _chat_stop(self, payload: Mapping[str, Any]) -> None:
         session = self.sessions.get(payload.get("chat_id"))

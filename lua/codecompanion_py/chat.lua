@@ -207,8 +207,9 @@ function M.submit(buf)
   fire("ChatSubmitted", { bufnr = buf, id = buf })
 end
 
--- `ga`: pick an adapter, then one of its models, through vim.ui.select (so any picker
--- plugin styles it). The chat keeps its history; the next request goes to the new one.
+-- `ga`: pick an adapter, then one of its models (listed by the provider, fetched by the
+-- engine without blocking), through vim.ui.select so any picker plugin styles them. The
+-- chat keeps its history; the next request goes to the new adapter.
 function M.change_adapter(buf)
   local chat = M.chats[buf]
   if not chat or chat.status == "streaming" then
@@ -220,21 +221,23 @@ function M.change_adapter(buf)
     return
   end
   vim.ui.select(names, { prompt = "Adapter (now " .. (chat.adapter.name or "?") .. ")" }, function(name)
-    if not name then
-      return
+    if name then
+      rpc.notify("chat.models", { chat_id = buf, adapter = name })
     end
-    local got, models = pcall(rpc.request, "models", { adapter = name })
-    local function apply_choice(model)
-      rpc.notify("chat.set_adapter", { chat_id = buf, adapter = name, model = model })
+  end)
+end
+
+function render.choose_model(chat, op)
+  local function use(model)
+    rpc.notify("chat.set_adapter", { chat_id = chat.bufnr, adapter = op.adapter, model = model })
+  end
+  if #op.models <= 1 then
+    return use(op.models[1])
+  end
+  vim.ui.select(op.models, { prompt = "Model" }, function(model)
+    if model then
+      use(model)
     end
-    if not got or #models <= 1 then
-      return apply_choice(got and models[1] or nil)
-    end
-    vim.ui.select(models, { prompt = "Model" }, function(model)
-      if model then
-        apply_choice(model)
-      end
-    end)
   end)
 end
 

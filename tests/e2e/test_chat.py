@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, sse_reply
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, json_reply, sse_reply
 
 pytestmark = pytest.mark.nvim
 
@@ -228,16 +228,17 @@ def test_chat_through_each_wire_format_shows_reasoning_then_the_answer(
 def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
     first = sse_reply([chunk("from openai-wire"), chunk(finish="stop")])
     anthropic_body = (FIXTURES / "anthropic/thinking_streaming.txt").read_bytes()
+    models = json_reply({"data": [{"id": "claude-b"}, {"id": "claude-a"}]})
+    stream = Reply(headers={"content-type": "text/event-stream"}, chunks=[anthropic_body])
     with ServerThread(ScriptedServer.sequence([first])) as one, \
-            ServerThread(ScriptedServer.sequence([Reply(headers={"content-type": "text/event-stream"},
-                                                        chunks=[anthropic_body])])) as two:
+            ServerThread(ScriptedServer(lambda r: models if r.method == "GET" else stream)) as two:
         editor.lua("vim.env.ANTHROPIC_API_KEY = 'k'")
         editor.setup(f"""{{
           adapters = {{ http = {{
             testllm = function() return require("codecompanion_py.adapters").extend("openai_compatible",
               {{ env = {{ url = "{one.url}" }} }}) end,
             anthropic = function() return require("codecompanion_py.adapters").extend("anthropic",
-              {{ url = "{two.url}/v1/messages" }}) end,
+              {{ url = "{two.url}/v1/messages", opts = {{ models_url = "{two.url}/v1/models" }} }}) end,
           }} }},
           interactions = {{ chat = {{ adapter = "testllm" }} }},
         }}""")
@@ -252,11 +253,13 @@ def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
         changed = editor.wait_event("CodeCompanionChatAdapter")
         assert changed["data"]["adapter"]["name"] == "anthropic"
         model = changed["data"]["adapter"]["model"]
+        assert model == "claude-a"  # the second entry of the provider's list, after the current model
+        assert two.requests[0].method == "GET" and two.requests[0].headers["x-api-key"] == "k"
         editor.type_prompt("and now?")
         editor.nvim.input("<CR>")
         editor.wait_event("CodeCompanionChatDone", count=2)
         assert "## CodeCompanion (Anthropic)" in editor.text() and "Hello there! 👋" in editor.text()
-        sent = two.requests[0].json()
+        sent = two.requests[1].json()
         assert sent["model"] == model
         assert [(m["role"], [b.get("text") for b in m["content"]]) for m in sent["messages"]] == [
             ("user", ["hello"]), ("assistant", ["from openai-wire"]), ("user", ["and now?"])]

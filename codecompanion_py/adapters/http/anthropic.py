@@ -293,7 +293,8 @@ ADAPTER: dict[str, Any] = {
     "url": "https://api.anthropic.com/v1/messages",
     "env": {"api_key": "ANTHROPIC_API_KEY"},
     "headers": {"content-type": "application/json", "x-api-key": "${api_key}", "anthropic-version": "2023-06-01"},
-    "opts": {"stream": True, "tools": True, "vision": True, "cache_prompt": True, "required_env": ["api_key"]},
+    "opts": {"stream": True, "tools": True, "vision": True, "cache_prompt": True, "required_env": ["api_key"],
+             "models_url": "https://api.anthropic.com/v1/models"},
     "features": {"text": True, "tokens": True},
     "schema": {
         "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "claude-sonnet-4-5",

@@ -285,7 +285,8 @@ ADAPTER: dict[str, Any] = {
     "url": "https://generativelanguage.googleapis.com/v1beta/models/${model}:${method}",
     "env": {"api_key": "GEMINI_API_KEY", "model": "schema.model.default", "method": _method},
     "headers": {"Content-Type": "application/json", "x-goog-api-key": "${api_key}"},
-    "opts": {"stream": True, "tools": True, "vision": True, "required_env": ["api_key"]},
+    "opts": {"stream": True, "tools": True, "vision": True, "required_env": ["api_key"],
+             "models_url": "https://generativelanguage.googleapis.com/v1beta/models?pageSize=200"},
     "features": {"text": True, "tokens": True},
     "schema": {
         # the model is part of the url, not the body

@@ -150,7 +150,7 @@ ADAPTER: dict[str, Any] = {
     "url": "${url}/api/chat",
     "env": {"url": host},
     "headers": {"Content-Type": "application/json"},
-    "opts": {"stream": True, "tools": True, "vision": True, "stream_format": "ndjson"},
+    "opts": {"stream": True, "tools": True, "vision": True, "stream_format": "ndjson", "models_url": "${url}/api/tags"},
     "features": {"text": True, "tokens": True},
     "schema": {
         "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "llama3.1", "choices": []},

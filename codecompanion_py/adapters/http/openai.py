@@ -354,7 +354,8 @@ ADAPTER: dict[str, Any] = {
     "url": "https://api.openai.com/v1/chat/completions",
     "env": {"api_key": "OPENAI_API_KEY"},
     "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
-    "opts": {"stream": True, "tools": True, "vision": True, "stream_format": "sse", "required_env": ["api_key"]},
+    "opts": {"stream": True, "tools": True, "vision": True, "stream_format": "sse", "required_env": ["api_key"],
+             "models_url": "https://api.openai.com/v1/models"},
     "features": {"text": True, "tokens": True},
     "schema": {
         "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "gpt-4.1", "choices": _MODELS,

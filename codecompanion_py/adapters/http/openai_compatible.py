@@ -24,7 +24,7 @@ ADAPTER: dict[str, Any] = deep_merge(
             "models_endpoint": "/v1/models",
             "api_key": "OPENAI_COMPATIBLE_API_KEY",
         },
-        "opts": {"required_env": []},
+        "opts": {"required_env": [], "models_url": "${url}${models_endpoint}"},
         "schema": {"model": {"default": "llama3.1", "choices": []}},
     },
 )

@@ -284,7 +284,8 @@ ADAPTER: dict[str, Any] = {
     "url": "https://api.openai.com/v1/responses",
     "env": {"api_key": "OPENAI_API_KEY"},
     "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
-    "opts": {"stream": True, "tools": True, "vision": True, "required_env": ["api_key"]},
+    "opts": {"stream": True, "tools": True, "vision": True, "required_env": ["api_key"],
+             "models_url": "https://api.openai.com/v1/models"},
     "features": {"text": True, "tokens": True},
     "schema": {
         "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "gpt-5-mini",

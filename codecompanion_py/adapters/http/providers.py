@@ -22,6 +22,7 @@ from .openai import ADAPTER as _OPENAI
 def _provider(name: str, formatted_name: str, url: str, key_env: str, model: str,
               models: list[str] | None = None, **extra: Any) -> dict[str, Any]:
     overrides: dict[str, Any] = {
+        "opts": {"models_url": url.replace("/chat/completions", "/models")},
         "name": name,
         "formatted_name": formatted_name,
         "url": url,
@@ -50,7 +51,7 @@ ADAPTERS: dict[str, dict[str, Any]] = {
         "AZURE_OPENAI_API_KEY", "gpt-4.1",
         env={"endpoint": "AZURE_OPENAI_ENDPOINT", "deployment": "schema.model.default", "api_version": "2024-10-21"},
         headers={"api-key": "${api_key}", "Authorization": None},
-        opts={"required_env": ["api_key", "endpoint"]},
+        opts={"required_env": ["api_key", "endpoint"], "models_url": None},  # deployments are not listed
     ),
     "xai": _provider("xai", "xAI", "https://api.x.ai/v1/chat/completions", "XAI_API_KEY", "grok-4",
                      ["grok-4", "grok-code-fast-1", "grok-3-mini"]),

@@ -1,0 +1,70 @@
+"""The models a provider offers, from its models endpoint, cached for 30 minutes.
+
+`opts.models_url` names the endpoint (with `${name}` placeholders like the chat url). The
+answer is read in either common shape: `{"data": [{"id": ...}]}` (OpenAI, Anthropic,
+OpenAI-compatible servers) or `{"models": [{"name": ...}]}` (Gemini, Ollama's
+`/api/tags`). When the endpoint cannot be reached, the schema's list is the answer.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from ..client import HttpClient, HttpRequest
+from ..errors import CodeCompanionError
+from . import model_choices
+from .base import HTTPAdapter, prepare, substitute
+
+CACHE_SECONDS = 30 * 60
+_cache: dict[str, tuple[float, list[str]]] = {}
+
+
+async def list_models(adapter: HTTPAdapter, client: HttpClient) -> list[str]:
+    """The adapter's models, its current one first."""
+    template = adapter.opts.get("models_url")
+    if not template:
+        return model_choices(adapter)
+    try:
+        ready = await prepare(adapter)
+        url = substitute(template, ready.env_replaced)
+    except (CodeCompanionError, KeyError):
+        return model_choices(adapter)
+    cached = _cache.get(url)
+    if cached and time.monotonic() - cached[0] < CACHE_SECONDS:
+        names = cached[1]
+    else:
+        headers = {k: v for k, v in ready.headers.items() if k.lower() != "content-type"}
+        request = HttpRequest(url=url, body=b"", headers=headers, method="GET", stream=False,
+                              provider=ready.formatted_name)
+        try:
+            async with client.open(request) as response:
+                names = parse_models(await response.aread())
+        except (CodeCompanionError, ValueError):
+            return model_choices(adapter)
+        _cache[url] = (time.monotonic(), names)
+    current = adapter.model
+    return ([current] if current else []) + sorted(n for n in names if n != current)
+
+
+def parse_models(body: bytes) -> list[str]:
+    try:
+        data: Any = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a models list")
+    entries = data.get("data") or data.get("models") or []
+    names = []
+    for entry in entries:
+        if isinstance(entry, dict):
+            name = entry.get("id") or entry.get("name")
+            if isinstance(name, str):
+                names.append(name.removeprefix("models/"))  # Gemini names are "models/<id>"
+    return names
+
+
+def clear_cache() -> None:
+    _cache.clear()
