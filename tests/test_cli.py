@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from codecompanion_py.demo.server import ScriptedServer, ServerThread, sse_reply
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -67,3 +69,20 @@ def test_health_reports_keys_without_values():
     assert report["keys"]["OPENAI_API_KEY"] is True
     assert "sk-should-not-print" not in result.stdout
     assert "openai" in report["adapters"] and report["versions"]["httpx"]
+
+
+@pytest.mark.parametrize("adapter, fixture, text", [
+    ("anthropic", "anthropic/thinking_streaming.txt", "Hello there! 👋"),
+    ("anthropic", "anthropic/tools_no_streaming.json", "Let me check."),
+    ("gemini", "gemini/text_streaming.txt", "The capital of France is Paris.\n"),
+    ("gemini", "gemini/text_no_streaming.json", "Hi there"),
+    ("ollama", "ollama/text_streaming.ndjson", "Dynamic"),
+    ("openai_responses", "openai_responses/incomplete_no_streaming.json", "Cut sho"),
+    ("mistral", "openai/text_streaming.txt", "The capital of France is Paris — café ☕."),
+])
+def test_replay_works_for_every_wire_format(adapter, fixture, text):
+    result = run("replay", "--adapter", adapter, str(FIXTURES / fixture))
+    assert result.returncode == 0, result.stdout + result.stderr
+    final = lines(result.stdout)[-1]
+    assert final["type"] == "final"
+    assert "".join(p["text"] for p in final["message"]["parts"] if p["type"] == "text") == text
