@@ -16,9 +16,9 @@ from typing import Any
 
 import msgspec
 
-from ...errors import AdapterError
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import call_handler
+from .wire import frame_decoder, parse_inline, setup_stream_flag
 from .openai import build_tools as _openai_tools
 
 PROVIDER_KEY = "anthropic"
@@ -81,14 +81,11 @@ class _Frame(msgspec.Struct):
     stop_reason: str | None = None
 
 
-_decode = msgspec.json.Decoder(_Frame).decode
+decode = frame_decoder(_Frame)
 
 
-def decode(data: Any) -> _Frame:
-    try:
-        return _decode(data) if isinstance(data, (bytes, str)) else msgspec.convert(data, _Frame)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise AdapterError(f"malformed response: {exc}") from None
+
+
 
 
 def _usage(raw: _Usage) -> Usage:
@@ -101,12 +98,6 @@ def _usage(raw: _Usage) -> Usage:
 # --- request handlers ---------------------------------------------------------------
 
 
-def setup(self: Any) -> bool:
-    if self.opts.get("stream", True):
-        self.parameters["stream"] = True
-    else:
-        self.parameters.pop("stream", None)
-    return True
 
 
 def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
@@ -267,11 +258,6 @@ def _whole_message(frame: _Frame, tools: Any) -> dict[str, Any]:
     return result
 
 
-def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
-    result = parse_chat(self, data, None)
-    if result is None or result["status"] == "error":
-        return result
-    return {"status": "success", "output": result["output"]["content"] or ""}
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:
@@ -281,7 +267,7 @@ def parse_tokens(self: Any, data: Any) -> int | None:
 
 
 HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup},
+    "lifecycle": {"setup": setup_stream_flag},
     "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
     "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
     "tools": {"format_calls": format_calls, "format_response": format_response},

@@ -19,6 +19,7 @@ import msgspec
 from ...errors import AdapterError
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import call_handler
+from .wire import parse_inline
 from .openai import build_tools as _openai_tools
 
 PROVIDER_KEY = "gemini"
@@ -261,11 +262,6 @@ def _usage(raw: _UsageMetadata) -> Usage:
                  reasoning_tokens=raw.thoughts_token_count, cached_tokens=raw.cached_content_token_count)
 
 
-def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
-    result = parse_chat(self, data, None)
-    if result is None or result["status"] == "error":
-        return result
-    return {"status": "success", "output": result["output"]["content"] or ""}
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:

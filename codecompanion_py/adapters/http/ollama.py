@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from ...errors import AdapterError
 from ...messages import ImagePart, Message, ToolCall, ToolResultPart, Usage
 from ..handlers import call_handler
+from .wire import frame_decoder, parse_inline
 from .openai import build_tools
 
 DEFAULT_HOST = "http://localhost:11434"
@@ -46,14 +46,11 @@ class _Line(msgspec.Struct):
     error: Any = None
 
 
-_decode = msgspec.json.Decoder(_Line).decode
+decode = frame_decoder(_Line)
 
 
-def decode(data: Any) -> _Line:
-    try:
-        return _decode(data) if isinstance(data, (bytes, str)) else msgspec.convert(data, _Line)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise AdapterError(f"malformed response: {exc}") from None
+
+
 
 
 def host(self: Any = None) -> str:
@@ -125,11 +122,6 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     return result
 
 
-def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
-    result = parse_chat(self, data, None)
-    if result is None or result["status"] == "error":
-        return result
-    return {"status": "success", "output": result["output"]["content"] or ""}
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:

@@ -17,7 +17,6 @@ from typing import Any
 
 import msgspec
 
-from ...errors import AdapterError
 from ...messages import (
     ImagePart,
     Message,
@@ -29,6 +28,7 @@ from ...messages import (
     validate_tool_specs,
 )
 from ..handlers import call_handler
+from .wire import frame_decoder, parse_inline, setup_stream_flag
 
 # --- wire types: only the fields we read --------------------------------------------
 
@@ -85,22 +85,13 @@ class _Chunk(msgspec.Struct):
     error: _Error | str | None = None
 
 
-_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+decode = frame_decoder(_Chunk)
 
 
-def decode(data: Any) -> _Chunk:
-    """One frame or body, given as bytes, str or an already decoded dict."""
-    try:
-        if isinstance(data, (bytes, str)):
-            return _decode_chunk(data)
-        return msgspec.convert(data, _Chunk)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise AdapterError(f"malformed response: {exc}: {_preview(data)}") from None
 
 
-def _preview(data: Any) -> str:
-    text = data.decode(errors="replace") if isinstance(data, bytes) else str(data)
-    return text if len(text) <= 200 else text[:200] + "..."
+
+
 
 
 def usage_from(raw: _Usage) -> Usage:
@@ -119,11 +110,10 @@ def usage_from(raw: _Usage) -> Usage:
 
 
 def setup(self: Any) -> bool:
+    setup_stream_flag(self)
     if self.opts.get("stream", True):
-        self.parameters["stream"] = True
-        self.parameters["stream_options"] = {"include_usage": True}
+        self.parameters["stream_options"] = {"include_usage": True}  # else no usage in streams
     else:
-        self.parameters.pop("stream", None)
         self.parameters.pop("stream_options", None)
     return True
 
@@ -288,11 +278,6 @@ def _content_and_reasoning(delta: _Delta) -> tuple[str | None, str | None]:
     return content or delta.refusal, reasoning
 
 
-def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
-    result = parse_chat(self, data, None)
-    if result is None or result["status"] == "error":
-        return result
-    return {"status": "success", "output": result["output"]["content"] or ""}
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:

@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from ...errors import AdapterError
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
+from .wire import frame_decoder, parse_inline, setup_stream_flag
 from .openai import build_tools as _openai_tools
 
 PROVIDER_KEY = "openai_responses"
@@ -91,14 +91,11 @@ class _Event(msgspec.Struct):
     incomplete_details: _Incomplete | None = None
 
 
-_decode = msgspec.json.Decoder(_Event).decode
+decode = frame_decoder(_Event)
 
 
-def decode(data: Any) -> _Event:
-    try:
-        return _decode(data) if isinstance(data, (bytes, str)) else msgspec.convert(data, _Event)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise AdapterError(f"malformed response: {exc}") from None
+
+
 
 
 def _usage(raw: _Usage) -> Usage:
@@ -111,12 +108,6 @@ def _usage(raw: _Usage) -> Usage:
 # --- request --------------------------------------------------------------------------
 
 
-def setup(self: Any) -> bool:
-    if self.opts.get("stream", True):
-        self.parameters["stream"] = True
-    else:
-        self.parameters.pop("stream", None)
-    return True
 
 
 def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
@@ -258,11 +249,6 @@ def _whole_response(event: _Event, tools: Any) -> dict[str, Any]:
     return result
 
 
-def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
-    result = parse_chat(self, data, None)
-    if result is None or result["status"] == "error":
-        return result
-    return {"status": "success", "output": result["output"]["content"] or ""}
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:
@@ -272,7 +258,7 @@ def parse_tokens(self: Any, data: Any) -> int | None:
 
 
 HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup},
+    "lifecycle": {"setup": setup_stream_flag},
     "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
     "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
     "tools": {"format_calls": format_calls, "format_response": format_response},
