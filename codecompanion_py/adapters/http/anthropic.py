@@ -18,7 +18,7 @@ import msgspec
 
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import call_handler
-from .wire import frame_decoder, parse_inline, setup_stream_flag
+from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
 from .openai import build_tools as _openai_tools
 
 PROVIDER_KEY = "anthropic"
@@ -84,10 +84,6 @@ class _Frame(msgspec.Struct):
 decode = frame_decoder(_Frame)
 
 
-
-
-
-
 def _usage(raw: _Usage) -> Usage:
     cached = raw.cache_read_input_tokens
     prompt = (raw.input_tokens or 0) + (raw.cache_creation_input_tokens or 0) + (cached or 0)
@@ -96,8 +92,6 @@ def _usage(raw: _Usage) -> Usage:
 
 
 # --- request handlers ---------------------------------------------------------------
-
-
 
 
 def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
@@ -247,17 +241,8 @@ def _whole_message(frame: _Frame, tools: Any) -> dict[str, Any]:
         elif block.type == "tool_use" and tools is not None:
             arguments = msgspec.json.encode(block.input if block.input is not None else {}).decode()
             tools.add(index, id=block.id, name=block.name, arguments=arguments)
-    result: dict[str, Any] = {
-        "status": "success",
-        "output": {"role": "assistant", "content": "".join(text) or None, "reasoning": "".join(reasoning) or None},
-        "finish_reason": _STOP_REASONS.get(frame.stop_reason or "", frame.stop_reason),
-        "usage": _usage(frame.usage) if frame.usage else None,
-    }
-    if signature:
-        result["reasoning_end"] = signature
-    return result
-
-
+    return whole_response(text, reasoning, finish_reason=_STOP_REASONS.get(frame.stop_reason or "", frame.stop_reason),
+                          usage=_usage(frame.usage) if frame.usage else None, reasoning_end=signature)
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:

@@ -262,8 +262,6 @@ def _usage(raw: _UsageMetadata) -> Usage:
                  reasoning_tokens=raw.thoughts_token_count, cached_tokens=raw.cached_content_token_count)
 
 
-
-
 def parse_tokens(self: Any, data: Any) -> int | None:
     usage = decode(data).usage_metadata
     return _usage(usage).total_tokens if usage else None

@@ -49,10 +49,6 @@ class _Line(msgspec.Struct):
 decode = frame_decoder(_Line)
 
 
-
-
-
-
 def host(self: Any = None) -> str:
     """OLLAMA_HOST as Ollama reads it: `host:port` without a scheme is allowed."""
     value = os.environ.get("OLLAMA_HOST") or DEFAULT_HOST
@@ -120,8 +116,6 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
         prompt, output = line.prompt_eval_count or 0, line.eval_count or 0
         result["usage"] = Usage(prompt_tokens=prompt, completion_tokens=output, total_tokens=prompt + output)
     return result
-
-
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:

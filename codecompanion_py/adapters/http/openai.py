@@ -88,12 +88,6 @@ class _Chunk(msgspec.Struct):
 decode = frame_decoder(_Chunk)
 
 
-
-
-
-
-
-
 def usage_from(raw: _Usage) -> Usage:
     prompt_details = raw.prompt_tokens_details
     completion_details = raw.completion_tokens_details
@@ -276,8 +270,6 @@ def _content_and_reasoning(delta: _Delta) -> tuple[str | None, str | None]:
         content = "".join(texts) or None
         reasoning = (reasoning or "") + "".join(thoughts) or None
     return content or delta.refusal, reasoning
-
-
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:

@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
-from .wire import frame_decoder, parse_inline, setup_stream_flag
+from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
 from .openai import build_tools as _openai_tools
 
 PROVIDER_KEY = "openai_responses"
@@ -94,10 +94,6 @@ class _Event(msgspec.Struct):
 decode = frame_decoder(_Event)
 
 
-
-
-
-
 def _usage(raw: _Usage) -> Usage:
     return Usage(prompt_tokens=raw.input_tokens, completion_tokens=raw.output_tokens,
                  total_tokens=raw.total_tokens or raw.input_tokens + raw.output_tokens,
@@ -106,8 +102,6 @@ def _usage(raw: _Usage) -> Usage:
 
 
 # --- request --------------------------------------------------------------------------
-
-
 
 
 def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
@@ -238,17 +232,8 @@ def _whole_response(event: _Event, tools: Any) -> dict[str, Any]:
             reasoning_end = _reasoning_data(item)
         elif item.type == "function_call" and tools is not None:
             tools.add(index, id=item.call_id, name=item.name, arguments=item.arguments)
-    result: dict[str, Any] = {
-        "status": "success",
-        "output": {"role": "assistant", "content": "".join(text) or None, "reasoning": "".join(reasoning) or None},
-        "finish_reason": _finish(event),
-        "usage": _usage(event.usage) if event.usage else None,
-    }
-    if reasoning_end:
-        result["reasoning_end"] = reasoning_end
-    return result
-
-
+    return whole_response(text, reasoning, finish_reason=_finish(event),
+                          usage=_usage(event.usage) if event.usage else None, reasoning_end=reasoning_end)
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:

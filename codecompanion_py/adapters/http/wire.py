@@ -33,6 +33,20 @@ def _preview(data: Any) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
+def whole_response(text: list[str], reasoning: list[str], *, finish_reason: str | None, usage: Any,
+                   reasoning_end: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The `parse_chat` result for a whole, non-streamed response."""
+    result: dict[str, Any] = {
+        "status": "success",
+        "output": {"role": "assistant", "content": "".join(text) or None, "reasoning": "".join(reasoning) or None},
+        "finish_reason": finish_reason,
+        "usage": usage,
+    }
+    if reasoning_end:
+        result["reasoning_end"] = reasoning_end
+    return result
+
+
 def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
     """A whole non-streamed body as `{status, output = text}`, through the adapter's parse_chat."""
     result = call_handler(self, "parse_chat", data, None)
