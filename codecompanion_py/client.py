@@ -7,8 +7,8 @@ connection failures and timeouts become `TransportError`s.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,19 +52,13 @@ class HttpClient:
     @asynccontextmanager
     async def open(self, request: HttpRequest) -> AsyncIterator[httpx.Response]:
         """The response with a success status, body not yet read."""
-        with self.mapped_errors(request):
+        try:
             async with self._http().stream(request.method, request.url, content=request.body,
                                            headers=request.headers) as response:
                 if response.status_code >= 400:
                     body = await response.aread()
                     raise error_for_status(response.status_code, body, request)
                 yield response
-
-    @contextmanager
-    def mapped_errors(self, request: HttpRequest) -> Iterator[None]:
-        """httpx's exceptions as ours, for code that reads a response."""
-        try:
-            yield
         except httpx.HTTPError as exc:
             raise self.map_error(request, exc) from None
 

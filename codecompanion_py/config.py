@@ -11,7 +11,7 @@ Adapter tables are registered with the adapter registry; the rest is kept here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from . import adapters
@@ -28,7 +28,6 @@ class Config:
     log_level: str = "ERROR"
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
-    raw: dict[str, Any] = field(default_factory=dict)
 
 
 def _table(value: Any, where: str) -> Mapping[str, Any]:
@@ -42,7 +41,7 @@ def _table(value: Any, where: str) -> Mapping[str, Any]:
 def load(raw: Mapping[str, Any] | None) -> Config:
     """Apply a setup() table: register its adapters and return the chat settings."""
     raw = _table(raw, "setup()")
-    config = Config(raw=dict(raw))
+    config = Config()
     http = _table(_table(raw.get("adapters"), "adapters").get("http"), "adapters.http")
     adapters.clear_user_adapters()
     for name, definition in http.items():
@@ -60,10 +59,22 @@ def load(raw: Mapping[str, Any] | None) -> Config:
                 config.system_prompt = opts["system_prompt"] or None
             break
     opts = _table(raw.get("opts"), "opts")
-    config.log_level = str(opts.get("log_level", config.log_level))
+    config.log_level = _log_level(opts.get("log_level", config.log_level))
     if "system_prompt" in opts:
         config.system_prompt = opts["system_prompt"] or None
     http_opts = _table(http.get("opts"), "adapters.http.opts")
     config.connect_timeout = float(http_opts.get("connect_timeout", config.connect_timeout))
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
     return config
+
+
+# CodeCompanion's level names, as Python's logging spells them.
+_LEVELS = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
+           "ERROR": "ERROR"}
+
+
+def _log_level(value: Any) -> str:
+    level = _LEVELS.get(str(value).upper())
+    if level is None:
+        raise ConfigError(f"opts.log_level {value!r} is not one of {', '.join(sorted(_LEVELS))}")
+    return level

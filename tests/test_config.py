@@ -49,3 +49,10 @@ def test_health_reports_a_broken_user_adapter_by_name():
     report = health.report()
     assert "unknown adapter 'missing_base'" in report["adapter_errors"]["broken"]
     assert "OPENAI_API_KEY" in report["keys"]
+
+
+def test_log_levels_in_codecompanion_spelling():
+    assert config.load({"opts": {"log_level": "trace"}}).log_level == "DEBUG"
+    assert config.load({"opts": {"log_level": "WARN"}}).log_level == "WARNING"
+    with pytest.raises(ConfigError, match="opts.log_level 'LOUD' is not one of"):
+        config.load({"opts": {"log_level": "LOUD"}})

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent, ToolCallEvent
-from ..messages import Message, Usage
+from ..messages import Message
 from ..stream.iterators import HttpStreamIterator
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -45,7 +45,6 @@ class ChatSession:
         if system_prompt:
             self.history.append(Message.of("system", system_prompt))
         self.task: asyncio.Task[None] | None = None
-        self.total_usage: Usage | None = None
 
     @property
     def busy(self) -> bool:
@@ -104,8 +103,6 @@ class ChatSession:
             self._keep_partial(stream)
         finally:
             await stream.close()
-            if usage is not None:
-                self.total_usage = usage
             push({"op": "fire", "event": "RequestFinished", "data": {**info, "status": status}})
             done: dict[str, Any] = {"op": "done", "status": status}
             if usage is not None:

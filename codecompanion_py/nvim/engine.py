@@ -109,6 +109,7 @@ class Engine:
 
     async def _config_set(self, payload: Mapping[str, Any]) -> None:
         self.config = config.load(payload)
+        log.setLevel(self.config.log_level)
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -141,7 +141,8 @@ class HttpStreamIterator(BaseStreamIterator):
         self._closed = True
         await self._stack.aclose()
         if self.ready is not None:
-            call_handler(self.ready, "on_exit", {"status": "success" if self._exhausted else "cancelled"})
+            status = "error" if self.error else "success" if self._exhausted else "cancelled"
+            call_handler(self.ready, "on_exit", {"status": status})
             call_handler(self.ready, "teardown")
 
 

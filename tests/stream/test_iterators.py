@@ -159,3 +159,13 @@ async def test_missing_key_fails_before_any_request(server_for, client, monkeypa
     adapter.url = server.url
     events = await stream_events(adapter, client)
     assert "OPENAI_API_KEY" in events[0].message and not server.requests
+
+
+async def test_on_exit_is_told_how_the_request_ended(server_for, client):
+    statuses = []
+    server = await server_for(sse_reply([{"choices": [{"index": 0, "delta": {"content": "ok"}}]}]),
+                              Reply(status=500, chunks=[b"boom"]))
+    adapter = compatible(server.url, handlers={"lifecycle": {"on_exit": lambda self, data: statuses.append(data["status"])}})
+    await stream_events(adapter, client)
+    await stream_events(adapter, client)
+    assert statuses == ["success", "error"]
