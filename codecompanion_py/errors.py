@@ -4,12 +4,15 @@
     ├── ConfigError              a setting, an adapter definition or a missing API key
     ├── AdapterError             data that does not fit the canonical model or a wire format
     │   └── StreamError          the provider reported an error inside a 200 stream
-    └── ProviderError            the request did not produce a response
-        ├── HTTPStatusError      the provider answered with an HTTP error status
-        │   ├── AuthenticationError   401 / 403
-        │   └── RateLimitError        429
-        └── TransportError       connect or read failed or timed out
-            └── RequestTimeout
+    ├── ProviderError            the request did not produce a response
+    │   ├── HTTPStatusError      the provider answered with an HTTP error status
+    │   │   ├── AuthenticationError   401 / 403
+    │   │   └── RateLimitError        429
+    │   └── TransportError       connect or read failed or timed out
+    │       └── RequestTimeout
+    └── ToolError                a tool could not do what the LLM asked (the message goes
+        ├── PathRefused          back to the LLM): a path outside the project, a FIFO...
+        └── EditRefused          an edit that does not match, is ambiguous or unsafe
 
 Messages never contain secrets: errors name the environment variable or setting that is
 wrong, never its value.
@@ -66,7 +69,22 @@ class RequestTimeout(TransportError):
     pass
 
 
+class ToolError(CodeCompanionError):
+    pass
+
+
+class PathRefused(ToolError):
+    pass
+
+
+class EditRefused(ToolError):
+    pass
+
+
 __all__ = [
+    "EditRefused",
+    "PathRefused",
+    "ToolError",
     "AdapterError",
     "AuthenticationError",
     "CodeCompanionError",

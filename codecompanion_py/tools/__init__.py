@@ -1,0 +1,1 @@
+"""Tools the LLM can call: the contract, the orchestrator, approvals, and the catalog."""
