@@ -1,7 +1,8 @@
 """The user's `setup()` table, in CodeCompanion's shape where it applies.
 
     adapters = { http = { <name> = <table from adapters.extend(...)>, opts = {...} } }
-    strategies = { chat = { adapter = "name" | { name = ..., model = ... }, opts = {...} } }
+    strategies = { chat = { adapter = "name" | { name = ..., model = ... }, opts = {...},
+                            tools = {...} } }      -- see tools/registry.py
     interactions = { chat = ... }          -- the newer spelling of `strategies`
     opts = { log_level = "ERROR", system_prompt = "..." }
 
@@ -11,12 +12,13 @@ Adapter tables are registered with the adapter registry; the rest is kept here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import adapters
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
+from .tools.registry import ToolSettings
 
 DEFAULT_CHAT_ADAPTER = "openai"
 
@@ -28,6 +30,7 @@ class Config:
     log_level: str = "ERROR"
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
+    tools: ToolSettings = field(default_factory=ToolSettings)
 
 
 def _table(value: Any, where: str) -> Mapping[str, Any]:
@@ -58,6 +61,11 @@ def load(raw: Mapping[str, Any] | None) -> Config:
             if "system_prompt" in opts:
                 config.system_prompt = opts["system_prompt"] or None
             break
+    tools: dict[str, Any] = {}
+    for key in ("strategies", "interactions"):  # the newer spelling wins, entry by entry
+        chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
+        tools.update(_table(chat.get("tools"), f"{key}.chat.tools"))
+    config.tools = ToolSettings.from_config(tools)
     opts = _table(raw.get("opts"), "opts")
     config.log_level = _log_level(opts.get("log_level", config.log_level))
     if "system_prompt" in opts:

@@ -1,10 +1,12 @@
 """A chat: its history and its turns, independent of Neovim.
 
 A turn sends the history through the adapter and turns the canonical events into UI ops
-on a `ChatSink`: `begin`, `text`, `reasoning`, `tool_call`, `fire` (a `User` autocmd),
-`done`. Stopping a turn keeps what streamed so far in the history; an error leaves the
-chat usable. The sink decides how ops reach the user (batched RPC in Neovim, a list in
-tests, stdout on the command line).
+on a `ChatSink`: `begin`, `text`, `reasoning`, `tool_call`, `tool_output`, `fire` (a
+`User` autocmd), `done`. When the reply calls tools, the orchestrator runs them and the
+results go back to the LLM in the same turn, round after round, until it answers
+without tool calls (or the round limit is hit). Stopping keeps what streamed so far and
+gives every tool call a result; an error leaves the chat usable. The sink decides how
+ops reach the user (batched RPC in Neovim, a list in tests, stdout on the command line).
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ from typing import Any, Protocol
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent, ToolCallEvent
-from ..messages import Message
+from ..messages import Message, ToolCall, ToolResultPart, Usage
 from ..stream.iterators import HttpStreamIterator
+from ..tools.approvals import Approvals
+from ..tools.orchestrator import ChatHandle, Editor, Orchestrator, ToolsContext
+from ..tools.registry import ToolSettings, mentions
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI programming assistant working inside the Neovim text editor. "
@@ -35,7 +40,9 @@ class ChatSink(Protocol):
 class ChatSession:
     def __init__(self, chat_id: Any, adapter: HTTPAdapter, *, client: HttpClient, sink: ChatSink,
                  system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
-                 settings: Mapping[str, Any] | None = None) -> None:
+                 settings: Mapping[str, Any] | None = None,
+                 tools: ToolSettings | None = None, editor: Editor | None = None,
+                 workspace: Any = None) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
         self.client = client
@@ -45,6 +52,14 @@ class ChatSession:
         if system_prompt:
             self.history.append(Message.of("system", system_prompt))
         self.task: asyncio.Task[None] | None = None
+        self.tool_settings = tools or ToolSettings()
+        self.editor = editor
+        self.workspace = workspace
+        self.approvals = Approvals()
+        self.file_reads: dict[str, str] = {}  # what the LLM has seen, so edits to stale reads are refused
+        self.tools: dict[str, Any] = {}  # enabled tool definitions by name
+        self._prompted: set[str] = set()
+        self.enable(self.tool_settings.default_tools)
 
     @property
     def busy(self) -> bool:
@@ -54,6 +69,27 @@ class ChatSession:
         return {"name": self.adapter.name, "formatted_name": self.adapter.formatted_name,
                 "model": self.adapter.model}
 
+    def enable(self, names: list[str]) -> list[str]:
+        """Enable tools and groups for this chat; their system prompts join the history once."""
+        added: list[str] = []
+        for name in names:
+            group = self.tool_settings.groups.get(name)
+            if group is not None:
+                self._add_prompt(f"group:{name}", group.get("system_prompt"))
+            for tool in self.tool_settings.expand(name):
+                if tool in self.tools:
+                    continue
+                definition = self.tool_settings.definition(tool)
+                self.tools[tool] = definition
+                added.append(tool)
+                self._add_prompt(f"tool:{tool}", definition.prompt_text())
+        return added
+
+    def _add_prompt(self, key: str, prompt: Any) -> None:
+        if prompt and isinstance(prompt, str) and key not in self._prompted:
+            self._prompted.add(key)
+            self.history.append(Message.of("system", prompt))
+
     def submit(self, text: str) -> asyncio.Task[None] | None:
         """Start a turn for the user's `text`; refused (with an error op) while one runs."""
         if self.busy:
@@ -62,6 +98,8 @@ class ChatSession:
         if not text.strip():
             self.sink.push({"op": "done", "status": "empty"})
             return None
+        tools, _groups, text = mentions(text, self.tool_settings)
+        self.enable(tools)
         self.history.append(Message.of("user", text))
         self.task = asyncio.get_running_loop().create_task(self._turn())
         return self.task
@@ -74,11 +112,44 @@ class ChatSession:
         return True
 
     async def _turn(self) -> None:
+        push = self.sink.push
+        push({"op": "begin", "adapter": self.adapter_info()})
+        status, message, usage = "success", None, None
+        rounds = 0
+        try:
+            while True:
+                status, message, round_usage = await self._round()
+                usage = round_usage or usage
+                calls = self._pending_calls() if status == "success" else ()
+                if not calls:
+                    break
+                rounds += 1
+                if rounds > self.tool_settings.max_rounds:
+                    status = "error"
+                    message = (f"stopped after {self.tool_settings.max_rounds} rounds of tool calls "
+                               "(interactions.chat.tools.opts.max_rounds)")
+                    self._answer_all(calls, "error", f"Not run: {message}.")
+                    break
+                if await self._run_tools(calls):
+                    status = "stopped"
+                    break
+                push({"op": "begin", "adapter": self.adapter_info(), "continued": True})
+        finally:
+            done: dict[str, Any] = {"op": "done", "status": status}
+            if usage is not None:
+                done["tokens"] = usage.total_tokens
+            if message:
+                done["message"] = message
+            push(done)
+
+    async def _round(self) -> tuple[str, str | None, Usage | None]:
+        """One request and its stream; (status, error message, usage)."""
         info = {"id": next(_request_ids), "adapter": self.adapter_info(), "interaction": "chat"}
         push = self.sink.push
-        push({"op": "begin", "adapter": info["adapter"]})
         push({"op": "fire", "event": "RequestStarted", "data": info})
-        stream = HttpStreamIterator(self.adapter, list(self.history), client=self.client, settings=self.settings)
+        specs = [definition.spec() for definition in self.tools.values()]
+        stream = HttpStreamIterator(self.adapter, list(self.history), client=self.client, settings=self.settings,
+                                    tools=specs or None)
         status, message, usage = "success", None, None
         streaming = False
         try:
@@ -104,12 +175,34 @@ class ChatSession:
         finally:
             await stream.close()
             push({"op": "fire", "event": "RequestFinished", "data": {**info, "status": status}})
-            done: dict[str, Any] = {"op": "done", "status": status}
-            if usage is not None:
-                done["tokens"] = usage.total_tokens
-            if message:
-                done["message"] = message
-            push(done)
+        return status, message, usage
+
+    def _pending_calls(self) -> tuple[ToolCall, ...]:
+        last = self.history[-1] if self.history else None
+        return last.tool_calls if last is not None and last.role == "assistant" else ()
+
+    async def _run_tools(self, calls: tuple[ToolCall, ...]) -> bool:
+        """Run a batch of tool calls; True when the user stopped it."""
+        if self.editor is None:
+            self._answer_all(calls, "error", "Tools are not available in this chat.")
+            return False
+        context = ToolsContext(chat=ChatHandle(), editor=self.editor, approvals=self.approvals,
+                               workspace=self.workspace, chat_id=self.chat_id, reads=self.file_reads)
+        orchestrator = Orchestrator(self.tools, {n: self.tool_settings.config_of(n) for n in self.tools},
+                                    context, self.sink)
+        try:
+            batch = await orchestrator.run(calls)
+        except asyncio.CancelledError:  # stopped outside a tool: still answer every call
+            self._answer_all(calls, "cancelled", "The user stopped the turn; the tool did not run.")
+            return True
+        self.history.append(Message(role="tool", parts=tuple(batch.results)))
+        for extra in batch.messages:
+            self.history.append(Message.of("user", str(extra.get("content", ""))))
+        return batch.cancelled
+
+    def _answer_all(self, calls: tuple[ToolCall, ...], status: Any, text: str) -> None:
+        self.history.append(Message(role="tool", parts=tuple(
+            ToolResultPart(tool_call_id=c.id, name=c.name, content=text, status=status) for c in calls)))
 
     def _keep_partial(self, stream: HttpStreamIterator) -> None:
         partial = stream.partial_message()

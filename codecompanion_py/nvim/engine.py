@@ -22,6 +22,7 @@ from ..adapters.models import list_models
 from ..chat.session import ChatSession
 from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
+from .editor import PendingCalls, SinkEditor
 from .render import RenderSink
 
 log = logging.getLogger("codecompanion_py")
@@ -39,6 +40,7 @@ class Engine:
         self.config = config.load({})
         self.sessions: dict[Any, ChatSession] = {}
         self._client: HttpClient | None = None
+        self.pending = PendingCalls()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="codecompanion-engine", daemon=True)
         self._thread.start()
@@ -50,6 +52,9 @@ class Engine:
             "chat.close": self._chat_close,
             "chat.set_adapter": self._chat_set_adapter,
             "chat.models": self._chat_models,
+            "chat.yolo": self._chat_yolo,
+            "chat.clear_approvals": self._chat_clear_approvals,
+            "editor.reply": self._editor_reply,
         }
 
     def _run(self) -> None:
@@ -120,7 +125,8 @@ class Engine:
         adapter = adapters.resolve(spec, model=payload.get("model") or None)
         sink = RenderSink(lambda ops: self.bridge.render(chat_id, ops), self.loop)
         session = ChatSession(chat_id, adapter, client=self.client, sink=sink,
-                              system_prompt=self.config.system_prompt)
+                              system_prompt=self.config.system_prompt, tools=self.config.tools,
+                              editor=SinkEditor(sink, self.pending), workspace=_workspace(payload))
         old = self.sessions.pop(chat_id, None)
         if old is not None:
             old.stop()
@@ -151,6 +157,20 @@ class Engine:
         models = await list_models(adapter, self.client)
         session.sink.push({"op": "choose_model", "adapter": adapter.name, "models": models})
 
+    async def _chat_yolo(self, payload: Mapping[str, Any]) -> None:
+        session = self._session(payload)
+        session.approvals.yolo = not session.approvals.yolo
+        state = "on: tools run without asking, except commands, deletions and protected files" \
+            if session.approvals.yolo else "off"
+        self.bridge.notify(f"CodeCompanion: YOLO mode {state}", "WARN" if session.approvals.yolo else "INFO")
+
+    async def _chat_clear_approvals(self, payload: Mapping[str, Any]) -> None:
+        self._session(payload).approvals.clear()
+        self.bridge.notify("CodeCompanion: tool approvals cleared for this chat", "INFO")
+
+    async def _editor_reply(self, payload: Mapping[str, Any]) -> None:
+        self.pending.settle(payload)
+
     async def _chat_stop(self, payload: Mapping[str, Any]) -> None:
         session = self.sessions.get(payload.get("chat_id"))
         if session is not None:
@@ -170,3 +190,9 @@ class Engine:
         self.sessions.clear()
         if self._client is not None:
             await self._client.aclose()
+
+
+def _workspace(payload: Mapping[str, Any]) -> Any:
+    from ..tools.workspace import Workspace  # the project root: Neovim's cwd when the chat opened
+
+    return Workspace(payload.get("cwd") or os.getcwd())

@@ -1,7 +1,8 @@
 -- The chat buffer: window, keymaps, submit/stop, and `apply(chat_id, ops)`, the one
 -- function the Python engine calls to render. Ops arrive batched:
---   ready{adapter} begin{adapter} text{text} reasoning{text} tool_call{id,name,arguments}
---   fire{event,data} error{message} done{status,tokens?,message?}
+--   ready{adapter} begin{adapter,continued?} text{text} reasoning{text}
+--   tool_call{id,name,arguments} tool_output{id,name,status,text} call{id,method,args}
+--   fire{event,data} error{message} done{status,tokens?,message?} choose_model{...}
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
 
@@ -86,6 +87,10 @@ function render.begin(chat, op)
   chat.adapter = op.adapter
   chat.block = nil
   chat.turn_started = true
+  if op.continued then -- the LLM goes on after tool results, in the same reply
+    append(chat, "\n\n")
+    return
+  end
   append(chat, ("\n\n## CodeCompanion (%s)\n\n"):format(op.adapter.formatted_name or op.adapter.name))
 end
 
@@ -111,6 +116,44 @@ function render.tool_call(chat, op)
     args = vim.empty_dict()
   end
   append(chat, ("\n\n**Tool call** `%s` `%s`\n"):format(op.name, vim.json.encode(args)))
+end
+
+local STATUS_MARK = { success = "✓", error = "✗", rejected = "✗ rejected", cancelled = "⊘ cancelled" }
+local FOLD_AFTER = 3 -- outputs longer than this many lines are folded
+
+-- A fence longer than any backtick run in the text, so output cannot close it early.
+local function fenced(text)
+  local longest = 2
+  for run in text:gmatch("`+") do
+    longest = math.max(longest, #run)
+  end
+  local fence = string.rep("`", longest + 1)
+  return fence .. "\n" .. text .. "\n" .. fence
+end
+
+-- Show text in the chat (approval details, tool output), folding long blocks.
+function M.show(chat, text, title)
+  local body = fenced(text:gsub("\n$", ""))
+  local start_row = select(1, last_position(chat.bufnr)) + 2 + (title and 2 or 0)
+  append(chat, "\n\n" .. (title and (title .. "\n\n") or "") .. body)
+  local end_row = select(1, last_position(chat.bufnr))
+  if end_row - start_row > FOLD_AFTER then
+    for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
+      api.nvim_win_call(win, function()
+        vim.wo[win].foldmethod = "manual"
+        vim.cmd(("silent! %d,%dfold"):format(start_row + 1, end_row + 1))
+      end)
+    end
+  end
+end
+
+function render.tool_output(chat, op)
+  chat.block = nil
+  M.show(chat, op.text or "", ("**Tool** `%s` %s"):format(op.name, STATUS_MARK[op.status] or op.status))
+end
+
+function render.call(chat, op)
+  require("codecompanion_py.editor").handle(chat, op)
 end
 
 function render.fire(chat, op)
@@ -282,6 +325,8 @@ local function set_keymaps(buf)
   end, "send")
   map("n", "q", function() M.stop(buf) end, "stop")
   map("n", "ga", function() M.change_adapter(buf) end, "change adapter and model")
+  map("n", "gty", function() rpc.notify("chat.yolo", { chat_id = buf }) end, "toggle YOLO mode (auto-approve tools)")
+  map("n", "gtx", function() rpc.notify("chat.clear_approvals", { chat_id = buf }) end, "forget tool approvals")
 end
 
 ---@param opts? { adapter?: string, model?: string, prompt?: string }
@@ -305,7 +350,7 @@ function M.open(opts)
     bufnr = buf,
     status = "idle",
     adapter = { name = opts.adapter },
-    open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model },
+    open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, cwd = vim.fn.getcwd() },
   }
   M.chats[buf] = chat
   set_keymaps(buf)

@@ -9,9 +9,14 @@ function M.config_changed()
   config_sent = false
 end
 
--- Functions cannot cross the RPC: adapter factories are called here, and any other
--- function left in the table is dropped with a warning naming where it was.
+-- Functions cannot cross the RPC: adapter factories are called here, Lua-defined tools
+-- stay in tools.lua (the engine gets their description), and any other function left in
+-- the table is dropped with a warning naming where it was.
 local function to_data(value, path, dropped)
+  local tool = path:match("^%a+%.chat%.tools%.([^.]+)$")
+  if tool and tool ~= "opts" and tool ~= "groups" and type(value) == "table" then
+    value = require("codecompanion_py.tools").register(tool, value)
+  end
   if type(value) == "function" then
     if path:match("^adapters%.http%.[^.]+$") then
       local ok, result = pcall(value)
@@ -63,6 +68,11 @@ function M.notify(method, payload)
       .. "). Run :checkhealth codecompanion_py", vim.log.levels.ERROR)
   end
   return ok
+end
+
+-- For answers to the engine: no config check, errors raised to the caller.
+function M.notify_raw(method, payload)
+  vim.fn.CodeCompanionPyNotify(method, payload)
 end
 
 function M.request(method, payload)

@@ -1,0 +1,39 @@
+"""create_file: a new file with the given content (never overwrites)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ToolError
+from ..contract import ToolDefinition, ToolRun
+from ..edits import unified_diff
+from . import documents
+from .schema import FILEPATH, function_schema
+
+
+def setup(self: ToolRun, tools: Any) -> None:
+    self.target = documents.resolve(self, self.args.get("filepath"))
+    if self.target.exists:
+        raise ToolError(f"{self.target.relative} already exists; use insert_edit_into_file to change it")
+    self.approval_detail = "\n".join(filter(None, [self.approval_detail,
+                                                   unified_diff(self.target.relative, "", self.args["content"])]))
+
+
+async def create(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
+    written = self.context.workspace.create_text(self.target, args["content"])
+    self.context.reads[str(self.target.real)] = written.sha256
+    self.context.fire("FileEdited", {"path": str(self.target.real), "relative": self.target.relative})
+    return {"status": "success", "data": f"Created {self.target.relative}."}
+
+
+TOOL = ToolDefinition(
+    name="create_file",
+    schema=function_schema(
+        "create_file", "Create a new file in the project with the given content. Parent folders are created.",
+        {"filepath": FILEPATH, "content": {"type": "string", "description": "The whole content of the file"}},
+        ["filepath", "content"], strict=True),
+    cmds=[create],
+    handlers={"setup": setup},
+    output={"prompt": lambda self, tools: f"Create {self.target.relative}?"},
+    opts={"requires_approval": True},
+)

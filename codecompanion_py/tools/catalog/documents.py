@@ -1,0 +1,90 @@
+"""A file as the file tools see it: the editor's buffer when it is loaded, else the disk.
+
+Reading through the buffer means the LLM sees the user's unsaved text; writing through it
+makes the edit one undo step that never clobbers that text. A clean buffer is saved after
+the edit, so commands the LLM runs next see the change; a buffer with unsaved changes is
+left unsaved, and the LLM is told. Files not loaded are written atomically by the
+workspace, refused if they changed since the LLM read them (content hash, not mtime).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import PathRefused, ToolError
+from ..contract import ToolRun
+from ..workspace import FileText, Target
+
+_BUFFER = "buffer:"
+
+
+@dataclass(frozen=True)
+class Document:
+    target: Target
+    text: str  # "\n" line endings
+    version: str  # disk: sha256 of the bytes; buffer: "buffer:" + sha256 of the text
+    newline: str = "\n"
+    final_newline: bool = True
+    buffer: Mapping[str, Any] | None = None  # bufnr, changedtick, modified
+
+
+def resolve(run: ToolRun, raw: Any, *, kind: str = "file") -> Target:
+    """Resolve the LLM's path; a protected path makes this call always ask."""
+    if not isinstance(raw, str):
+        raise ToolError(f"`filepath` must be a string path relative to the project root, got {raw!r}")
+    target = run.context.workspace.resolve(raw)
+    if target.protected:
+        run.must_ask = f"{target.relative} is {target.protected}"
+    if target.real != run.context.workspace.root / target.relative:
+        run.approval_detail = f"{target.relative} resolves to {target.real}"
+    return target
+
+
+async def open_document(run: ToolRun, target: Target) -> Document:
+    buffer = await run.context.editor.call("buffer.get", {"path": str(target.real)}) if target.exists else None
+    if isinstance(buffer, Mapping) and isinstance(buffer.get("lines"), list):
+        text = "\n".join(buffer["lines"])
+        return Document(target, text, _buffer_version(text), final_newline=bool(buffer.get("eol", True)),
+                        buffer=buffer)
+    if not target.exists:
+        raise PathRefused(f"{target.relative} does not exist; use create_file to make a new file")
+    disk: FileText = run.context.workspace.read_text(target)
+    return Document(target, disk.text, disk.sha256, disk.newline, disk.final_newline)
+
+
+def remember_read(run: ToolRun, document: Document) -> None:
+    run.context.reads[str(document.target.real)] = document.version
+
+
+def check_not_stale(run: ToolRun, document: Document) -> None:
+    """Refuse to edit a file that changed since the LLM last read it."""
+    seen = run.context.reads.get(str(document.target.real))
+    if seen is not None and seen != document.version and seen.startswith(_BUFFER) == document.version.startswith(_BUFFER):
+        raise ToolError(f"{document.target.relative} changed since you last read it; read it again before editing")
+
+
+async def save(run: ToolRun, document: Document, text: str) -> str:
+    """Write `text` where the document came from; returns a sentence for the LLM."""
+    relative = document.target.relative
+    if document.buffer is not None:
+        reply = await run.context.editor.call("buffer.set", {
+            "bufnr": document.buffer["bufnr"], "changedtick": document.buffer["changedtick"],
+            "lines": text.split("\n"), "save": True})
+        run.context.reads[str(document.target.real)] = _buffer_version(text)
+        saved = isinstance(reply, Mapping) and reply.get("saved")
+        where = "in the open buffer and saved" if saved else \
+            "in the open buffer, which has unsaved changes of the user, so it was not saved to disk"
+    else:
+        written = run.context.workspace.write_text(document.target, text, expected_sha256=document.version,
+                                                   newline=document.newline, final_newline=document.final_newline)
+        run.context.reads[str(document.target.real)] = written.sha256
+        where = "on disk"
+    run.context.fire("FileEdited", {"path": str(document.target.real), "relative": relative})
+    return f"{relative} was edited {where}."
+
+
+def _buffer_version(text: str) -> str:
+    return _BUFFER + hashlib.sha256(text.encode()).hexdigest()

@@ -1,0 +1,78 @@
+"""insert_edit_into_file: search/replace edits, or append/overwrite, shown as a diff first.
+
+The edit is computed in setup, so the approval shows the exact diff that will be applied;
+the write then refuses if the file or buffer changed in between. Placeholders such as
+`... existing code ...` are refused (they would replace real code); an edit that deletes
+most of a file always asks, even in YOLO mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ToolError
+from ..contract import ToolDefinition, ToolRun
+from ..edits import Edit, apply_edits, apply_mode, unified_diff
+from . import documents
+from .schema import FILEPATH, function_schema
+
+MODES = ("edit", "append", "overwrite")
+
+
+async def setup(self: ToolRun, tools: Any) -> None:
+    self.target = documents.resolve(self, self.args.get("filepath"))
+    self.document = await documents.open_document(self, self.target)
+    documents.check_not_stale(self, self.document)
+    mode = self.args.get("mode") or "edit"
+    if mode == "edit":
+        raw_edits = self.args.get("edits")
+        if not isinstance(raw_edits, list) or not raw_edits:
+            raise ToolError("`edits` must be a non-empty list of {oldText, newText, replaceAll} objects "
+                            "(or use mode append/overwrite with `content`)")
+        outcome = apply_edits(self.document.text, [Edit.from_args(raw, i) for i, raw in enumerate(raw_edits, 1)])
+    else:
+        if not isinstance(self.args.get("content"), str):
+            raise ToolError(f"mode {mode} needs `content`: the text to {mode}")
+        outcome = apply_mode(self.document.text, mode, self.args["content"])
+    placeholders = [w for w in outcome.warnings if "placeholder" in w.lower()]
+    if placeholders:
+        raise ToolError("; ".join(placeholders) + ". Write out the real code: placeholders would replace it.")
+    if outcome.warnings:
+        self.must_ask = "; ".join(outcome.warnings)
+    self.new_text = outcome.text
+    self.notes = outcome.notes
+    diff = unified_diff(self.target.relative, self.document.text, self.new_text)
+    self.approval_detail = "\n".join(filter(None, [self.approval_detail, diff]))
+
+
+async def write(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
+    message = await documents.save(self, self.document, self.new_text)
+    notes = "".join(f"\n- {note}" for note in self.notes)
+    return {"status": "success", "data": message + notes}
+
+
+def prompt(self: ToolRun, tools: Any) -> str:
+    explanation = self.args.get("explanation")
+    return f"Apply this edit to {self.target.relative}?" + (f" ({explanation})" if explanation else "")
+
+
+TOOL = ToolDefinition(
+    name="insert_edit_into_file",
+    schema=function_schema(
+        "insert_edit_into_file",
+        "Edit a file in the project. Each edit replaces oldText, copied exactly from the file with enough "
+        "surrounding lines to be unique, by newText. Never use placeholders like '... existing code ...'. "
+        "mode append adds `content` at the end; mode overwrite replaces the whole file with `content`.",
+        {"filepath": FILEPATH,
+         "edits": {"type": "array", "items": {"type": "object", "properties": {
+             "oldText": {"type": "string"}, "newText": {"type": "string"}, "replaceAll": {"type": "boolean"}},
+             "required": ["oldText", "newText"]}},
+         "mode": {"type": "string", "enum": list(MODES)},
+         "content": {"type": "string", "description": "For mode append or overwrite"},
+         "explanation": {"type": "string", "description": "One sentence: why this edit"}},
+        ["filepath"]),
+    cmds=[write],
+    handlers={"setup": setup},
+    output={"prompt": prompt},
+    opts={"requires_approval": True},
+)

@@ -1,0 +1,50 @@
+"""read_file: a range of lines of a file (the buffer's text when it is open)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...errors import ToolError
+from ..contract import ToolDefinition, ToolRun
+from . import documents
+from .schema import FILEPATH, function_schema
+
+
+def setup(self: ToolRun, tools: Any) -> None:
+    self.target = documents.resolve(self, self.args.get("filepath"))
+
+
+async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
+    document = await documents.open_document(self, self.target)
+    lines = document.text.split("\n") if document.text else []
+    start = int(args.get("start_line_number_base_zero") or 0)
+    end = args.get("end_line_number_base_zero", -1)
+    end = len(lines) - 1 if end is None or int(end) < 0 else min(int(end), len(lines) - 1)
+    if start < 0 or (lines and start > end):
+        raise ToolError(f"invalid line range {start}-{end}: {document.target.relative} has {len(lines)} lines "
+                        "(numbered from 0; use -1 for the end of the file)")
+    documents.remember_read(self, document)
+    body = "\n".join(lines[start:end + 1])
+    fence = "````" if "```" in body else "```"
+    header = f"{document.target.relative}, lines {start}-{end} of {len(lines)} (0-based):"
+    return {"status": "success", "data": f"{header}\n{fence}\n{body}\n{fence}"}
+
+
+def success(self: ToolRun, tools: Any, cmd: Any, stdout: list[Any]) -> None:
+    tools.chat.add_tool_output(self, stdout[-1], stdout[-1].split("\n", 1)[0])
+
+
+TOOL = ToolDefinition(
+    name="read_file",
+    schema=function_schema(
+        "read_file",
+        "Read lines of a file in the project. Lines are numbered from 0; end -1 means the end of the file.",
+        {"filepath": FILEPATH,
+         "start_line_number_base_zero": {"type": "integer", "description": "First line to read, from 0"},
+         "end_line_number_base_zero": {"type": "integer", "description": "Last line to read; -1 for the end"}},
+        ["filepath"]),
+    cmds=[read],
+    handlers={"setup": setup},
+    output={"success": success, "prompt": lambda self, tools: f"Read {self.target.relative}?"},
+    opts={"requires_approval": False},
+)

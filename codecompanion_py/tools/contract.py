@@ -1,0 +1,165 @@
+"""The tool contract of seed 002, in Python, and one run of a tool.
+
+A tool is a table: `name`, `schema` (OpenAI function format), `cmds`, `system_prompt`,
+`opts`, `env`, `handlers` (`setup`, `prompt_condition`, `on_exit`) and `output`
+(`prompt`, `success`, `error`, `rejected`, `cancelled`). `cmds` holds argv lists (with
+`${name}` placeholders filled from `env(self)`) and/or functions
+`(self, args, input, output_handler)` that return `{status, data}` or hand it to
+`output_handler` once.
+
+The catalog and Python user tools hold Python callables; a Lua-defined tool holds
+`LuaFunction` references that the orchestrator calls back in Neovim. Callables may be
+plain or async: the orchestrator awaits whatever is awaitable.
+
+A `ToolRun` is the `self` every callable receives: the definition's fields plus `args`
+(the LLM's arguments), `tool` (the user's config entry), `function_call` and what the run
+has produced so far.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import ConfigError
+from ..messages import ToolCall, ToolSpec
+
+Outcome = Literal["success", "error", "rejected", "cancelled"]
+
+
+@dataclass(frozen=True)
+class LuaFunction:
+    """A function that lives in the user's Lua config; `path` names it inside the tool
+    (`cmds.1`, `handlers.setup`, `output.success`, `opts.requires_approval`)."""
+
+    tool: str
+    path: str
+
+
+@dataclass
+class ToolDefinition:
+    name: str
+    schema: dict[str, Any]
+    cmds: list[Any] = field(default_factory=list)
+    system_prompt: str | Callable[[dict[str, Any]], str] | None = None
+    opts: dict[str, Any] = field(default_factory=dict)
+    env: Callable[..., Any] | LuaFunction | None = None
+    handlers: dict[str, Any] = field(default_factory=dict)
+    output: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    lua: bool = False
+
+    @classmethod
+    def from_table(cls, name: str, table: Mapping[str, Any] | Any) -> ToolDefinition:
+        """A tool from the seed's table shape (a dict, or a module/object with attributes)."""
+        get = table.get if isinstance(table, Mapping) else lambda key, default=None: getattr(table, key, default)
+        schema = get("schema")
+        if not isinstance(schema, Mapping):
+            raise ConfigError(f"tool {name}: `schema` must be an OpenAI function schema table")
+        return cls(
+            name=str(get("name") or name),
+            schema=dict(schema),
+            cmds=list(get("cmds") or []),
+            system_prompt=get("system_prompt"),
+            opts=dict(get("opts") or {}),
+            env=get("env"),
+            handlers=dict(get("handlers") or {}),
+            output=dict(get("output") or {}),
+        )
+
+    @property
+    def function(self) -> dict[str, Any]:
+        """The function object of the schema; a bare `{name, parameters}` is accepted too."""
+        inner = self.schema.get("function")
+        return dict(inner) if isinstance(inner, Mapping) else self.schema
+
+    def spec(self) -> ToolSpec:
+        function = self.function
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        return ToolSpec(name=self.name, description=str(function.get("description") or self.description),
+                        parameters=_plain(parameters), strict=bool(function.get("strict", False)))
+
+    def prompt_text(self) -> str | None:
+        prompt = self.system_prompt
+        if callable(prompt):
+            prompt = prompt(self.schema)
+        return prompt or None
+
+
+def _plain(value: Any) -> Any:
+    """Lua sends an empty table as a list; JSON schema wants `properties: {}` there."""
+    if isinstance(value, Mapping):
+        return {k: ({} if k == "properties" and v == [] else _plain(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def load_python_tool(name: str, target: str) -> ToolDefinition:
+    """`"package.module:attribute"` (or a module exposing the table at top level)."""
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+        table = getattr(module, attribute) if attribute else module
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f"tool {name}: cannot load {target!r}: {error}") from None
+    if callable(table) and not isinstance(table, Mapping) and not inspect.ismodule(table):
+        table = table()
+    return ToolDefinition.from_table(name, table)
+
+
+@dataclass
+class ToolOutput:
+    for_llm: str
+    for_user: str | None = None
+
+
+@dataclass
+class ToolRun:
+    """One call of a tool: the `self` its functions receive."""
+
+    definition: ToolDefinition
+    function_call: ToolCall
+    tool: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+    cmds: list[Any] = field(default_factory=list)
+    opts: dict[str, Any] = field(default_factory=dict)
+    outputs: list[ToolOutput] = field(default_factory=list)
+    # Set by a tool's setup when this call can never skip the user (a protected path):
+    # the reason is shown in the prompt, and neither YOLO nor "always accept" applies.
+    must_ask: str | None = None
+    # Extra text shown with the approval prompt (a diff, a resolved path).
+    approval_detail: str | None = None
+    run_id: int = 0
+    # The orchestrator's ToolsContext, for Python tools whose cmds need the workspace or
+    # the editor (cmds get `(self, args, input, output_handler)`, not `tools`).
+    context: Any = None
+
+    @classmethod
+    def start(cls, definition: ToolDefinition, call: ToolCall, config: Mapping[str, Any], run_id: int) -> ToolRun:
+        opts = {**definition.opts, **dict(config.get("opts") or {})}
+        return cls(definition=definition, function_call=call, tool=dict(config), args=dict(call.arguments),
+                   cmds=copy.copy(definition.cmds), opts=opts, run_id=run_id)
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        return self.definition.schema
+
+    def add_output(self, for_llm: Any, for_user: Any = None) -> None:
+        self.outputs.append(ToolOutput(_text(for_llm), None if for_user is None else _text(for_user)))
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,410 @@
+"""The orchestrator: the LLM's tool calls in, one result per call out.
+
+Follows seed 002's flow. For a batch of calls: resolve each tool (unknown tools and
+malformed arguments become error results at once, nothing runs), fire
+`ToolsStarted`, then per queued call: `ToolStarted`, `handlers.setup`, the approval
+decision (and the prompt), the `cmds` in order (each one's output is the next one's
+`input`; an error stops the tool and goes to `output.error`), `output.success` after each
+success, `handlers.on_exit`, `ToolFinished`; at the end `ToolsFinished`.
+
+Every call gets exactly one result (success, error, rejected with the user's reason, or
+cancelled), even when the user stops the turn, so the next request is valid.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import itertools
+import json
+import logging
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import ToolError
+from ..messages import ToolCall, ToolResultPart
+from . import arguments
+from .approvals import Answer, Approvals, command_key, must_prompt
+from .contract import LuaFunction, Outcome, ToolDefinition, ToolRun
+from .process import run_process
+
+log = logging.getLogger("codecompanion_py.tools")
+
+DEFAULT_TIMEOUT_MS = 300_000
+_run_ids = itertools.count(1)
+
+
+class Editor(Protocol):
+    """The editor side: approvals, buffers, Lua-defined tools. Answers come back later."""
+
+    async def call(self, method: str, args: Mapping[str, Any]) -> Any: ...
+
+
+class Surface(Protocol):
+    """Where the chat shows things: `fire` (a User autocmd) and `tool_output` ops."""
+
+    def push(self, op: dict[str, Any]) -> None: ...
+
+
+class ChatHandle:
+    """`tools.chat` for tool authors: `add_tool_output(tool, for_llm, for_user)`."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    def add_tool_output(self, tool: ToolRun, for_llm: Any, for_user: Any = None) -> None:
+        tool.add_output(for_llm, for_user)
+
+    def add_message(self, message: Mapping[str, Any]) -> None:
+        """Extra context for the LLM, sent after this batch's results."""
+        self.messages.append(dict(message))
+
+
+@dataclass
+class ToolsContext:
+    """The `tools` argument of every tool callable."""
+
+    chat: ChatHandle
+    editor: Editor
+    approvals: Approvals
+    workspace: Any  # tools.workspace.Workspace
+    chat_id: Any = None
+    surface: Any = None  # set by the orchestrator: where `fire` goes
+    reads: dict[str, str] = field(default_factory=dict)  # real path -> hash of what the LLM last read
+
+    def fire(self, event: str, data: Mapping[str, Any]) -> None:
+        if self.surface is not None:
+            self.surface.push({"op": "fire", "event": event, "data": dict(data)})
+
+
+@dataclass
+class BatchResult:
+    results: list[ToolResultPart] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    cancelled: bool = False
+
+
+class Orchestrator:
+    def __init__(self, tools: Mapping[str, ToolDefinition], configs: Mapping[str, Mapping[str, Any]],
+                 context: ToolsContext, surface: Surface) -> None:
+        self.tools = tools
+        self.configs = configs
+        self.context = context
+        self.surface = surface
+        context.surface = surface
+        self._cancel_rest = False
+
+    # --- the batch --------------------------------------------------------------------
+
+    async def run(self, calls: Sequence[ToolCall]) -> BatchResult:
+        batch = BatchResult()
+        results: dict[str, ToolResultPart] = {}
+        queue: list[ToolRun] = []
+        for call in calls:
+            problem = self._refusal(call)
+            if problem is not None:
+                results[call.id] = self._finish_unrun(call, "error", problem)
+            else:
+                definition = self.tools[call.name]
+                run = ToolRun.start(definition, call, self.configs.get(call.name, {}), next(_run_ids))
+                run.context = self.context
+                queue.append(run)
+        names = [call.name for call in calls]
+        self._fire("ToolsStarted", {"tools": names})
+        handlers_done: set[str] = set()
+        try:
+            for position, run in enumerate(queue):
+                if self._cancel_rest:
+                    results[run.function_call.id] = await self._cancelled(run)
+                    continue
+                following = queue[position + 1] if position + 1 < len(queue) else None
+                results[run.function_call.id] = await self._run_one(run, following, handlers_done)
+        except asyncio.CancelledError:
+            batch.cancelled = True
+            for run in queue:
+                if run.function_call.id not in results:
+                    results[run.function_call.id] = await self._cancelled(run)
+        finally:
+            await self._release(queue)
+        batch.cancelled = batch.cancelled or self._cancel_rest
+        batch.results = [results[call.id] for call in calls]
+        batch.messages = self.context.chat.messages
+        self._fire("ToolsFinished", {"tools": names, "statuses": [r.status for r in batch.results]})
+        return batch
+
+    def _refusal(self, call: ToolCall) -> str | None:
+        available = ", ".join(sorted(self.tools)) or "none"
+        if call.name not in self.tools:
+            return f"There is no tool named `{call.name}` in this chat. Available tools: {available}."
+        data = call.provider_data or {}
+        if "invalid_arguments" in data:
+            return (f"You made an error in calling the `{call.name}` tool: {data.get('error')}. "
+                    f"The arguments must be one JSON object matching the tool's schema. Nothing was run.")
+        found = arguments.problems(call.arguments, self.tools[call.name].spec().parameters)
+        if found:
+            return (f"You made an error in calling the `{call.name}` tool: {'; '.join(found)}. "
+                    f"Nothing was run; call it again with corrected arguments.")
+        return None
+
+    def _finish_unrun(self, call: ToolCall, status: Outcome, text: str) -> ToolResultPart:
+        self.surface.push({"op": "tool_output", "id": call.id, "name": call.name, "status": status, "text": text})
+        return ToolResultPart(tool_call_id=call.id, name=call.name, content=text, status=status)
+
+    # --- one call ---------------------------------------------------------------------
+
+    async def _run_one(self, run: ToolRun, following: ToolRun | None, handlers_done: set[str]) -> ToolResultPart:
+        data = {"tool": run.name, "id": run.function_call.id, "args": run.args}
+        self._fire("ToolStarted", data)
+        once = bool(run.opts.get("use_handlers_once"))
+        status: Outcome
+        try:
+            if not (once and run.name in handlers_done):
+                await self._handler(run, "setup")
+                handlers_done.add(run.name)
+            answer = await self._approval(run)
+            if answer is None or answer.choice in ("accept", "always"):
+                status = await self._execute(run)
+            elif answer.choice == "reject":
+                status = "rejected"
+                await self._output(run, "rejected", _first_cmd(run))
+                if not run.outputs:
+                    run.add_output(f"The user rejected the `{run.name}` tool call.")
+                if answer.reason:
+                    run.add_output(f"The user's reason: {answer.reason}")
+            else:
+                self._cancel_rest = True
+                status = "cancelled"
+                await self._output(run, "cancelled", _first_cmd(run))
+        except ToolError as error:
+            status = "error"
+            run.add_output(f"Error in the `{run.name}` tool: {error}")
+        if not (once and following is not None and following.name == run.name):
+            with contextlib.suppress(ToolError):
+                await self._handler(run, "on_exit")
+        self._fire("ToolFinished", {**data, "status": status})
+        return self._result(run, status)
+
+    async def _cancelled(self, run: ToolRun) -> ToolResultPart:
+        # Called while the turn is being stopped: a Lua `cancelled` handler gets a moment,
+        # never the power to hold the stop up.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._output(run, "cancelled", _first_cmd(run)), 2)
+        self._fire("ToolFinished", {"tool": run.name, "id": run.function_call.id, "status": "cancelled"})
+        return self._result(run, "cancelled")
+
+    def _result(self, run: ToolRun, status: Outcome) -> ToolResultPart:
+        if not run.outputs:
+            run.add_output(_DEFAULT_OUTPUT[status].format(name=run.name))
+        for output in run.outputs:
+            self.surface.push({"op": "tool_output", "id": run.function_call.id, "name": run.name, "status": status,
+                               "text": output.for_user if output.for_user is not None else output.for_llm})
+        content = "\n\n".join(output.for_llm for output in run.outputs)
+        return ToolResultPart(tool_call_id=run.function_call.id, name=run.name, content=content, status=status)
+
+    # --- approval ---------------------------------------------------------------------
+
+    async def _approval(self, run: ToolRun) -> Answer | None:
+        """None when the call may run without asking; otherwise the user's answer."""
+        approvals = self.context.approvals
+        command = self._command_of(run)
+        needs = await self._needs_approval(run)
+        if not must_prompt(needs_approval=needs, remembered=approvals.remembered(run.name, command),
+                           yolo=approvals.yolo, allowed_in_yolo=run.opts.get("allowed_in_yolo_mode", True) is not False,
+                           must_ask=run.must_ask):
+            return None
+        prompt = await self._invoke(run, run.definition.output.get("prompt"), self.context)
+        prompt = str(prompt) if prompt else f"Run the `{run.name}` tool with {json.dumps(run.args)}?"
+        request = {"tool": run.name, "id": run.function_call.id, "prompt": prompt, "detail": run.approval_detail,
+                   "must_ask": run.must_ask,
+                   "always": None if run.must_ask else (f"Always accept `{command}` in this chat" if command is not None
+                                                       else f"Always accept `{run.name}` in this chat")}
+        self._fire("ToolApprovalRequested", {"tool": run.name, "id": run.function_call.id, "prompt": prompt})
+        reply = await self.context.editor.call("approve", request)
+        reply = reply if isinstance(reply, Mapping) else {}
+        choice = reply.get("choice") if reply.get("choice") in ("accept", "always", "reject", "cancel") else "cancel"
+        answer = Answer(choice=choice, reason=reply.get("reason") or None)
+        if answer.choice == "always" and not run.must_ask:
+            approvals.remember(run.name, command)
+        self._fire("ToolApprovalFinished", {"tool": run.name, "id": run.function_call.id, "choice": answer.choice})
+        return answer
+
+    def _command_of(self, run: ToolRun) -> str | None:
+        """For tools approved per command (`require_cmd_approval`), the command text."""
+        if not run.opts.get("require_cmd_approval"):
+            return None
+        for key in ("cmd", "command", "filepath"):
+            if isinstance(run.args.get(key), str):
+                return run.args[key]
+        return json.dumps(run.args, sort_keys=True)
+
+    async def _needs_approval(self, run: ToolRun) -> bool:
+        rule = run.opts.get("requires_approval", run.opts.get("require_approval_before", False))
+        if callable(rule) or isinstance(rule, LuaFunction):
+            rule = await self._invoke(run, rule, self.context)
+        if "prompt_condition" in run.definition.handlers:
+            shown = await self._invoke(run, run.definition.handlers["prompt_condition"], self.context, run.opts)
+            return bool(rule) and bool(shown)
+        return bool(rule)
+
+    # --- execution --------------------------------------------------------------------
+
+    async def _execute(self, run: ToolRun) -> Outcome:
+        stdout: list[Any] = []
+        value: Any = None
+        for cmd in list(run.cmds):
+            result = await self._run_cmd(run, cmd, value)
+            if result["status"] == "error":
+                await self._output(run, "error", cmd, [result["data"]], stdout)
+                if not run.outputs:
+                    run.add_output(f"Error in the `{run.name}` tool: {_as_text(result['data'])}")
+                return "error"
+            value = result["data"]
+            stdout.append(value)
+            await self._output(run, "success", cmd, stdout)
+        if not run.outputs and stdout:
+            run.add_output("\n".join(_as_text(item) for item in stdout))
+        return "success"
+
+    async def _run_cmd(self, run: ToolRun, cmd: Any, value: Any) -> dict[str, Any]:
+        timeout = float(run.opts.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000
+        if isinstance(cmd, (list, tuple)):
+            return await self._run_argv(run, [str(part) for part in cmd], timeout)
+        if isinstance(cmd, str):
+            return await self._run_argv(run, cmd, timeout)
+        try:
+            call = self._invoke(run, cmd, run.args, value) if isinstance(cmd, LuaFunction) \
+                else self._call_python(run, cmd, value)
+            # a tool that enforces its own timeout (run_command) gets to report it first
+            result = await asyncio.wait_for(call, timeout + 10)
+        except ToolError as error:
+            return {"status": "error", "data": str(error)}
+        except TimeoutError:
+            return {"status": "error", "data": f"the tool did not finish within {timeout + 10:g} s"}
+        return _checked(result, run.name)
+
+    async def _call_python(self, run: ToolRun, fn: Callable[..., Any], value: Any) -> Any:
+        """Call a function cmd; it returns its result or hands it to `output_handler` once."""
+        loop = asyncio.get_running_loop()
+        handed: asyncio.Future[Any] = loop.create_future()
+
+        def output_handler(result: Any) -> None:
+            def settle() -> None:
+                if not handed.done():
+                    handed.set_result(result)
+                else:
+                    log.warning("tool %s called output_handler again; ignored", run.name)
+            loop.call_soon_threadsafe(settle)
+
+        try:
+            result = fn(run, run.args, value, output_handler)
+            if inspect.isawaitable(result):
+                result = await result
+        except ToolError:
+            raise
+        except Exception as error:  # a tool author's bug is an error result, not a crash
+            log.exception("tool %s failed", run.name)
+            raise ToolError(f"{type(error).__name__}: {error}") from None
+        return result if result is not None else await handed
+
+    async def _run_argv(self, run: ToolRun, cmd: list[str] | str, timeout: float) -> dict[str, Any]:
+        env = {}
+        if run.definition.env is not None:
+            env = await self._invoke(run, run.definition.env) or {}
+        template_values = {str(k): str(v) for k, v in dict(env).items()} if isinstance(env, Mapping) else {}
+        if isinstance(cmd, list):
+            cmd = [string.Template(part).safe_substitute(template_values) for part in cmd]
+        result = await run_process(cmd, cwd=self.context.workspace.root, timeout=timeout)
+        return {"status": "success" if result.ok else "error", "data": result.output}
+
+    # --- callbacks --------------------------------------------------------------------
+
+    async def _handler(self, run: ToolRun, name: str) -> None:
+        handler = run.definition.handlers.get(name)
+        if handler is not None:
+            await self._invoke(run, handler, self.context)
+
+    async def _output(self, run: ToolRun, name: str, *args: Any) -> None:
+        handler = run.definition.output.get(name)
+        if handler is not None:
+            await self._invoke(run, handler, self.context, *args)
+
+    async def _invoke(self, run: ToolRun, fn: Any, *args: Any) -> Any:
+        if fn is None:
+            return None
+        if isinstance(fn, LuaFunction):
+            return await self._invoke_lua(run, fn, args)
+        try:
+            result = fn(run, *args)
+            if inspect.isawaitable(result):
+                result = await result
+        except ToolError:
+            raise
+        except Exception as error:
+            log.exception("tool %s: callback failed", run.name)
+            raise ToolError(f"{type(error).__name__}: {error}") from None
+        return result
+
+    async def _invoke_lua(self, run: ToolRun, fn: LuaFunction, args: Sequence[Any]) -> Any:
+        # `tools` and `self` live on the Lua side; only data crosses.
+        wire_args = [a for a in args if not isinstance(a, ToolsContext)]
+        reply = await self.context.editor.call("tool.invoke", {
+            "run_id": run.run_id, "tool": fn.tool, "path": fn.path, "args": _jsonable(wire_args),
+            "call": {"id": run.function_call.id, "name": run.name, "arguments": run.args},
+        })
+        reply = reply if isinstance(reply, Mapping) else {}
+        for output in reply.get("outputs") or []:
+            run.add_output(output.get("for_llm", ""), output.get("for_user"))
+        for message in reply.get("messages") or []:
+            self.context.chat.add_message(message)
+        if isinstance(reply.get("cmds"), list):
+            run.cmds = [LuaFunction(fn.tool, f"cmds.{i}") if kind == "function" else kind
+                        for i, kind in enumerate(reply["cmds"], start=1)]
+        if reply.get("error"):
+            raise ToolError(str(reply["error"]))
+        return reply.get("result")
+
+    async def _release(self, queue: Sequence[ToolRun]) -> None:
+        lua_runs = [run.run_id for run in queue if run.definition.lua]
+        if lua_runs:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.context.editor.call("tool.release", {"run_ids": lua_runs}), 2)
+
+    def _fire(self, event: str, data: dict[str, Any]) -> None:
+        self.surface.push({"op": "fire", "event": event, "data": data})
+
+
+_DEFAULT_OUTPUT: dict[str, str] = {
+    "success": "The `{name}` tool ran successfully.",
+    "error": "The `{name}` tool failed.",
+    "rejected": "The user rejected the `{name}` tool call.",
+    "cancelled": "The user cancelled the `{name}` tool call; it did not run.",
+}
+
+
+def _checked(result: Any, name: str) -> dict[str, Any]:
+    if isinstance(result, Mapping) and result.get("status") in ("success", "error"):
+        return {"status": result["status"], "data": result.get("data")}
+    return {"status": "error", "data": f"the `{name}` tool returned {result!r}, not {{status, data}}"}
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _first_cmd(run: ToolRun) -> Any:
+    return run.cmds[0] if run.cmds else None
+
+
+def _jsonable(value: Any) -> Any:
+    def fallback(item: Any) -> Any:
+        return {"lua": item.path} if isinstance(item, LuaFunction) else str(item)
+    return json.loads(json.dumps(value, default=fallback))

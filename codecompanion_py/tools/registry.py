@@ -1,0 +1,204 @@
+"""Which tools exist, how the user configured them, and which ones a chat has enabled.
+
+The config shape is CodeCompanion's `interactions.chat.tools` (or `strategies.chat.tools`):
+
+    tools = {
+      calculator = { description = "...", callback = { name = ..., cmds = {...}, ... },
+                     opts = { requires_approval = true } },
+      weather = { callback = "my_pkg.tools:weather" },      -- a Python tool
+      groups = { mine = { description = "...", tools = { "calculator", "read_file" } } },
+      opts = { default_tools = { "files" }, max_rounds = 25 },
+    }
+
+A Lua-defined tool arrives as a description of its table (`__lua_tool`): its functions
+stay in Neovim and become `LuaFunction` references called back by the orchestrator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ConfigError
+from .contract import LuaFunction, ToolDefinition, load_python_tool
+
+CATALOG: dict[str, str] = {
+    "read_file": "read_file",
+    "create_file": "create_file",
+    "insert_edit_into_file": "insert_edit_into_file",
+    "delete_file": "delete_file",
+    "file_search": "file_search",
+    "grep_search": "grep_search",
+    "get_changed_files": "get_changed_files",
+    "get_diagnostics": "get_diagnostics",
+    "run_command": "run_command",
+    "fetch_webpage": "fetch_webpage",
+}
+ALIASES = {"cmd_runner": "run_command"}  # seed 002 names the command tool cmd_runner
+
+_FILE_TOOLS = ["create_file", "delete_file", "file_search", "get_changed_files", "grep_search",
+               "insert_edit_into_file", "read_file"]
+DEFAULT_GROUPS: dict[str, dict[str, Any]] = {
+    "agent": {
+        "description": "Agent: read, search, edit and create files, run commands",
+        "tools": [*_FILE_TOOLS, "get_diagnostics", "run_command"],
+        "system_prompt": (
+            "You are an agent working in the user's project through tools. Read before you edit, make the "
+            "smallest change that does the job, run the tests with run_command when there are any, and "
+            "report what you did. Paths are relative to the project root."),
+    },
+    "files": {
+        "description": "Read, search, create, edit and delete files in the project",
+        "tools": _FILE_TOOLS,
+        "system_prompt": "You can read, search, create, edit and delete files in the user's project with the "
+                         "tools given. Paths are relative to the project root.",
+    },
+}
+DEFAULT_MAX_ROUNDS = 25
+
+_MENTION = re.compile(r"@\{([A-Za-z0-9_.-]+)\}")
+
+
+@dataclass
+class ToolSettings:
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(DEFAULT_GROUPS))
+    default_tools: list[str] = field(default_factory=list)
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    _cache: dict[str, ToolDefinition] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_config(cls, raw: Mapping[str, Any] | None) -> ToolSettings:
+        settings = cls()
+        for name, entry in (raw or {}).items():
+            if name == "groups":
+                for group, spec in _table(entry, "tools.groups").items():
+                    settings.groups[str(group)] = dict(_table(spec, f"tools.groups.{group}"))
+            elif name == "opts":
+                opts = _table(entry, "tools.opts")
+                settings.default_tools = [str(t) for t in opts.get("default_tools") or []]
+                settings.max_rounds = int(opts.get("max_rounds", DEFAULT_MAX_ROUNDS))
+            else:
+                settings.entries[str(name)] = dict(_table(entry, f"tools.{name}"))
+        for name in [*settings.default_tools, *(t for g in settings.groups.values() for t in g.get("tools") or [])]:
+            if not settings.known(name):
+                raise ConfigError(f"tools: unknown tool or group {name!r}")
+        return settings
+
+    def known(self, name: str) -> bool:
+        name = ALIASES.get(name, name)
+        return name in self.entries or name in CATALOG or name in self.groups
+
+    def names(self) -> list[str]:
+        """Every tool and group a user can mention, for completion."""
+        return sorted({*CATALOG, *self.entries, *self.groups})
+
+    def expand(self, name: str) -> list[str]:
+        """A tool's name, or a group's tools; [] for unknown names."""
+        name = ALIASES.get(name, name)
+        if name in self.entries or name in CATALOG:
+            return [name]
+        group = self.groups.get(name)
+        return [ALIASES.get(str(t), str(t)) for t in group.get("tools") or []] if group else []
+
+    def definition(self, name: str) -> ToolDefinition:
+        name = ALIASES.get(name, name)
+        if name not in self._cache:
+            self._cache[name] = self._load(name)
+        return self._cache[name]
+
+    def config_of(self, name: str) -> dict[str, Any]:
+        """The user's entry for a tool (the seed's `self.tool`), Lua functions as references."""
+        entry = dict(self.entries.get(ALIASES.get(name, name), {}))
+        if "opts" in entry:
+            entry["opts"] = _lua_refs(name, "config.opts", entry["opts"])
+        return entry
+
+    def _load(self, name: str) -> ToolDefinition:
+        entry = self.entries.get(name)
+        if entry is None or entry.get("callback") is None:
+            if name not in CATALOG:
+                raise ConfigError(f"tool {name!r} has no callback")
+            module = importlib.import_module(f"{__package__}.catalog.{CATALOG[name]}")
+            definition: ToolDefinition = dataclasses.replace(module.TOOL)
+        else:
+            callback = entry["callback"]
+            if isinstance(callback, str):
+                definition = load_python_tool(name, callback)
+            elif isinstance(callback, Mapping) and callback.get("__lua_tool"):
+                definition = _lua_definition(name, callback)
+            elif isinstance(callback, Mapping):
+                definition = ToolDefinition.from_table(name, callback)
+            else:
+                raise ConfigError(f"tools.{name}.callback must be a table or a 'module:attribute' string")
+        if entry and entry.get("description"):
+            definition.description = str(entry["description"])
+        return definition
+
+
+def mentions(text: str, settings: ToolSettings) -> tuple[list[str], list[str], str]:
+    """`@{tool}` and `@{group}` in a message: (tools, groups, text with each mention
+    replaced by the name in backticks). Unknown names are left as they are."""
+    tools: list[str] = []
+    groups: list[str] = []
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        expanded = settings.expand(name)
+        if not expanded:
+            return match.group(0)
+        if ALIASES.get(name, name) in settings.groups:
+            groups.append(name)
+        tools.extend(t for t in expanded if t not in tools)
+        return f"`{name}`"
+
+    return tools, groups, _MENTION.sub(replace, text)
+
+
+def _lua_definition(name: str, description: Mapping[str, Any]) -> ToolDefinition:
+    """A tool whose functions stay in Lua: each becomes a reference Neovim resolves."""
+    cmds: list[Any] = []
+    for index, cmd in enumerate(_list(description.get("cmds")), start=1):
+        cmds.append(LuaFunction(name, f"cmds.{index}") if cmd == "function" else cmd)
+    schema = description.get("schema")
+    if not isinstance(schema, Mapping):
+        raise ConfigError(f"tool {name}: `schema` must be an OpenAI function schema table")
+    return ToolDefinition(
+        name=str(description.get("name") or name),
+        schema=dict(schema),
+        cmds=cmds,
+        system_prompt=description.get("system_prompt") or None,
+        opts=_lua_refs(name, "opts", description.get("opts") or {}),
+        env=LuaFunction(name, "env") if description.get("env") else None,
+        handlers={h: LuaFunction(name, f"handlers.{h}") for h in _list(description.get("handlers"))},
+        output={o: LuaFunction(name, f"output.{o}") for o in _list(description.get("output"))},
+        lua=True,
+    )
+
+
+def _lua_refs(name: str, prefix: str, opts: Mapping[str, Any] | list[Any]) -> dict[str, Any]:
+    """Option values that were Lua functions arrive as `{__lua = true}` markers."""
+    if not isinstance(opts, Mapping):
+        return {}
+    return {key: LuaFunction(name, f"{prefix}.{key}") if isinstance(value, Mapping) and value.get("__lua") else value
+            for key, value in opts.items()}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _table(value: Any, where: str) -> Mapping[str, Any]:
+    if value is None or value == []:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} must be a table")
+    return value
+
+
+def enabled_definitions(settings: ToolSettings, names: Iterable[str]) -> dict[str, ToolDefinition]:
+    return {name: settings.definition(name) for name in names}

@@ -1,0 +1,161 @@
+-- What the engine asks of the editor while a chat runs tools. Each request arrives as a
+-- `call` op {id, method, args}; the answer goes back as one `editor.reply` notification,
+-- possibly much later (an approval waits for the user).
+--   approve        vim.ui.select: Accept / Always accept / Reject (with a reason) / Cancel
+--   tool.invoke    call a function of a Lua-defined tool (see tools.lua)
+--   tool.release   forget finished runs of Lua-defined tools
+--   buffer.get     the loaded buffer of a file: lines, modified flag, changedtick
+--   buffer.set     replace a buffer's lines as one undo step, then save if it was clean
+--   diagnostics    vim.diagnostic entries of a file
+local api = vim.api
+local rpc = require("codecompanion_py.rpc")
+
+local M = {}
+local methods = {}
+
+local function send(id, answer)
+  local ok, err = pcall(rpc.notify_raw, "editor.reply", { id = id, result = answer })
+  if not ok then -- e.g. a tool returned a function: say so instead of leaving the engine waiting
+    rpc.notify_raw("editor.reply", { id = id, error = "the answer could not be sent to the engine: " .. tostring(err) })
+  end
+end
+
+local function fail(id, message)
+  rpc.notify_raw("editor.reply", { id = id, error = message })
+end
+
+function M.handle(chat, op)
+  local method = methods[op.method]
+  if not method then
+    return fail(op.id, "unknown editor method " .. tostring(op.method))
+  end
+  local ok, err = pcall(method, chat, op.args or {}, function(answer)
+    send(op.id, answer == nil and vim.NIL or answer)
+  end)
+  if not ok then
+    fail(op.id, tostring(err))
+  end
+end
+
+local LABELS = { accept = "Accept", reject = "Reject", cancel = "Cancel" }
+
+function methods.approve(chat, args, reply)
+  if args.detail and args.detail ~= "" then
+    require("codecompanion_py.chat").show(chat, args.detail)
+  end
+  local choices, answers = { LABELS.accept }, { "accept" }
+  if args.always and args.always ~= vim.NIL then
+    table.insert(choices, args.always)
+    table.insert(answers, "always")
+  end
+  vim.list_extend(choices, { LABELS.reject, LABELS.cancel })
+  vim.list_extend(answers, { "reject", "cancel" })
+  local prompt = args.prompt
+  if args.must_ask and args.must_ask ~= vim.NIL then
+    prompt = ("%s (always asked: %s)"):format(prompt, args.must_ask)
+  end
+  vim.ui.select(choices, { prompt = prompt, kind = "codecompanion_py.approval" }, function(_, index)
+    local answer = index and answers[index] or "cancel"
+    if answer ~= "reject" then
+      return reply({ choice = answer })
+    end
+    vim.ui.input({ prompt = "Reason for rejecting (sent to the LLM): " }, function(reason)
+      reply({ choice = "reject", reason = reason })
+    end)
+  end)
+end
+
+function methods.tool_invoke(chat, args, reply)
+  require("codecompanion_py.tools").invoke(chat.bufnr, args, reply)
+end
+
+function methods.tool_release(_, args, reply)
+  require("codecompanion_py.tools").release(args.run_ids)
+  reply(true)
+end
+
+local function real(path)
+  return vim.uv.fs_realpath(path) or vim.fs.normalize(vim.fn.fnamemodify(path, ":p"))
+end
+
+local function find_buffer(path)
+  local target = real(path)
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == "" then
+      local name = api.nvim_buf_get_name(buf)
+      if name ~= "" and real(name) == target then
+        return buf
+      end
+    end
+  end
+end
+
+function methods.buffer_get(_, args, reply)
+  local buf = find_buffer(args.path)
+  if not buf then
+    return reply(vim.NIL)
+  end
+  reply({
+    bufnr = buf,
+    lines = api.nvim_buf_get_lines(buf, 0, -1, false),
+    modified = vim.bo[buf].modified,
+    changedtick = api.nvim_buf_get_changedtick(buf),
+    eol = vim.bo[buf].eol,
+  })
+end
+
+-- Replace only the lines that differ, in one nvim_buf_set_lines call: one undo step,
+-- and marks and folds outside the change stay where they were.
+function methods.buffer_set(_, args, reply)
+  local buf = args.bufnr
+  if not api.nvim_buf_is_valid(buf) then
+    error("the buffer was closed")
+  end
+  if api.nvim_buf_get_changedtick(buf) ~= args.changedtick then
+    error("the buffer changed while the edit was being prepared; read the file again")
+  end
+  local old, new = api.nvim_buf_get_lines(buf, 0, -1, false), args.lines
+  local first = 1
+  while first <= #old and first <= #new and old[first] == new[first] do
+    first = first + 1
+  end
+  local old_last, new_last = #old, #new
+  while old_last >= first and new_last >= first and old[old_last] == new[new_last] do
+    old_last, new_last = old_last - 1, new_last - 1
+  end
+  local was_modified = vim.bo[buf].modified
+  api.nvim_buf_set_lines(buf, first - 1, old_last, false, vim.list_slice(new, first, new_last))
+  local saved = false
+  if args.save and not was_modified then
+    saved = pcall(api.nvim_buf_call, buf, function() vim.cmd("silent write") end)
+  end
+  reply({ saved = saved, modified = vim.bo[buf].modified })
+end
+
+function methods.diagnostics(_, args, reply)
+  local buf = find_buffer(args.path)
+  if not buf then
+    return reply({ loaded = false, items = {} })
+  end
+  local items = {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    table.insert(items, {
+      line = d.lnum + 1,
+      col = d.col + 1,
+      severity = vim.diagnostic.severity[d.severity] or tostring(d.severity),
+      message = d.message,
+      source = d.source,
+      code = (api.nvim_buf_get_lines(buf, d.lnum, d.lnum + 1, false)[1] or ""),
+    })
+  end
+  reply({ loaded = true, items = items })
+end
+
+-- "tool.invoke" arrives as a dotted name; the table keys use underscores.
+setmetatable(methods, {
+  __index = function(t, key)
+    return rawget(t, (key:gsub("%.", "_")))
+  end,
+})
+
+return M

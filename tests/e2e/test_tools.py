@@ -1,0 +1,315 @@
+"""Tools in real Neovim: a local server plays an LLM that calls them; the test answers
+approvals by replacing `vim.ui.select` / `vim.ui.input`, as any picker plugin would."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from codecompanion_py.demo.server import ScriptedServer, ServerThread, sse_reply
+
+from .test_chat import chunk, usage
+
+pytestmark = pytest.mark.nvim
+
+# Seed 002's calculator, passed to setup() as the seed writes it (only the plugin name
+# and the adapter differ).
+CALCULATOR = r'''
+calculator = {
+  description = "Perform calculations",
+  callback = {
+    name = "calculator",
+    cmds = {
+      function(self, args, input)
+        local num1 = tonumber(args.num1)
+        local num2 = tonumber(args.num2)
+        local operation = args.operation
+        if not num1 then
+          return { status = "error", data = "First number is missing or invalid" }
+        end
+        if not num2 then
+          return { status = "error", data = "Second number is missing or invalid" }
+        end
+        if not operation then
+          return { status = "error", data = "Operation is missing" }
+        end
+        local result
+        if operation == "add" then
+          result = num1 + num2
+        elseif operation == "subtract" then
+          result = num1 - num2
+        elseif operation == "multiply" then
+          result = num1 * num2
+        elseif operation == "divide" then
+          if num2 == 0 then
+            return { status = "error", data = "Cannot divide by zero" }
+          end
+          result = num1 / num2
+        else
+          return {
+            status = "error",
+            data = "Invalid operation: must be add, subtract, multiply, or divide",
+          }
+        end
+        return { status = "success", data = result }
+      end,
+    },
+    system_prompt = [[## Calculator Tool (`calculator`)
+
+## CONTEXT
+- You have access to a calculator tool running within CodeCompanion, in Neovim.
+- You can use it to add, subtract, multiply or divide two numbers.
+
+### OBJECTIVE
+- Do a mathematical operation on two numbers when the user asks
+
+### RESPONSE
+- Always use the structure above for consistency.
+]],
+    schema = {
+      type = "function",
+      ["function"] = {
+        name = "calculator",
+        description = "Perform simple mathematical operations on a user's machine",
+        parameters = {
+          type = "object",
+          properties = {
+            num1 = { type = "integer", description = "The first number in the calculation" },
+            num2 = { type = "integer", description = "The second number in the calculation" },
+            operation = {
+              type = "string",
+              enum = { "add", "subtract", "multiply", "divide" },
+              description = "The mathematical operation to perform on the two numbers",
+            },
+          },
+          required = { "num1", "num2", "operation" },
+          additionalProperties = false,
+        },
+        strict = true,
+      },
+    },
+    handlers = {
+      setup = function(self, tools)
+        return vim.notify("setup function called", vim.log.levels.INFO)
+      end,
+      on_exit = function(self, tools)
+        return vim.notify("on_exit function called", vim.log.levels.INFO)
+      end,
+    },
+    output = {
+      success = function(self, tools, cmd, stdout)
+        local chat = tools.chat
+        return chat:add_tool_output(self, tostring(stdout[1]))
+      end,
+      error = function(self, tools, cmd, stderr)
+        return vim.notify("An error occurred", vim.log.levels.ERROR)
+      end,
+      prompt = function(self, tools)
+        return string.format(
+          "Perform the calculation `%s`?",
+          self.args.num1 .. " " .. self.args.operation .. " " .. self.args.num2
+        )
+      end,
+    },
+  },
+  %s
+},
+'''
+
+RECORD_UI = """
+_G.cc_notes, _G.cc_prompts, _G.cc_answers = {}, {}, {}
+local notify = vim.notify
+vim.notify = function(msg, level, opts) table.insert(_G.cc_notes, msg) end
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(_G.cc_prompts, { prompt = opts.prompt, items = items })
+  local want = table.remove(_G.cc_answers, 1) or "Cancel"
+  for i, item in ipairs(items) do
+    if item == want or item:find(want, 1, true) == 1 then
+      return vim.schedule(function() on_choice(item, i) end)
+    end
+  end
+  vim.schedule(function() on_choice(nil, nil) end)
+end
+vim.ui.input = function(opts, on_confirm)
+  vim.schedule(function() on_confirm(table.remove(_G.cc_answers, 1)) end)
+end
+"""
+
+
+def tool_call_reply(*calls):
+    """One streamed assistant message that calls tools: (id, name, arguments) each."""
+    frames = []
+    for index, (call_id, name, arguments) in enumerate(calls):
+        text = json.dumps(arguments)
+        frames.append({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [
+            {"index": 0, "delta": {"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                                   "function": {"name": name, "arguments": text[:5]}}]}}]})
+        frames.append({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [
+            {"index": 0, "delta": {"tool_calls": [{"index": index, "function": {"arguments": text[5:]}}]}}]})
+    frames += [chunk(finish="tool_calls"), usage(30)]
+    return sse_reply(frames)
+
+
+def text_reply(text):
+    return sse_reply([chunk(text), chunk(finish="stop"), usage(40)])
+
+
+def setup_with_tools(editor, url, tools_lua="", answers=()):
+    editor.lua(RECORD_UI)
+    editor.lua("_G.cc_answers = ...", list(answers))
+    editor.setup(f"""{{
+      adapters = {{ http = {{ testllm = function()
+        return require("codecompanion_py.adapters").extend("openai_compatible", {{
+          env = {{ url = "{url}" }}, schema = {{ model = {{ default = "test-model" }} }},
+        }})
+      end }} }},
+      strategies = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
+    }}""")
+
+
+def tool_messages(request):
+    return [m for m in request.json()["messages"] if m["role"] == "tool"]
+
+
+@pytest.mark.parametrize("approval", [False, True])
+def test_the_seed_calculator_example_works_as_written(editor, approval):
+    replies = [tool_call_reply(("call_calc", "calculator", {"num1": 100, "num2": 50, "operation": "multiply"})),
+               text_reply("100 * 50 = 5000")]
+    opts = "opts = { requires_approval = true }," if approval else ""
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url, CALCULATOR % opts, answers=["Accept"] if approval else [])
+        editor.nvim.command("CodeCompanionChat Use the @{calculator} tool for 100*50")
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+
+        lines = editor.lines()
+        assert "5000" in lines  # the tool output, shown in the chat
+        assert lines.count("100 * 50 = 5000") == 1  # and the LLM's answer after it
+        first, second = (r.json() for r in server.requests)
+        assert [t["function"]["name"] for t in first["tools"]] == ["calculator"]
+        assert first["messages"][-1] == {"role": "user", "content": "Use the `calculator` tool for 100*50"}
+        assert any(m["role"] == "system" and "Calculator Tool" in m["content"] for m in first["messages"])
+        assert tool_messages(server.requests[1]) == [{"role": "tool", "tool_call_id": "call_calc", "content": "5000"}]
+        notes = editor.lua("return _G.cc_notes")
+        assert "setup function called" in notes and "on_exit function called" in notes
+        prompts = editor.lua("return _G.cc_prompts")
+        if approval:
+            assert prompts[0]["prompt"] == "Perform the calculation `100 multiply 50`?"
+            assert prompts[0]["items"][0] == "Accept" and prompts[0]["items"][-2:] == ["Reject", "Cancel"]
+        else:
+            assert prompts == []
+        names = editor.event_names()
+        for event in ("ToolsStarted", "ToolStarted", "ToolFinished", "ToolsFinished"):
+            assert f"CodeCompanion{event}" in names
+        assert names.index("CodeCompanionToolsStarted") < names.index("CodeCompanionToolsFinished") \
+            < names.index("CodeCompanionChatDone")
+        assert ("CodeCompanionToolApprovalRequested" in names) == approval
+
+
+def test_rejecting_the_calculator_sends_the_reason_to_the_llm(editor):
+    replies = [tool_call_reply(("call_calc", "calculator", {"num1": 1, "num2": 2, "operation": "add"})),
+               text_reply("OK, I will not.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url, CALCULATOR % "opts = { requires_approval = true },",
+                         answers=["Reject", "do it by hand"])
+        editor.nvim.command("CodeCompanionChat Use the @{calculator} tool for 1+2")
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        [result] = tool_messages(server.requests[1])
+        assert result["tool_call_id"] == "call_calc"
+        assert "rejected" in result["content"] and "do it by hand" in result["content"]
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "test_calc.py").write_text("from calc import add\nassert add(2, 3) == 5\nprint('tests passed')\n")
+    (tmp_path / "outside.txt").write_text("secret\n")
+    os.symlink(tmp_path / "outside.txt", root / "link.txt")
+    return root
+
+
+def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor, project):
+    python = os.environ.get("PYTHON", "python3")
+    edit = {"filepath": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]}
+    replies = [
+        tool_call_reply(("r1", "read_file", {"filepath": "calc.py"}),
+                        ("r2", "read_file", {"filepath": "link.txt"}),
+                        ("r3", "read_file", {"filepath": "../outside.txt"})),
+        tool_call_reply(("e1", "insert_edit_into_file", edit)),
+        tool_call_reply(("t1", "run_command", {"cmd": f"{python} test_calc.py", "flag": "testing"})),
+        text_reply("Fixed `add`; the tests pass."),
+    ]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        editor.nvim.command(f"cd {project}")
+        editor.nvim.command("edit calc.py")
+        editor.nvim.command("normal! Goprint('unsaved line')")  # the user's unsaved text
+        setup_with_tools(editor, server.url, answers=["Accept", "Accept"])
+        editor.nvim.command("CodeCompanionChat Fix calc.py with @{agent}")
+        editor.wait_event("CodeCompanionChatDone", timeout=60)
+
+        reads = tool_messages(server.requests[1])
+        assert "print('unsaved line')" in reads[0]["content"]  # read through the buffer
+        assert "outside the project" in reads[1]["content"] and "secret" not in reads[1]["content"]
+        assert "outside the project" in reads[2]["content"] and "secret" not in reads[2]["content"]
+
+        [edited] = tool_messages(server.requests[2])
+        assert "open buffer" in edited["content"]
+        calc = editor.nvim.call("bufnr", str(project / "calc.py"))
+        assert editor.nvim.api.buf_get_lines(calc, 0, -1, False) == [
+            "def add(a, b):", "    return a + b", "print('unsaved line')"]
+        # the user's unsaved text was never written behind their back; one `u` reverts the edit
+        assert (project / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+        editor.nvim.command(f"buffer {calc}")
+        editor.nvim.command("undo")
+        assert editor.nvim.api.buf_get_lines(calc, 0, -1, False)[1] == "    return a - b"
+        editor.nvim.command("redo | write")
+
+        [ran] = tool_messages(server.requests[3])
+        assert "tests passed" in ran["content"] or "AssertionError" in ran["content"]
+        prompts = [p["prompt"] for p in editor.lua("return _G.cc_prompts")]
+        assert prompts[0].startswith("Apply this edit to calc.py") and "Run the command" in prompts[1]
+        text = editor.text()
+        assert "-    return a - b" in text and "+    return a + b" in text  # the diff was shown
+        names = editor.event_names()
+        assert names.count("CodeCompanionToolsStarted") == 3 == names.count("CodeCompanionToolsFinished")
+        assert "CodeCompanionFileEdited" in names
+
+
+def test_q_cancels_a_running_command_and_the_history_stays_valid(editor, project):
+    replies = [tool_call_reply(("t1", "run_command", {"cmd": "sleep 30", "flag": None}),
+                               ("t2", "run_command", {"cmd": "echo never", "flag": None})),
+               text_reply("next turn works")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        editor.nvim.command(f"cd {project}")
+        setup_with_tools(editor, server.url, answers=["Accept"])
+        editor.nvim.command("CodeCompanionChat Run it with @{agent}")
+        editor.wait_event("CodeCompanionToolStarted")
+        editor.wait_for(lambda: editor.lua("return #_G.cc_prompts") == 1, what="approval asked")
+        editor.wait_for(lambda: _sleeping(), what="sleep running")
+        editor.nvim.input("q")
+        stopped = editor.wait_event("CodeCompanionChatStopped", timeout=20)
+        assert stopped["data"]["status"] == "stopped"
+        editor.wait_for(lambda: not _sleeping(), what="sleep killed")
+        finished = [e["data"] for e in editor.events() if e["event"] == "CodeCompanionToolFinished"]
+        assert [f["status"] for f in finished] == ["cancelled", "cancelled"]
+
+        editor.type_prompt("again")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone")
+        results = tool_messages(server.requests[1])
+        assert [(r["tool_call_id"], "cancelled" in r["content"]) for r in results] == [("t1", True), ("t2", True)]
+
+
+def _sleeping() -> bool:
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0030\x00":
+                    return True
+            except OSError:
+                pass
+    return False
