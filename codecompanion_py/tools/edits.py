@@ -1,0 +1,388 @@
+"""Search/replace edits for insert_edit_into_file: pure text in, text out, no I/O.
+
+Text is always "\\n"-separated here; the caller converts CRLF before and after.
+
+Matching, per edit, in order; the first strategy that finds anything wins:
+
+1. exact: `oldText` is a substring of the file.
+2. whole lines, ignoring trailing whitespace on each line.
+3. whole lines, ignoring indentation too (stripped lines are compared; a blank line only
+   matches a blank line). `newText` is then re-indented: each indentation seen in `oldText`
+   maps to the file's indentation on the matching line, so the file's indent characters are
+   used (tabs stay tabs); deeper lines keep the offset of the nearest mapped level. If the
+   block's relative indentation disagrees with the file's, the edit is refused, not guessed.
+
+Strategies 2 and 3 replace whole lines and add a note saying which tolerance was used. A
+strategy that finds several matches refuses unless `replaceAll` is set (then every
+non-overlapping match is replaced); finding none refuses with the most similar region of the
+file (difflib), with line numbers, so the LLM can correct itself. Edits apply in order, each to
+the result of the previous ones, and all apply or none do. Text outside the matched ranges is
+kept byte for byte, including a missing final newline. Every refusal is an `EditRefused`
+whose message is written for the LLM: which edit, why, and what to send instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import EditRefused
+
+SHRINK_MIN_LINES = 20  # the large-shrink warning applies to files at least this long
+HINT_MIN_RATIO = 0.4  # below this similarity, no region is suggested
+HINT_MAX_LINES = 12
+HINT_CANDIDATES = 50  # windows sharing lines with oldText that are compared char by char
+HINT_BUDGET = 3_000_000  # characters compared in the fallback scan
+MAX_LISTED = 10
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, (int, float)):
+        return f"a number ({value})"
+    names = {str: "a string", list: "a list", dict: "an object"}
+    return next((name for t, name in names.items() if isinstance(value, t)), type(value).__name__)
+
+
+@dataclass(frozen=True)
+class Edit:
+    old_text: str
+    new_text: str
+    replace_all: bool = False
+
+    @classmethod
+    def from_args(cls, raw: Any, index: int) -> Edit:
+        """Build edit number `index` (1-based) from the LLM's {oldText, newText, replaceAll}."""
+        where = f"edit {index}"
+        if not isinstance(raw, dict):
+            raise EditRefused(f'{where} must be an object {{"oldText": ..., "newText": ..., "replaceAll": false}}, '
+                              f"got {_kind(raw)}")
+        for key in ("oldText", "newText"):
+            if key not in raw:
+                alias = next((k for k in raw if isinstance(k, str) and k.replace("_", "").lower() == key.lower()), None)
+                spelled = f" (got {alias!r}; the key is spelled {key})" if alias else ""
+                raise EditRefused(f"{where}: {key} is missing{spelled}; every edit needs oldText (the exact text "
+                                  "from the file) and newText (what replaces it)")
+            if not isinstance(raw[key], str):
+                raise EditRefused(f"{where}: {key} must be a string, got {_kind(raw[key])}")
+        replace_all = raw.get("replaceAll")
+        if replace_all is None:  # absent, or null as strict-schema models send for unset options
+            replace_all = False
+        if not isinstance(replace_all, bool):
+            raise EditRefused(f"{where}: replaceAll must be true or false, got {_kind(replace_all)}")
+        return cls(raw["oldText"], raw["newText"], replace_all)
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    text: str  # the new file text
+    notes: tuple[str, ...]  # for the LLM, e.g. "edit 2 matched lines 4-6 ignoring indentation"
+    warnings: tuple[str, ...]  # from check_suspicious()
+
+
+@dataclass(frozen=True)
+class _Line:
+    start: int  # offset of the first character
+    end: int  # offset after the content
+    stop: int  # offset after the "\n"; == end for a last line without one
+    text: str
+
+
+@dataclass(frozen=True)
+class _Match:
+    start: int
+    stop: int
+    line: int  # 1-based first line
+    last: int  # 1-based last line
+    replacement: str | None  # None: the indentation could not be mapped
+
+
+def _lines(text: str) -> list[_Line]:
+    pieces = text.split("\n")
+    if text.endswith("\n") or not text:
+        pieces.pop()
+    out: list[_Line] = []
+    pos = 0
+    for piece in pieces:
+        end = pos + len(piece)
+        out.append(_Line(pos, end, min(end + 1, len(text)), piece))
+        pos = end + 1
+    return out
+
+
+def _block(text: str) -> list[str]:
+    """The lines of an oldText/newText taken as whole lines (one final "\\n" is not a line)."""
+    return [] if not text else text.removesuffix("\n").split("\n")
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _reindent(old: list[str], found: list[str], new: list[str]) -> list[str] | None:
+    """Move `new` from `old`'s indentation to the file's (`found`); None if they disagree."""
+    mapping: dict[str, str] = {}
+    for o, f in zip(old, found):
+        if o.strip() and mapping.setdefault(_indent(o), _indent(f)) != _indent(f):
+            return None
+    steps = sorted(((o2[len(o1):], f2[len(f1):]) for o1, f1 in mapping.items() for o2, f2 in mapping.items()
+                    if len(o2) > len(o1) and o2.startswith(o1) and f2.startswith(f1) and len(f2) > len(f1)),
+                   key=lambda step: len(step[0]))
+
+    def convert(rest: str) -> str:  # an indent in the LLM's units, in the file's units
+        for unit, file_unit in steps[:1]:
+            if rest == unit * (len(rest) // len(unit)):
+                return file_unit * (len(rest) // len(unit))
+        return rest
+
+    known = sorted(mapping, key=len, reverse=True)
+    out: list[str] = []
+    for line in new:
+        if not line.strip():
+            out.append("")
+            continue
+        ind = _indent(line)
+        deeper = next((k for k in known if ind.startswith(k)), None)
+        if deeper is not None:
+            out.append(mapping[deeper] + convert(ind[len(deeper):]) + line[len(ind):])
+            continue
+        outer = next((k for k in reversed(known) if k.startswith(ind)), None)  # a dedent past oldText
+        removed = convert(outer[len(ind):]) if outer is not None else ""
+        if outer is None or not mapping[outer].endswith(removed):
+            return None
+        out.append(mapping[outer][: len(mapping[outer]) - len(removed)] + line[len(ind):])
+    return out
+
+
+def _find_exact(text: str, edit: Edit) -> list[_Match]:
+    matches: list[_Match] = []
+    line, counted = 1, 0
+    pos = text.find(edit.old_text)
+    while pos != -1:
+        line += text.count("\n", counted, pos)
+        counted = pos
+        last = line + edit.old_text.count("\n", 0, max(len(edit.old_text) - 1, 0))
+        matches.append(_Match(pos, pos + len(edit.old_text), line, last, edit.new_text))
+        pos = text.find(edit.old_text, pos + 1)  # overlapping starts count: they make it ambiguous
+    return matches
+
+
+def _line_finder(key: Callable[[str], str], reindent: bool) -> Callable[[str, Edit], list[_Match]]:
+    def find(text: str, edit: Edit) -> list[_Match]:
+        lines, old, new = _lines(text), _block(edit.old_text), _block(edit.new_text)
+        want, have = [key(line) for line in old], [key(line.text) for line in lines]
+        matches: list[_Match] = []
+        for i in range(len(lines) - len(old) + 1):
+            if have[i] != want[0] or have[i : i + len(old)] != want:
+                continue
+            block = lines[i : i + len(old)]
+            body = _reindent(old, [line.text for line in block], new) if reindent else new
+            ending = "\n" if body and block[-1].stop > block[-1].end else ""
+            replacement = None if body is None else "\n".join(body) + ending
+            matches.append(_Match(block[0].start, block[-1].stop, i + 1, i + len(old), replacement))
+        return matches
+
+    return find
+
+
+_STRATEGIES: tuple[tuple[str, Callable[[str, Edit], list[_Match]]], ...] = (
+    ("", _find_exact),
+    ("ignoring trailing whitespace", _line_finder(str.rstrip, reindent=False)),
+    ("ignoring indentation", _line_finder(str.strip, reindent=True)),
+)
+
+
+def _span(match: _Match) -> str:
+    return f"line {match.line}" if match.last == match.line else f"lines {match.line}-{match.last}"
+
+
+def _closest_region(text: str, old_text: str) -> str:
+    """The most similar region of `text` to `old_text`, numbered, or advice when none is."""
+    lines = [line.text for line in _lines(text)]
+    want = [line.strip() for line in _block(old_text)]
+    size = min(len(want), len(lines))
+    if not lines or size == 0:
+        return "The file is empty.\n"
+    stripped = [line.strip() for line in lines]
+    wanted = {line for line in want if len(line) >= 4}  # "}" or "" would point everywhere
+    shared = [sum(s in wanted for s in stripped[i : i + size]) for i in range(len(lines) - size + 1)]
+    if max(shared) > 0:
+        starts = sorted(range(len(shared)), key=lambda i: -shared[i])[:HINT_CANDIDATES]
+    else:
+        stride = max(1, len(shared) * (len(old_text) + 1) // HINT_BUDGET)
+        starts = list(range(0, len(shared), stride))
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2("\n".join(want))
+    best, best_at = 0.0, 0
+    for i in sorted(starts):
+        matcher.set_seq1("\n".join(stripped[i : i + size]))
+        if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best:
+            ratio = matcher.ratio()
+            if ratio > best:
+                best, best_at = ratio, i
+    if best < HINT_MIN_RATIO:
+        return "Nothing in the file is similar to it.\n"
+    shown = range(best_at, best_at + min(size, HINT_MAX_LINES))
+    width = len(str(shown[-1] + 1))
+    region = "\n".join(f"{n + 1:>{width}} | {lines[n]}" for n in shown)
+    more = f"\n(and {size - HINT_MAX_LINES} more lines)" if size > HINT_MAX_LINES else ""
+    span = f"line {best_at + 1}" if size == 1 else f"lines {best_at + 1}-{best_at + size}"
+    return f"The most similar part of the file is {span}:\n{region}{more}\n"
+
+
+def _apply_one(text: str, edit: Edit, index: int) -> tuple[str, str | None]:
+    where = f"edit {index}"
+    if edit.old_text == edit.new_text:
+        raise EditRefused(f"{where}: oldText and newText are identical, so it changes nothing; drop it, "
+                          "or put the changed text in newText")
+    if not edit.old_text:
+        if not text:
+            return edit.new_text, None
+        raise EditRefused(f"{where}: oldText is empty; to add text at the end use mode append, "
+                          "or give the exact text to replace")
+    if not text:
+        raise EditRefused(f"{where}: the file is empty, so oldText cannot match; to fill it use an edit with "
+                          "empty oldText, or mode overwrite")
+    for how, find in _STRATEGIES:
+        matches = find(text, edit)
+        if matches:
+            break
+    else:
+        after = f" (after edits 1-{index - 1} were applied)" if index > 2 else " (after edit 1)" if index == 2 else ""
+        raise EditRefused(f"{where}: oldText was not found in the file{after}. {_closest_region(text, edit.old_text)}"
+                          "Copy oldText exactly from the current file (read it again if unsure) and retry.")
+    qualifier = f" {how}" if how else ""
+    if len(matches) > 1 and not edit.replace_all:
+        lines = list(dict.fromkeys(match.line for match in matches))
+        listed = ", ".join(map(str, lines[:MAX_LISTED])) + (", ..." if len(lines) > MAX_LISTED else "")
+        raise EditRefused(f"{where}: oldText matches {len(matches)} places{qualifier} "
+                          f"(line{'s' if len(lines) > 1 else ''} {listed}); include more surrounding lines to "
+                          "make it unique, or set replaceAll to true to change every one")
+    chosen: list[_Match] = []
+    for match in matches:
+        if not chosen or match.start >= chosen[-1].stop:
+            chosen.append(match)
+    for match in chosen:
+        if match.replacement is None:
+            raise EditRefused(f"{where}: oldText matches {_span(match)} only {how}, and newText's indentation "
+                              "cannot be mapped onto the file's (oldText's relative indentation differs from "
+                              "the file's, or newText dedents past it); copy oldText exactly from the file, "
+                              "indentation included, and indent newText the same way")
+    for match in reversed(chosen):
+        text = text[: match.start] + str(match.replacement) + text[match.stop :]
+    places = ", ".join(_span(match) for match in chosen[:MAX_LISTED]) + (", ..." if len(chosen) > MAX_LISTED else "")
+    if how:
+        reindented = "; newText was re-indented to match the file" if "indentation" in how else ""
+        return text, f"{where} matched {places} {how}{reindented}"
+    if len(chosen) > 1:
+        return text, f"{where} replaced {len(chosen)} occurrences ({places})"
+    return text, None
+
+
+def apply_edits(original: str, edits: Sequence[Edit]) -> EditOutcome:
+    """Apply `edits` in order to `original`; all of them, or raise EditRefused and apply none."""
+    if not edits:
+        raise EditRefused("no edits were given; send a list of {oldText, newText} objects")
+    text = original
+    notes: list[str] = []
+    for index, edit in enumerate(edits, 1):
+        try:
+            text, note = _apply_one(text, edit, index)
+        except EditRefused as refused:
+            if len(edits) > 1:
+                raise EditRefused(f"{refused} No edit was applied; send all {len(edits)} again, fixed.") from None
+            raise
+        if note:
+            notes.append(note)
+    return EditOutcome(text, tuple(notes), check_suspicious(original, text))
+
+
+def _count(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def apply_mode(original: str, mode: str, content: str) -> EditOutcome:
+    """Mode "overwrite" (content replaces the file) or "append" (content added at the end)."""
+    if mode == "overwrite":
+        if content == original:
+            raise EditRefused("content is identical to the file, so overwriting changes nothing")
+        new, note = content, f"overwrote the file ({_count(original)} lines before, {_count(content)} now)"
+    elif mode == "append":
+        if not content:
+            raise EditRefused("content is empty, so appending changes nothing")
+        new = original + ("\n" if original and not original.endswith("\n") else "") + content
+        note = f"appended {_count(content)} line{'s' if _count(content) != 1 else ''}"
+    else:
+        raise EditRefused(f"unknown mode {mode!r}; use mode append or overwrite with `content`, "
+                          "or mode edit with `edits`")
+    return EditOutcome(new, (note,), check_suspicious(original, new))
+
+
+_COMMENT = r"(?://+|#+|--|;+|/\*+|\*|<!--|\{/\*|%)"
+_ELLIPSIS = r"(?:\.{3,}|…)"
+_NOUN = (r"(?:code|file|function|class|method|implementation|module|component|page|template|content|body|"
+         r"logic|lines?|config|section|imports|methods|functions|tests|styles|text)")
+_CLOSE = r"\s*[.:]?\s*(?:\*/\}?|-->)?\s*$"
+_SUFFIX = (r"(?:here|goes\s+here|unchanged|is\s+unchanged|remains?(?:\s+the)?\s+same|stays\s+the\s+same|"
+           r"as\s+before|omitted)")
+_PLACEHOLDERS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    # // ... rest of the code   # ... existing code ...   <!-- ... unchanged -->
+    rf"^\s*{_COMMENT}\s*{_ELLIPSIS}.*\b(?:existing|rest|unchanged|remaining|same|previous|omitted)\b",
+    rf"^\s*{_COMMENT}\s*{_ELLIPSIS}" + _CLOSE,  # <!-- ... -->   // ...   {/* ... */}
+    # ... existing code ...   ... rest of the file unchanged   (bare; JS `...rest` and doctest lines differ)
+    rf"^\s*{_ELLIPSIS}\s*(?:the\s+)?(?:existing|rest\s+of(?:\s+the)?|remaining|unchanged|previous|same)\s+"
+    rf"(?:\w+\s+)?{_NOUN}\b",
+    rf"^\s*{_ELLIPSIS}\s*(?:existing|unchanged|rest|same)\s*{_ELLIPSIS}\s*$",
+    # # existing code ...   // rest of the function unchanged...
+    rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:existing|remaining|previous|unchanged|same|rest\s+of(?:\s+the)?)\s+"
+    rf"(?:\w+\s+){{0,2}}?{_NOUN}\b.*{_ELLIPSIS}",
+    # (rest of code here)   [existing code]   # (remaining methods unchanged)
+    rf"^\s*(?:{_COMMENT}\s*)?[(\[]\s*(?:the\s+)?(?:rest\s+of|remaining|existing|previous|same)\s+\w[^)\]]*[)\]]"
+    + _CLOSE,
+    # # rest of file unchanged   // existing code   <!-- rest of the page -->
+    rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:rest\s+of\s+(?:the\s+)?(?:\w+\s+)?{_NOUN}|existing\s+code)"
+    rf"(?:\s+{_SUFFIX})?" + _CLOSE,
+    # // remaining methods unchanged   # previous code here
+    rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:remaining|previous|other|existing)\s+{_NOUN}\s+{_SUFFIX}" + _CLOSE,
+))
+
+
+def check_suspicious(original: str, new: str) -> tuple[str, ...]:
+    """Warnings about `new`: placeholder lines that were not in `original`, or a large deletion."""
+    warnings: list[str] = []
+    before = {line.strip() for line in original.split("\n")}
+    found = [f'line {n} "{line.strip()}"' for n, line in enumerate(new.split("\n"), 1)
+             if line.strip() not in before and any(p.search(line) for p in _PLACEHOLDERS)]
+    if found:
+        more = f", and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
+        warnings.append(f"the new text has placeholder lines instead of real code: {', '.join(found[:MAX_LISTED])}"
+                        f"{more}")
+    total, removed = _count(original), _count(original) - _count(new)
+    if total >= SHRINK_MIN_LINES and removed * 2 > total:
+        warnings.append(f"this edit deletes {removed} of {total} lines")
+    return tuple(warnings)
+
+
+def _diff_lines(text: str) -> list[str]:
+    if not text:
+        return []
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    else:
+        lines[-1] += "\n\\ No newline at end of file"
+    return lines
+
+
+def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
+    """A unified diff with a/ and b/ headers, "" when the texts are identical."""
+    if old == new:
+        return ""
+    diff = difflib.unified_diff(_diff_lines(old), _diff_lines(new), f"a/{path}", f"b/{path}", n=context, lineterm="")
+    return "\n".join(diff) + "\n"
