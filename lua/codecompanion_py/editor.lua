@@ -40,18 +40,18 @@ end
 local LABELS = { accept = "Accept", reject = "Reject", cancel = "Cancel" }
 
 function methods.approve(chat, args, reply)
-  if args.detail and args.detail ~= "" then
+  if type(args.detail) == "string" and args.detail ~= "" then
     require("codecompanion_py.chat").show(chat, args.detail)
   end
   local choices, answers = { LABELS.accept }, { "accept" }
-  if args.always and args.always ~= vim.NIL then
+  if type(args.always) == "string" then
     table.insert(choices, args.always)
     table.insert(answers, "always")
   end
   vim.list_extend(choices, { LABELS.reject, LABELS.cancel })
   vim.list_extend(answers, { "reject", "cancel" })
   local prompt = args.prompt
-  if args.must_ask and args.must_ask ~= vim.NIL then
+  if type(args.must_ask) == "string" then
     prompt = ("%s (always asked: %s)"):format(prompt, args.must_ask)
   end
   vim.ui.select(choices, { prompt = prompt, kind = "codecompanion_py.approval" }, function(_, index)

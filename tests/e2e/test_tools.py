@@ -115,7 +115,7 @@ calculator = {
       end,
     },
   },
-  %s
+  __OPTS__
 },
 '''
 
@@ -171,7 +171,10 @@ def setup_with_tools(editor, url, tools_lua="", answers=()):
 
 
 def tool_messages(request):
-    return [m for m in request.json()["messages"] if m["role"] == "tool"]
+    """The tool results a request sends back for the latest assistant message."""
+    messages = request.json()["messages"]
+    last_assistant = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+    return [m for m in messages[last_assistant:] if m["role"] == "tool"]
 
 
 @pytest.mark.parametrize("approval", [False, True])
@@ -180,7 +183,7 @@ def test_the_seed_calculator_example_works_as_written(editor, approval):
                text_reply("100 * 50 = 5000")]
     opts = "opts = { requires_approval = true }," if approval else ""
     with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url, CALCULATOR % opts, answers=["Accept"] if approval else [])
+        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", opts), answers=["Accept"] if approval else [])
         editor.nvim.command("CodeCompanionChat Use the @{calculator} tool for 100*50")
         editor.wait_event("CodeCompanionChatDone", timeout=30)
 
@@ -212,7 +215,7 @@ def test_rejecting_the_calculator_sends_the_reason_to_the_llm(editor):
     replies = [tool_call_reply(("call_calc", "calculator", {"num1": 1, "num2": 2, "operation": "add"})),
                text_reply("OK, I will not.")]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url, CALCULATOR % "opts = { requires_approval = true },",
+        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", "opts = { requires_approval = true },"),
                          answers=["Reject", "do it by hand"])
         editor.nvim.command("CodeCompanionChat Use the @{calculator} tool for 1+2")
         editor.wait_event("CodeCompanionChatDone", timeout=30)
@@ -249,6 +252,7 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
         editor.nvim.command("normal! Goprint('unsaved line')")  # the user's unsaved text
         setup_with_tools(editor, server.url, answers=["Accept", "Accept"])
         editor.nvim.command("CodeCompanionChat Fix calc.py with @{agent}")
+        chat = editor.nvim.current.buffer.number
         editor.wait_event("CodeCompanionChatDone", timeout=60)
 
         reads = tool_messages(server.requests[1])
@@ -272,7 +276,7 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
         assert "tests passed" in ran["content"] or "AssertionError" in ran["content"]
         prompts = [p["prompt"] for p in editor.lua("return _G.cc_prompts")]
         assert prompts[0].startswith("Apply this edit to calc.py") and "Run the command" in prompts[1]
-        text = editor.text()
+        text = editor.text(chat)
         assert "-    return a - b" in text and "+    return a + b" in text  # the diff was shown
         names = editor.event_names()
         assert names.count("CodeCompanionToolsStarted") == 3 == names.count("CodeCompanionToolsFinished")

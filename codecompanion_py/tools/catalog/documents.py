@@ -24,7 +24,7 @@ _BUFFER = "buffer:"
 @dataclass(frozen=True)
 class Document:
     target: Target
-    text: str  # "\n" line endings
+    text: str  # "\n" line endings; ends with "\n" when the file does (disk and buffer alike)
     version: str  # disk: sha256 of the bytes; buffer: "buffer:" + sha256 of the text
     newline: str = "\n"
     final_newline: bool = True
@@ -46,9 +46,9 @@ def resolve(run: ToolRun, raw: Any, *, kind: str = "file") -> Target:
 async def open_document(run: ToolRun, target: Target) -> Document:
     buffer = await run.context.editor.call("buffer.get", {"path": str(target.real)}) if target.exists else None
     if isinstance(buffer, Mapping) and isinstance(buffer.get("lines"), list):
-        text = "\n".join(buffer["lines"])
-        return Document(target, text, _buffer_version(text), final_newline=bool(buffer.get("eol", True)),
-                        buffer=buffer)
+        eol = buffer.get("eol", True) is not False
+        text = "\n".join(buffer["lines"]) + ("\n" if eol and buffer["lines"] else "")
+        return Document(target, text, _buffer_version(text), final_newline=eol, buffer=buffer)
     if not target.exists:
         raise PathRefused(f"{target.relative} does not exist; use create_file to make a new file")
     disk: FileText = run.context.workspace.read_text(target)
@@ -72,7 +72,7 @@ async def save(run: ToolRun, document: Document, text: str) -> str:
     if document.buffer is not None:
         reply = await run.context.editor.call("buffer.set", {
             "bufnr": document.buffer["bufnr"], "changedtick": document.buffer["changedtick"],
-            "lines": text.split("\n"), "save": True})
+            "lines": _buffer_lines(text), "save": True})
         run.context.reads[str(document.target.real)] = _buffer_version(text)
         saved = isinstance(reply, Mapping) and reply.get("saved")
         where = "in the open buffer and saved" if saved else \
@@ -84,6 +84,11 @@ async def save(run: ToolRun, document: Document, text: str) -> str:
         where = "on disk"
     run.context.fire("FileEdited", {"path": str(document.target.real), "relative": relative})
     return f"{relative} was edited {where}."
+
+
+def _buffer_lines(text: str) -> list[str]:
+    """A buffer's lines for `text`; its final line feed is the buffer's 'eol', not a line."""
+    return text.removesuffix("\n").split("\n")
 
 
 def _buffer_version(text: str) -> str:

@@ -16,7 +16,7 @@ def setup(self: ToolRun, tools: Any) -> None:
 
 async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     document = await documents.open_document(self, self.target)
-    lines = document.text.split("\n") if document.text else []
+    lines = document.text.removesuffix("\n").split("\n") if document.text else []
     start = int(args.get("start_line_number_base_zero") or 0)
     end = args.get("end_line_number_base_zero", -1)
     end = len(lines) - 1 if end is None or int(end) < 0 else min(int(end), len(lines) - 1)
@@ -31,7 +31,7 @@ async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: 
 
 
 def success(self: ToolRun, tools: Any, cmd: Any, stdout: list[Any]) -> None:
-    tools.chat.add_tool_output(self, stdout[-1], stdout[-1].split("\n", 1)[0])
+    tools.chat.add_tool_output(self, stdout[-1], "Read " + stdout[-1].split("\n", 1)[0].removesuffix(":"))
 
 
 TOOL = ToolDefinition(

@@ -1,0 +1,66 @@
+"""Tool config in CodeCompanion's shape: catalog, groups, Lua and Python user tools, mentions."""
+
+import pytest
+
+from codecompanion_py import config
+from codecompanion_py.errors import ConfigError
+from codecompanion_py.tools.contract import LuaFunction
+from codecompanion_py.tools.registry import ToolSettings, mentions
+
+LUA_CALCULATOR = {
+    "description": "Perform calculations",
+    "callback": {"__lua_tool": True, "name": "calculator",
+                 "schema": {"type": "function", "function": {"name": "calculator", "parameters": {
+                     "type": "object", "properties": {"num1": {"type": "integer"}}, "required": ["num1"]}}},
+                 "system_prompt": "## Calculator Tool", "cmds": ["function"], "handlers": ["setup", "on_exit"],
+                 "output": ["success"], "opts": {}},
+    "opts": {"requires_approval": {"__lua": True}},
+}
+
+
+def test_strategies_and_interactions_both_configure_tools():
+    loaded = config.load({"strategies": {"chat": {"tools": {"calculator": LUA_CALCULATOR}}},
+                          "interactions": {"chat": {"tools": {"opts": {"default_tools": ["files"]}}}}})
+    assert "calculator" in loaded.tools.entries
+    assert loaded.tools.default_tools == ["files"]
+
+
+def test_a_lua_tool_becomes_references_to_its_functions():
+    settings = ToolSettings.from_config({"calculator": LUA_CALCULATOR})
+    definition = settings.definition("calculator")
+    assert definition.lua and definition.cmds == [LuaFunction("calculator", "cmds.1")]
+    assert definition.handlers == {"setup": LuaFunction("calculator", "handlers.setup"),
+                                   "on_exit": LuaFunction("calculator", "handlers.on_exit")}
+    assert definition.prompt_text() == "## Calculator Tool"
+    assert definition.spec().name == "calculator" and definition.description == "Perform calculations"
+    assert settings.config_of("calculator")["opts"]["requires_approval"] == \
+        LuaFunction("calculator", "config.opts.requires_approval")
+
+
+def test_a_python_tool_by_module_path():
+    settings = ToolSettings.from_config({"weather": {"callback": "tests.tools.sample_tool:weather"}})
+    definition = settings.definition("weather")
+    assert definition.cmds[0](None, {"city": "Oslo"}, None, None)["data"] == "Sunny in Oslo"
+    with pytest.raises(ConfigError, match="cannot load"):
+        ToolSettings.from_config({"bad": {"callback": "tests.tools.nope:x"}}).definition("bad")
+
+
+def test_groups_expand_and_mentions_are_replaced_by_names():
+    settings = ToolSettings.from_config({"groups": {"mine": {"tools": ["read_file", "cmd_runner"]}}})
+    tools, groups, text = mentions("Use @{mine} and @{grep_search}, not @{nothing}", settings)
+    assert tools == ["read_file", "run_command", "grep_search"] and groups == ["mine"]
+    assert text == "Use `mine` and `grep_search`, not @{nothing}"
+    assert "insert_edit_into_file" in settings.expand("agent") and "run_command" in settings.expand("agent")
+    assert "run_command" not in settings.expand("files")
+
+
+def test_unknown_names_in_groups_are_config_errors():
+    with pytest.raises(ConfigError, match="unknown tool or group 'nope'"):
+        ToolSettings.from_config({"groups": {"g": {"tools": ["nope"]}}})
+
+
+def test_every_catalog_tool_loads_with_a_valid_spec():
+    settings = ToolSettings()
+    for name in settings.expand("agent") + ["fetch_webpage"]:
+        spec = settings.definition(name).spec()
+        assert spec.name == name and spec.description
