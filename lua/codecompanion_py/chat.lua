@@ -64,6 +64,14 @@ local function append(chat, text)
   end
 end
 
+-- Append text as a paragraph of its own: exactly one blank line before it.
+local function paragraph(chat, text)
+  local row, col = last_position(chat.bufnr)
+  local above = row > 0 and api.nvim_buf_get_lines(chat.bufnr, row - 1, row, false)[1] or ""
+  local gap = col > 0 and "\n\n" or (above ~= "" and "\n" or "")
+  append(chat, gap .. text)
+end
+
 local function unlock(chat)
   chat.status = "idle"
   chat.block = nil
@@ -115,7 +123,7 @@ function render.tool_call(chat, op)
   if type(args) ~= "table" or vim.tbl_isempty(args) then
     args = vim.empty_dict()
   end
-  append(chat, ("\n\n**Tool call** `%s` `%s`\n"):format(op.name, vim.json.encode(args)))
+  paragraph(chat, ("**Tool call** `%s` `%s`"):format(op.name, vim.json.encode(args)))
 end
 
 local STATUS_MARK = { success = "✓", error = "✗", rejected = "✗ rejected", cancelled = "⊘ cancelled" }
@@ -133,10 +141,13 @@ end
 
 -- Show text in the chat (approval details, tool output), folding long blocks.
 function M.show(chat, text, title)
+  if title then
+    paragraph(chat, title)
+  end
   local body = fenced(text:gsub("\n$", ""))
-  local start_row = select(1, last_position(chat.bufnr)) + 2 + (title and 2 or 0)
-  append(chat, "\n\n" .. (title and (title .. "\n\n") or "") .. body)
+  paragraph(chat, body)
   local end_row = select(1, last_position(chat.bufnr))
+  local start_row = end_row - select(2, body:gsub("\n", ""))
   if end_row - start_row > FOLD_AFTER then
     for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
       api.nvim_win_call(win, function()

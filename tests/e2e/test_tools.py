@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from codecompanion_py.demo.server import ScriptedServer, ServerThread, sse_reply
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, sse_reply
 
 from .test_chat import chunk, usage
 
@@ -317,3 +317,105 @@ def _sleeping() -> bool:
             except OSError:
                 pass
     return False
+
+
+# --- a tool call round trip through each provider's own wire format -------------------
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+WEATHER = r'''
+get_weather = {
+  description = "Weather for a city",
+  callback = {
+    name = "get_weather",
+    cmds = { function(self, args) return { status = "success", data = "Sunny in " .. args.location } end },
+    schema = { type = "function", ["function"] = { name = "get_weather", description = "Weather for a city",
+      parameters = { type = "object", properties = { location = { type = "string" } }, required = { "location" } } } },
+  },
+},
+'''
+
+
+def anthropic_tool_call():
+    events = [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": [],
+            "stop_reason": None, "usage": {"input_tokens": 12, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": '{"location": '}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": '"Paris"}'}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    return Reply(headers={"content-type": "text/event-stream"}, chunks=[body.encode()])
+
+
+def gemini_tool_call():
+    frame = {"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17}}
+    return Reply(headers={"content-type": "text/event-stream"}, chunks=[f"data: {json.dumps(frame)}\r\n\r\n".encode()])
+
+
+def ollama_tool_call():
+    lines = [{"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": {"role": "assistant", "content": "",
+              "tool_calls": [{"function": {"name": "get_weather", "arguments": {"location": "Paris"}}}]}, "done": False},
+             {"model": "m", "created_at": "2025-01-01T00:00:01Z", "message": {"role": "assistant", "content": ""},
+              "done": True, "done_reason": "stop", "prompt_eval_count": 12, "eval_count": 5}]
+    body = "".join(json.dumps(line) + "\n" for line in lines)
+    return Reply(headers={"content-type": "application/x-ndjson"}, chunks=[body.encode()])
+
+
+def anthropic_result(body):
+    [result] = [block for m in body["messages"] if isinstance(m["content"], list)
+                for block in m["content"] if block.get("type") == "tool_result"]
+    assert result["tool_use_id"] == "toolu_01"
+    return json.dumps(result["content"])
+
+
+def gemini_result(body):
+    [part] = [p for c in body["contents"] for p in c["parts"] if "functionResponse" in p]
+    assert part["functionResponse"]["name"] == "get_weather"
+    return json.dumps(part["functionResponse"]["response"])
+
+
+def ollama_result(body):
+    [message] = [m for m in body["messages"] if m["role"] == "tool"]
+    return message["content"]
+
+
+@pytest.mark.parametrize("adapter, tool_call, answer_fixture, content_type, url_override, result_of, answer", [
+    ("anthropic", anthropic_tool_call, "anthropic/thinking_streaming.txt", "text/event-stream",
+     '{ url = "%s/v1/messages" }', anthropic_result, "Hello there! 👋"),
+    ("gemini", gemini_tool_call, "gemini/text_streaming.txt", "text/event-stream",
+     '{ url = "%s/v1beta/models/${model}:${method}" }', gemini_result, "The capital of France is Paris."),
+    ("ollama", ollama_tool_call, "ollama/text_streaming.ndjson", "application/x-ndjson",
+     '{ env = { url = "%s" } }', ollama_result, "Dynamic"),
+])
+def test_a_tool_call_round_trips_through_each_wire_format(
+        editor, adapter, tool_call, answer_fixture, content_type, url_override, result_of, answer):
+    answer_reply = Reply(headers={"content-type": content_type}, chunks=[(FIXTURES / answer_fixture).read_bytes()])
+    with ServerThread(ScriptedServer.sequence([tool_call(), answer_reply])) as server:
+        editor.lua("vim.env.ANTHROPIC_API_KEY = 'k'; vim.env.GEMINI_API_KEY = 'k'")
+        editor.setup(f"""{{
+          adapters = {{ http = {{ {adapter} = function()
+            return require("codecompanion_py.adapters").extend("{adapter}", {url_override % server.url})
+          end }} }},
+          strategies = {{ chat = {{ tools = {{ {WEATHER} }} }} }},
+        }}""")
+        editor.nvim.command(f"CodeCompanionChat adapter={adapter} Weather in Paris? @{{get_weather}}")
+        done = editor.wait_event("CodeCompanionChatDone", timeout=30)
+        assert done["data"]["status"] == "success"
+
+        first, second = (r.json() for r in server.requests)
+        assert "get_weather" in json.dumps(first.get("tools"))
+        assert "Sunny in Paris" in result_of(second)
+        lines = editor.lines()
+        assert "Sunny in Paris" in lines and answer in editor.text()
+        names = editor.event_names()
+        assert names.index("CodeCompanionToolsFinished") < names.index("CodeCompanionChatDone")
