@@ -283,6 +283,22 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
         assert "CodeCompanionFileEdited" in names
 
 
+def test_a_rejected_edit_changes_nothing_and_the_llm_hears_why(editor, project):
+    edit = {"filepath": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return b - a"}]}
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", edit)), text_reply("Understood.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        editor.nvim.command(f"cd {project}")
+        setup_with_tools(editor, server.url, answers=["Reject", "keep the subtraction"])
+        editor.nvim.command("CodeCompanionChat Change calc.py with @{files}")
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        [result] = tool_messages(server.requests[1])
+        assert "rejected" in result["content"] and "keep the subtraction" in result["content"]
+        assert (project / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
+        finished = editor.wait_event("CodeCompanionToolApprovalFinished")
+        assert finished["data"]["tool"] == "insert_edit_into_file"
+        assert "CodeCompanionFileEdited" not in editor.event_names()
+
+
 def test_q_cancels_a_running_command_and_the_history_stays_valid(editor, project):
     replies = [tool_call_reply(("t1", "run_command", {"cmd": "sleep 30", "flag": None}),
                                ("t2", "run_command", {"cmd": "echo never", "flag": None})),
