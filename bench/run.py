@@ -8,6 +8,9 @@
 3. Neovim responsiveness while streaming 10,000 chunks: `nvim_eval("1")` round trips
    issued every 5 ms, p50 and p99.
 4. `import codecompanion_py` time, and the Python host's RSS after a chat.
+5. Tools: search/replace edits on a 20,000-line file (exact, and indentation-tolerant)
+   with the approval diff, and the orchestrator's cost per tool call (a batch of 200
+   calls of a Python tool, no approval).
 """
 
 from __future__ import annotations
@@ -233,6 +236,54 @@ def bench_import() -> dict:
             "import_plugin_ms": (run("import codecompanion_py.nvim.plugin") - baseline) * 1000}
 
 
+def bench_tools() -> dict:
+    from codecompanion_py.messages import ToolCall
+    from codecompanion_py.tools.approvals import Approvals
+    from codecompanion_py.tools.contract import ToolDefinition
+    from codecompanion_py.tools.edits import Edit, apply_edits, unified_diff
+    from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+    from codecompanion_py.tools.workspace import Workspace
+
+    lines = [f"    def method_{i}(self, value):\n        return value + {i}\n" for i in range(10_000)]
+    original = "class Big:\n" + "".join(lines)
+    exact = [Edit("        return value + 9000\n", "        return value * 9000\n")]
+    # the LLM dropped the class's indentation: found by the tolerant pass after the exact one fails
+    loose = [Edit("def method_9500(self, value):\n    return value + 9500\n",
+                  "def method_9500(self, value):\n    return value - 9500\n")]
+
+    def timed(edits):
+        times = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            outcome = apply_edits(original, edits)
+            unified_diff("big.py", original, outcome.text)
+            times.append(time.perf_counter() - start)
+        return statistics.median(times)
+
+    definition = ToolDefinition(name="echo", schema={"type": "function", "function": {
+        "name": "echo", "description": "echo", "parameters": {"type": "object", "properties": {
+            "n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False}}},
+        cmds=[lambda self, args, input, output_handler=None: {"status": "success", "data": args["n"]}])
+
+    class Sink:
+        def push(self, op):
+            pass
+
+    async def batch(workspace):
+        context = ToolsContext(chat=ChatHandle(), editor=None, approvals=Approvals(), workspace=workspace)
+        orchestrator = Orchestrator({"echo": definition}, {}, context, Sink())
+        calls = [ToolCall(id=f"call_{i}", name="echo", arguments={"n": i}) for i in range(200)]
+        start = time.perf_counter()
+        result = await orchestrator.run(calls)
+        assert len(result.results) == 200
+        return time.perf_counter() - start
+
+    with tempfile.TemporaryDirectory() as root:
+        per_batch = statistics.median(asyncio.run(batch(Workspace(root))) for _ in range(REPEATS))
+    return {"edit_exact_ms": timed(exact) * 1000, "edit_tolerant_ms": timed(loose) * 1000,
+            "orchestrator_per_call_ms": per_batch / 200 * 1000}
+
+
 def main() -> None:
     # An installed package has its bytecode cached; compile ours so imports are measured
     # the way a user's Neovim sees them (this environment may set PYTHONDONTWRITEBYTECODE).
@@ -252,6 +303,8 @@ def main() -> None:
         editor.close()
     print("4. import time ...", flush=True)
     report["import"] = bench_import()
+    print("5. tools ...", flush=True)
+    report["tools"] = bench_tools()
 
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()
@@ -270,6 +323,10 @@ def main() -> None:
     rss = report["host_rss_mb"]
     print(f"(4) import codecompanion_py {i['import_codecompanion_py_ms']:.0f} ms, "
           f"plugin module {i['import_plugin_ms']:.0f} ms, host RSS {rss:.1f} MB" if rss else "(4) host RSS not found")
+    tools = report["tools"]
+    print(f"(5) edit of a 20,000-line file with its diff: exact match {tools['edit_exact_ms']:.1f} ms, "
+          f"indentation-tolerant match {tools['edit_tolerant_ms']:.1f} ms; orchestrator "
+          f"{tools['orchestrator_per_call_ms']:.3f} ms per tool call")
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "latest.json").write_text(json.dumps(report, indent=2, default=str))
