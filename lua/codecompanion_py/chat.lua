@@ -2,6 +2,7 @@
 -- function the Python engine calls to render. Ops arrive batched:
 --   ready{adapter} begin{adapter,continued?} text{text} reasoning{text}
 --   tool_call{id,name,arguments} tool_output{id,name,status,text} call{id,method,args}
+--   agent_tool{id,title,status,locations?} plan{entries} show{text,title?}  (ACP agents)
 --   fire{event,data} error{message} done{status,tokens?,message?} choose_model{...}
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
@@ -95,6 +96,9 @@ function render.begin(chat, op)
   chat.adapter = op.adapter
   chat.block = nil
   chat.turn_started = true
+  if not op.continued then
+    chat.blocks = {}
+  end
   if op.continued then -- the LLM goes on after tool results, in the same reply
     append(chat, "\n\n")
     return
@@ -161,6 +165,53 @@ end
 function render.tool_output(chat, op)
   chat.block = nil
   M.show(chat, op.text or "", ("**Tool** `%s` %s"):format(op.name, STATUS_MARK[op.status] or op.status))
+end
+
+-- Blocks that stay in place and change as an agent reports progress: one line per agent
+-- tool call, and the plan. An extmark remembers where each block starts.
+local function set_block(chat, key, lines)
+  local buf = chat.bufnr
+  chat.blocks = chat.blocks or {}
+  local block = chat.blocks[key]
+  local row = block and api.nvim_buf_get_extmark_by_id(buf, ns, block.mark, {})[1]
+  if not row then
+    paragraph(chat, table.concat(lines, "\n"))
+    local first = select(1, last_position(buf)) - #lines + 1
+    chat.blocks[key] = { mark = api.nvim_buf_set_extmark(buf, ns, first, 0, {}), count = #lines }
+    return
+  end
+  vim.bo[buf].modifiable = true
+  api.nvim_buf_set_lines(buf, row, row + block.count, false, lines)
+  vim.bo[buf].modifiable = chat.status ~= "streaming"
+  block.count = #lines
+  chat.end_pos = nil -- the end may have moved: find it afresh
+end
+
+local AGENT_STATUS = { pending = "○", in_progress = "◐", completed = "✓", failed = "✗" }
+
+function render.agent_tool(chat, op)
+  chat.block = nil
+  local lines = { ("**Tool** %s %s"):format(AGENT_STATUS[op.status] or "○", op.title or op.id) }
+  for _, location in ipairs(type(op.locations) == "table" and op.locations or {}) do
+    table.insert(lines, ("  ↳ `%s%s`"):format(location.path, type(location.line) == "number" and (":" .. location.line) or ""))
+  end
+  set_block(chat, "tool:" .. op.id, lines)
+end
+
+local PLAN_MARK = { completed = "[x]", in_progress = "[~]", pending = "[ ]" }
+
+function render.plan(chat, op)
+  chat.block = nil
+  local lines = { "**Plan**", "" }
+  for _, entry in ipairs(op.entries or {}) do
+    table.insert(lines, ("- %s %s"):format(PLAN_MARK[entry.status] or "[ ]", (entry.content or ""):gsub("\n", " ")))
+  end
+  set_block(chat, "plan", lines)
+end
+
+function render.show(chat, op)
+  chat.block = nil
+  M.show(chat, op.text or "", op.title)
 end
 
 function render.call(chat, op)

@@ -1,7 +1,8 @@
 -- What the engine asks of the editor while a chat runs tools. Each request arrives as a
 -- `call` op {id, method, args}; the answer goes back as one `editor.reply` notification,
 -- possibly much later (an approval waits for the user).
---   approve        vim.ui.select: Accept / Always accept / Reject (with a reason) / Cancel
+--   approve        vim.ui.select: Accept / Always accept / Reject (with a reason) / Cancel,
+--                  or the options an ACP agent offers, then Cancel
 --   tool.invoke    call a function of a Lua-defined tool (see tools.lua)
 --   tool.release   forget finished runs of Lua-defined tools
 --   buffer.get     the loaded buffer of a file: lines, modified flag, changedtick
@@ -39,25 +40,42 @@ end
 
 local LABELS = { accept = "Accept", reject = "Reject", cancel = "Cancel" }
 
+-- The choices of an approval: the orchestrator's fixed set, or the options an ACP agent
+-- offers ({label, choice} each); Cancel is always last.
+local function approval_choices(args)
+  local labels, choices = {}, {}
+  if type(args.options) == "table" and #args.options > 0 then
+    for _, option in ipairs(args.options) do
+      table.insert(labels, option.label)
+      table.insert(choices, option.choice)
+    end
+  else
+    labels, choices = { LABELS.accept }, { "accept" }
+    if type(args.always) == "string" then
+      table.insert(labels, args.always)
+      table.insert(choices, "always")
+    end
+    table.insert(labels, LABELS.reject)
+    table.insert(choices, "reject")
+  end
+  table.insert(labels, LABELS.cancel)
+  table.insert(choices, "cancel")
+  return labels, choices
+end
+
 function methods.approve(chat, args, reply)
   if type(args.detail) == "string" and args.detail ~= "" then
     require("codecompanion_py.chat").show(chat, args.detail)
   end
-  local choices, answers = { LABELS.accept }, { "accept" }
-  if type(args.always) == "string" then
-    table.insert(choices, args.always)
-    table.insert(answers, "always")
-  end
-  vim.list_extend(choices, { LABELS.reject, LABELS.cancel })
-  vim.list_extend(answers, { "reject", "cancel" })
+  local labels, choices = approval_choices(args)
   local prompt = args.prompt
   if type(args.must_ask) == "string" then
     prompt = ("%s (always asked: %s)"):format(prompt, args.must_ask)
   end
-  vim.ui.select(choices, { prompt = prompt, kind = "codecompanion_py.approval" }, function(_, index)
-    local answer = index and answers[index] or "cancel"
-    if answer ~= "reject" then
-      return reply({ choice = answer })
+  vim.ui.select(labels, { prompt = prompt, kind = "codecompanion_py.approval" }, function(_, index)
+    local choice = index and choices[index] or "cancel"
+    if choice ~= "reject" then
+      return reply({ choice = choice })
     end
     vim.ui.input({ prompt = "Reason for rejecting (sent to the LLM): " }, function(reason)
       reply({ choice = "reject", reason = reason })
