@@ -10,6 +10,7 @@
     │   │   └── RateLimitError        429
     │   └── TransportError       connect or read failed or timed out
     │       └── RequestTimeout
+    ├── AgentError               an ACP agent crashed, hung, or answered with an error
     └── ToolError                a tool could not do what the LLM asked (the message goes
         ├── PathRefused          back to the LLM): a path outside the project, a FIFO...
         └── EditRefused          an edit that does not match, is ambiguous or unsafe
@@ -82,6 +83,7 @@ class EditRefused(ToolError):
 
 
 __all__ = [
+    "AgentError",
     "EditRefused",
     "PathRefused",
     "ToolError",
@@ -96,3 +98,11 @@ __all__ = [
     "StreamError",
     "TransportError",
 ]
+
+
+class AgentError(CodeCompanionError):
+    """An ACP agent crashed, exited, hung past a timeout, or answered with an error."""
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code

@@ -148,24 +148,31 @@ async def _resolve_one(adapter: HTTPAdapter, key: str, spec: Any, timeout: float
         return spec(adapter)
     if not isinstance(spec, str):
         return spec
+    if "." in spec and spec not in os.environ and spec.split(".", 1)[0] in HTTPAdapter._FIELDS:
+        return _lookup_path(adapter, spec)
+    return await resolve_env_string(adapter.name, key, spec, timeout)
+
+
+async def resolve_env_string(owner: str, key: str, spec: str, timeout: float = DEFAULT_CMD_TIMEOUT) -> str | None:
+    """One `env` value as a user writes it: `cmd:<shell command>` (its output),
+    `file:<path>` (its text), the name of an environment variable (its value, or None
+    when unset), or else the literal string. `owner` names the adapter in errors."""
     if spec.startswith("cmd:"):
-        return await _run_env_command(adapter, key, spec[4:].strip(), timeout)
+        return await _run_env_command(owner, key, spec[4:].strip(), timeout)
     if spec.startswith("file:"):
         path = Path(spec[5:].strip()).expanduser()
         try:
             return path.read_text().strip()
         except OSError as exc:
-            raise ConfigError(f"{adapter.name}: env {key!r} could not read {path}: {exc.strerror}") from None
+            raise ConfigError(f"{owner}: env {key!r} could not read {path}: {exc.strerror}") from None
     if spec in os.environ:
         return os.environ[spec]
-    if "." in spec and spec.split(".", 1)[0] in HTTPAdapter._FIELDS:
-        return _lookup_path(adapter, spec)
     if _ENV_NAME.match(spec):
         return None  # an environment variable that is not set
     return spec
 
 
-async def _run_env_command(adapter: HTTPAdapter, key: str, command: str, timeout: float) -> str:
+async def _run_env_command(owner: str, key: str, command: str, timeout: float) -> str:
     # Its own process group, so a timeout kills the command's children too (they would
     # otherwise keep the pipe open).
     proc = await asyncio.create_subprocess_shell(
@@ -178,9 +185,9 @@ async def _run_env_command(adapter: HTTPAdapter, key: str, command: str, timeout
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         await proc.wait()
-        raise ConfigError(f"{adapter.name}: env {key!r} command timed out after {timeout:g}s") from None
+        raise ConfigError(f"{owner}: env {key!r} command timed out after {timeout:g}s") from None
     if proc.returncode != 0:
-        raise ConfigError(f"{adapter.name}: env {key!r} command failed with exit code {proc.returncode}")
+        raise ConfigError(f"{owner}: env {key!r} command failed with exit code {proc.returncode}")
     return out.decode(errors="replace").strip()
 
 

@@ -213,7 +213,7 @@ async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
 # --- process groups ---------------------------------------------------------------------
 
 
-def _signal_group(pgid: int, sig: int) -> bool:
+def signal_group(pgid: int, sig: int) -> bool:
     try:
         os.killpg(pgid, sig)
     except ProcessLookupError:
@@ -223,7 +223,7 @@ def _signal_group(pgid: int, sig: int) -> bool:
     return True
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """Whether a live (non-zombie) process is in group `pgid`.
 
     `killpg(pgid, 0)` also succeeds while only zombies are left (orphans whose reaper is
@@ -253,21 +253,21 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-async def _terminate_group(pgid: int) -> None:
+async def terminate_group(pgid: int) -> None:
     """SIGTERM to the group, then SIGKILL to whatever is still alive after KILL_GRACE (or at
     once if this wait is itself cancelled)."""
-    if not _signal_group(pgid, signal.SIGTERM):
+    if not signal_group(pgid, signal.SIGTERM):
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + KILL_GRACE
     try:
         while loop.time() < deadline:
             await asyncio.sleep(_POLL)
-            if not await asyncio.to_thread(_group_alive, pgid):  # a /proc scan: off the loop
+            if not await asyncio.to_thread(group_alive, pgid):  # a /proc scan: off the loop
                 return
     finally:
-        if _group_alive(pgid):
-            _signal_group(pgid, signal.SIGKILL)
+        if group_alive(pgid):
+            signal_group(pgid, signal.SIGKILL)
 
 
 async def _exited(proc: asyncio.subprocess.Process) -> None:
@@ -345,24 +345,24 @@ async def run_process_raw(
         if waiter.done():
             _, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE)
             if pending:  # background processes hold the pipe open
-                await _terminate_group(pgid)
+                await terminate_group(pgid)
                 notes.append("[background processes still holding the output open were stopped]")
         else:
             timed_out = True
-            await _terminate_group(pgid)
+            await terminate_group(pgid)
             notes.append(f"[timed out after {_format_seconds(timeout or 0)} s]")
         await asyncio.wait(readers, timeout=DRAIN_GRACE)
         if not waiter.done():
             await asyncio.wait([waiter], timeout=KILL_GRACE)
     except asyncio.CancelledError:
-        await _terminate_group(pgid)
+        await terminate_group(pgid)
         raise
     finally:
         unfinished = [task for task in (*readers, waiter, feeder) if task is not None and not task.done()]
         for task in unfinished:
             task.cancel()
         if proc.returncode is None:
-            _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGKILL)
         if any(not task.done() or task.cancelled() for task in readers):
             transport = getattr(proc, "_transport", None)  # pipes a stray process still holds
             if transport is not None:
@@ -403,10 +403,13 @@ __all__ = [
     "KILL_GRACE",
     "ProcessResult",
     "RawProcessResult",
+    "group_alive",
     "needs_shell",
     "run_process",
     "run_process_raw",
     "safe_env",
+    "signal_group",
     "strip_ansi",
+    "terminate_group",
     "to_argv",
 ]

@@ -1,0 +1,244 @@
+"""JSON-RPC 2.0 over newline-delimited JSON, both directions at once, as ACP uses it.
+
+One `Connection` serves either side: the chat talking to an agent, or the bridge talking
+to a client. Requests from the peer run as their own tasks, so a slow one (an approval
+the user is thinking about) never stops the reading. Real agents are loose, so this is
+lenient where it costs nothing: ids may be `0` or strings (answered with the id exactly
+as sent), unknown fields are kept, and a line that is not a JSON-RPC object is logged
+and skipped. Notifications are handled in order, inline, so a reply never overtakes the
+updates sent before it. When the peer goes away every outstanding request fails with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import msgspec
+
+from ..errors import CodeCompanionError
+
+log = logging.getLogger("codecompanion_py.acp")
+
+MAX_LINE = 64 * 1024 * 1024
+"""The longest line read (a file's whole text can travel in one message)."""
+
+# JSON-RPC error codes, and ACP's own.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
+REQUEST_CANCELLED = -32800
+
+Handler = Callable[[str, Any], Awaitable[Any]]
+
+
+class RpcError(CodeCompanionError):
+    """An error answer, ours to send or the peer's to us."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_wire(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ConnectionClosed(CodeCompanionError):
+    """The peer closed its end (exited, crashed) before answering."""
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
+
+
+class Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: Any, *, on_request: Handler,
+                 on_notification: Handler, name: str = "peer") -> None:
+        self._reader = reader
+        self._writer = writer  # asyncio.StreamWriter or anything with write()/drain()/close()
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self.name = name
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, asyncio.Future[Any]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reading: asyncio.Task[None] | None = None
+        self._closed_reason: str | None = None
+        self.last_activity = 0.0
+        self.serving = 0  # requests from the peer being answered right now
+
+    def start(self) -> None:
+        self.last_activity = asyncio.get_running_loop().time()
+        self._reading = asyncio.get_running_loop().create_task(self._read_loop())
+
+    @property
+    def closed(self) -> bool:
+        return self._closed_reason is not None
+
+    async def wait_closed(self) -> None:
+        if self._reading is not None:
+            await asyncio.shield(self._reading)
+
+    # --- sending ----------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        """Send a request and wait for its answer; RpcError when the peer answers with one."""
+        if self._closed_reason is not None:
+            raise ConnectionClosed(self._closed_reason)
+        request_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            await self._send({"jsonrpc": "2.0", "id": request_id, "method": method,
+                              **({"params": params} if params is not None else {})})
+            return await future
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        if self._closed_reason is None:
+            await self._send({"jsonrpc": "2.0", "method": method,
+                              **({"params": params} if params is not None else {})})
+
+    async def _send(self, message: Mapping[str, Any]) -> None:
+        try:
+            self._writer.write(_encoder.encode(message) + b"\n")
+            await self._writer.drain()
+        except (BrokenPipeError, ConnectionResetError, RuntimeError) as error:
+            self._close(f"{self.name} stopped reading: {error}")
+            raise ConnectionClosed(self._closed_reason or "closed") from None
+
+    # --- receiving --------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        reason = f"{self.name} closed the connection"
+        try:
+            while True:
+                try:
+                    line = await self._reader.readline()
+                except ValueError:  # longer than the reader's limit: dropped, reading goes on
+                    log.warning("%s: skipped a line longer than the limit", self.name)
+                    continue
+                if not line:
+                    break
+                self.last_activity = asyncio.get_running_loop().time()
+                if line.strip():
+                    await self._receive(line)
+        except (ConnectionError, OSError) as error:
+            reason = f"{self.name}: {error}"
+        finally:
+            self._close(reason)
+
+    async def _receive(self, line: bytes) -> None:
+        try:
+            message = _decoder.decode(line)
+        except msgspec.DecodeError:
+            log.warning("%s: skipped a line that is not JSON: %.200r", self.name, line)
+            return
+        if not isinstance(message, dict):
+            log.warning("%s: skipped a JSON line that is not an object: %.200r", self.name, line)
+            return
+        method = message.get("method")
+        if isinstance(method, str):
+            if "id" in message and message["id"] is not None:
+                self._spawn(self._answer(message["id"], method, message.get("params")))
+            else:  # in order, before anything read after it (a reply must not overtake updates)
+                await self._notified(method, message.get("params"))
+        elif "id" in message:
+            self._settle(message)
+        else:
+            log.warning("%s: skipped a message with neither method nor id: %.200r", self.name, line)
+
+    def _settle(self, message: dict[str, Any]) -> None:
+        raw = message["id"]
+        future = self._pending.get(raw)
+        if future is None and isinstance(raw, str) and raw.isdigit():  # our int id echoed as a string
+            future = self._pending.get(int(raw))
+        if future is None or future.done():
+            log.debug("%s: an answer to no request we are waiting for: id %r", self.name, raw)
+            return
+        error = message.get("error")
+        if error is not None:
+            if isinstance(error, Mapping):
+                future.set_exception(RpcError(int(error.get("code") or INTERNAL_ERROR) if
+                                              isinstance(error.get("code"), int) else INTERNAL_ERROR,
+                                              str(error.get("message") or "error"), error.get("data")))
+            else:
+                future.set_exception(RpcError(INTERNAL_ERROR, str(error)))
+        else:
+            future.set_result(message.get("result"))
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _answer(self, request_id: Any, method: str, params: Any) -> None:
+        self.serving += 1
+        try:
+            try:
+                result = await self._on_request(method, params)
+                reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            except RpcError as error:
+                reply = {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+            except asyncio.CancelledError:
+                reply = {"jsonrpc": "2.0", "id": request_id,
+                         "error": {"code": REQUEST_CANCELLED, "message": "request cancelled"}}
+            except CodeCompanionError as error:
+                reply = {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": str(error)}}
+            except Exception as error:  # a bug of ours: the peer gets an answer, the log the trace
+                log.exception("%s: %s failed", self.name, method)
+                reply = {"jsonrpc": "2.0", "id": request_id,
+                         "error": {"code": INTERNAL_ERROR, "message": f"{type(error).__name__}: {error}"}}
+        finally:
+            self.serving -= 1
+            self.last_activity = asyncio.get_running_loop().time()
+        with contextlib.suppress(ConnectionClosed):
+            await self._send(reply)
+
+    async def _notified(self, method: str, params: Any) -> None:
+        try:
+            await self._on_notification(method, params)
+        except Exception:
+            log.exception("%s: notification %s failed", self.name, method)
+
+    def _close(self, reason: str) -> None:
+        if self._closed_reason is not None:
+            return
+        self._closed_reason = reason
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectionClosed(reason))
+        self._pending.clear()
+
+    async def close(self) -> None:
+        """Stop reading and answering; outstanding requests fail."""
+        self._close(f"{self.name}: connection closed")
+        if self._reading is not None:
+            self._reading.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        with contextlib.suppress(Exception):
+            self._writer.close()
+
+
+def params_of(params: Any) -> dict[str, Any]:
+    """A request's params as a dict; anything else is the peer's mistake."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise RpcError(INVALID_PARAMS, "params must be an object")
+    return params
