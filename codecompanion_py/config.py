@@ -1,6 +1,7 @@
 """The user's `setup()` table, in CodeCompanion's shape where it applies.
 
-    adapters = { http = { <name> = <table from adapters.extend(...)>, opts = {...} } }
+    adapters = { http = { <name> = <table from adapters.extend(...)>, opts = {...} },
+                 acp = { <name> = <table over a built-in agent, or a new one with extends> } }
     strategies = { chat = { adapter = "name" | { name = ..., model = ... }, opts = {...},
                             tools = {...} } }      -- see tools/registry.py
     interactions = { chat = ... }          -- the newer spelling of `strategies`
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import adapters
+from .acp import adapters as acp_adapters
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
 from .tools.registry import ToolSettings
@@ -53,6 +55,13 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         if not isinstance(definition, (Mapping, str)):
             raise ConfigError(f"adapters.http.{name} must be a table or an adapter name")
         adapters.register(name, definition)
+    acp_adapters.clear_user_adapters()
+    for name, definition in _table(_table(raw.get("adapters"), "adapters").get("acp"), "adapters.acp").items():
+        if name == "opts":
+            continue
+        if not isinstance(definition, Mapping):
+            raise ConfigError(f"adapters.acp.{name} must be a table")
+        acp_adapters.register(name, definition)
     for key in ("interactions", "strategies"):  # the newer spelling wins
         chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
         if "adapter" in chat:

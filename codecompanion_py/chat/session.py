@@ -111,6 +111,9 @@ class ChatSession:
         self.task.cancel()
         return True
 
+    async def close(self) -> None:
+        self.stop()
+
     async def _turn(self) -> None:
         push = self.sink.push
         push({"op": "begin", "adapter": self.adapter_info()})

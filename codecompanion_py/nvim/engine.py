@@ -8,6 +8,7 @@ to the user (in the chat when there is one), never as a stack trace in the edito
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
@@ -18,7 +19,9 @@ from concurrent.futures import Future
 from typing import Any, Protocol
 
 from .. import adapters, config, health
+from ..acp import adapters as acp_adapters
 from ..adapters.models import list_models
+from ..chat.acp_session import AcpChatSession
 from ..chat.session import ChatSession
 from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
@@ -38,12 +41,13 @@ class Engine:
     def __init__(self, bridge: Bridge) -> None:
         self.bridge = bridge
         self.config = config.load({})
-        self.sessions: dict[Any, ChatSession] = {}
+        self.sessions: dict[Any, ChatSession | AcpChatSession] = {}
         self._client: HttpClient | None = None
         self.pending = PendingCalls()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="codecompanion-engine", daemon=True)
         self._thread.start()
+        atexit.register(self.kill_agents)  # the host exiting some other way
         self._methods: dict[str, Callable[[Mapping[str, Any]], Awaitable[None]]] = {
             "config.set": self._config_set,
             "chat.open": self._chat_open,
@@ -54,6 +58,10 @@ class Engine:
             "chat.models": self._chat_models,
             "chat.yolo": self._chat_yolo,
             "chat.clear_approvals": self._chat_clear_approvals,
+            "chat.agent_options": self._chat_agent_options,
+            "chat.set_option": self._chat_set_option,
+            "chat.sessions": self._chat_sessions,
+            "chat.resume": self._chat_resume,
             "editor.reply": self._editor_reply,
         }
 
@@ -74,10 +82,20 @@ class Engine:
         if method == "health":
             return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
         if method == "adapters":
-            return adapters.available()
+            return adapters.available() + acp_adapters.names()
+        if method == "kill_agents":  # Neovim is exiting: no agent may outlive it
+            self.kill_agents()
+            return True
         raise ValueError(f"unknown request {method!r}")
 
+    def kill_agents(self) -> None:
+        """SIGKILL every agent's process group, at once, from any thread."""
+        for session in list(self.sessions.values()):
+            if isinstance(session, AcpChatSession):
+                session.kill_now()
+
     def shutdown(self) -> None:
+        self.kill_agents()
         future = asyncio.run_coroutine_threadsafe(self._close_all(), self.loop)
         try:
             future.result(timeout=2)
@@ -122,18 +140,29 @@ class Engine:
     async def _chat_open(self, payload: Mapping[str, Any]) -> None:
         chat_id = payload["chat_id"]
         spec = payload.get("adapter") or self.config.chat_adapter
-        adapter = adapters.resolve(spec, model=payload.get("model") or None)
         sink = RenderSink(lambda ops: self.bridge.render(chat_id, ops), self.loop)
-        session = ChatSession(chat_id, adapter, client=self.client, sink=sink,
-                              system_prompt=self.config.system_prompt, tools=self.config.tools,
-                              editor=SinkEditor(sink, self.pending), workspace=_workspace(payload))
+        session = self._new_session(chat_id, spec, payload.get("model") or None, sink, _workspace(payload))
         old = self.sessions.pop(chat_id, None)
         if old is not None:
-            old.stop()
+            await old.close()
         self.sessions[chat_id] = session
         sink.push({"op": "ready", "adapter": session.adapter_info()})
 
-    def _session(self, payload: Mapping[str, Any]) -> ChatSession:
+    def _new_session(self, chat_id: Any, spec: Any, model: str | None, sink: RenderSink, workspace: Any,
+                     history: list[Any] | None = None) -> ChatSession | AcpChatSession:
+        editor = SinkEditor(sink, self.pending)
+        name = spec.get("name") if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} else spec
+        if acp_adapters.is_acp(name):
+            return AcpChatSession(chat_id, acp_adapters.resolve(name), sink=sink, editor=editor, workspace=workspace,
+                                  history=[m for m in history or [] if m.role in ("user", "assistant")])
+        session = ChatSession(chat_id, adapters.resolve(spec, model=model), client=self.client, sink=sink,
+                              system_prompt=self.config.system_prompt, tools=self.config.tools,
+                              editor=editor, workspace=workspace)
+        if history:
+            session.history.extend(m for m in history if m.role != "system")
+        return session
+
+    def _session(self, payload: Mapping[str, Any]) -> ChatSession | AcpChatSession:
         session = self.sessions.get(payload.get("chat_id"))
         if session is None:
             raise ConfigError("this chat is not open in the engine; open a new chat")
@@ -143,19 +172,81 @@ class Engine:
         self._session(payload).submit(str(payload.get("text", "")))
 
     async def _chat_set_adapter(self, payload: Mapping[str, Any]) -> None:
-        """Switch the chat's adapter and/or model; the history carries over as it is."""
+        """Switch the chat's adapter and/or model. Between HTTP adapters the history carries
+        over as it is; to or from an agent, the conversation's text does (an agent keeps
+        its own memory, so a new one starts without it)."""
         session = self._session(payload)
         name = payload.get("adapter") or session.adapter.name
-        session.adapter = adapters.resolve(name, model=payload.get("model") or None)
+        model = payload.get("model") or None
+        if isinstance(session, AcpChatSession) and name == session.adapter.name:
+            if model:
+                option = next((o for o in session.options() if o["id"] != "__mode" and
+                               any(v["value"] == model for v in o["values"])), None)
+                if option is None:
+                    raise ConfigError(f"{session.adapter.formatted_name} offers no model {model!r}")
+                await session.set_option(option["id"], model)
+        elif isinstance(session, ChatSession) and not acp_adapters.is_acp(name):
+            session.adapter = adapters.resolve(name, model=model)
+        else:
+            if session.busy:
+                raise ConfigError("wait for the reply to finish (or press q) before switching to or from an agent")
+            replacement = self._new_session(session.chat_id, name, model, session.sink, session.workspace,
+                                            history=session.history)
+            await session.close()
+            self.sessions[session.chat_id] = replacement
+            session = replacement
         session.sink.push({"op": "ready", "adapter": session.adapter_info()})
         session.sink.push({"op": "fire", "event": "ChatAdapter", "data": {"adapter": session.adapter_info()}})
 
     async def _chat_models(self, payload: Mapping[str, Any]) -> None:
-        """The adapter's models, fetched off the UI thread, for Lua to offer."""
+        """The adapter's models, fetched off the UI thread, for Lua to offer. An agent's
+        models are the values of its model option (known once its session started)."""
         session = self._session(payload)
-        adapter = adapters.resolve(payload.get("adapter") or session.adapter.name)
+        name = payload.get("adapter") or session.adapter.name
+        if acp_adapters.is_acp(name):
+            models: list[str] = []
+            if isinstance(session, AcpChatSession) and name == session.adapter.name:
+                models = [str(v["value"]) for o in session.options() if o["id"] != "__mode"
+                          and o["name"].lower() == "model" for v in o["values"]]
+                models += [str(m.get("modelId")) for m in session.models.get("availableModels") or []
+                           if isinstance(m, Mapping) and m.get("modelId") and str(m.get("modelId")) not in models]
+            session.sink.push({"op": "choose_model", "adapter": name, "models": models})
+            return
+        adapter = adapters.resolve(name)
         models = await list_models(adapter, self.client)
         session.sink.push({"op": "choose_model", "adapter": adapter.name, "models": models})
+
+    def _agent(self, payload: Mapping[str, Any]) -> AcpChatSession:
+        session = self._session(payload)
+        if not isinstance(session, AcpChatSession):
+            raise ConfigError("this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)")
+        return session
+
+    async def _chat_agent_options(self, payload: Mapping[str, Any]) -> None:
+        session = self._agent(payload)
+        options = session.options()
+        if not options:
+            raise ConfigError(f"{session.adapter.formatted_name} offers no modes or options"
+                              + ("" if session.session_id else " yet: send a message first"))
+        session.sink.push({"op": "choose_option", "options": options})
+
+    async def _chat_set_option(self, payload: Mapping[str, Any]) -> None:
+        await self._agent(payload).set_option(str(payload.get("id")), payload.get("value"))
+
+    async def _chat_sessions(self, payload: Mapping[str, Any]) -> None:
+        session = self._agent(payload)
+        found = await session.list_sessions()
+        session.sink.push({"op": "choose_session", "sessions": [
+            {"id": s["sessionId"], "title": s.get("title") or s["sessionId"], "updated": s.get("updatedAt")}
+            for s in found]})
+
+    async def _chat_resume(self, payload: Mapping[str, Any]) -> None:
+        session = self._agent(payload)
+        if session.busy:
+            raise ConfigError("wait for the reply to finish before loading another session")
+        session.resume(str(payload.get("session_id")))
+        session.sink.push({"op": "show", "title": "**Session**",
+                           "text": "The earlier session loads with your next message."})
 
     async def _chat_yolo(self, payload: Mapping[str, Any]) -> None:
         session = self._session(payload)
@@ -179,15 +270,15 @@ class Engine:
     async def _chat_close(self, payload: Mapping[str, Any]) -> None:
         session = self.sessions.pop(payload.get("chat_id"), None)
         if session is not None:
-            session.stop()
+            await session.close()
 
     async def _health(self) -> dict[str, Any]:
         return health.report()
 
     async def _close_all(self) -> None:
-        for session in list(self.sessions.values()):
-            session.stop()
+        sessions = list(self.sessions.values())
         self.sessions.clear()
+        await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
         if self._client is not None:
             await self._client.aclose()
 

@@ -2,7 +2,8 @@
 -- function the Python engine calls to render. Ops arrive batched:
 --   ready{adapter} begin{adapter,continued?} text{text} reasoning{text}
 --   tool_call{id,name,arguments} tool_output{id,name,status,text} call{id,method,args}
---   agent_tool{id,title,status,locations?} plan{entries} show{text,title?}  (ACP agents)
+--   agent_tool{id,title,status,locations?} plan{entries} show{text,title?}
+--   choose_option{options} choose_session{sessions}  (ACP agents)
 --   fire{event,data} error{message} done{status,tokens?,message?} choose_model{...}
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
@@ -346,6 +347,45 @@ function render.choose_model(chat, op)
   end)
 end
 
+-- `gm` in a chat with an agent: one of its options (mode, model, reasoning level...),
+-- then a value; `gR`: an earlier session of the agent, loaded with the next message.
+function render.choose_option(chat, op)
+  local names = {}
+  for _, option in ipairs(op.options) do
+    table.insert(names, ("%s (%s)"):format(option.name, tostring(option.current)))
+  end
+  vim.ui.select(names, { prompt = "Agent option" }, function(_, index)
+    local option = index and op.options[index]
+    if not option then
+      return
+    end
+    local labels = {}
+    for _, value in ipairs(option.values) do
+      table.insert(labels, value.name)
+    end
+    vim.ui.select(labels, { prompt = option.name }, function(_, choice)
+      if choice then
+        rpc.notify("chat.set_option", { chat_id = chat.bufnr, id = option.id, value = option.values[choice].value })
+      end
+    end)
+  end)
+end
+
+function render.choose_session(chat, op)
+  if #op.sessions == 0 then
+    return vim.notify("CodeCompanion: the agent has no earlier sessions here")
+  end
+  local labels = {}
+  for _, session in ipairs(op.sessions) do
+    table.insert(labels, session.title .. (type(session.updated) == "string" and ("  " .. session.updated) or ""))
+  end
+  vim.ui.select(labels, { prompt = "Resume session" }, function(_, index)
+    if index then
+      rpc.notify("chat.resume", { chat_id = chat.bufnr, session_id = op.sessions[index].id })
+    end
+  end)
+end
+
 function M.stop(buf)
   local chat = M.chats[buf]
   if chat and chat.status == "streaming" then
@@ -389,6 +429,8 @@ local function set_keymaps(buf)
   map("n", "ga", function() M.change_adapter(buf) end, "change adapter and model")
   map("n", "gty", function() rpc.notify("chat.yolo", { chat_id = buf }) end, "toggle YOLO mode (auto-approve tools)")
   map("n", "gtx", function() rpc.notify("chat.clear_approvals", { chat_id = buf }) end, "forget tool approvals")
+  map("n", "gm", function() rpc.notify("chat.agent_options", { chat_id = buf }) end, "agent mode, model and options")
+  map("n", "gR", function() rpc.notify("chat.sessions", { chat_id = buf }) end, "resume an earlier agent session")
 end
 
 ---@param opts? { adapter?: string, model?: string, prompt?: string }

@@ -74,7 +74,7 @@ function methods.approve(chat, args, reply)
   end
   vim.ui.select(labels, { prompt = prompt, kind = "codecompanion_py.approval" }, function(_, index)
     local choice = index and choices[index] or "cancel"
-    if choice ~= "reject" then
+    if choice ~= "reject" or (type(args.options) == "table" and #args.options > 0) then -- agent options: no reason
       return reply({ choice = choice })
     end
     vim.ui.input({ prompt = "Reason for rejecting (sent to the LLM): " }, function(reason)

@@ -4,7 +4,7 @@
 local M = {}
 
 M.defaults = {
-  adapters = { http = {} },
+  adapters = { http = {}, acp = {} },
   interactions = { chat = {} },
   display = {
     chat = {

@@ -18,7 +18,7 @@ local function to_data(value, path, dropped)
     value = require("codecompanion_py.tools").register(tool, value)
   end
   if type(value) == "function" then
-    if path:match("^adapters%.http%.[^.]+$") then
+    if path:match("^adapters%.http%.[^.]+$") or path:match("^adapters%.acp%.[^.]+$") then
       local ok, result = pcall(value)
       if not ok then
         vim.notify(("CodeCompanion: %s failed: %s"):format(path, result), vim.log.levels.ERROR)
@@ -49,7 +49,22 @@ function M.payload_for_config()
   return data
 end
 
+-- Agents are processes of the engine's: they must not outlive Neovim.
+local exit_hook = false
+local function kill_agents_on_exit()
+  if exit_hook then
+    return
+  end
+  exit_hook = true
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    callback = function()
+      pcall(vim.fn.CodeCompanionPyRequest, "kill_agents", vim.empty_dict())
+    end,
+  })
+end
+
 local function ensure_config()
+  kill_agents_on_exit()
   if not config_sent then
     config_sent = true
     vim.fn.CodeCompanionPyNotify("config.set", M.payload_for_config())

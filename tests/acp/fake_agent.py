@@ -3,7 +3,9 @@
 The first word of a prompt picks the scenario (`stream`, `permission`, `read`, `terminal`,
 `plan`, `crash`, `slow`, `junk`, `write_outside`, `tools`); anything else is echoed.
 Environment: FAKE_AGENT_HANG=initialize|prompt makes it never answer that method;
-FAKE_AGENT_LOG=<path> appends every line it receives (for assertions on the wire).
+FAKE_AGENT_LOG=<path> appends every line it receives (for assertions on the wire);
+FAKE_AGENT_STUBBORN=1 makes it behave like the worst real agents: it starts a child
+process, ignores SIGTERM and stays alive after its input closes.
 Its requests to the client use the ids real agents use: 0 first, then strings.
 """
 
@@ -34,6 +36,9 @@ def read() -> dict | None:
         return _backlog.pop(0)
     line = sys.stdin.readline()
     if not line:
+        if os.environ.get("FAKE_AGENT_STUBBORN"):
+            while True:
+                time.sleep(60)
         sys.exit(0)
     if LOG:
         with open(LOG, "a") as handle:
@@ -229,6 +234,13 @@ CONFIG = [{"id": "model", "name": "Model", "category": "model", "type": "select"
 
 def main() -> None:
     cwd = os.getcwd()
+    if os.environ.get("FAKE_AGENT_STUBBORN"):
+        import signal
+        import subprocess
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "fake_agent.py-child"],
+                         stdin=subprocess.DEVNULL)
     while True:
         message = read()
         if not message or "method" not in message:

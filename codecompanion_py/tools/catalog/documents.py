@@ -16,6 +16,7 @@ from typing import Any
 
 from ...errors import PathRefused, ToolError
 from ..contract import ToolRun
+from ..orchestrator import ToolsContext
 from ..workspace import FileText, Target
 
 _BUFFER = "buffer:"
@@ -44,14 +45,19 @@ def resolve(run: ToolRun, raw: Any, *, kind: str = "file") -> Target:
 
 
 async def open_document(run: ToolRun, target: Target) -> Document:
-    buffer = await run.context.editor.call("buffer.get", {"path": str(target.real)}) if target.exists else None
+    return await load(run.context, target)
+
+
+async def load(context: ToolsContext, target: Target) -> Document:
+    """The file as the user sees it: the loaded buffer (unsaved text included), else disk."""
+    buffer = await context.editor.call("buffer.get", {"path": str(target.real)}) if target.exists else None
     if isinstance(buffer, Mapping) and isinstance(buffer.get("lines"), list):
         eol = buffer.get("eol", True) is not False
         text = "\n".join(buffer["lines"]) + ("\n" if eol and buffer["lines"] else "")
         return Document(target, text, _buffer_version(text), final_newline=eol, buffer=buffer)
     if not target.exists:
         raise PathRefused(f"{target.relative} does not exist; use create_file to make a new file")
-    disk: FileText = run.context.workspace.read_text(target)
+    disk: FileText = context.workspace.read_text(target)
     return Document(target, disk.text, disk.sha256, disk.newline, disk.final_newline)
 
 
@@ -67,22 +73,27 @@ def check_not_stale(run: ToolRun, document: Document) -> None:
 
 
 async def save(run: ToolRun, document: Document, text: str) -> str:
-    """Write `text` where the document came from; returns a sentence for the LLM."""
+    return await store(run.context, document, text)
+
+
+async def store(context: ToolsContext, document: Document, text: str) -> str:
+    """Write `text` where the document came from, fire `FileEdited`; returns a sentence
+    for the LLM saying where the edit went."""
     relative = document.target.relative
     if document.buffer is not None:
-        reply = await run.context.editor.call("buffer.set", {
+        reply = await context.editor.call("buffer.set", {
             "bufnr": document.buffer["bufnr"], "changedtick": document.buffer["changedtick"],
             "lines": _buffer_lines(text), "save": True})
-        run.context.reads[str(document.target.real)] = _buffer_version(text)
+        context.reads[str(document.target.real)] = _buffer_version(text)
         saved = isinstance(reply, Mapping) and reply.get("saved")
         where = "in the open buffer and saved" if saved else \
             "in the open buffer, which has unsaved changes of the user, so it was not saved to disk"
     else:
-        written = run.context.workspace.write_text(document.target, text, expected_sha256=document.version,
-                                                   newline=document.newline, final_newline=document.final_newline)
-        run.context.reads[str(document.target.real)] = written.sha256
+        written = context.workspace.write_text(document.target, text, expected_sha256=document.version,
+                                               newline=document.newline, final_newline=document.final_newline)
+        context.reads[str(document.target.real)] = written.sha256
         where = "on disk"
-    run.context.fire("FileEdited", {"path": str(document.target.real), "relative": relative})
+    context.fire("FileEdited", {"path": str(document.target.real), "relative": relative})
     return f"{relative} was edited {where}."
 
 

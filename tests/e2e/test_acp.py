@@ -1,0 +1,174 @@
+"""A chat with a coding agent over ACP, in headless Neovim: the scripted fake agent streams,
+thinks, plans, asks permission, writes through a loaded buffer, runs a terminal, is
+cancelled with `q`, crashes, and never outlives its chat."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_tools import RECORD_UI
+
+FAKE_AGENT = str(Path(__file__).parents[1] / "acp" / "fake_agent.py")
+
+
+def agent_processes() -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"fake_agent.py" in cmdline and state not in ("Z", "X"):
+            found.append(int(pid))
+    return found
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("first line\n")
+    return root
+
+
+def open_agent_chat(editor, project, prompt: str, answers=(), env_lua: str = ""):
+    editor.nvim.command(f"cd {project}")
+    editor.lua(RECORD_UI)
+    editor.lua("_G.cc_answers = ...", list(answers))
+    editor.setup(f"""{{
+      adapters = {{ acp = {{ fake = {{
+        formatted_name = "Fake Agent",
+        commands = {{ default = {{ "{sys.executable}", "{FAKE_AGENT}" }} }},
+        defaults = {{ timeout = 10000 }}, env = {{ {env_lua} }},
+      }} }} }},
+      strategies = {{ chat = {{ adapter = "fake" }} }},
+    }}""")
+    editor.nvim.command(f"CodeCompanionChat {prompt}")
+    return editor.nvim.current.buffer.number
+
+
+def test_streamed_reply_with_reasoning_from_an_agent(editor, project):
+    chat = open_agent_chat(editor, project, "stream please")
+    editor.wait_event("CodeCompanionChatDone")
+    text = editor.text(chat)
+    assert "## CodeCompanion (Fake Agent)" in text
+    assert "### Reasoning\n\nLet me think." in text
+    assert "Hello from the fake agent." in text
+    editor.type_prompt("plan")
+    editor.nvim.input("<CR>")
+    editor.wait_event("CodeCompanionChatDone", count=2)
+    text = editor.text(chat)
+    # the plan is one checklist, updated in place
+    assert text.count("**Plan**") == 1
+    assert "- [x] Read the code" in text and "- [~] Write the fix" in text
+
+
+def test_permission_then_the_write_goes_through_the_loaded_buffer(editor, project):
+    editor.nvim.command(f"edit {project / 'notes.txt'}")
+    chat = open_agent_chat(editor, project, "permission notes.txt", answers=["Allow"])
+    editor.wait_event("CodeCompanionChatDone")
+    prompt = editor.lua("return _G.cc_prompts")[0]
+    assert prompt["prompt"].startswith("Fake Agent wants to: Write notes.txt")
+    assert prompt["items"] == ["Allow", "Always allow", "Reject", "Never allow", "Cancel"]
+    notes = editor.nvim.call("bufnr", str(project / "notes.txt"))
+    assert editor.nvim.api.buf_get_lines(notes, 0, -1, False) == ["hello from the agent"]
+    assert (project / "notes.txt").read_text() == "hello from the agent\n"  # a clean buffer is saved
+    names = editor.event_names()
+    assert "CodeCompanionFileEdited" in names
+    assert names.index("CodeCompanionToolApprovalRequested") < names.index("CodeCompanionToolApprovalFinished")
+    text = editor.text(chat)
+    assert "**Tool** ✓ Write notes.txt" in text and "**Tool** ○" not in text  # one line, updated in place
+    assert "+hello from the agent" in text  # the diff is shown
+
+
+def test_a_rejected_permission_leaves_the_file_alone(editor, project):
+    chat = open_agent_chat(editor, project, "permission notes.txt", answers=["Reject"])
+    editor.wait_event("CodeCompanionChatDone")
+    assert (project / "notes.txt").read_text() == "first line\n"
+    assert "The user rejected the write." in editor.text(chat)
+    assert "**Tool** ✗ Write notes.txt" in editor.text(chat)
+
+
+def test_writes_outside_the_project_are_refused(editor, project, tmp_path):
+    outside = tmp_path / "outside.txt"
+    chat = open_agent_chat(editor, project, f"write_outside {outside}")
+    editor.wait_event("CodeCompanionChatDone")
+    assert not outside.exists()
+    assert "outside the project" in editor.text(chat)
+
+
+def test_a_terminal_runs_and_its_output_is_shown(editor, project):
+    chat = open_agent_chat(editor, project, "terminal")
+    editor.wait_event("CodeCompanionChatDone")
+    text = editor.text(chat)
+    assert "exit=0 truncated=False output=terminal says hi" in text
+    assert "**Tool** ✓ Run python" in text
+
+
+def test_q_cancels_the_turn_and_the_chat_goes_on(editor, project):
+    chat = open_agent_chat(editor, project, "slow")
+    editor.wait_for(lambda: "chunk5" in editor.text(chat), what="streaming")
+    editor.nvim.input("q")
+    stopped = editor.wait_event("CodeCompanionChatStopped")
+    assert stopped["data"]["status"] == "stopped"
+    assert "chunk399" not in editor.text(chat)
+    editor.type_prompt("stream")
+    editor.nvim.input("<CR>")
+    editor.wait_event("CodeCompanionChatDone")
+    assert "Hello from the fake agent." in editor.text(chat)
+
+
+def test_a_crash_is_shown_and_the_next_message_starts_a_new_agent(editor, project):
+    chat = open_agent_chat(editor, project, "crash")
+    done = editor.wait_event("CodeCompanionChatDone")
+    assert done["data"]["status"] == "error"
+    text = editor.text(chat)
+    assert "exited with code 3" in text and "the fake agent fell over" in text
+    editor.wait_for(lambda: not agent_processes(), what="crashed agent reaped")
+    editor.type_prompt("stream")
+    editor.nvim.input("<CR>")
+    editor.wait_event("CodeCompanionChatDone", count=2)
+    text = editor.text(chat)
+    assert "Hello from the fake agent." in text and "was restarted" in text
+
+
+STUBBORN = 'FAKE_AGENT_STUBBORN = "1"'  # a child process, SIGTERM ignored, alive after EOF
+
+
+def test_closing_the_chat_stops_the_agent_and_its_children(editor, project):
+    chat = open_agent_chat(editor, project, "stream", env_lua=STUBBORN)
+    editor.wait_event("CodeCompanionChatDone")
+    assert len(agent_processes()) == 2
+    editor.nvim.command(f"bwipeout! {chat}")
+    editor.wait_for(lambda: not agent_processes(), what="agent stopped after the chat closed")
+
+
+def test_quitting_neovim_stops_the_agent(nvim_home, monkeypatch, project):
+    import pynvim
+
+    from codecompanion_py.demo.launch import nvim_binary
+
+    from .conftest import RECORD_EVENTS, Editor
+
+    init, env = nvim_home
+    for key in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(key, env[key])
+    nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(init)])
+    editor = Editor(nvim)
+    editor.lua(RECORD_EVENTS)
+    open_agent_chat(editor, project, "stream", env_lua=STUBBORN)
+    editor.wait_event("CodeCompanionChatDone")
+    assert len(agent_processes()) == 2
+    try:
+        nvim.command("qa!")
+    except Exception:
+        pass
+    nvim.close()
+    editor.wait_for(lambda: not agent_processes(), what="agent stopped with Neovim")
