@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# A real ACP agent for the integration tests (skipped, with the reason, without npm).
+CODEX_ACP := @zed-industries/codex-acp@0.16.0
+AGENTS_STAMP := $(VENV)/agents/.installed
 
-.PHONY: test demo bench venv clean
+.PHONY: test demo bench venv agents clean
 
 venv: $(STAMP)
 
@@ -14,7 +17,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-test: $(STAMP)
+agents: $(STAMP)
+	@if [ -f $(AGENTS_STAMP) ]; then :; \
+	elif command -v npm >/dev/null 2>&1; then \
+		echo "installing $(CODEX_ACP) into $(VENV)/agents"; \
+		npm install --silent --no-audit --no-fund --prefix $(VENV)/agents $(CODEX_ACP) && touch $(AGENTS_STAMP) \
+			|| echo "npm could not install $(CODEX_ACP): the real-agent tests will be skipped"; \
+	else echo "npm not found: the real-agent tests will be skipped"; fi
+
+test: $(STAMP) agents
 	$(PY) -m pytest -q
 
 demo: $(STAMP)

@@ -64,6 +64,7 @@ class AcpChatSession:
         self._shown: set[str] = set()
         self._reply: list[str] = []
         self._lost_agent = False
+        self._background: set[asyncio.Future[Any]] = set()
 
     # --- the engine's interface -----------------------------------------------------------
 
@@ -322,6 +323,22 @@ class AcpChatSession:
             shown = self._tool_content(call)
             if shown:
                 self.sink.push({"op": "show", "text": shown})
+            if call.get("status") == "completed" and call.get("kind") in ("edit", "delete", "move"):
+                self._reload_buffers(call)
+
+    def _reload_buffers(self, call: Mapping[str, Any]) -> None:
+        """Agents that write files themselves (Codex) leave loaded buffers stale: re-read them."""
+        paths = {loc.get("path") for loc in call.get("locations") or [] if isinstance(loc, Mapping)}
+        paths |= {c.get("path") for c in call.get("content") or [] if isinstance(c, Mapping)}
+        paths = sorted(p for p in paths if isinstance(p, str))
+        if paths:
+            self._spawn(self.editor.call("buffer.reload", {"paths": paths}))
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a failure here is not the turn's
 
     def _tool_content(self, call: Mapping[str, Any]) -> str:
         parts: list[str] = []

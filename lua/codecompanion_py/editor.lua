@@ -6,6 +6,7 @@
 --   tool.invoke    call a function of a Lua-defined tool (see tools.lua)
 --   tool.release   forget finished runs of Lua-defined tools
 --   buffer.get     the loaded buffer of a file: lines, modified flag, changedtick
+--   buffer.reload  re-read loaded buffers of files an agent changed on disk
 --   buffer.set     replace a buffer's lines as one undo step, then save if it was clean
 --   diagnostics    vim.diagnostic entries of a file
 local api = vim.api
@@ -148,6 +149,22 @@ function methods.buffer_set(_, args, reply)
     saved = pcall(api.nvim_buf_call, buf, function() vim.cmd("silent write") end)
   end
   reply({ saved = saved, modified = vim.bo[buf].modified })
+end
+
+-- An agent changed files on disk itself: loaded buffers without unsaved changes take the
+-- new text (`checktime` asks the user about modified ones, as for any outside change).
+function methods.buffer_reload(_, args, reply)
+  local reloaded = {}
+  for _, path in ipairs(args.paths or {}) do
+    local buf = find_buffer(path)
+    if buf then
+      api.nvim_buf_call(buf, function()
+        vim.cmd("checktime")
+      end)
+      table.insert(reloaded, path)
+    end
+  end
+  reply({ reloaded = reloaded })
 end
 
 function methods.diagnostics(_, args, reply)

@@ -172,3 +172,67 @@ def test_quitting_neovim_stops_the_agent(nvim_home, monkeypatch, project):
         pass
     nvim.close()
     editor.wait_for(lambda: not agent_processes(), what="agent stopped with Neovim")
+
+
+# --- a real agent: Codex over ACP, its LLM played by our server -------------------------
+
+from codecompanion_py.demo.server import ScriptedServer, ServerThread  # noqa: E402
+
+from ..acp.real_agents import codex_acp, codex_home, codex_llm  # noqa: E402
+
+PATCH = "\n".join(["apply_patch <<'PATCH'", "*** Begin Patch", "*** Update File: notes.txt", "@@",
+                   "-first line", "+changed by codex", "*** End Patch", "PATCH", ""])
+
+
+@pytest.mark.skipif(codex_acp() is None, reason="codex-acp is not installed: `make agents` needs npm")
+def test_a_real_codex_agent_edits_a_loaded_file_through_an_approval(editor, project, tmp_path):
+    with ServerThread(ScriptedServer(codex_llm(PATCH, "Updated notes.txt for you."))) as server:
+        env = codex_home(tmp_path, server.url, approval="untrusted", sandbox="danger-full-access")
+        env_lua = ", ".join(f'{key} = "{value}"' for key, value in env.items())
+        editor.nvim.command(f"edit {project / 'notes.txt'}")
+        editor.nvim.command(f"cd {project}")
+        editor.lua(RECORD_UI)
+        editor.lua("_G.cc_answers = ...", ["Yes"])
+        editor.setup(f"""{{
+          adapters = {{ acp = {{ codex = {{
+            commands = {{ default = {{ "{codex_acp()}" }} }}, env = {{ {env_lua} }},
+          }} }} }},
+        }}""")
+        editor.nvim.command("CodeCompanionChat adapter=codex RUNTOOL please change notes.txt")
+        chat = editor.nvim.current.buffer.number
+        done = editor.wait_event("CodeCompanionChatDone", timeout=60)
+        assert done["data"]["status"] == "success", editor.text(chat)
+        prompt = editor.lua("return _G.cc_prompts")[0]
+        assert prompt["prompt"].startswith("Codex wants to: Edit") and prompt["items"][0] == "Yes"
+        assert (project / "notes.txt").read_text() == "changed by codex\n"
+        notes = editor.nvim.call("bufnr", str(project / "notes.txt"))
+        editor.wait_for(lambda: editor.nvim.api.buf_get_lines(notes, 0, -1, False) == ["changed by codex"],
+                        what="the loaded buffer re-read")
+        text = editor.text(chat)
+        assert "## CodeCompanion (Codex)" in text and "Updated notes.txt for you." in text
+        assert "+changed by codex" in text  # the diff was shown
+        assert "**Tool** ✓" in text
+        names = editor.event_names()
+        assert "CodeCompanionToolApprovalRequested" in names and "CodeCompanionToolApprovalFinished" in names
+
+        # a second turn in the same session, then the chat closes and codex is gone
+        editor.type_prompt("thanks")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=2, timeout=60)
+        assert editor.text(chat).count("Updated notes.txt for you.") == 2
+        assert codex_pid() is not None
+        editor.nvim.command(f"bwipeout! {chat}")
+        editor.wait_for(lambda: codex_pid() is None, what="codex stopped with its chat")
+
+
+def codex_pid() -> int | None:
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if b"codex-acp" in cmdline and state not in ("Z", "X"):
+                return int(pid)
+    return None
