@@ -3,8 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# A real ACP agent for the integration tests (skipped, with the reason, without npm).
-CODEX_ACP := @zed-industries/codex-acp@0.16.0
+# Real ACP agents for the integration tests (skipped, with the reason, without npm).
+AGENT_PACKAGES := @zed-industries/codex-acp@0.16.0 @zed-industries/claude-agent-acp@0.23.1
 AGENTS_STAMP := $(VENV)/agents/.installed
 
 .PHONY: test demo bench venv agents clean
@@ -20,9 +20,9 @@ $(STAMP): pyproject.toml
 agents: $(STAMP)
 	@if [ -f $(AGENTS_STAMP) ]; then :; \
 	elif command -v npm >/dev/null 2>&1; then \
-		echo "installing $(CODEX_ACP) into $(VENV)/agents"; \
-		npm install --silent --no-audit --no-fund --prefix $(VENV)/agents $(CODEX_ACP) && touch $(AGENTS_STAMP) \
-			|| echo "npm could not install $(CODEX_ACP): the real-agent tests will be skipped"; \
+		echo "installing $(AGENT_PACKAGES) into $(VENV)/agents"; \
+		npm install --silent --no-audit --no-fund --prefix $(VENV)/agents $(AGENT_PACKAGES) && touch $(AGENTS_STAMP) \
+			|| echo "npm could not install the agents: the real-agent tests will be skipped"; \
 	else echo "npm not found: the real-agent tests will be skipped"; fi
 
 test: $(STAMP) agents

@@ -2,8 +2,12 @@
 is present), pointed at our scripted server playing their LLM.
 
 Codex (`@zed-industries/codex-acp`) reads its model provider from `config.toml` in an
-isolated CODEX_HOME; it speaks the OpenAI Responses API. It asks the client's permission
-for a shell command only when the model requests escalated sandbox permissions.
+isolated CODEX_HOME; it speaks the OpenAI Responses API. With approval policy
+`untrusted` it asks the client before applying a patch.
+
+Claude Code (`@zed-industries/claude-agent-acp`) takes `ANTHROPIC_BASE_URL` and speaks
+the Messages API (after a `HEAD /` probe). As root it must not see `IS_SANDBOX`, or it
+asks Claude Code to skip permissions, which Claude Code refuses to do as root.
 """
 
 from __future__ import annotations
@@ -20,12 +24,58 @@ ROOT = Path(__file__).resolve().parents[2]
 AGENTS = ROOT / ".venv" / "agents" / "node_modules" / ".bin"
 
 
-def codex_acp() -> str | None:
-    """The codex-acp command, or None when it is not installed."""
-    candidate = os.environ.get("CODECOMPANION_TEST_CODEX_ACP") or str(AGENTS / "codex-acp")
+def installed(command: str) -> str | None:
+    """An agent command from `.venv/agents` (or PATH), or None when it is not installed."""
+    candidate = str(AGENTS / command)
     if os.access(candidate, os.X_OK):
         return candidate
-    return shutil.which("codex-acp")
+    return shutil.which(command)
+
+
+def codex_acp() -> str | None:
+    return installed("codex-acp")
+
+
+def claude_agent_acp() -> str | None:
+    return installed("claude-agent-acp")
+
+
+def claude_env(tmp: Path, url: str) -> dict[str, str]:
+    home = tmp / "claude-home"
+    home.mkdir(parents=True, exist_ok=True)
+    return {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "sk-ant-fake", "HOME": str(home),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1"}
+
+
+def _anthropic(message_id: str, block: dict[str, Any], delta: dict[str, Any], stop: str) -> Reply:
+    def frame(kind: str, **fields: Any) -> bytes:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **fields})}\n\n".encode()
+
+    start = {"id": message_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
+             "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}
+    return Reply(headers={"content-type": "text/event-stream"}, chunks=[
+        frame("message_start", message=start), frame("content_block_start", index=0, content_block=block),
+        frame("content_block_delta", index=0, delta=delta), frame("content_block_stop", index=0),
+        frame("message_delta", delta={"stop_reason": stop}, usage={"output_tokens": 5}), frame("message_stop")])
+
+
+def claude_llm(tool: str, arguments: dict[str, Any], final_text: str):
+    """A responder for Claude Code: a last user message mentioning RUNTOOL gets the tool
+    call; its result (or any other message) gets the text."""
+
+    def respond(request: Request) -> Reply:
+        if request.method != "POST":
+            return Reply(status=200)
+        if "/v1/messages" not in request.path:
+            return Reply(status=404)
+        last = json.dumps((request.json() or {}).get("messages", [])[-1:])
+        if "RUNTOOL" in last and "tool_result" not in last:
+            return _anthropic("msg_tool", {"type": "tool_use", "id": "toolu_1", "name": tool, "input": {}},
+                              {"type": "input_json_delta", "partial_json": json.dumps(arguments)}, "tool_use")
+        return _anthropic("msg_text", {"type": "text", "text": ""}, {"type": "text_delta", "text": final_text},
+                          "end_turn")
+
+    return respond
 
 
 def codex_home(tmp: Path, url: str, *, approval: str = "on-request", sandbox: str = "workspace-write") -> dict[str, str]:
