@@ -11,6 +11,8 @@
 5. Tools: search/replace edits on a 20,000-line file (exact, and indentation-tolerant)
    with the approval diff, and the orchestrator's cost per tool call (a batch of 200
    calls of a Python tool, no approval).
+6. ACP: the scripted agent (tests/acp/fake_agent.py) from start to its first reply, and
+   10,000 message chunks from it through the ACP client and the chat session to UI ops.
 """
 
 from __future__ import annotations
@@ -284,6 +286,44 @@ def bench_tools() -> dict:
             "orchestrator_per_call_ms": per_batch / 200 * 1000}
 
 
+def bench_acp(chunks: int = 10_000) -> dict:
+    """An agent chat without Neovim: the scripted agent's start to a session, and its
+    message chunks through the ACP client and the chat session to UI ops."""
+    from codecompanion_py.acp.adapters import AcpAdapter
+    from codecompanion_py.chat.acp_session import AcpChatSession
+    from codecompanion_py.tools.workspace import Workspace
+
+    class Sink:
+        def __init__(self):
+            self.texts = 0
+
+        def push(self, op):
+            self.texts += op["op"] == "text"
+
+    agent = [sys.executable, str(REPO / "tests" / "acp" / "fake_agent.py")]
+
+    async def run(root: str) -> tuple[float, float]:
+        session = AcpChatSession(1, AcpAdapter("fake", "Fake", {"default": agent}), sink=Sink(), editor=None,
+                                 workspace=Workspace(root))
+        try:
+            start = time.perf_counter()
+            await session.submit("hello")
+            started = time.perf_counter() - start
+            start = time.perf_counter()
+            await session.submit(f"many {chunks}")
+            streamed = time.perf_counter() - start
+            assert session.sink.texts == chunks + 1
+            return started, streamed
+        finally:
+            await session.close()
+
+    with tempfile.TemporaryDirectory() as root:
+        runs = [asyncio.run(run(root)) for _ in range(5)]
+    stream_s = statistics.median(r[1] for r in runs)
+    return {"start_to_first_reply_ms": statistics.median(r[0] for r in runs) * 1000, "stream_s": stream_s,
+            "chunks_per_s": chunks / stream_s}
+
+
 def main() -> None:
     # An installed package has its bytecode cached; compile ours so imports are measured
     # the way a user's Neovim sees them (this environment may set PYTHONDONTWRITEBYTECODE).
@@ -305,6 +345,8 @@ def main() -> None:
     report["import"] = bench_import()
     print("5. tools ...", flush=True)
     report["tools"] = bench_tools()
+    print("6. ACP agent ...", flush=True)
+    report["acp"] = bench_acp()
 
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()
@@ -327,6 +369,10 @@ def main() -> None:
     print(f"(5) edit of a 20,000-line file with its diff: exact match {tools['edit_exact_ms']:.1f} ms, "
           f"indentation-tolerant match {tools['edit_tolerant_ms']:.1f} ms; orchestrator "
           f"{tools['orchestrator_per_call_ms']:.3f} ms per tool call")
+    acp = report["acp"]
+    print(f"(6) ACP: scripted agent started to its first reply {acp['start_to_first_reply_ms']:.0f} ms; "
+          f"10,000 message chunks through client and chat session {acp['stream_s']*1000:.0f} ms "
+          f"({acp['chunks_per_s']:,.0f} chunks/s)")
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "latest.json").write_text(json.dumps(report, indent=2, default=str))

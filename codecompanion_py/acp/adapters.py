@@ -91,7 +91,6 @@ class AcpAdapter:
     env: dict[str, Any] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     install: str = ""
-    model: str | None = None  # set after the session starts, from the agent's own options
 
     def command(self, yolo: bool = False) -> list[str]:
         argv = self.commands.get("yolo") if yolo else None

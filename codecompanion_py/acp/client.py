@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .. import __version__
@@ -49,6 +49,7 @@ class AcpClient:
         self.agent_info: dict[str, Any] = {}
         self.auth_methods: list[Any] = []
         self._permissions: set[asyncio.Future[Any]] = set()
+        self.in_turn = False  # a prompt (or a session load) is running: its updates belong to it
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -120,8 +121,8 @@ class AcpClient:
     async def load_session(self, session_id: str) -> dict[str, Any]:
         if not self.supports("loadSession"):
             raise AgentError(f"{self.adapter.formatted_name} cannot load earlier sessions")
-        result = await self._call("session/load", {"sessionId": session_id, "cwd": self.cwd,
-                                                   "mcpServers": self._mcp_servers()}, idle=self.adapter.timeout)
+        result = await self._turn("session/load", {"sessionId": session_id, "cwd": self.cwd,
+                                                    "mcpServers": self._mcp_servers()}, idle=self.adapter.timeout)
         return result if isinstance(result, dict) else {}
 
     async def list_sessions(self) -> list[dict[str, Any]]:
@@ -134,9 +135,21 @@ class AcpClient:
     async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
         """One turn. Waits as long as the agent keeps talking (or waits on the user), and
         gives up after `prompt_timeout` seconds of silence."""
-        result = await self._call("session/prompt", {"sessionId": session_id, "prompt": blocks},
+        result = await self._turn("session/prompt", {"sessionId": session_id, "prompt": blocks},
                                   idle=self.adapter.prompt_timeout)
         return result if isinstance(result, dict) else {}
+
+    async def _turn(self, method: str, params: dict[str, Any], *, idle: float) -> Any:
+        """A request whose updates belong to it: `in_turn` is true from the request until the
+        moment its answer is read, so updates the agent sends later can be told apart."""
+        def answered() -> None:
+            self.in_turn = False
+
+        self.in_turn = True
+        try:
+            return await self._call(method, params, idle=idle, on_answer=answered)
+        finally:
+            self.in_turn = False
 
     async def cancel(self, session_id: str) -> None:
         """Ask the agent to stop the turn; pending permission questions are answered
@@ -165,7 +178,7 @@ class AcpClient:
     # --- calls and their failures -----------------------------------------------------
 
     async def _call(self, method: str, params: dict[str, Any], *, timeout: float | None = None,
-                    idle: float | None = None) -> Any:
+                    idle: float | None = None, on_answer: Callable[[], None] | None = None) -> Any:
         """A request that fails with an AgentError when the agent errs, exits, takes longer
         than `timeout`, or is silent for `idle` seconds (not counting time the editor
         spends answering the agent, such as an approval the user is reading)."""
@@ -174,7 +187,7 @@ class AcpClient:
         name = self.adapter.formatted_name
         loop = asyncio.get_running_loop()
         started = loop.time()
-        request = asyncio.ensure_future(self.connection.request(method, params))
+        request = asyncio.ensure_future(self.connection.request(method, params, on_answer=on_answer))
         try:
             while True:
                 done, _ = await asyncio.wait([request], timeout=0.2)

@@ -74,6 +74,7 @@ class Connection:
         self.name = name
         self._ids = itertools.count(1)
         self._pending: dict[Any, asyncio.Future[Any]] = {}
+        self._on_answer: dict[Any, Callable[[], None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reading: asyncio.Task[None] | None = None
         self._closed_reason: str | None = None
@@ -94,19 +95,24 @@ class Connection:
 
     # --- sending ----------------------------------------------------------------------
 
-    async def request(self, method: str, params: Any = None) -> Any:
-        """Send a request and wait for its answer; RpcError when the peer answers with one."""
+    async def request(self, method: str, params: Any = None, *,
+                      on_answer: Callable[[], None] | None = None) -> Any:
+        """Send a request and wait for its answer; RpcError when the peer answers with one.
+        `on_answer` runs the moment the answer is read, before any line after it."""
         if self._closed_reason is not None:
             raise ConnectionClosed(self._closed_reason)
         request_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
+        if on_answer is not None:
+            self._on_answer[request_id] = on_answer
         try:
             await self._send({"jsonrpc": "2.0", "id": request_id, "method": method,
                               **({"params": params} if params is not None else {})})
             return await future
         finally:
             self._pending.pop(request_id, None)
+            self._on_answer.pop(request_id, None)
 
     async def notify(self, method: str, params: Any = None) -> None:
         if self._closed_reason is None:
@@ -164,22 +170,23 @@ class Connection:
 
     def _settle(self, message: dict[str, Any]) -> None:
         raw = message["id"]
-        future = self._pending.get(raw)
-        if future is None and isinstance(raw, str) and raw.isdigit():  # our int id echoed as a string
-            future = self._pending.get(int(raw))
+        key = int(raw) if isinstance(raw, str) and raw.isdigit() else raw  # our int id echoed as a string
+        future = self._pending.get(key)
         if future is None or future.done():
             log.debug("%s: an answer to no request we are waiting for: id %r", self.name, raw)
             return
+        on_answer = self._on_answer.pop(key, None)
+        if on_answer is not None:
+            on_answer()
         error = message.get("error")
-        if error is not None:
-            if isinstance(error, Mapping):
-                future.set_exception(RpcError(int(error.get("code") or INTERNAL_ERROR) if
-                                              isinstance(error.get("code"), int) else INTERNAL_ERROR,
-                                              str(error.get("message") or "error"), error.get("data")))
-            else:
-                future.set_exception(RpcError(INTERNAL_ERROR, str(error)))
-        else:
+        if error is None:
             future.set_result(message.get("result"))
+        elif isinstance(error, Mapping):
+            code = error.get("code")
+            future.set_exception(RpcError(code if isinstance(code, int) else INTERNAL_ERROR,
+                                          str(error.get("message") or "error"), error.get("data")))
+        else:
+            future.set_exception(RpcError(INTERNAL_ERROR, str(error)))
 
     def _spawn(self, coroutine: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coroutine)

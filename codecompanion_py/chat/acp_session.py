@@ -35,7 +35,8 @@ from ..tools.workspace import Target, Workspace
 log = logging.getLogger("codecompanion_py.acp")
 
 _FILE_MENTION = re.compile(r"#\{file:([^}]+)\}")
-_ALLOW = ("allow_once", "allow_always")
+_RENDERED = {"agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update",
+             "plan"}
 
 
 class AcpChatSession:
@@ -168,6 +169,13 @@ class AcpChatSession:
         mode = self.adapter.defaults.get("mode")
         if isinstance(mode, str) and mode:
             await self.set_mode(mode)
+        model = self.adapter.defaults.get("model")
+        if isinstance(model, str) and model and model != self.current_model():
+            option = next((o for o in self.options() if o["id"] != "__mode"
+                           and any(v["value"] == model for v in o["values"])), None)
+            if option is None:
+                raise AgentError(f"{self.adapter.formatted_name} offers no model {model!r}")
+            await self.set_option(option["id"], model)
         push({"op": "ready", "adapter": self.adapter_info()})
         push({"op": "fire", "event": "ChatACPSession", "data": {"adapter": self.adapter_info(),
                                                                  "session_id": self.session_id}})
@@ -274,6 +282,10 @@ class AcpChatSession:
             return
         kind = update.get("sessionUpdate")
         push = self.sink.push
+        if kind in _RENDERED and not (self.client is not None and self.client.in_turn):
+            # after the turn's answer: the chat is the user's again
+            log.debug("%s: dropped a late %s", self.adapter.name, kind)
+            return
         if kind == "agent_message_chunk":
             text = _content_text(update.get("content"))
             self._reply.append(text)

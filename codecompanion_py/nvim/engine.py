@@ -153,7 +153,11 @@ class Engine:
         editor = SinkEditor(sink, self.pending)
         name = spec.get("name") if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} else spec
         if acp_adapters.is_acp(name):
-            return AcpChatSession(chat_id, acp_adapters.resolve(name), sink=sink, editor=editor, workspace=workspace,
+            agent = acp_adapters.resolve(name)
+            model = model or (spec.get("model") if isinstance(spec, Mapping) else None)
+            if model:  # chosen once the agent's session says which models it has
+                agent.defaults["model"] = model
+            return AcpChatSession(chat_id, agent, sink=sink, editor=editor, workspace=workspace,
                                   history=[m for m in history or [] if m.role in ("user", "assistant")])
         session = ChatSession(chat_id, adapters.resolve(spec, model=model), client=self.client, sink=sink,
                               system_prompt=self.config.system_prompt, tools=self.config.tools,

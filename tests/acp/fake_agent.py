@@ -1,7 +1,7 @@
 """A scripted ACP agent for tests: plain blocking stdio, no code shared with the client.
 
 The first word of a prompt picks the scenario (`stream`, `permission`, `read`, `terminal`,
-`plan`, `crash`, `slow`, `junk`, `write_outside`, `tools`); anything else is echoed.
+`plan`, `crash`, `slow`, `junk`, `write_outside`, `many`); anything else is echoed.
 Environment: FAKE_AGENT_HANG=initialize|prompt makes it never answer that method;
 FAKE_AGENT_LOG=<path> appends every line it receives (for assertions on the wire);
 FAKE_AGENT_STUBBORN=1 makes it behave like the worst real agents: it starts a child
@@ -199,6 +199,13 @@ def scenario_stream(cwd: str, rest: str) -> str:
     return "end_turn"
 
 
+def scenario_many(cwd: str, rest: str) -> str:
+    """`many N`: N message chunks as fast as the pipe takes them (for the benchmark)."""
+    for index in range(int(rest or "1000")):
+        say(f"word{index} ")
+    return "end_turn"
+
+
 def scenario_slow(cwd: str, rest: str) -> str:
     for index in range(400):
         say(f"chunk{index} ")
@@ -225,7 +232,7 @@ def scenario_junk(cwd: str, rest: str) -> str:
 
 SCENARIOS = {"permission": scenario_permission, "read": scenario_read, "terminal": scenario_terminal,
              "plan": scenario_plan, "stream": scenario_stream, "slow": scenario_slow, "crash": scenario_crash,
-             "junk": scenario_junk, "write_outside": scenario_write_outside}
+             "junk": scenario_junk, "write_outside": scenario_write_outside, "many": scenario_many}
 
 MODES = {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]}
 CONFIG = [{"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "fake-1",
@@ -292,6 +299,7 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": request_id, "result": {"stopReason": stop}})
             if word == "stream":  # real agents send updates after the reply too
                 update("usage_update", used=1234, size=200000)
+                say("a late word")
             continue
         if result is None:
             send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": f"no {method}"}})

@@ -81,10 +81,11 @@ async def test_handshake_and_streamed_reply(started):
     assert session["sessionId"] == "sess-1" and session["modes"]["currentModeId"] == "ask"
     result = await client.prompt("sess-1", [{"type": "text", "text": "stream please"}])
     assert result["stopReason"] == "end_turn"
-    assert handler.text() == "Hello from the fake agent."
+    assert handler.text().startswith("Hello from the fake agent.")
     assert handler.text("agent_thought_chunk") == "Let me think."
-    await asyncio.sleep(0.3)  # an update the agent sends after its reply still arrives
+    await asyncio.sleep(0.3)  # updates the agent sends after its reply still arrive, outside the turn
     assert any(u["sessionUpdate"] == "usage_update" and u["used"] == 1234 for u in handler.updates)
+    assert handler.text().endswith("a late word") and not client.in_turn
 
 
 async def test_authenticate_is_sent_only_with_a_method_the_agent_offers(started, tmp_path, monkeypatch):

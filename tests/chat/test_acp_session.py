@@ -112,3 +112,14 @@ async def test_the_conversation_is_kept_as_canonical_messages(agent_chat):
     await session.submit("stream it")
     assert [(m.role, m.text) for m in session.history] == [("user", "stream it"),
                                                            ("assistant", "Hello from the fake agent.")]
+
+
+async def test_a_model_chosen_when_opening_is_set_once_the_session_starts(agent_chat):
+    session = agent_chat()
+    session.adapter.defaults["model"] = "fake-2"
+    await session.submit("hello")
+    assert session.adapter_info()["model"] == "fake-2"
+    other = agent_chat()
+    other.adapter.defaults["model"] = "no-such-model"
+    await other.submit("hello")
+    assert other.sink.ops[-1]["status"] == "error" and "no model 'no-such-model'" in other.sink.ops[-1]["message"]

@@ -61,6 +61,7 @@ def test_streamed_reply_with_reasoning_from_an_agent(editor, project):
     assert "## CodeCompanion (Fake Agent)" in text
     assert "### Reasoning\n\nLet me think." in text
     assert "Hello from the fake agent." in text
+    assert "a late word" not in text  # sent after the turn's answer: not written into the user's part
     editor.type_prompt("plan")
     editor.nvim.input("<CR>")
     editor.wait_event("CodeCompanionChatDone", count=2)
