@@ -16,3 +16,35 @@ def fixture_bytes():
 def openai_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")
     return "sk-test-not-real"
+
+
+# Agents started by the tests (scripted or real) must all be gone when the run ends:
+# a leftover means some path does not kill an agent's process group.
+AGENT_MARKERS = (b"fake_agent.py", b"codex-acp", b"claude-agent-acp", b"fake_cli")
+
+
+def _agent_processes() -> list[str]:
+    found = []
+    for pid in (p for p in Path("/proc").iterdir() if p.name.isdigit()):
+        try:
+            cmdline = (pid / "cmdline").read_bytes()
+            state = (pid / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X") and any(marker in cmdline for marker in AGENT_MARKERS):
+            shown = cmdline.replace(b"\0", b" ").decode(errors="replace")[:120]
+            found.append(f"{pid.name}: {shown}")
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not Path("/proc").is_dir():
+        return
+    import time
+
+    deadline = time.monotonic() + 5  # a group being stopped gets its grace period
+    while (left := _agent_processes()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        print("\nagent processes left behind by the tests:\n  " + "\n  ".join(left))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
