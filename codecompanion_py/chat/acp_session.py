@@ -35,6 +35,7 @@ from ..tools.workspace import Target, Workspace
 log = logging.getLogger("codecompanion_py.acp")
 
 _FILE_MENTION = re.compile(r"#\{file:([^}]+)\}")
+_CARRIED_CHARS = 20_000
 _RENDERED = {"agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update",
              "plan"}
 
@@ -48,6 +49,7 @@ class AcpChatSession:
         self.editor = editor
         self.workspace = workspace
         self.history: list[Message] = list(history or [])  # kept canonical, for a switch to an HTTP adapter
+        self._carried = len(self.history)  # messages from before this agent: told to it once
         self.approvals = Approvals()
         self.context = ToolsContext(chat=ChatHandle(), editor=editor, approvals=self.approvals,
                                     workspace=workspace, chat_id=chat_id, surface=sink)
@@ -212,7 +214,18 @@ class AcpChatSession:
         names = {c.get("name") for c in self.commands}
         if text.startswith("\\") and text[1:].split(maxsplit=1)[0] in names:
             text = "/" + text[1:]
-        return [{"type": "text", "text": text}, *blocks]
+        return [*self._earlier_conversation(), {"type": "text", "text": text}, *blocks]
+
+    def _earlier_conversation(self) -> list[dict[str, Any]]:
+        """The chat so far, once, when the user switched to this agent mid-chat (its end,
+        if long: agents have their own context to fill)."""
+        carried, self._carried = self.history[:self._carried], 0
+        lines = [f"{'User' if m.role == 'user' else 'Assistant'}: {m.text}" for m in carried if m.text]
+        if not lines:
+            return []
+        transcript = "\n\n".join(lines)[-_CARRIED_CHARS:]
+        return [{"type": "text", "text": "The conversation so far, with another assistant, for context:\n\n"
+                 + transcript}]
 
     # --- modes, models and options from the chat -------------------------------------------
 

@@ -123,3 +123,23 @@ async def test_a_model_chosen_when_opening_is_set_once_the_session_starts(agent_
     other.adapter.defaults["model"] = "no-such-model"
     await other.submit("hello")
     assert other.sink.ops[-1]["status"] == "error" and "no model 'no-such-model'" in other.sink.ops[-1]["message"]
+
+
+async def test_switching_to_an_agent_mid_chat_tells_it_the_conversation_once(tmp_path, monkeypatch):
+    from codecompanion_py.messages import Message
+
+    log = tmp_path / "wire.log"
+    monkeypatch.setenv("FAKE_AGENT_LOG", str(log))
+    adapter = AcpAdapter(name="fake", formatted_name="Fake Agent", commands={"default": [sys.executable, FAKE_AGENT]})
+    history = [Message.of("system", "a system prompt"), Message.of("user", "what is 2+2?"),
+               Message.of("assistant", "It is 4.")]
+    session = AcpChatSession(1, adapter, sink=Recorder(), editor=FakeEditor(), workspace=Workspace(tmp_path),
+                             history=[m for m in history if m.role != "system"])
+    try:
+        await session.submit("and 3+3?")
+        await session.submit("thanks")
+    finally:
+        await session.close()
+    prompts = [line for line in log.read_text().splitlines() if '"session/prompt"' in line]
+    assert "User: what is 2+2?" in prompts[0] and "Assistant: It is 4." in prompts[0]
+    assert "what is 2+2" not in prompts[1]
