@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from codecompanion_py import adapters, config
@@ -56,3 +58,35 @@ def test_log_levels_in_codecompanion_spelling():
     assert config.load({"opts": {"log_level": "WARN"}}).log_level == "WARNING"
     with pytest.raises(ConfigError, match="opts.log_level 'LOUD' is not one of"):
         config.load({"opts": {"log_level": "LOUD"}})
+
+
+def test_health_says_which_agents_are_installed(tmp_path, monkeypatch):
+    from codecompanion_py import health
+    from codecompanion_py.acp import adapters as acp_adapters
+
+    agent = tmp_path / "my-agent"
+    agent.write_text("#!/bin/sh\n")
+    agent.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    acp_adapters.register("mine", {"commands": {"default": ["my-agent", "--acp"]}})
+    acp_adapters.register("codex", {"commands": {"default": ["surely-missing-codex-acp"]}})
+    try:
+        agents = health.report()["agents"]
+    finally:
+        acp_adapters.clear_user_adapters()
+    assert agents["mine"]["found"] is True
+    assert agents["codex"] == {"command": "surely-missing-codex-acp", "found": False,
+                               "install": "npm install -g @zed-industries/codex-acp"}
+
+
+def test_acp_adapters_come_from_setup():
+    from codecompanion_py.acp import adapters as acp_adapters
+
+    config.load({"adapters": {"acp": {"codex": {"commands": {"default": ["/opt/codex-acp"]}}}}})
+    try:
+        assert acp_adapters.resolve("codex").command() == ["/opt/codex-acp"]
+        with pytest.raises(ConfigError, match="adapters.acp.bad must be a table"):
+            config.load({"adapters": {"acp": {"bad": 3}}})
+    finally:
+        acp_adapters.clear_user_adapters()
+    assert acp_adapters.resolve("codex").command() == ["codex-acp"]

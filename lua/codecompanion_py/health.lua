@@ -39,6 +39,17 @@ function M.check()
   for name, err in pairs(report.adapter_errors or {}) do
     h.error(("adapter %s: %s"):format(name, err))
   end
+  h.start("codecompanion_py: coding agents (ACP)")
+  local names = vim.tbl_keys(report.agents or {})
+  table.sort(names)
+  for _, name in ipairs(names) do
+    local agent = report.agents[name]
+    if agent.found then
+      h.ok(("%s: `%s` found"):format(name, agent.command))
+    else
+      h.info(("%s: `%s` not on PATH (%s)"):format(name, agent.command, agent.install))
+    end
+  end
   h.start("codecompanion_py: API keys (values are never shown)")
   for key, present in pairs(report.keys) do
     if present then
