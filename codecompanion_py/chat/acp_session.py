@@ -314,9 +314,11 @@ class AcpChatSession:
             push({"op": "plan", "entries": [{"content": str(e.get("content", "")), "status": e.get("status")}
                                             for e in entries]})
         elif kind == "available_commands_update":
-            self.commands = [c for c in update.get("availableCommands") or [] if isinstance(c, Mapping)]
-            push({"op": "fire", "event": "ChatACPCommands", "data": {"commands": [c.get("name") for c in
-                                                                                  self.commands]}})
+            self.commands = [c for c in update.get("availableCommands") or [] if isinstance(c, Mapping)
+                             and isinstance(c.get("name"), str)]
+            listed = [{"name": c["name"], "description": str(c.get("description") or "")} for c in self.commands]
+            push({"op": "commands", "commands": listed})
+            push({"op": "fire", "event": "ChatACPCommands", "data": {"commands": [c["name"] for c in listed]}})
         elif kind == "current_mode_update":
             self.modes["currentModeId"] = update.get("currentModeId")
         elif kind == "config_option_update":

@@ -3,7 +3,7 @@
 --   ready{adapter} begin{adapter,continued?} text{text} reasoning{text}
 --   tool_call{id,name,arguments} tool_output{id,name,status,text} call{id,method,args}
 --   agent_tool{id,title,status,locations?} plan{entries} show{text,title?}
---   choose_option{options} choose_session{sessions}  (ACP agents)
+--   choose_option{options} choose_session{sessions} commands{commands}  (ACP agents)
 --   fire{event,data} error{message} done{status,tokens?,message?} choose_model{...}
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
@@ -386,6 +386,27 @@ function render.choose_session(chat, op)
   end)
 end
 
+-- The agent's slash commands, completed after `\` with <C-x><C-o> (the chat's omnifunc).
+function render.commands(chat, op)
+  chat.commands = op.commands
+end
+
+function M.omnifunc(findstart, base)
+  local chat = M.chats[api.nvim_get_current_buf()]
+  if findstart == 1 then
+    local before = api.nvim_get_current_line():sub(1, api.nvim_win_get_cursor(0)[2])
+    local start = before:find("\\[%w_:-]*$")
+    return start and start - 1 or -3
+  end
+  local items = {}
+  for _, command in ipairs(chat and chat.commands or {}) do
+    if ("\\" .. command.name):sub(1, #base) == base then
+      table.insert(items, { word = "\\" .. command.name, menu = command.description })
+    end
+  end
+  return items
+end
+
 function M.stop(buf)
   local chat = M.chats[buf]
   if chat and chat.status == "streaming" then
@@ -458,6 +479,7 @@ function M.open(opts)
   }
   M.chats[buf] = chat
   set_keymaps(buf)
+  vim.bo[buf].omnifunc = "v:lua.require'codecompanion_py.chat'.omnifunc"
   api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
     once = true,

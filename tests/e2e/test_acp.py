@@ -62,6 +62,15 @@ def test_streamed_reply_with_reasoning_from_an_agent(editor, project):
     assert "### Reasoning\n\nLet me think." in text
     assert "Hello from the fake agent." in text
     assert "a late word" not in text  # sent after the turn's answer: not written into the user's part
+    # the agent's slash commands complete after `\` (omnifunc, <C-x><C-o>)
+    completed = editor.lua("""
+      local chat = require("codecompanion_py.chat")
+      vim.api.nvim_buf_set_lines(0, -2, -1, false, { "\\\\re" })
+      vim.api.nvim_win_set_cursor(0, { vim.api.nvim_buf_line_count(0), 3 })
+      local start = chat.omnifunc(1, "")
+      return { start, chat.omnifunc(0, "\\\\re") }""")
+    assert completed == [0, [{"word": "\\review", "menu": "Review"}]]
+    editor.nvim.command("normal! S")
     editor.type_prompt("plan")
     editor.nvim.input("<CR>")
     editor.wait_event("CodeCompanionChatDone", count=2)
