@@ -15,12 +15,14 @@ def setup(self: ToolRun, tools: Any) -> None:
     self.target = documents.resolve(self, self.args.get("filepath"))
     if self.target.exists:
         raise ToolError(f"{self.target.relative} already exists; use insert_edit_into_file to change it")
+    # a new file gets "\n" line endings even when the LLM sends "\r\n" (some models do)
+    self.content = self.args["content"].replace("\r\n", "\n")
     self.approval_detail = "\n".join(filter(None, [self.approval_detail,
-                                                   unified_diff(self.target.relative, "", self.args["content"])]))
+                                                   unified_diff(self.target.relative, "", self.content)]))
 
 
 async def create(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
-    written = self.context.workspace.create_text(self.target, args["content"])
+    written = self.context.workspace.create_text(self.target, self.content)
     self.context.reads[str(self.target.real)] = written.sha256
     self.context.fire("FileEdited", {"path": str(self.target.real), "relative": self.target.relative})
     return {"status": "success", "data": f"Created {self.target.relative}."}

@@ -10,12 +10,14 @@ from .schema import function_schema
 
 
 async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
-    limit = int(args.get("max_results") or self.opts.get("max_results", 500))
+    limit = max(1, int(args.get("max_results") or self.opts.get("max_results", 500)))
     found, truncated = await find_files(self.context.workspace.root, args["query"], max_results=limit)
     if not found:
         return {"status": "success", "data": f"No files match `{args['query']}`."}
+    # when truncated, `found` is only the first `limit` of the matches: do not call that the count
+    head = f"More than {limit} files match" if truncated else f"{len(found)} files match"
     more = f"\n(only the first {limit} are listed)" if truncated else ""
-    return {"status": "success", "data": f"{len(found)} files match `{args['query']}`:\n" + "\n".join(found) + more}
+    return {"status": "success", "data": f"{head} `{args['query']}`:\n" + "\n".join(found) + more}
 
 
 TOOL = ToolDefinition(

@@ -12,8 +12,13 @@ from .schema import FILEPATH, function_schema
 SEVERITIES = ["ERROR", "WARN", "INFO", "HINT"]
 
 
+def setup(self: ToolRun, tools: Any) -> None:
+    # before the approval step, so a protected file (its lines are quoted) asks the user
+    self.target = documents.resolve(self, self.args.get("filepath"))
+
+
 async def diagnostics(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
-    target = documents.resolve(self, args.get("filepath"))
+    target = self.target
     reply = await self.context.editor.call("diagnostics", {"path": str(target.real)})
     reply = reply if isinstance(reply, Mapping) else {}
     if not reply.get("loaded"):
@@ -35,4 +40,5 @@ TOOL = ToolDefinition(
         "get_diagnostics", "Get the editor's diagnostics (errors, warnings) for a file.",
         {"filepath": FILEPATH, "severity": {"type": "string", "enum": SEVERITIES}}, ["filepath"]),
     cmds=[diagnostics],
+    handlers={"setup": setup},
 )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ...errors import PathRefused
 from ..contract import ToolDefinition, ToolRun
 from ..search import grep
 from .schema import function_schema
@@ -13,10 +15,34 @@ async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler
     limit = int(self.opts.get("max_results", 100))
     lines, truncated = await grep(self.context.workspace.root, args["query"], is_regexp=bool(args.get("is_regexp")),
                                   include_pattern=args.get("include_pattern") or None, max_results=limit)
+    lines, hidden = _without_protected(self, lines)
+    note = (f"\n({hidden} matching lines in protected files (.env*, keys, credentials) are not shown; "
+            "read_file can open such a file after the user agrees)") if hidden else ""
     if not lines:
-        return {"status": "success", "data": f"No matches for `{args['query']}`."}
+        return {"status": "success", "data": f"No matches for `{args['query']}`." + note}
     more = f"\n(only the first {limit} matches are listed)" if truncated else ""
-    return {"status": "success", "data": "\n".join(lines) + more}
+    return {"status": "success", "data": "\n".join(lines) + more + note}
+
+
+_LOCATION = re.compile(r"(.+?):\d+:")
+
+
+def _without_protected(self: ToolRun, lines: list[str]) -> tuple[list[str], int]:
+    """Matches from protected files are left out: reading those always asks the user, and
+    a search must not be a way around that."""
+    protected: dict[str, bool] = {}
+    kept: list[str] = []
+    for line in lines:
+        match = _LOCATION.match(line)
+        path = match.group(1) if match else ""
+        if path not in protected:
+            try:
+                protected[path] = bool(path) and self.context.workspace.resolve(path).protected is not None
+            except PathRefused:
+                protected[path] = True
+        if not protected[path]:
+            kept.append(line)
+    return kept, len(lines) - len(kept)
 
 
 TOOL = ToolDefinition(

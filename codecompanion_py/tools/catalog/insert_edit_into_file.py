@@ -29,11 +29,12 @@ async def setup(self: ToolRun, tools: Any) -> None:
         if not isinstance(raw_edits, list) or not raw_edits:
             raise ToolError("`edits` must be a non-empty list of {oldText, newText, replaceAll} objects "
                             "(or use mode append/overwrite with `content`)")
-        outcome = apply_edits(self.document.text, [Edit.from_args(raw, i) for i, raw in enumerate(raw_edits, 1)])
+        edits = [Edit.from_args(_unix_edit(raw), i) for i, raw in enumerate(raw_edits, 1)]
+        outcome = apply_edits(self.document.text, edits)
     else:
         if not isinstance(self.args.get("content"), str):
             raise ToolError(f"mode {mode} needs `content`: the text to {mode}")
-        outcome = apply_mode(self.document.text, mode, self.args["content"])
+        outcome = apply_mode(self.document.text, mode, _unix(self.args["content"]))
     placeholders = [w for w in outcome.warnings if "placeholder" in w.lower()]
     if placeholders:
         raise ToolError("; ".join(placeholders) + ". Write out the real code: placeholders would replace it.")
@@ -43,6 +44,19 @@ async def setup(self: ToolRun, tools: Any) -> None:
     self.notes = outcome.notes
     diff = unified_diff(self.target.relative, self.document.text, self.new_text)
     self.approval_detail = "\n".join(filter(None, [self.approval_detail, diff]))
+
+
+def _unix(text: str) -> str:
+    """The LLM's text with CRLF line endings as LF, like the document's text: the write gives
+    the file its own line endings back (without this a CRLF file would get CR CR LF)."""
+    return text.replace("\r\n", "\n")
+
+
+def _unix_edit(raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        return raw  # Edit.from_args explains what is wrong with it
+    return {key: _unix(value) if key in ("oldText", "newText") and isinstance(value, str) else value
+            for key, value in raw.items()}
 
 
 async def write(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
