@@ -3,10 +3,15 @@
     codecompanion-py chat --adapter NAME [--url URL] [--model M] [--events] PROMPT
     codecompanion-py replay --adapter NAME FILE
     codecompanion-py health
+    codecompanion-py acp-bridge NAME [--executable CMD] [--model M] [--opt KEY=VALUE]... [--env NAME=VALUE]...
 
 `--events` and `replay` print canonical events as NDJSON, one object per line with a
 `type` of token, reasoning, tool_call, usage, final or error; a tool_call line is printed
 once per call, complete, with its parsed `arguments`.
+
+`acp-bridge` serves ACP on stdin/stdout for a CLI agent that does not speak it: NAME is
+`claude` (Claude Code stream-json), `codex` (`codex exec --json`) or `package.module:Class`
+(a BridgeAdapter). `--opt` values are JSON when they parse as JSON, strings otherwise.
 """
 
 from __future__ import annotations
@@ -81,6 +86,43 @@ def _replay(args: argparse.Namespace) -> int:
     return 1 if any(isinstance(e, ErrorEvent) for e in events) else 0
 
 
+def _option(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, msgspec.json.decode(value)
+    except msgspec.DecodeError:
+        return key, value
+
+
+def _env_pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name, value
+
+
+def _acp_bridge(args: argparse.Namespace) -> int:
+    import logging
+
+    from .acp.bridge import load_adapter
+    from .acp.bridge.server import serve_stdio
+
+    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(name)s %(levelname)s: %(message)s")
+    adapter = load_adapter(args.name)
+    opts: dict[str, object] = dict(args.opt or [])
+    if args.executable:
+        opts["executable"] = args.executable
+    if args.model:
+        opts["model"] = args.model
+    if args.env:
+        opts["env"] = {**(opts.get("env") if isinstance(opts.get("env"), dict) else {}),  # type: ignore[dict-item]
+                       **dict(args.env)}
+    return asyncio.run(serve_stdio(adapter, opts))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codecompanion-py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -95,6 +137,14 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--adapter", required=True)
     replay.add_argument("file")
     commands.add_parser("health", help="report versions, adapters and which API keys are set")
+    bridge = commands.add_parser("acp-bridge", help="serve ACP on stdio for a CLI agent that does not speak it")
+    bridge.add_argument("name", help="claude, codex, or package.module:Class")
+    bridge.add_argument("--executable", help="the native command to run instead of the default (split like a shell)")
+    bridge.add_argument("--model")
+    bridge.add_argument("--opt", action="append", type=_option, metavar="KEY=VALUE", help="an adapter option")
+    bridge.add_argument("--env", action="append", type=_env_pair, metavar="NAME=VALUE",
+                        help="environment for the native process")
+    bridge.add_argument("--verbose", action="store_true", help="log debug output to stderr")
     return parser
 
 
@@ -105,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_chat(args))
         if args.command == "replay":
             return _replay(args)
+        if args.command == "acp-bridge":
+            return _acp_bridge(args)
         print(_encode(health.report()).decode())
         return 0
     except CodeCompanionError as error:

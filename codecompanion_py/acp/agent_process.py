@@ -13,7 +13,7 @@ import collections
 import contextlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import ConfigError
 from ..tools.process import KILL_GRACE, signal_group, terminate_group
@@ -25,8 +25,12 @@ STDERR_LINES = 20
 
 
 class AgentProcess:
-    def __init__(self, name: str, proc: asyncio.subprocess.Process) -> None:
+    start_error: type[Exception] = ConfigError  # what a command that cannot start raises
+    preexec: Callable[[], None] | None = None  # run in the child before exec
+
+    def __init__(self, name: str, argv: Sequence[str], proc: asyncio.subprocess.Process) -> None:
         self.name = name
+        self.argv = list(argv)
         self.proc = proc
         self.pgid = proc.pid  # start_new_session: the agent leads its own group
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
@@ -37,18 +41,20 @@ class AgentProcess:
     async def start(cls, name: str, argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
                     install_hint: str = "") -> AgentProcess:
         if not argv:
-            raise ConfigError(f"adapter {name!r} has no command to start")
+            raise cls.start_error(f"{name}: no command to start")
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=cwd, env=dict(env), start_new_session=True, limit=MAX_LINE,
+                *argv, cwd=cwd, env=dict(env), start_new_session=True, limit=MAX_LINE, preexec_fn=cls.preexec,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         except FileNotFoundError:
             hint = f"; {install_hint}" if install_hint else ""
-            raise ConfigError(f"{name}: the agent command `{argv[0]}` was not found on PATH{hint}") from None
+            raise cls.start_error(f"{name}: the command `{argv[0]}` was not found on PATH{hint}") from None
         except PermissionError:
-            raise ConfigError(f"{name}: `{argv[0]}` is not executable") from None
+            raise cls.start_error(f"{name}: `{argv[0]}` is not executable") from None
+        except OSError as error:
+            raise cls.start_error(f"{name}: cannot run `{argv[0]}`: {error.strerror or error}") from None
         log.info("%s: started %s (pid %d)", name, " ".join(argv), proc.pid)
-        return cls(name, proc)
+        return cls(name, argv, proc)
 
     @property
     def stdin(self) -> asyncio.StreamWriter:
@@ -87,17 +93,17 @@ class AgentProcess:
                 self.stderr_tail.append(text)
                 log.debug("%s stderr: %s", self.name, text)
 
-    async def stop(self) -> None:
-        """Close its input, signal the group (TERM, then KILL) and reap the leader."""
+    async def stop(self, grace: float = KILL_GRACE) -> None:
+        """Close its input, signal the group (TERM, then KILL after `grace`) and reap the leader."""
         with contextlib.suppress(Exception):
             self.stdin.close()
         try:
-            await terminate_group(self.pgid)
+            await terminate_group(self.pgid, grace)
         finally:
             if self.proc.returncode is None:
                 signal_group(self.pgid, 9)
             with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
-                await asyncio.wait_for(self.proc.wait(), timeout=KILL_GRACE)
+                await asyncio.wait_for(asyncio.shield(self.proc.wait()), timeout=grace)
             self._stderr.cancel()
             transport = getattr(self.proc, "_transport", None)  # pipes a stray process may hold
             if transport is not None:

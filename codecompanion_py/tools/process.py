@@ -253,13 +253,13 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-async def terminate_group(pgid: int) -> None:
-    """SIGTERM to the group, then SIGKILL to whatever is still alive after KILL_GRACE (or at
-    once if this wait is itself cancelled)."""
+async def terminate_group(pgid: int, grace: float = KILL_GRACE) -> None:
+    """SIGTERM to the group, then SIGKILL to whatever is still alive after `grace` seconds
+    (or at once if this wait is itself cancelled)."""
     if not signal_group(pgid, signal.SIGTERM):
         return
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + KILL_GRACE
+    deadline = loop.time() + grace
     try:
         while loop.time() < deadline:
             await asyncio.sleep(_POLL)

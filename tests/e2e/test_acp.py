@@ -15,7 +15,8 @@ from .test_tools import RECORD_UI
 FAKE_AGENT = str(Path(__file__).parents[1] / "acp" / "fake_agent.py")
 
 
-def agent_processes() -> list[int]:
+def processes(marker: bytes = b"fake_agent.py") -> list[int]:
+    """Live processes whose command line contains `marker`."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -25,9 +26,12 @@ def agent_processes() -> list[int]:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if b"fake_agent.py" in cmdline and state not in ("Z", "X"):
+        if marker in cmdline and state not in ("Z", "X"):
             found.append(int(pid))
     return found
+
+
+agent_processes = processes
 
 
 @pytest.fixture
@@ -230,19 +234,6 @@ def test_a_real_codex_agent_edits_a_loaded_file_through_an_approval(editor, proj
         editor.nvim.input("<CR>")
         editor.wait_event("CodeCompanionChatDone", count=2, timeout=60)
         assert editor.text(chat).count("Updated notes.txt for you.") == 2
-        assert codex_pid() is not None
+        assert processes(b"codex-acp")
         editor.nvim.command(f"bwipeout! {chat}")
-        editor.wait_for(lambda: codex_pid() is None, what="codex stopped with its chat")
-
-
-def codex_pid() -> int | None:
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if b"codex-acp" in cmdline and state not in ("Z", "X"):
-                return int(pid)
-    return None
+        editor.wait_for(lambda: not processes(b"codex-acp"), what="codex stopped with its chat")
