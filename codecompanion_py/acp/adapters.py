@@ -18,6 +18,7 @@ works as in CodeCompanion.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +63,11 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "kimi_cli": _agent("Kimi CLI", ["kimi", "--acp"], install="uv tool install kimi-cli"),
     "auggie_cli": _agent("Auggie CLI", ["auggie", "--acp"], install="npm install -g @augmentcode/auggie"),
     "cline_cli": _agent("Cline CLI", ["cline", "--acp"], install="npm install -g cline"),
+    # CLIs without ACP, through our bridge (`codecompanion-py acp-bridge NAME`)
+    "claude_code_cli": _agent("Claude Code (CLI)", [sys.executable, "-m", "codecompanion_py.cli", "acp-bridge", "claude"],
+                              install="npm install -g @anthropic-ai/claude-code"),
+    "codex_cli": _agent("Codex (CLI)", [sys.executable, "-m", "codecompanion_py.cli", "acp-bridge", "codex"],
+                        install="npm install -g @openai/codex"),
 }
 
 _user: dict[str, Mapping[str, Any]] = {}

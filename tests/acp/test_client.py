@@ -248,6 +248,8 @@ def test_builtin_adapters_are_data_with_commands():
         assert adapter.command() and all(isinstance(part, str) for part in adapter.command())
     assert adapters.resolve("gemini_cli").command() == ["gemini", "--experimental-acp"]
     assert "--yolo" in adapters.resolve("gemini_cli").command(yolo=True)
+    assert adapters.resolve("codex_cli").command()[-2:] == ["acp-bridge", "codex"]
+    assert adapters.resolve("claude_code_cli").command()[-2:] == ["acp-bridge", "claude"]
 
 
 def test_user_tables_merge_over_builtins_and_define_new_agents():

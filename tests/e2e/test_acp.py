@@ -188,6 +188,32 @@ def test_quitting_neovim_stops_the_agent(nvim_home, monkeypatch, project):
     editor.wait_for(lambda: not agent_processes(), what="agent stopped with Neovim")
 
 
+# --- a CLI without ACP, through the bridge ------------------------------------------------
+
+FAKE_CODEX_CLI = str(Path(__file__).parents[1] / "acp" / "bridge" / "fake_cli_codex.py")
+
+
+def test_a_cli_without_acp_chats_through_the_bridge(editor, project):
+    import shlex
+
+    editor.nvim.command(f"cd {project}")
+    editor.lua(RECORD_UI)
+    editor.setup(f"""{{
+      adapters = {{ acp = {{ codex_cli = {{ commands = {{ default = {{
+        "{sys.executable}", "-m", "codecompanion_py.cli", "acp-bridge", "codex",
+        "--executable", "{shlex.join([sys.executable, FAKE_CODEX_CLI])}" }} }} }} }} }},
+    }}""")
+    editor.nvim.command("CodeCompanionChat adapter=codex_cli fix the tests")
+    chat = editor.nvim.current.buffer.number
+    done = editor.wait_event("CodeCompanionChatDone", timeout=30)
+    assert done["data"]["status"] == "success", editor.text(chat)
+    text = editor.text(chat)
+    assert "## CodeCompanion (Codex (CLI))" in text
+    assert "**Tool** ✓" in text and "**Plan**" in text
+    editor.nvim.command(f"bwipeout! {chat}")
+    editor.wait_for(lambda: not processes(b"acp-bridge"), what="the bridge stopped with its chat")
+
+
 # --- a real agent: Codex over ACP, its LLM played by our server -------------------------
 
 from codecompanion_py.demo.server import ScriptedServer, ServerThread  # noqa: E402
