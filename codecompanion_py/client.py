@@ -7,7 +7,8 @@ connection failures and timeouts become `TransportError`s.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,10 @@ class HttpRequest:
     method: str = "POST"
     stream: bool = True
     provider: str = ""
-    auth_hint: str | None = None  # e.g. "OPENAI_API_KEY"; named in 401/403 messages, never its value
+    # What to check when the key is refused, e.g. "the OPENAI_API_KEY environment variable";
+    # named in 401/403 messages, never the key's value.
+    auth_hint: str | None = None
+    model: str | None = None  # named in 404 messages
 
     def __repr__(self) -> str:  # headers hold credentials
         return f"HttpRequest({self.method} {self.url}, stream={self.stream})"
@@ -57,7 +61,7 @@ class HttpClient:
                                            headers=request.headers) as response:
                 if response.status_code >= 400:
                     body = await response.aread()
-                    raise error_for_status(response.status_code, body, request)
+                    raise error_for_status(response.status_code, body, request, headers=response.headers)
                 yield response
         except httpx.HTTPError as exc:
             raise self.map_error(request, exc) from None
@@ -89,38 +93,150 @@ def _timeout_message(request: HttpRequest, exc: httpx.TimeoutException, read_tim
 
 
 def provider_message(body: bytes) -> str:
-    """The human part of an error body: `error.message`, `message`, `error`, or the text."""
+    """The human part of an error body: `error.message`, `message`, `error`, `detail`
+    (FastAPI-style validation lists as `field: problem`), with OpenRouter's upstream
+    `metadata.raw` and Google's `ErrorInfo.reason` and `RetryInfo.retryDelay` appended;
+    HTML pages as their title; else the text."""
     try:
         data: Any = msgspec.json.decode(body)
     except msgspec.DecodeError:
         text = body.decode(errors="replace").strip()
-        return text[:300] or "(empty response)"
+        return _html_title(text) or text[:300] or "(empty response)"
     if isinstance(data, list) and data:
         data = data[0]
     if isinstance(data, dict):
         error = data.get("error")
         if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-        if isinstance(error, str):
+            return _readable(error["message"]) + _error_extras(error)
+        if isinstance(error, str) and error:
             return error
         for key in ("message", "detail"):
             if data.get(key):
-                return str(data[key])
+                return _readable(data[key])
+        if isinstance(error, dict) and (error.get("code") or error.get("type")):
+            return str(error.get("code") or error.get("type"))
     return body.decode(errors="replace")[:300]
 
 
-def error_for_status(status: int, body: bytes, request: HttpRequest) -> HTTPStatusError:
+def _readable(value: Any) -> str:
+    """A message that may be a string, a FastAPI `{"detail": [...]}` or a list of problems."""
+    if isinstance(value, dict) and "detail" in value:
+        value = value["detail"]
+    if isinstance(value, list):
+        problems = []
+        for item in value:
+            if isinstance(item, dict) and item.get("msg"):
+                where = ".".join(str(p) for p in item.get("loc") or () if p != "body")
+                problems.append(f"{where}: {item['msg']}" if where else str(item["msg"]))
+            else:
+                problems.append(str(item))
+        return "; ".join(problems)[:500] or "(no details)"
+    return str(value)
+
+
+def _error_extras(error: dict[str, Any]) -> str:
+    extras = []
+    metadata = error.get("metadata")
+    if isinstance(metadata, dict):  # OpenRouter: the upstream provider's own error
+        raw = metadata.get("raw")
+        upstream = metadata.get("provider_name")
+        if raw:
+            raw_text = raw if isinstance(raw, str) else msgspec.json.encode(raw).decode()
+            extras.append(f"{upstream}: {raw_text[:300]}" if upstream else raw_text[:300])
+        elif upstream:
+            extras.append(f"from {upstream}")
+    details = [d for d in error.get("details") or () if isinstance(d, dict)]
+    reason = next((d["reason"] for d in details if d.get("reason")), None)  # Google: ErrorInfo.reason
+    if reason:
+        extras.append(str(reason))
+    delay = next((d["retryDelay"] for d in details if d.get("retryDelay")), None)  # Google: RetryInfo
+    if delay:
+        extras.append(f"retry in {delay}")
+    return f" ({'; '.join(extras)})" if extras else ""
+
+
+def _html_title(text: str) -> str | None:
+    """A proxy's or gateway's HTML error page as its title, not 300 characters of markup."""
+    if not text.lstrip()[:15].lower().startswith(("<!doctype html", "<html", "<head")):
+        return None
+    match = re.search(r"<title[^>]*>(.*?)</title>", text, re.IGNORECASE | re.DOTALL)
+    title = " ".join(match.group(1).split()) if match else ""
+    return f"an HTML page: {title}" if title else "an HTML page (not an API response)"
+
+
+# Some providers answer a bad key with 400, not 401: Gemini (`API_KEY_INVALID`), xAI
+# ("Incorrect API key provided"), the old Hugging Face API ("the token seems invalid").
+_BAD_KEY = re.compile(r"API_KEY_INVALID|API key not valid|incorrect API key|invalid API key|token seems invalid",
+                      re.IGNORECASE)
+_LABELS = {400: "bad request", 402: "payment required", 404: "not found", 408: "request timeout",
+           409: "conflict", 413: "request too large", 422: "invalid parameters"}
+_SECRET_HEADER = re.compile(r"authorization|key|token|secret", re.IGNORECASE)
+
+
+def error_for_status(status: int, body: bytes, request: HttpRequest,
+                     headers: Mapping[str, str] | None = None) -> HTTPStatusError:
+    """The error for an HTTP error status: the provider's name, what the status means, the
+    provider's own message, and what to check. Never contains a credential the request sent."""
     provider = request.provider or "provider"
-    detail = provider_message(body)
-    if status in (401, 403):
-        hint = f"; check {request.auth_hint}" if request.auth_hint else ""
-        word = "rejected the API key" if status == 401 else "refused access"
-        return AuthenticationError(f"{provider} {word} (HTTP {status}): {detail}{hint}",
-                                   status=status, provider=provider)
+    detail = _scrub(provider_message(body), request)
+    if status in (401, 403) or (status == 400 and _BAD_KEY.search(detail)):
+        what = "refused access" if status == 403 else "rejected the API key"
+        message = f"{provider} {what} (HTTP {status}): {_with_hint(detail, _auth_hint(status, request))}"
+        return AuthenticationError(message, status=status, provider=provider)
     if status == 429:
-        return RateLimitError(f"{provider}: rate limited (HTTP 429): {detail}", status=status, provider=provider)
-    label = {400: "bad request", 404: "not found", 413: "request too large"}.get(status)
+        return RateLimitError(f"{provider}: rate limited (HTTP 429): {_with_hint(detail, _retry_after(headers))}",
+                              status=status, provider=provider)
+    label = _LABELS.get(status)
     if label is None and status >= 500:
-        label = "server error"
+        label = "overloaded" if status == 529 else "server error"
     prefix = f"{provider}: {label} (HTTP {status})" if label else f"{provider}: HTTP {status}"
-    return HTTPStatusError(f"{prefix}: {detail}", status=status, provider=provider)
+    return HTTPStatusError(f"{prefix}: {_with_hint(detail, _status_hint(status, provider, request))}",
+                           status=status, provider=provider)
+
+
+def _with_hint(detail: str, hint: str | None) -> str:
+    return f"{detail.rstrip().removesuffix('.')}; {hint}" if hint else detail
+
+
+def _auth_hint(status: int, request: HttpRequest) -> str:
+    if status == 403:
+        return f"check {request.auth_hint} and that it may use this model" if request.auth_hint else \
+            "the key may not be allowed to use this model"
+    return f"check {request.auth_hint}" if request.auth_hint else "the adapter sends no API key"
+
+
+def _status_hint(status: int, provider: str, request: HttpRequest) -> str | None:
+    if status == 404:
+        model = f"the model name {request.model!r} and " if request.model else ""
+        return f"check {model}the URL {_where(request.url)}"
+    if status == 413:
+        return "the conversation or its attachments are too large: remove some context or start a new chat"
+    if status == 402:
+        return f"check the credits or balance of the {provider} account"
+    if status >= 500:
+        return "this is on the provider's side: try again later"
+    return None
+
+
+def _where(url: str) -> str:
+    """The url without its query string, which may carry a credential."""
+    parsed = httpx.URL(url)
+    return str(parsed.copy_with(query=None, fragment=None)) if parsed.host else url.split("?", 1)[0]
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> str | None:
+    value = ((headers or {}).get("retry-after") or "").strip()
+    if not value:
+        return None
+    return f"retry after {int(value)}s" if value.isdigit() else f"retry after {value}"
+
+
+def _scrub(text: str, request: HttpRequest) -> str:
+    """`text` without any credential the request carried (some servers echo the key back)."""
+    for name, value in request.headers.items():
+        if not value or not _SECRET_HEADER.search(name):
+            continue
+        secret = value.split(" ", 1)[1] if value.lower().startswith(("bearer ", "basic ")) else value
+        if len(secret) >= 8 and secret in text:
+            text = text.replace(secret, "***")
+    return text

@@ -13,7 +13,7 @@ import msgspec
 
 from ..client import HttpRequest
 from ..messages import Message, ToolSpec
-from .base import HTTPAdapter, merge_keep, prepare
+from .base import _ENV_NAME, HTTPAdapter, merge_keep, prepare
 from .handlers import call_handler
 
 _encode = msgspec.json.Encoder().encode
@@ -43,12 +43,27 @@ async def build_request(
         stream=ready.streaming,
         provider=ready.formatted_name,
         auth_hint=_auth_hint(ready),
+        model=str(ready.model) if ready.model else None,
     )
     return ready, request
 
 
 def _auth_hint(adapter: HTTPAdapter) -> str | None:
+    """Where the key comes from, for 401/403 messages: an environment variable (and whether
+    it is set), a command, a file, or the adapter's own setting; never the key itself.
+    `opts.auth_hint` overrides it (GitHub Models: the `gh` login)."""
+    if adapter.opts.get("auth_hint"):
+        return str(adapter.opts["auth_hint"])
     spec = adapter.env.get("api_key")
-    if isinstance(spec, str) and not spec.startswith(("cmd:", "file:")):
-        return f"the {spec} environment variable" if spec.isupper() else "the adapter's env.api_key"
-    return "the adapter's env.api_key" if spec is not None else None
+    if spec is None:
+        return None
+    unset = not adapter.env_replaced.get("api_key")
+    if isinstance(spec, str) and spec.startswith("cmd:"):
+        program = spec[4:].split()[0] if spec[4:].split() else "?"
+        printed = " (it printed nothing)" if unset else ""
+        return f"the token printed by the env.api_key command (`{program} ...`){printed}"
+    if isinstance(spec, str) and spec.startswith("file:"):
+        return f"the key in {spec[5:].strip()} (env.api_key)"
+    if isinstance(spec, str) and _ENV_NAME.match(spec):
+        return f"the {spec} environment variable{' (it is not set)' if unset else ''}"
+    return "the adapter's env.api_key"
