@@ -5,6 +5,8 @@ some send whole calls at once, some omit ids, some send a later fragment with an
 name. The assembler never overwrites a known id or name with an empty one, synthesises
 missing ids, treats empty arguments as `{}`, and splits `{...}{...}` (two calls merged
 under one index by some servers) into separate calls instead of producing broken JSON.
+A fragment with a new id under a key already in use (proxies that give every parallel
+call index 0) starts a new call.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class ToolCallAssembler:
 
     def __init__(self) -> None:
         self._calls: dict[Hashable, _PendingCall] = {}
+        self._started = 0
         self.events: list[ToolCallEvent] = []  # fragment events since the last drain
 
     def __bool__(self) -> bool:
@@ -47,8 +50,12 @@ class ToolCallAssembler:
     def add(self, key: Hashable, *, id: str | None = None, name: str | None = None,
             arguments: str | None = None) -> None:
         pending = self._calls.get(key)
+        if pending is not None and id and pending.id and id != pending.id:
+            self._calls[(key, pending.position)] = self._calls.pop(key)  # finished: its key is reused
+            pending = None
         if pending is None:
-            pending = self._calls[key] = _PendingCall(len(self._calls))
+            pending = self._calls[key] = _PendingCall(self._started)
+            self._started += 1
         if id:
             pending.id = id
         if name:
@@ -71,7 +78,7 @@ class ToolCallAssembler:
     def finish(self) -> list[ToolCall]:
         """The complete calls, in the order they started."""
         calls: list[ToolCall] = []
-        for pending in self._calls.values():
+        for pending in sorted(self._calls.values(), key=lambda p: p.position):
             if not pending.name:
                 raise AdapterError("the provider sent a tool call without a name")
             call_id = pending.id or f"call_{uuid.uuid4().hex[:12]}"

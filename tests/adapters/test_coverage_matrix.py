@@ -590,8 +590,6 @@ def test_arguments_that_cannot_be_split_are_reported_not_merged():
         assert call.provider_data["invalid_arguments"] == '{"path":"a.py"}{"path":'
 
 
-@pytest.mark.xfail(strict=True, reason="bug: stream/assembler.py lets a later call's id and name overwrite an "
-                                       "earlier call's under the same index (fix belongs in assembler/openai.py)")
 def test_parallel_calls_with_their_own_ids_under_one_index_keep_their_names():
     # Some OpenAI-compatible servers (LiteLLM over Ollama, Responses-to-Chat proxies) give
     # every parallel call index 0 but their own id and name.
