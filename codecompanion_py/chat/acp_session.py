@@ -16,6 +16,7 @@ the chat says so).
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import re
 from collections.abc import Mapping
@@ -35,6 +36,10 @@ from ..tools.workspace import Target, Workspace
 log = logging.getLogger("codecompanion_py.acp")
 
 _FILE_MENTION = re.compile(r"#\{file:([^}]+)\}")
+_IMAGE_MENTION = re.compile(r"#\{image:([^}]+)\}")
+_IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+                ".webp": "image/webp"}
+_IMAGE_BYTES = 10_000_000
 _CARRIED_CHARS = 20_000
 _RENDERED = {"agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update",
              "plan"}
@@ -198,8 +203,11 @@ class AcpChatSession:
 
     async def _prompt_blocks(self, text: str) -> list[dict[str, Any]]:
         """The user's text, with `#{file:path}` mentions attached as resources (the buffer's
-        text when the file is loaded), and a leading `\\command` sent as the agent's `/command`."""
+        text when the file is loaded), `#{image:path}` as images, and a leading `\\command`
+        sent as the agent's `/command`."""
         blocks: list[dict[str, Any]] = []
+        for raw in dict.fromkeys(m.strip() for m in _IMAGE_MENTION.findall(text)):
+            blocks.append(self._image_block(raw))
         for raw in dict.fromkeys(m.strip() for m in _FILE_MENTION.findall(text)):
             target = self.workspace.resolve(raw)
             uri = target.real.as_uri()
@@ -211,10 +219,24 @@ class AcpChatSession:
             else:
                 blocks.append({"type": "resource_link", "uri": uri, "name": target.relative})
         text = _FILE_MENTION.sub(lambda m: f"`{m.group(1).strip()}`", text)
+        text = _IMAGE_MENTION.sub(lambda m: f"`{m.group(1).strip()}`", text)
         names = {c.get("name") for c in self.commands}
         if text.startswith("\\") and text[1:].split(maxsplit=1)[0] in names:
             text = "/" + text[1:]
         return [*self._earlier_conversation(), {"type": "text", "text": text}, *blocks]
+
+    def _image_block(self, raw: str) -> dict[str, Any]:
+        assert self.client is not None
+        if not self.client.supports("promptCapabilities", "image"):
+            raise AgentError(f"{self.adapter.formatted_name} does not accept images")
+        target = self.workspace.resolve(raw)
+        mime = _IMAGE_TYPES.get(target.real.suffix.lower())
+        if mime is None:
+            raise PathRefused(f"{target.relative} is not an image this chat can send "
+                              f"({', '.join(sorted(_IMAGE_TYPES))})")
+        data, _ = self.workspace.read_bytes(target, max_bytes=_IMAGE_BYTES)
+        return {"type": "image", "mimeType": mime, "data": base64.b64encode(data).decode(),
+                "uri": target.real.as_uri()}
 
     def _earlier_conversation(self) -> list[dict[str, Any]]:
         """The chat so far, once, when the user switched to this agent mid-chat (its end,

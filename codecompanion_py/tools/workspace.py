@@ -181,15 +181,20 @@ class Workspace:
             return "has other hard links"
         return None
 
-    def read_text(self, target: Target, *, max_bytes: int = 2_000_000) -> FileText:
+    def read_bytes(self, target: Target, *, max_bytes: int = 2_000_000) -> tuple[bytes, os.stat_result]:
+        """A regular file's bytes, opened without following links (FIFOs and devices refused)."""
         shown = target.relative
         dir_fd, name = self._open_parent(target.real, shown)
         try:
-            data, st = self._read_bytes(dir_fd, name, shown, max_bytes)
+            return self._read_bytes(dir_fd, name, shown, max_bytes)
         except OSError as exc:
             raise _refusal(exc, shown, "read") from None
         finally:
             os.close(dir_fd)
+
+    def read_text(self, target: Target, *, max_bytes: int = 2_000_000) -> FileText:
+        shown = target.relative
+        data, st = self.read_bytes(target, max_bytes=max_bytes)
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             raise PathRefused(f"'{shown}' is a binary file (it contains NUL bytes); only text files can be read")
         try:

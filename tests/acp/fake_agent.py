@@ -94,6 +94,8 @@ def text_of(prompt: list) -> str:
             parts.append(block["text"])
         elif block.get("type") == "resource":
             parts.append("[resource " + block["resource"].get("uri", "") + "]")
+        elif block.get("type") == "image":
+            parts.append(f"[image {block['mimeType']} {len(block['data'])} base64 chars]")
         elif block.get("type") == "resource_link":
             parts.append("[link " + block.get("uri", "") + "]")
     return " ".join(parts)
@@ -262,7 +264,7 @@ def main() -> None:
         result: dict | None = None
         if method == "initialize":
             result = {"protocolVersion": 1, "agentInfo": {"name": "fake-agent", "version": "1.0"},
-                      "agentCapabilities": {"loadSession": True, "promptCapabilities": {"embeddedContext": True},
+                      "agentCapabilities": {"loadSession": True, "promptCapabilities": {"embeddedContext": True, "image": True},
                                             "sessionCapabilities": {"list": {}}},
                       "authMethods": [{"id": "fake-key", "name": "Fake key"}]}
         elif method == "authenticate":

@@ -143,3 +143,12 @@ async def test_switching_to_an_agent_mid_chat_tells_it_the_conversation_once(tmp
     prompts = [line for line in log.read_text().splitlines() if '"session/prompt"' in line]
     assert "User: what is 2+2?" in prompts[0] and "Assistant: It is 4." in prompts[0]
     assert "what is 2+2" not in prompts[1]
+
+
+async def test_an_image_mention_is_sent_as_an_image(agent_chat, tmp_path):
+    (tmp_path / "shot.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 10)
+    session = agent_chat()
+    await session.submit("what is in #{image:shot.png}?")
+    assert texts(session) == "echo: what is in `shot.png`? [image image/png 24 base64 chars]"
+    await session.submit("and #{image:../outside.png}")
+    assert session.sink.ops[-1]["status"] == "error" and "outside" in session.sink.ops[-1]["message"]
