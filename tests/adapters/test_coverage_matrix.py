@@ -612,6 +612,8 @@ def test_openrouter_finish_reason_error_is_a_failure_not_an_answer():
     bare = body.split(b"\n\n")
     events = replay_body(resolve("openrouter"), bare[0] + b"\n\n" + bare[2] + b"\n\n")
     assert events[-1].message == 'OpenRouter: the stream ended with finish_reason "error"'
+    # the same through the base adapter (an OpenRouter-like proxy behind openai_compatible)
+    assert isinstance(replay_body(resolve("openai"), body)[-1], ErrorEvent)
 
 
 # --- 5. `codecompanion-py replay` for every adapter ----------------------------------

@@ -54,12 +54,6 @@ class _Delta(msgspec.Struct):
     tool_calls: list[_ToolCallDelta] | None = None
 
 
-class _Choice(msgspec.Struct):
-    delta: _Delta | None = None
-    message: _Delta | None = None
-    finish_reason: str | None = None
-
-
 class _TokenDetails(msgspec.Struct):
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
@@ -74,9 +68,17 @@ class _Usage(msgspec.Struct):
 
 
 class _Error(msgspec.Struct):
-    message: str = ""
+    message: Any = ""  # a string, except from some proxies: only ever shown
     type: str | None = None
     code: str | int | None = None
+
+
+class _Choice(msgspec.Struct):
+    delta: _Delta | None = None
+    message: _Delta | None = None
+    finish_reason: str | None = None
+    usage: _Usage | None = None  # Kimi (Moonshot) reports usage in the last choice
+    error: _Error | str | None = None  # OpenRouter: an upstream failure, with finish_reason "error"
 
 
 class _Chunk(msgspec.Struct):
@@ -223,13 +225,16 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     `ToolCallAssembler`, keyed by the fragment's `index` (by position in a body)."""
     chunk = decode(data)
     if chunk.error is not None:
-        error = chunk.error
-        message = error if isinstance(error, str) else (error.message or str(error.code or "unknown error"))
-        return {"status": "error", "output": message}
+        return {"status": "error", "output": _error_text(chunk.error)}
     content: str | None = None
     reasoning: str | None = None
     finish_reason: str | None = None
+    usage = chunk.usage
     for choice in chunk.choices or ():
+        if choice.error is not None or choice.finish_reason == "error":  # a failure, never a finished answer
+            return {"status": "error", "output": _error_text(choice.error) if choice.error is not None
+                    else 'the stream ended with finish_reason "error"'}
+        usage = usage or choice.usage
         delta = choice.delta or choice.message
         if delta is not None:
             text = delta.content
@@ -253,8 +258,14 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
         "status": "success",
         "output": {"role": "assistant", "content": content, "reasoning": reasoning},
         "finish_reason": finish_reason,
-        "usage": usage_from(chunk.usage) if chunk.usage else None,
+        "usage": usage_from(usage) if usage else None,
     }
+
+
+def _error_text(error: _Error | str) -> str:
+    if isinstance(error, str):
+        return error
+    return str(error.message or "") or (f"error {error.code}" if error.code is not None else "unknown error")
 
 
 def _content_and_reasoning(delta: _Delta) -> tuple[str | None, str | None]:

@@ -8,71 +8,16 @@
 
 Reasoning deltas (`reasoning_content`, `reasoning`, `reasoning_text`), Mistral's list-shaped
 content, error objects inside 200 streams and Azure's first chunk with no choices are
-handled by the `openai` handlers for every provider. What some put in the choice that ends
-a stream (Kimi's usage, OpenRouter's `finish_reason: "error"`) is read by `parse_chat` here.
+handled by the `openai` handlers for every provider, as is what some put in the choice that
+ends a stream (Kimi's usage, OpenRouter's `finish_reason: "error"`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from ..base import deep_merge
 from .openai import ADAPTER as _OPENAI
-from .openai import parse_chat as _openai_parse_chat
-from .openai import usage_from
-from .wire import frame_decoder
-
-
-class _Details(msgspec.Struct):
-    cached_tokens: int | None = None
-    reasoning_tokens: int | None = None
-
-
-class _Usage(msgspec.Struct):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    prompt_tokens_details: _Details | None = None
-    completion_tokens_details: _Details | None = None
-
-
-class _Error(msgspec.Struct):
-    message: Any = None  # any shape: only read for the user
-    code: Any = None
-
-
-class _ChoiceEnd(msgspec.Struct):
-    finish_reason: str | None = None
-    usage: _Usage | None = None  # Kimi (Moonshot)
-    error: _Error | str | None = None  # OpenRouter
-
-
-class _ChunkEnd(msgspec.Struct):
-    choices: list[_ChoiceEnd] | None = None
-
-
-_decode_end = frame_decoder(_ChunkEnd)
-
-
-def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None:
-    """The openai `parse_chat`, plus what these providers put in the choice that ends a
-    stream: Kimi's usage (`choices[0].usage`), and OpenRouter's `finish_reason: "error"`
-    (with or without an `error` in the choice), which is a failure, never a finished answer.
-    Only a frame with a finish_reason is decoded a second time."""
-    result = _openai_parse_chat(self, data, tools)
-    if result is None or result.get("status") != "success" or not result.get("finish_reason"):
-        return result
-    for choice in _decode_end(data).choices or ():
-        if choice.error is not None or choice.finish_reason == "error":
-            error = choice.error
-            if isinstance(error, _Error):
-                error = str(error.message or "") or (f"error {error.code}" if error.code is not None else None)
-            return {"status": "error", "output": error or 'the stream ended with finish_reason "error"'}
-        if choice.usage is not None and not result.get("usage"):
-            result["usage"] = usage_from(choice.usage)  # type: ignore[arg-type]  # the same fields
-    return result
 
 
 def _provider(name: str, formatted_name: str, url: str, key_env: str, model: str,
@@ -85,7 +30,6 @@ def _provider(name: str, formatted_name: str, url: str, key_env: str, model: str
         "env": {"api_key": key_env},
         "schema": {"model": {"default": model, "choices": models or [model]},
                    "reasoning_effort": {"mapping": None}},  # an OpenAI parameter others reject
-        "handlers": {"response": {"parse_chat": parse_chat}},
     }
     return deep_merge(_OPENAI, deep_merge(overrides, extra))
 
