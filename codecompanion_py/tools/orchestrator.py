@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from ..errors import ToolError
 from ..messages import ToolCall, ToolResultPart
 from . import arguments
-from .approvals import Answer, Approvals, command_key, must_prompt
+from .approvals import Answer, Approvals, must_prompt
 from .contract import LuaFunction, Outcome, ToolDefinition, ToolRun
 from .process import run_process
 
