@@ -160,8 +160,8 @@ class AcpChatSession:
         if self.client is not None and self.session_id is not None:
             return
         push = self.sink.push
-        self.client = AcpClient(self.adapter, self, cwd=str(self.workspace.root))
-        await self.client.start()
+        await self._start_agent()
+        assert self.client is not None
         if self.resume_id is not None:
             self.session_id, self.resume_id = self.resume_id, None
             self._remember_session(await self.client.load_session(self.session_id))
@@ -295,10 +295,18 @@ class AcpChatSession:
         self.sink.push({"op": "ready", "adapter": self.adapter_info()})
 
     async def list_sessions(self) -> list[dict[str, Any]]:
-        if self.client is None:
-            self.client = AcpClient(self.adapter, self, cwd=str(self.workspace.root))
-            await self.client.start()
+        await self._start_agent()
+        assert self.client is not None
         return await self.client.list_sessions()
+
+    async def _start_agent(self) -> None:
+        """The agent's process, started unless one is running (sessions come and go on it)."""
+        if self.client is not None and self.client.alive:
+            return
+        if self.client is not None:  # dead: make sure nothing of it is left
+            await self.client.close()
+        self.client = AcpClient(self.adapter, self, cwd=str(self.workspace.root))
+        await self.client.start()
 
     def resume(self, session_id: str) -> None:
         """Load an earlier session of the agent with the next message (or now, if idle)."""

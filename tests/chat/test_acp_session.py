@@ -152,3 +152,14 @@ async def test_an_image_mention_is_sent_as_an_image(agent_chat, tmp_path):
     assert texts(session) == "echo: what is in `shot.png`? [image image/png 24 base64 chars]"
     await session.submit("and #{image:../outside.png}")
     assert session.sink.ops[-1]["status"] == "error" and "outside" in session.sink.ops[-1]["message"]
+
+
+async def test_resuming_a_session_loads_it_on_the_same_agent(agent_chat):
+    session = agent_chat()
+    [earlier] = await session.list_sessions()
+    first = session.client
+    session.resume(earlier["sessionId"])
+    await session.submit("hello")
+    assert session.client is first and session.session_id == "old-1"  # one agent process, not two
+    shown = [op["text"] for op in session.sink.ops if op["op"] == "show"]
+    assert "earlier question" in shown
