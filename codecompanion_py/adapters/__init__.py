@@ -25,6 +25,7 @@ _BUILTIN: dict[str, str] = {
     "openai": "codecompanion_py.adapters.http.openai",
     "openai_compatible": "codecompanion_py.adapters.http.openai_compatible",
     "openai_responses": "codecompanion_py.adapters.http.openai_responses",
+    "copilot": "codecompanion_py.adapters.http.copilot",
     "demo": "codecompanion_py.adapters.http.demo",
     "gemini": "codecompanion_py.adapters.http.gemini",
     "ollama": "codecompanion_py.adapters.http.ollama",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import inspect
 import os
 import signal
 import re
@@ -145,7 +146,8 @@ async def resolve_env(adapter: HTTPAdapter) -> dict[str, Any]:
 
 async def _resolve_one(adapter: HTTPAdapter, key: str, spec: Any, timeout: float) -> Any:
     if callable(spec):
-        return spec(adapter)
+        value = spec(adapter)
+        return await value if inspect.isawaitable(value) else value  # e.g. a token exchange
     if not isinstance(spec, str):
         return spec
     if "." in spec and spec not in os.environ and spec.split(".", 1)[0] in HTTPAdapter._FIELDS:
