@@ -1,13 +1,26 @@
 """The canonical stream events: the one vocabulary between backends and the UI.
 
-HTTP adapters and ACP agents both produce these; the chat and the renderer consume only
-these. Each is a frozen msgspec Struct tagged by `type`, so `msgspec.json.encode(event)`
-is the NDJSON line the command line prints.
+HTTP adapters (through the stream normalizer), the tool orchestrator and ACP agents
+(through `chat.acp_updates`) all produce these; the chat turns them into UI ops with one
+mapper (`ui.view.EventView`), so the chat buffer never knows which backend ran. Each is a
+frozen msgspec Struct tagged by `type`, so `msgspec.json.encode(event)` is the NDJSON line
+the command line prints.
+
+Who emits what:
+
+- `TokenEvent`, `ReasoningEvent`: the reply as it streams (providers and agents).
+- `ToolCallEvent`: a tool call the LLM asks us to run (providers).
+- `ToolResultEvent`: what a tool call produced, shown under it (our orchestrator, and an
+  agent's own tool call once it completed or failed).
+- `ToolProgressEvent`: a tool call an agent runs itself, reported as it goes.
+- `PlanEvent`: an agent's plan, the whole list each time.
+- `NoticeEvent`: something said beside the reply (a restarted agent, a replayed message).
+- `UsageEvent`, `FinalEvent`, `ErrorEvent`: accounting and the end of a stream.
 """
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import msgspec
 
@@ -45,10 +58,54 @@ class ToolCallEvent(_Event, tag="tool_call"):
 
 
 class ToolResultEvent(_Event, tag="tool_result"):
+    """The output of a tool call, as the user is shown it."""
+
     tool_call_id: str
     name: str
     content: str
     status: str = "success"
+    """success, error, rejected or cancelled (ours); completed or failed (an agent's)."""
+
+
+ToolProgress = Literal["pending", "in_progress", "completed", "failed"]
+
+
+class ToolLocation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A file an agent's tool call touches."""
+
+    path: str
+    line: int | None = None
+
+
+class ToolProgressEvent(_Event, tag="tool_progress"):
+    """A tool call that the backend runs itself (an ACP agent), sent again on every change:
+    the same `id` updates the same line in the chat."""
+
+    id: str
+    title: str
+    status: ToolProgress = "pending"
+    kind: str | None = None
+    """The agent's category (read, edit, delete, move, search, execute, fetch, think...)."""
+    locations: tuple[ToolLocation, ...] = ()
+
+
+class PlanEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    content: str
+    status: str = "pending"
+    """pending, in_progress or completed."""
+
+
+class PlanEvent(_Event, tag="plan"):
+    """The backend's plan for the turn; each event replaces the whole plan."""
+
+    entries: tuple[PlanEntry, ...] = ()
+
+
+class NoticeEvent(_Event, tag="notice"):
+    """Something to show beside the reply, not part of it."""
+
+    text: str
+    title: str | None = None
 
 
 class UsageEvent(_Event, tag="usage"):
@@ -75,15 +132,22 @@ class ErrorEvent(_Event, tag="error"):
     status: int | None = None
 
 
-StreamEvent = Union[TokenEvent, ReasoningEvent, ToolCallEvent, ToolResultEvent, UsageEvent, FinalEvent, ErrorEvent]
+StreamEvent = Union[TokenEvent, ReasoningEvent, ToolCallEvent, ToolResultEvent, ToolProgressEvent, PlanEvent,
+                    NoticeEvent, UsageEvent, FinalEvent, ErrorEvent]
 
 __all__ = [
     "ErrorEvent",
     "FinalEvent",
+    "NoticeEvent",
+    "PlanEntry",
+    "PlanEvent",
     "ReasoningEvent",
     "StreamEvent",
     "TokenEvent",
     "ToolCallEvent",
+    "ToolLocation",
+    "ToolProgress",
+    "ToolProgressEvent",
     "ToolResultEvent",
     "UsageEvent",
 ]

@@ -41,7 +41,7 @@ def test_engine_modules_do_not_import_pynvim():
     import sys
     code = ("import sys; sys.modules['pynvim'] = None\n"
             "import codecompanion_py.chat.session, codecompanion_py.cli, codecompanion_py.generation, "
-            "codecompanion_py.nvim.engine, codecompanion_py.stream")
+            "codecompanion_py.engine, codecompanion_py.stream")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 

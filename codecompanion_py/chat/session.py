@@ -1,12 +1,11 @@
-"""A chat: its history and its turns, independent of Neovim.
+"""A chat with an HTTP provider: its history and its turns, independent of Neovim.
 
-A turn sends the history through the adapter and turns the canonical events into UI ops
-on a `ChatSink`: `begin`, `text`, `reasoning`, `tool_call`, `tool_output`, `fire` (a
-`User` autocmd), `done`. When the reply calls tools, the orchestrator runs them and the
-results go back to the LLM in the same turn, round after round, until it answers
-without tool calls (or the round limit is hit). Stopping keeps what streamed so far and
-gives every tool call a result; an error leaves the chat usable. The sink decides how
-ops reach the user (batched RPC in Neovim, a list in tests, stdout on the command line).
+A turn sends the history through the adapter and shows the canonical events through the
+chat's `EventView`; when the reply calls tools, the orchestrator runs them and the results
+go back to the LLM in the same turn, round after round, until it answers without tool
+calls (or the round limit is hit). Stopping keeps what streamed so far and gives every
+tool call a result; an error leaves the chat usable. The sink behind the view decides how
+ops reach the user (batched RPC in Neovim, a list in tests).
 """
 
 from __future__ import annotations
@@ -14,39 +13,47 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Literal
 
+from .. import adapters
+from ..acp import adapters as acp_adapters
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
-from ..events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent, ToolCallEvent
-from ..messages import Message, ToolCall, ToolResultPart, Usage
+from ..errors import ConfigError
+from ..events import ErrorEvent, FinalEvent
+from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator
 from ..tools.approvals import Approvals
 from ..tools.orchestrator import ChatHandle, Editor, Orchestrator, ToolsContext
 from ..tools.registry import ToolSettings, mentions
+from ..tools.workspace import Workspace
+from ..ui import ops
+from ..ui.ops import AdapterInfo, AgentOption, AgentSession
+from ..ui.sink import Sink
+from ..ui.view import EventView
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI programming assistant working inside the Neovim text editor. "
     "Answer concisely, use Markdown, and put code in fenced code blocks with the language name."
 )
 
+Status = Literal["success", "error", "stopped"]
 _request_ids = itertools.count(1)
-
-
-class ChatSink(Protocol):
-    def push(self, op: dict[str, Any]) -> None: ...
+_NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
 
 
 class ChatSession:
-    def __init__(self, chat_id: Any, adapter: HTTPAdapter, *, client: HttpClient, sink: ChatSink,
+    """A `Session` whose replies come from an HTTP adapter."""
+
+    def __init__(self, chat_id: Any, adapter: HTTPAdapter, *, client: HttpClient, sink: Sink,
                  system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
                  settings: Mapping[str, Any] | None = None,
                  tools: ToolSettings | None = None, editor: Editor | None = None,
-                 workspace: Any = None) -> None:
+                 workspace: Workspace | None = None) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
         self.client = client
-        self.sink = sink
+        self.view = EventView(sink)
         self.settings = dict(settings or {})
         self.history: list[Message] = []
         if system_prompt:
@@ -54,7 +61,7 @@ class ChatSession:
         self.task: asyncio.Task[None] | None = None
         self.tool_settings = tools or ToolSettings()
         self.editor = editor
-        self.workspace = workspace
+        self.workspace = workspace or Workspace(".")
         self.approvals = Approvals()
         self.file_reads: dict[str, str] = {}  # what the LLM has seen, so edits to stale reads are refused
         self.tools: dict[str, Any] = {}  # enabled tool definitions by name
@@ -65,9 +72,33 @@ class ChatSession:
     def busy(self) -> bool:
         return self.task is not None and not self.task.done()
 
-    def adapter_info(self) -> dict[str, Any]:
-        return {"name": self.adapter.name, "formatted_name": self.adapter.formatted_name,
-                "model": self.adapter.model}
+    def adapter_info(self) -> AdapterInfo:
+        return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name,
+                           model=self.adapter.model)
+
+    async def switch(self, name: str, model: str | None) -> bool:
+        if acp_adapters.is_acp(name):
+            return False
+        self.adapter = adapters.resolve(name, model=model)
+        return True
+
+    def own_models(self, name: str) -> list[str] | None:
+        return None
+
+    def kill_now(self) -> None:
+        """Nothing of an HTTP chat outlives the host: its requests die with the loop."""
+
+    def options(self) -> list[AgentOption]:
+        raise ConfigError(_NO_AGENT)
+
+    async def set_option(self, option_id: str, value: Any) -> None:
+        raise ConfigError(_NO_AGENT)
+
+    async def list_sessions(self) -> list[AgentSession]:
+        raise ConfigError(_NO_AGENT)
+
+    def resume(self, session_id: str) -> None:
+        raise ConfigError(_NO_AGENT)
 
     def enable(self, names: list[str]) -> list[str]:
         """Enable tools and groups for this chat; their system prompts join the history once."""
@@ -93,10 +124,10 @@ class ChatSession:
     def submit(self, text: str) -> asyncio.Task[None] | None:
         """Start a turn for the user's `text`; refused (with an error op) while one runs."""
         if self.busy:
-            self.sink.push({"op": "error", "message": "a request is already running; press q to stop it"})
+            self.view.push(ops.Error(message="a request is already running; press q to stop it"))
             return None
         if not text.strip():
-            self.sink.push({"op": "done", "status": "empty"})
+            self.view.push(ops.Done(status="empty"))
             return None
         tools, _groups, text = mentions(text, self.tool_settings)
         self.enable(tools)
@@ -115,9 +146,11 @@ class ChatSession:
         self.stop()
 
     async def _turn(self) -> None:
-        push = self.sink.push
-        push({"op": "begin", "adapter": self.adapter_info()})
-        status, message, usage = "success", None, None
+        push = self.view.push
+        push(ops.Begin(adapter=self.adapter_info()))
+        status: Status = "success"
+        message: str | None = None
+        usage: Usage | None = None
         rounds = 0
         try:
             while True:
@@ -136,37 +169,30 @@ class ChatSession:
                 if await self._run_tools(calls):
                     status = "stopped"
                     break
-                push({"op": "begin", "adapter": self.adapter_info(), "continued": True})
+                push(ops.Begin(adapter=self.adapter_info(), continued=True))
         finally:
-            done: dict[str, Any] = {"op": "done", "status": status}
-            if usage is not None:
-                done["tokens"] = usage.total_tokens
-            if message:
-                done["message"] = message
-            push(done)
+            push(ops.Done(status=status, tokens=usage.total_tokens if usage is not None else None,
+                          message=message or None))
 
-    async def _round(self) -> tuple[str, str | None, Usage | None]:
+    async def _round(self) -> tuple[Status, str | None, Usage | None]:
         """One request and its stream; (status, error message, usage)."""
         info = {"id": next(_request_ids), "adapter": self.adapter_info(), "interaction": "chat"}
-        push = self.sink.push
-        push({"op": "fire", "event": "RequestStarted", "data": info})
+        view = self.view
+        view.fire("RequestStarted", info)
         specs = [definition.spec() for definition in self.tools.values()]
         stream = HttpStreamIterator(self.adapter, list(self.history), client=self.client, settings=self.settings,
                                     tools=specs or None)
-        status, message, usage = "success", None, None
+        status: Status = "success"
+        message: str | None = None
+        usage: Usage | None = None
         streaming = False
         try:
             async for event in stream:
                 if not streaming:
                     streaming = True
-                    push({"op": "fire", "event": "RequestStreaming", "data": info})
-                if isinstance(event, TokenEvent):
-                    push({"op": "text", "text": event.content})
-                elif isinstance(event, ReasoningEvent):
-                    push({"op": "reasoning", "text": event.content})
-                elif isinstance(event, ToolCallEvent) and event.is_final:
-                    push({"op": "tool_call", "id": event.id, "name": event.name, "arguments": event.arguments})
-                elif isinstance(event, FinalEvent):
+                    view.fire("RequestStreaming", info)
+                view.show(event)
+                if isinstance(event, FinalEvent):
                     self.history.append(event.message)
                     usage = event.usage
                 elif isinstance(event, ErrorEvent):
@@ -177,7 +203,7 @@ class ChatSession:
             self._keep_partial(stream)
         finally:
             await stream.close()
-            push({"op": "fire", "event": "RequestFinished", "data": {**info, "status": status}})
+            view.fire("RequestFinished", {**info, "status": status})
         return status, message, usage
 
     def _pending_calls(self) -> tuple[ToolCall, ...]:
@@ -192,7 +218,7 @@ class ChatSession:
         context = ToolsContext(chat=ChatHandle(), editor=self.editor, approvals=self.approvals,
                                workspace=self.workspace, chat_id=self.chat_id, reads=self.file_reads)
         orchestrator = Orchestrator(self.tools, {n: self.tool_settings.config_of(n) for n in self.tools},
-                                    context, self.sink)
+                                    context, self.view)
         try:
             batch = await orchestrator.run(calls)
         except asyncio.CancelledError:  # stopped outside a tool: still answer every call
@@ -203,7 +229,7 @@ class ChatSession:
             self.history.append(Message.of("user", str(extra.get("content", ""))))
         return batch.cancelled
 
-    def _answer_all(self, calls: tuple[ToolCall, ...], status: Any, text: str) -> None:
+    def _answer_all(self, calls: tuple[ToolCall, ...], status: ToolStatus, text: str) -> None:
         self.history.append(Message(role="tool", parts=tuple(
             ToolResultPart(tool_call_id=c.id, name=c.name, content=text, status=status) for c in calls)))
 

@@ -1,5 +1,6 @@
-"""The only code that touches pynvim or the `nvim` object.
+"""The only code that imports pynvim or touches the `nvim` object.
 
-`plugin.py` is the remote-plugin class; `bridge.py` sends batched render ops to Lua;
-`engine.py` runs the async engine on its own loop thread; `render.py` coalesces ops.
+`plugin.py` is the remote-plugin class that hands Lua's calls to the engine
+(`codecompanion_py.engine`); `bridge.py` delivers the engine's batched UI ops and
+notifications to Lua from the engine's thread.
 """

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ui.ops import Op, encode
+
 _APPLY = 'require("codecompanion_py.chat").apply(...)'
 _NOTIFY = 'vim.notify(select(1, ...), vim.log.levels[select(2, ...)] or vim.log.levels.ERROR, {title = "CodeCompanion"})'
 
@@ -17,8 +19,8 @@ class NvimBridge:
     def __init__(self, nvim: Any) -> None:
         self._nvim = nvim
 
-    def render(self, chat_id: Any, ops: list[dict[str, Any]]) -> None:
-        self._nvim.async_call(self._exec, _APPLY, chat_id, ops)
+    def render(self, chat_id: Any, batch: list[Op]) -> None:
+        self._nvim.async_call(self._exec, _APPLY, chat_id, encode(batch))
 
     def notify(self, message: str, level: str = "ERROR") -> None:
         self._nvim.async_call(self._exec, _NOTIFY, message, level)

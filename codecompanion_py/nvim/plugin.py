@@ -11,7 +11,7 @@ from typing import Any
 import pynvim
 
 from .bridge import NvimBridge
-from .engine import Engine
+from ..engine import Engine
 
 
 @pynvim.plugin

@@ -1,6 +1,6 @@
 """The orchestrator: the LLM's tool calls in, one result per call out.
 
-Follows seed 002's flow. For a batch of calls: resolve each tool (unknown tools and
+For a batch of calls: resolve each tool (unknown tools and
 malformed arguments become error results at once, nothing runs), fire
 `ToolsStarted`, then per queued call: `ToolStarted`, `handlers.setup`, the approval
 decision (and the prompt), the `cmds` in order (each one's output is the next one's
@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import ToolError
+from ..events import ToolResultEvent
 from ..messages import ToolCall, ToolResultPart
 from . import arguments
 from .approvals import Answer, Approvals, must_prompt
@@ -44,9 +45,12 @@ class Editor(Protocol):
 
 
 class Surface(Protocol):
-    """Where the chat shows things: `fire` (a User autocmd) and `tool_output` ops."""
+    """Where the chat shows things (a `ui.view.EventView`): tool results, and `User`
+    autocmds in order with them."""
 
-    def push(self, op: dict[str, Any]) -> None: ...
+    def show(self, event: ToolResultEvent) -> None: ...
+
+    def fire(self, event: str, data: Mapping[str, Any] | None = None) -> None: ...
 
 
 class ChatHandle:
@@ -72,12 +76,12 @@ class ToolsContext:
     approvals: Approvals
     workspace: Any  # tools.workspace.Workspace
     chat_id: Any = None
-    surface: Any = None  # set by the orchestrator: where `fire` goes
+    surface: Surface | None = None  # where `fire` goes
     reads: dict[str, str] = field(default_factory=dict)  # real path -> hash of what the LLM last read
 
     def fire(self, event: str, data: Mapping[str, Any]) -> None:
         if self.surface is not None:
-            self.surface.push({"op": "fire", "event": event, "data": dict(data)})
+            self.surface.fire(event, data)
 
 
 @dataclass
@@ -150,7 +154,7 @@ class Orchestrator:
         return None
 
     def _finish_unrun(self, call: ToolCall, status: Outcome, text: str) -> ToolResultPart:
-        self.surface.push({"op": "tool_output", "id": call.id, "name": call.name, "status": status, "text": text})
+        self.surface.show(ToolResultEvent(tool_call_id=call.id, name=call.name, status=status, content=text))
         return ToolResultPart(tool_call_id=call.id, name=call.name, content=text, status=status)
 
     # --- one call ---------------------------------------------------------------------
@@ -199,8 +203,9 @@ class Orchestrator:
         if not run.outputs:
             run.add_output(_DEFAULT_OUTPUT[status].format(name=run.name))
         for output in run.outputs:
-            self.surface.push({"op": "tool_output", "id": run.function_call.id, "name": run.name, "status": status,
-                               "text": output.for_user if output.for_user is not None else output.for_llm})
+            shown = output.for_user if output.for_user is not None else output.for_llm
+            self.surface.show(ToolResultEvent(tool_call_id=run.function_call.id, name=run.name, status=status,
+                                              content=shown))
         content = "\n\n".join(output.for_llm for output in run.outputs)
         return ToolResultPart(tool_call_id=run.function_call.id, name=run.name, content=content, status=status)
 
@@ -281,7 +286,7 @@ class Orchestrator:
             result = await asyncio.wait_for(call, timeout + 10)
         except ToolError as error:
             return {"status": "error", "data": str(error)}
-        except TimeoutError:
+        except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
             return {"status": "error", "data": f"the tool did not finish within {timeout + 10:g} s"}
         return _checked(result, run.name)
 
@@ -373,7 +378,7 @@ class Orchestrator:
                 await asyncio.wait_for(self.context.editor.call("tool.release", {"run_ids": lua_runs}), 2)
 
     def _fire(self, event: str, data: dict[str, Any]) -> None:
-        self.surface.push({"op": "fire", "event": event, "data": data})
+        self.surface.fire(event, data)
 
 
 _DEFAULT_OUTPUT: dict[str, str] = {

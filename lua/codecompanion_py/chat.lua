@@ -1,10 +1,7 @@
 -- The chat buffer: window, keymaps, submit/stop, and `apply(chat_id, ops)`, the one
--- function the Python engine calls to render. Ops arrive batched:
---   ready{adapter} begin{adapter,continued?} text{text} reasoning{text}
---   tool_call{id,name,arguments} tool_output{id,name,status,text} call{id,method,args}
---   agent_tool{id,title,status,locations?} plan{entries} show{text,title?}
---   choose_option{options} choose_session{sessions} commands{commands}  (ACP agents)
---   fire{event,data} error{message} done{status,tokens?,message?} choose_model{...}
+-- function the Python engine calls to render. Ops arrive batched; each has a `render`
+-- function below named after its tag, and `codecompanion_py/ui/ops.py` defines their
+-- fields (an absent field is nil, never vim.NIL).
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
 
@@ -74,6 +71,15 @@ local function paragraph(chat, text)
   append(chat, gap .. text)
 end
 
+-- Text that follows a block (a tool line, a plan, shown output) starts a paragraph of its
+-- own: glued to the block's last line it would end up in a fence or on the tool line.
+local function after_block(chat)
+  if chat.block == "block" then
+    paragraph(chat, "")
+    chat.block = nil
+  end
+end
+
 local function unlock(chat)
   chat.status = "idle"
   chat.block = nil
@@ -108,6 +114,7 @@ function render.begin(chat, op)
 end
 
 function render.reasoning(chat, op)
+  after_block(chat)
   if chat.block ~= "reasoning" then
     append(chat, "### Reasoning\n\n")
     chat.block = "reasoning"
@@ -116,6 +123,7 @@ function render.reasoning(chat, op)
 end
 
 function render.text(chat, op)
+  after_block(chat)
   if chat.block == "reasoning" then
     append(chat, "\n\n### Response\n\n")
   end
@@ -129,6 +137,7 @@ function render.tool_call(chat, op)
     args = vim.empty_dict()
   end
   paragraph(chat, ("**Tool call** `%s` `%s`"):format(op.name, vim.json.encode(args)))
+  chat.block = "block"
 end
 
 local STATUS_MARK = { success = "✓", error = "✗", rejected = "✗ rejected", cancelled = "⊘ cancelled" }
@@ -144,12 +153,19 @@ local function fenced(text)
   return fence .. "\n" .. text .. "\n" .. fence
 end
 
+-- Text that is one fenced block already (a bridge's tool output) is shown as it is.
+local function is_fenced(text)
+  local fence = text:match("^(```+)[^\n`]*\n")
+  return fence ~= nil and text:sub(-#fence - 1) == "\n" .. fence
+end
+
 -- Show text in the chat (approval details, tool output), folding long blocks.
 function M.show(chat, text, title)
   if title then
     paragraph(chat, title)
   end
-  local body = fenced(text:gsub("\n$", ""))
+  text = text:gsub("\n+$", "")
+  local body = is_fenced(text) and text or fenced(text)
   paragraph(chat, body)
   local end_row = select(1, last_position(chat.bufnr))
   local start_row = end_row - select(2, body:gsub("\n", ""))
@@ -161,10 +177,10 @@ function M.show(chat, text, title)
       end)
     end
   end
+  chat.block = "block"
 end
 
 function render.tool_output(chat, op)
-  chat.block = nil
   M.show(chat, op.text or "", ("**Tool** `%s` %s"):format(op.name, STATUS_MARK[op.status] or op.status))
 end
 
@@ -178,7 +194,8 @@ local function set_block(chat, key, lines)
   if not row then
     paragraph(chat, table.concat(lines, "\n"))
     local first = select(1, last_position(buf)) - #lines + 1
-    chat.blocks[key] = { mark = api.nvim_buf_set_extmark(buf, ns, first, 0, {}), count = #lines }
+    -- left gravity: rewriting the block's lines in place must not push its mark below them
+    chat.blocks[key] = { mark = api.nvim_buf_set_extmark(buf, ns, first, 0, { right_gravity = false }), count = #lines }
     return
   end
   vim.bo[buf].modifiable = true
@@ -191,27 +208,26 @@ end
 local AGENT_STATUS = { pending = "○", in_progress = "◐", completed = "✓", failed = "✗" }
 
 function render.agent_tool(chat, op)
-  chat.block = nil
   local lines = { ("**Tool** %s %s"):format(AGENT_STATUS[op.status] or "○", op.title or op.id) }
   for _, location in ipairs(type(op.locations) == "table" and op.locations or {}) do
     table.insert(lines, ("  ↳ `%s%s`"):format(location.path, type(location.line) == "number" and (":" .. location.line) or ""))
   end
   set_block(chat, "tool:" .. op.id, lines)
+  chat.block = "block"
 end
 
 local PLAN_MARK = { completed = "[x]", in_progress = "[~]", pending = "[ ]" }
 
 function render.plan(chat, op)
-  chat.block = nil
   local lines = { "**Plan**", "" }
   for _, entry in ipairs(op.entries or {}) do
     table.insert(lines, ("- %s %s"):format(PLAN_MARK[entry.status] or "[ ]", (entry.content or ""):gsub("\n", " ")))
   end
   set_block(chat, "plan", lines)
+  chat.block = "block"
 end
 
 function render.show(chat, op)
-  chat.block = nil
   M.show(chat, op.text or "", op.title)
 end
 
@@ -260,6 +276,8 @@ function render.done(chat, op)
     { bufnr = buf, id = buf, status = op.status, tokens = op.tokens })
 end
 
+local unknown_reported = {}
+
 function M.apply(chat_id, ops)
   local chat = M.chats[chat_id]
   if not chat then
@@ -269,8 +287,17 @@ function M.apply(chat_id, ops)
     local handler = render[op.op]
     if handler then
       handler(chat, op)
+    elseif not unknown_reported[tostring(op.op)] then
+      unknown_reported[tostring(op.op)] = true
+      vim.notify(("CodeCompanion: the engine sent an unknown UI op %q; the Lua and Python parts of the plugin "
+        .. "do not match (update both)"):format(tostring(op.op)), vim.log.levels.ERROR)
     end
   end
+end
+
+-- The op names this file renders (checked against the engine's list by the tests).
+function M.op_names()
+  return vim.tbl_keys(render)
 end
 
 -- The text after the last `## Me` header.

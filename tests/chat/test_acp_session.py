@@ -59,7 +59,7 @@ async def agent_chat(tmp_path, monkeypatch):
 
 
 def texts(session: AcpChatSession) -> str:
-    return "".join(op["text"] for op in session.sink.ops if op["op"] == "text")
+    return "".join(op["text"] for op in session.view.sink.ops if op["op"] == "text")
 
 
 async def test_a_file_mention_sends_the_buffer_text_as_a_resource(agent_chat, tmp_path):
@@ -97,14 +97,14 @@ async def test_yolo_allows_ordinary_calls_but_asks_for_protected_files(agent_cha
 async def test_modes_and_config_options_are_offered_and_set(agent_chat):
     session = agent_chat()
     await session.submit("hello")
-    options = {o["id"]: o for o in session.options()}
-    assert options["model"]["current"] == "fake-1"
-    assert [v["value"] for v in options["model"]["values"]] == ["fake-1", "fake-2"]
-    assert [v["value"] for v in options["__mode"]["values"]] == ["ask", "code"]
+    options = {o.id: o for o in session.options()}
+    assert options["model"].current == "fake-1"
+    assert [v.value for v in options["model"].values] == ["fake-1", "fake-2"]
+    assert [v.value for v in options["__mode"].values] == ["ask", "code"]
     await session.set_option("model", "fake-2")
-    assert session.adapter_info()["model"] == "fake-2"
+    assert session.adapter_info().model == "fake-2"
     await session.set_option("__mode", "code")
-    assert session.modes["currentModeId"] == "code"
+    assert session.state.modes["currentModeId"] == "code"
 
 
 async def test_the_conversation_is_kept_as_canonical_messages(agent_chat):
@@ -118,11 +118,11 @@ async def test_a_model_chosen_when_opening_is_set_once_the_session_starts(agent_
     session = agent_chat()
     session.adapter.defaults["model"] = "fake-2"
     await session.submit("hello")
-    assert session.adapter_info()["model"] == "fake-2"
+    assert session.adapter_info().model == "fake-2"
     other = agent_chat()
     other.adapter.defaults["model"] = "no-such-model"
     await other.submit("hello")
-    assert other.sink.ops[-1]["status"] == "error" and "no model 'no-such-model'" in other.sink.ops[-1]["message"]
+    assert other.view.sink.ops[-1]["status"] == "error" and "no model 'no-such-model'" in other.view.sink.ops[-1]["message"]
 
 
 async def test_switching_to_an_agent_mid_chat_tells_it_the_conversation_once(tmp_path, monkeypatch):
@@ -151,15 +151,15 @@ async def test_an_image_mention_is_sent_as_an_image(agent_chat, tmp_path):
     await session.submit("what is in #{image:shot.png}?")
     assert texts(session) == "echo: what is in `shot.png`? [image image/png 24 base64 chars]"
     await session.submit("and #{image:../outside.png}")
-    assert session.sink.ops[-1]["status"] == "error" and "outside" in session.sink.ops[-1]["message"]
+    assert session.view.sink.ops[-1]["status"] == "error" and "outside" in session.view.sink.ops[-1]["message"]
 
 
 async def test_resuming_a_session_loads_it_on_the_same_agent(agent_chat):
     session = agent_chat()
     [earlier] = await session.list_sessions()
     first = session.client
-    session.resume(earlier["sessionId"])
+    session.resume(earlier.id)
     await session.submit("hello")
     assert session.client is first and session.session_id == "old-1"  # one agent process, not two
-    shown = [op["text"] for op in session.sink.ops if op["op"] == "show"]
+    shown = [op["text"] for op in session.view.sink.ops if op["op"] == "show"]
     assert "earlier question" in shown

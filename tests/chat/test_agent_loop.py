@@ -44,7 +44,7 @@ async def test_results_go_back_until_the_llm_answers_in_text(tmp_path):
         tmp_path, call_reply("a", "one"), call_reply("b", "two"), sse_reply([delta("done")]))
     try:
         await session.submit("use @{echo} twice")
-        assert session.sink.ops[-1]["status"] == "success"
+        assert session.view.sink.ops[-1]["status"] == "success"
         roles = [m.role for m in session.history]
         assert roles == ["system", "user", "assistant", "tool", "assistant", "tool", "assistant"]
         assert session.history[0].text == "Echo tool prompt"
@@ -53,7 +53,7 @@ async def test_results_go_back_until_the_llm_answers_in_text(tmp_path):
         third = server.requests[2].json()
         assert [m["content"] for m in third["messages"] if m["role"] == "tool"] == ["ONE", "TWO"]
         assert third["tools"][0]["function"]["name"] == "echo"
-        begins = [op for op in session.sink.ops if op["op"] == "begin"]
+        begins = [op for op in session.view.sink.ops if op["op"] == "begin"]
         assert [op.get("continued", False) for op in begins] == [False, True, True]
     finally:
         await client.aclose()
@@ -65,7 +65,7 @@ async def test_the_round_limit_stops_the_loop_and_still_answers_the_calls(tmp_pa
         tmp_path, call_reply("a", "one"), call_reply("b", "two"), max_rounds=1)
     try:
         await session.submit("@{echo} forever")
-        done = session.sink.ops[-1]
+        done = session.view.sink.ops[-1]
         assert done["status"] == "error" and "1 rounds" in done["message"]
         last = session.history[-1]
         assert last.role == "tool" and last.tool_results[0].tool_call_id == "b"

@@ -2,6 +2,7 @@
 
 import asyncio
 
+import msgspec
 import pytest
 
 from codecompanion_py.adapters import extend
@@ -15,11 +16,13 @@ def delta(text):
 
 
 class Recorder:
+    """A sink that keeps each op as Lua would receive it."""
+
     def __init__(self):
         self.ops = []
 
     def push(self, op):
-        self.ops.append(op)
+        self.ops.append(msgspec.to_builtins(op))
 
     def kinds(self):
         return [op["op"] if op["op"] != "fire" else op["event"] for op in self.ops]
@@ -50,9 +53,9 @@ async def test_a_turn_emits_ops_in_order_and_grows_the_history(chat):
                                                                             "completion_tokens": 2, "total_tokens": 5}}])
     session, server = await chat(reply, system_prompt="sys")
     await session.submit("hello")
-    assert session.sink.kinds() == ["begin", "RequestStarted", "RequestStreaming", "text", "text",
+    assert session.view.sink.kinds() == ["begin", "RequestStarted", "RequestStreaming", "text", "text",
                                     "RequestFinished", "done"]
-    assert session.sink.ops[-1] == {"op": "done", "status": "success", "tokens": 5}
+    assert session.view.sink.ops[-1] == {"op": "done", "status": "success", "tokens": 5}
     assert [(m.role, m.text) for m in session.history] == [("system", "sys"), ("user", "hello"),
                                                              ("assistant", "Hi there")]
     assert server.requests[0].json()["messages"][0] == {"role": "system", "content": "sys"}
@@ -62,14 +65,14 @@ async def test_stop_keeps_the_partial_reply_and_the_chat_goes_on(chat):
     slow = sse_reply([delta(f"w{i} ") for i in range(300)], delay=0.01)
     session, server = await chat(slow, sse_reply([delta("next")]))
     task = session.submit("go")
-    while not any(op["op"] == "text" for op in session.sink.ops):
+    while not any(op["op"] == "text" for op in session.view.sink.ops):
         await asyncio.sleep(0.01)
     assert session.busy
     assert session.submit("again") is None  # refused while a turn runs
-    assert session.sink.ops[-1]["op"] == "error"
+    assert session.view.sink.ops[-1]["op"] == "error"
     assert session.stop()
     await task
-    assert session.sink.ops[-1]["status"] == "stopped"
+    assert session.view.sink.ops[-1]["status"] == "stopped"
     partial = session.history[-1]
     assert partial.role == "assistant" and partial.text.startswith("w0 ") and "w299" not in partial.text
     await session.submit("more")
@@ -80,7 +83,7 @@ async def test_stop_keeps_the_partial_reply_and_the_chat_goes_on(chat):
 async def test_an_error_ends_the_turn_with_the_message(chat):
     session, _ = await chat(sse_reply([delta("part"), {"error": {"message": "overloaded"}}]))
     await session.submit("x")
-    done = session.sink.ops[-1]
+    done = session.view.sink.ops[-1]
     assert done["status"] == "error" and "overloaded" in done["message"]
     assert session.history[-1].text == "part"
     assert not session.busy
@@ -89,5 +92,5 @@ async def test_an_error_ends_the_turn_with_the_message(chat):
 async def test_empty_input_sends_nothing(chat):
     session, server = await chat()
     assert session.submit("   \n") is None
-    assert session.sink.ops == [{"op": "done", "status": "empty"}]
+    assert session.view.sink.ops == [{"op": "done", "status": "empty"}]
     assert server.requests == []

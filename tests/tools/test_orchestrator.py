@@ -9,6 +9,9 @@ from codecompanion_py.tools.approvals import Approvals
 from codecompanion_py.tools.contract import ToolDefinition
 from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
 from codecompanion_py.tools.workspace import Workspace
+from codecompanion_py.ui.view import EventView
+
+from ..chat.test_session import Recorder
 
 
 def schema(name, properties=None, required=()):
@@ -58,12 +61,15 @@ class FakeEditor:
         return self.answers.pop(0)
 
 
-class Surface:
-    def __init__(self):
-        self.ops = []
+class Surface(EventView):
+    """The chat's view over a sink that records ops as Lua receives them."""
 
-    def push(self, op):
-        self.ops.append(op)
+    def __init__(self):
+        super().__init__(Recorder())
+
+    @property
+    def ops(self):
+        return self.sink.ops
 
     def events(self):
         return [op["event"] for op in self.ops if op["op"] == "fire"]

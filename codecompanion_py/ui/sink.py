@@ -9,30 +9,37 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Protocol
+
+from .ops import Op, Reasoning, Text
 
 FRAME_INTERVAL = 1 / 30
-_MERGEABLE = frozenset(("text", "reasoning"))
+
+
+class Sink(Protocol):
+    """Where a chat's ops go: a `RenderSink` in the editor, a list in tests."""
+
+    def push(self, op: Op) -> None: ...
 
 
 class RenderSink:
-    def __init__(self, send: Callable[[list[dict[str, Any]]], None], loop: asyncio.AbstractEventLoop,
+    def __init__(self, send: Callable[[list[Op]], None], loop: asyncio.AbstractEventLoop,
                  *, interval: float = FRAME_INTERVAL) -> None:
         self._send = send
         self._loop = loop
         self._interval = interval
-        self._ops: list[dict[str, Any]] = []
+        self._ops: list[Op] = []
         self._pieces: list[str] = []  # text of the trailing mergeable op, joined on flush
-        self._kind: str | None = None
+        self._kind: type[Text] | type[Reasoning] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
-    def push(self, op: dict[str, Any]) -> None:
-        kind = op["op"]
-        if kind in _MERGEABLE:
-            if kind != self._kind:
+    def push(self, op: Op) -> None:
+        if isinstance(op, (Text, Reasoning)):
+            kind = type(op)
+            if kind is not self._kind:
                 self._close_piece()
                 self._kind = kind
-            self._pieces.append(op["text"])
+            self._pieces.append(op.text)
             if self._timer is None:
                 self._timer = self._loop.call_later(self._interval, self.flush)
             return
@@ -42,7 +49,7 @@ class RenderSink:
 
     def _close_piece(self) -> None:
         if self._kind is not None:
-            self._ops.append({"op": self._kind, "text": "".join(self._pieces)})
+            self._ops.append(self._kind(text="".join(self._pieces)))
             self._pieces = []
             self._kind = None
 

@@ -1,8 +1,13 @@
-"""The engine: an asyncio loop on its own thread, and the methods Lua calls.
+"""The engine: an asyncio loop on its own thread, and the methods the editor calls.
 
-Calls arrive on pynvim's thread and are handed to the loop with
-`run_coroutine_threadsafe`; nothing here blocks Neovim. Every failure ends as a message
-to the user (in the chat when there is one), never as a stack trace in the editor.
+Calls arrive on the host's thread and are handed to the loop with
+`run_coroutine_threadsafe`; nothing here blocks the editor. Every chat is a `Session`
+(an HTTP provider or an ACP agent, the engine does not ask which); what it shows goes
+through its render sink to the `Bridge` as batches of typed UI ops. Every failure ends
+as a message to the user (in the chat when there is one), never as a stack trace.
+
+Nothing here imports pynvim: `nvim.plugin` gives the engine an `NvimBridge`, tests a
+recording one.
 """
 
 from __future__ import annotations
@@ -18,22 +23,28 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from .. import adapters, config, health
-from ..acp import adapters as acp_adapters
-from ..adapters.models import list_models
-from ..chat.acp_session import AcpChatSession
-from ..chat.session import ChatSession
-from ..client import HttpClient
-from ..errors import CodeCompanionError, ConfigError
-from .editor import PendingCalls, SinkEditor
-from .render import RenderSink
+from . import adapters, config, health
+from .acp import adapters as acp_adapters
+from .adapters.models import list_models
+from .chat.acp_session import AcpChatSession
+from .chat.protocol import Session
+from .chat.session import ChatSession
+from .client import HttpClient
+from .errors import CodeCompanionError, ConfigError
+from .messages import Message
+from .tools.workspace import Workspace
+from .ui import ops
+from .ui.editor import PendingCalls, SinkEditor
+from .ui.sink import RenderSink, Sink
 
 log = logging.getLogger("codecompanion_py")
 ENGINE_NICENESS = 10
 
 
 class Bridge(Protocol):
-    def render(self, chat_id: Any, ops: list[dict[str, Any]]) -> None: ...
+    """The editor as the engine reaches it, from the engine's thread, without waiting."""
+
+    def render(self, chat_id: Any, batch: list[ops.Op]) -> None: ...
     def notify(self, message: str, level: str = "ERROR") -> None: ...
 
 
@@ -41,7 +52,7 @@ class Engine:
     def __init__(self, bridge: Bridge) -> None:
         self.bridge = bridge
         self.config = config.load({})
-        self.sessions: dict[Any, ChatSession | AcpChatSession] = {}
+        self.sessions: dict[Any, Session] = {}
         self._client: HttpClient | None = None
         self.pending = PendingCalls()
         self.loop = asyncio.new_event_loop()
@@ -91,8 +102,7 @@ class Engine:
     def kill_agents(self) -> None:
         """SIGKILL every agent's process group, at once, from any thread."""
         for session in list(self.sessions.values()):
-            if isinstance(session, AcpChatSession):
-                session.kill_now()
+            session.kill_now()
 
     def shutdown(self) -> None:
         self.kill_agents()
@@ -119,7 +129,7 @@ class Engine:
     def _report(self, payload: Mapping[str, Any], message: str) -> None:
         chat_id = payload.get("chat_id") if isinstance(payload, Mapping) else None
         if chat_id is not None:
-            self.bridge.render(chat_id, [{"op": "error", "message": message}])
+            self.bridge.render(chat_id, [ops.Error(message=message)])
         else:
             self.bridge.notify(message)
 
@@ -140,16 +150,16 @@ class Engine:
     async def _chat_open(self, payload: Mapping[str, Any]) -> None:
         chat_id = payload["chat_id"]
         spec = payload.get("adapter") or self.config.chat_adapter
-        sink = RenderSink(lambda ops: self.bridge.render(chat_id, ops), self.loop)
+        sink = RenderSink(lambda batch: self.bridge.render(chat_id, batch), self.loop)
         session = self._new_session(chat_id, spec, payload.get("model") or None, sink, _workspace(payload))
         old = self.sessions.pop(chat_id, None)
         if old is not None:
             await old.close()
         self.sessions[chat_id] = session
-        sink.push({"op": "ready", "adapter": session.adapter_info()})
+        session.view.push(ops.Ready(adapter=session.adapter_info()))
 
-    def _new_session(self, chat_id: Any, spec: Any, model: str | None, sink: RenderSink, workspace: Any,
-                     history: list[Any] | None = None) -> ChatSession | AcpChatSession:
+    def _new_session(self, chat_id: Any, spec: Any, model: str | None, sink: Sink, workspace: Workspace,
+                     history: list[Message] | None = None) -> Session:
         editor = SinkEditor(sink, self.pending)
         name = spec.get("name") if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} else spec
         if acp_adapters.is_acp(name):
@@ -166,7 +176,7 @@ class Engine:
             session.history.extend(m for m in history if m.role != "system")
         return session
 
-    def _session(self, payload: Mapping[str, Any]) -> ChatSession | AcpChatSession:
+    def _session(self, payload: Mapping[str, Any]) -> Session:
         session = self.sessions.get(payload.get("chat_id"))
         if session is None:
             raise ConfigError("this chat is not open in the engine; open a new chat")
@@ -176,81 +186,51 @@ class Engine:
         self._session(payload).submit(str(payload.get("text", "")))
 
     async def _chat_set_adapter(self, payload: Mapping[str, Any]) -> None:
-        """Switch the chat's adapter and/or model. Between HTTP adapters the history carries
-        over as it is; to or from an agent, the conversation's text does (an agent keeps
-        its own memory, so a new one starts without it)."""
+        """Switch the chat's adapter and/or model. A session changes in place when it can
+        (another HTTP adapter, another model of the same agent); otherwise a new session
+        takes over with the conversation's history (an agent keeps its own memory, so a
+        new one is told the conversation's text once)."""
         session = self._session(payload)
-        name = payload.get("adapter") or session.adapter.name
+        name = str(payload.get("adapter") or session.adapter_info().name)
         model = payload.get("model") or None
-        if isinstance(session, AcpChatSession) and name == session.adapter.name:
-            if model:
-                option = next((o for o in session.options() if o["id"] != "__mode" and
-                               any(v["value"] == model for v in o["values"])), None)
-                if option is None:
-                    raise ConfigError(f"{session.adapter.formatted_name} offers no model {model!r}")
-                await session.set_option(option["id"], model)
-        elif isinstance(session, ChatSession) and not acp_adapters.is_acp(name):
-            session.adapter = adapters.resolve(name, model=model)
-        else:
+        if not await session.switch(name, model):
             if session.busy:
                 raise ConfigError("wait for the reply to finish (or press q) before switching to or from an agent")
-            replacement = self._new_session(session.chat_id, name, model, session.sink, session.workspace,
+            replacement = self._new_session(session.chat_id, name, model, session.view.sink, session.workspace,
                                             history=session.history)
             await session.close()
             self.sessions[session.chat_id] = replacement
             session = replacement
-        session.sink.push({"op": "ready", "adapter": session.adapter_info()})
-        session.sink.push({"op": "fire", "event": "ChatAdapter", "data": {"adapter": session.adapter_info()}})
+        session.view.push(ops.Ready(adapter=session.adapter_info()))
+        session.view.fire("ChatAdapter", {"adapter": session.adapter_info()})
 
     async def _chat_models(self, payload: Mapping[str, Any]) -> None:
-        """The adapter's models, fetched off the UI thread, for Lua to offer. An agent's
-        models are the values of its model option (known once its session started)."""
+        """The adapter's models, fetched off the UI thread, for Lua to offer. An agent
+        lists its own models (known once its session started)."""
         session = self._session(payload)
-        name = payload.get("adapter") or session.adapter.name
-        if acp_adapters.is_acp(name):
-            models: list[str] = []
-            if isinstance(session, AcpChatSession) and name == session.adapter.name:
-                models = [str(v["value"]) for o in session.options() if o["id"] != "__mode"
-                          and o["name"].lower() == "model" for v in o["values"]]
-                models += [str(m.get("modelId")) for m in session.models.get("availableModels") or []
-                           if isinstance(m, Mapping) and m.get("modelId") and str(m.get("modelId")) not in models]
-            session.sink.push({"op": "choose_model", "adapter": name, "models": models})
-            return
-        adapter = adapters.resolve(name)
-        models = await list_models(adapter, self.client)
-        session.sink.push({"op": "choose_model", "adapter": adapter.name, "models": models})
-
-    def _agent(self, payload: Mapping[str, Any]) -> AcpChatSession:
-        session = self._session(payload)
-        if not isinstance(session, AcpChatSession):
-            raise ConfigError("this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)")
-        return session
+        name = str(payload.get("adapter") or session.adapter_info().name)
+        models = session.own_models(name)
+        if models is None and acp_adapters.is_acp(name):
+            models = []  # another agent: its models are known once it runs
+        elif models is None:
+            adapter = adapters.resolve(name)
+            name = adapter.name
+            models = await list_models(adapter, self.client)
+        session.view.push(ops.ChooseModel(adapter=name, models=tuple(models)))
 
     async def _chat_agent_options(self, payload: Mapping[str, Any]) -> None:
-        session = self._agent(payload)
-        options = session.options()
-        if not options:
-            raise ConfigError(f"{session.adapter.formatted_name} offers no modes or options"
-                              + ("" if session.session_id else " yet: send a message first"))
-        session.sink.push({"op": "choose_option", "options": options})
+        session = self._session(payload)
+        session.view.push(ops.ChooseOption(options=tuple(session.options())))
 
     async def _chat_set_option(self, payload: Mapping[str, Any]) -> None:
-        await self._agent(payload).set_option(str(payload.get("id")), payload.get("value"))
+        await self._session(payload).set_option(str(payload.get("id")), payload.get("value"))
 
     async def _chat_sessions(self, payload: Mapping[str, Any]) -> None:
-        session = self._agent(payload)
-        found = await session.list_sessions()
-        session.sink.push({"op": "choose_session", "sessions": [
-            {"id": s["sessionId"], "title": s.get("title") or s["sessionId"], "updated": s.get("updatedAt")}
-            for s in found]})
+        session = self._session(payload)
+        session.view.push(ops.ChooseSession(sessions=tuple(await session.list_sessions())))
 
     async def _chat_resume(self, payload: Mapping[str, Any]) -> None:
-        session = self._agent(payload)
-        if session.busy:
-            raise ConfigError("wait for the reply to finish before loading another session")
-        session.resume(str(payload.get("session_id")))
-        session.sink.push({"op": "show", "title": "**Session**",
-                           "text": "The earlier session loads with your next message."})
+        self._session(payload).resume(str(payload.get("session_id")))
 
     async def _chat_yolo(self, payload: Mapping[str, Any]) -> None:
         session = self._session(payload)
@@ -287,7 +267,6 @@ class Engine:
             await self._client.aclose()
 
 
-def _workspace(payload: Mapping[str, Any]) -> Any:
-    from ..tools.workspace import Workspace  # the project root: Neovim's cwd when the chat opened
-
+def _workspace(payload: Mapping[str, Any]) -> Workspace:
+    """The project root: the editor's cwd when the chat opened."""
     return Workspace(payload.get("cwd") or os.getcwd())

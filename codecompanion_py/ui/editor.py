@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import ToolError
+from .ops import Call
+from .sink import Sink
 
 
 class PendingCalls:
@@ -40,11 +42,11 @@ class PendingCalls:
 class SinkEditor:
     """The orchestrator's `Editor`, for a chat in Neovim."""
 
-    def __init__(self, sink: Any, pending: PendingCalls) -> None:
+    def __init__(self, sink: Sink, pending: PendingCalls) -> None:
         self._sink = sink
         self._pending = pending
 
     async def call(self, method: str, args: Mapping[str, Any]) -> Any:
         call_id, future = self._pending.open()
-        self._sink.push({"op": "call", "id": call_id, "method": method, "args": dict(args)})
+        self._sink.push(Call(id=call_id, method=method, args=dict(args)))
         return await future

@@ -1,0 +1,68 @@
+"""What every kind of chat offers the engine, whichever backend answers it.
+
+`ChatSession` (an HTTP provider) and `AcpChatSession` (a coding agent over ACP) both
+implement `Session`; the engine routes the editor's requests through it and never asks
+which kind it holds. Agent-only actions (options, earlier sessions) are part of the
+interface: a chat without an agent refuses them with a `ConfigError` that tells the user
+what to do instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from ..messages import Message
+from ..tools.approvals import Approvals
+from ..tools.workspace import Workspace
+from ..ui.ops import AdapterInfo, AgentOption, AgentSession
+from ..ui.view import EventView
+
+
+class Session(Protocol):
+    chat_id: Any
+    view: EventView
+    """Where the chat's events and ops go (its sink is `view.sink`)."""
+    workspace: Workspace
+    approvals: Approvals
+    history: list[Message]
+    """The conversation in the canonical model; it carries over when the backend changes."""
+
+    @property
+    def busy(self) -> bool:
+        """A turn is running."""
+        ...
+
+    def adapter_info(self) -> AdapterInfo: ...
+
+    def submit(self, text: str) -> asyncio.Task[None] | None:
+        """Start a turn; None (and an op saying why) when it cannot start."""
+        ...
+
+    def stop(self) -> bool:
+        """`q`: stop the running turn, keeping what arrived; False when idle."""
+        ...
+
+    async def close(self) -> None: ...
+
+    def kill_now(self) -> None:
+        """Neovim is exiting: end every process of this chat at once, from any thread."""
+        ...
+
+    async def switch(self, name: str, model: str | None) -> bool:
+        """Use adapter `name` (and `model`) from the next turn if this session can do so
+        in place; False when the engine must replace the session."""
+        ...
+
+    def own_models(self, name: str) -> list[str] | None:
+        """The models of adapter `name` when this session knows them (an agent lists its
+        own); None to ask the provider."""
+        ...
+
+    def options(self) -> list[AgentOption]: ...
+
+    async def set_option(self, option_id: str, value: Any) -> None: ...
+
+    async def list_sessions(self) -> list[AgentSession]: ...
+
+    def resume(self, session_id: str) -> None: ...

@@ -1,0 +1,208 @@
+"""Every operation the engine sends to the chat buffer's Lua side, defined once.
+
+An op is a frozen msgspec Struct tagged by `op`; `encode` turns a batch into the plain
+tables `require("codecompanion_py.chat").apply(chat_id, ops)` receives, and
+`lua/codecompanion_py/chat.lua` has one `render.<op>` function per tag (the tests check
+that the two lists agree, and Lua reports an op it does not know).
+
+Absent values are absent: every optional field defaults to None or empty and is left
+out of the encoded table (`omit_defaults`), so Lua sees `nil`, never `vim.NIL`. Free-form
+autocmd data (`Fire.data`) is cleaned the same way by `fire()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Union
+
+import msgspec
+
+from ..events import PlanEntry, ToolLocation, ToolProgress
+
+
+class _Op(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", omit_defaults=True):
+    pass
+
+
+# --- values carried by ops ------------------------------------------------------------
+
+
+class AdapterInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Which backend a chat talks to, as the chat header and `User` events show it."""
+
+    name: str
+    formatted_name: str
+    model: str | None = None
+    """None when the backend has not said (an agent before its session starts)."""
+    type: Literal["http", "acp"] = "http"
+
+
+class OptionValue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    value: Any
+    name: str
+
+
+class AgentOption(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A setting an agent offers (mode, model, reasoning level...) and its choices."""
+
+    id: str
+    name: str
+    current: Any = None
+    values: tuple[OptionValue, ...] = ()
+
+
+class AgentCommand(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    name: str
+    description: str = ""
+
+
+class AgentSession(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    id: str
+    title: str
+    updated: str | None = None
+
+
+# --- the ops ---------------------------------------------------------------------------
+
+
+class Ready(_Op, tag="ready"):
+    """The engine has the chat; `adapter` is what it talks to now (sent again on a change)."""
+
+    adapter: AdapterInfo
+
+
+class Begin(_Op, tag="begin"):
+    """A reply starts: the `## CodeCompanion (...)` header, or a gap when `continued` (the
+    LLM goes on after tool results within the same reply)."""
+
+    adapter: AdapterInfo
+    continued: bool = False
+
+
+class Text(_Op, tag="text"):
+    """Reply text to append; consecutive ones are merged before they are sent."""
+
+    text: str
+
+
+class Reasoning(_Op, tag="reasoning"):
+    """Reasoning text to append under `### Reasoning`; merged like `Text`."""
+
+    text: str
+
+
+class ToolCall(_Op, tag="tool_call"):
+    """A tool call of the LLM, shown as one line with its arguments."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+
+
+class ToolOutput(_Op, tag="tool_output"):
+    """What one of our tool calls produced, under a `**Tool** name status` line."""
+
+    id: str
+    name: str
+    status: str
+    text: str = ""
+
+
+class AgentTool(_Op, tag="agent_tool"):
+    """An agent's tool call: one block updated in place, found again by `id`."""
+
+    id: str
+    title: str
+    status: ToolProgress = "pending"
+    locations: tuple[ToolLocation, ...] = ()
+
+
+class Plan(_Op, tag="plan"):
+    """The agent's plan as a checklist, updated in place."""
+
+    entries: tuple[PlanEntry, ...] = ()
+
+
+class Show(_Op, tag="show"):
+    """A block of text (fenced unless it is fenced already), under `title` if given."""
+
+    text: str
+    title: str | None = None
+
+
+class Call(_Op, tag="call"):
+    """A question to the editor (approval, buffer access, a Lua tool); Lua answers with an
+    `editor.reply` notification carrying `id`."""
+
+    id: int
+    method: str
+    args: dict[str, Any] = {}
+
+
+class Fire(_Op, tag="fire"):
+    """`User CodeCompanion<event>` with `data` (Lua adds `bufnr`). Build it with `fire()`."""
+
+    event: str
+    data: dict[str, Any] = {}
+
+
+class Error(_Op, tag="error"):
+    """An error to notify; it unlocks the chat when no reply had started."""
+
+    message: str
+
+
+class Done(_Op, tag="done"):
+    """The turn is over: `status` is success, error, stopped or empty; the buffer unlocks."""
+
+    status: Literal["success", "error", "stopped", "empty"]
+    tokens: int | None = None
+    message: str | None = None
+
+
+class ChooseModel(_Op, tag="choose_model"):
+    """Offer `models` of `adapter`; the choice comes back as `chat.set_adapter`."""
+
+    adapter: str
+    models: tuple[str, ...] = ()
+
+
+class ChooseOption(_Op, tag="choose_option"):
+    """Offer an agent's options; the choice comes back as `chat.set_option`."""
+
+    options: tuple[AgentOption, ...] = ()
+
+
+class ChooseSession(_Op, tag="choose_session"):
+    """Offer an agent's earlier sessions; the choice comes back as `chat.resume`."""
+
+    sessions: tuple[AgentSession, ...] = ()
+
+
+class Commands(_Op, tag="commands"):
+    """The agent's slash commands, for completion after `\\` in the chat."""
+
+    commands: tuple[AgentCommand, ...] = ()
+
+
+Op = Union[Ready, Begin, Text, Reasoning, ToolCall, ToolOutput, AgentTool, Plan, Show, Call, Fire, Error, Done,
+           ChooseModel, ChooseOption, ChooseSession, Commands]
+
+OP_NAMES: tuple[str, ...] = tuple(
+    str(kind.__struct_config__.tag) for kind in Op.__args__  # type: ignore[attr-defined]
+)
+
+
+def fire(event: str, data: Mapping[str, Any] | None = None) -> Fire:
+    """A `Fire` op whose data has no None values (absent keys read as nil in Lua)."""
+    return Fire(event=event, data=_without_none(data or {}))
+
+
+def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _without_none(value) if isinstance(value, Mapping) else value
+            for key, value in data.items() if value is not None}
+
+
+def encode(ops: Sequence[Op]) -> list[Any]:
+    """The batch as Lua receives it: plain tables, absent fields left out."""
+    return msgspec.to_builtins(ops)  # type: ignore[no-any-return]
