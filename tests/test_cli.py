@@ -86,3 +86,17 @@ def test_replay_works_for_every_wire_format(adapter, fixture, text):
     final = lines(result.stdout)[-1]
     assert final["type"] == "final"
     assert "".join(p["text"] for p in final["message"]["parts"] if p["type"] == "text") == text
+
+
+@pytest.mark.parametrize("adapter, fixture, text, usage", [
+    ("ollama", "ollama/text_no_streaming_pretty.json", "Hello! How are you today?", [26, 298, 324]),
+    ("openai", "openai/text_no_streaming_pretty.json", "Hello! How can I help?", [9, 7, 16]),
+])
+def test_replay_of_a_whole_body_indented_over_many_lines(adapter, fixture, text, usage):
+    assert (FIXTURES / fixture).read_text().count("\n") > 10
+    result = run("replay", "--adapter", adapter, str(FIXTURES / fixture))
+    assert result.returncode == 0, result.stdout + result.stderr
+    events = lines(result.stdout)
+    assert [e["type"] for e in events] == ["token", "usage", "final"]
+    assert events[-1]["message"]["parts"] == [{"type": "text", "text": text}]
+    assert [events[-1]["usage"][k] for k in ("prompt_tokens", "completion_tokens", "total_tokens")] == usage

@@ -17,6 +17,7 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
+import msgspec
 
 from ..adapters.base import HTTPAdapter
 from ..adapters.handlers import call_handler
@@ -209,6 +210,11 @@ def looks_streamed(adapter: HTTPAdapter, body: bytes) -> bool:
     head = body.lstrip()[:64]
     if head.startswith((b"data:", b"event:", b":", b"id:")):
         return True
-    if adapter.opts.get("stream_format") == "ndjson":
-        return body.strip().count(b"\n") > 0
+    if adapter.opts.get("stream_format") != "ndjson" or b"\n" not in body.strip():
+        return False
+    # Several lines are a stream only if they are not one JSON document (an indented body).
+    try:
+        msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return True
     return False

@@ -156,12 +156,14 @@ class StreamNormalizer:
             for n, c in enumerate(calls)
         )
         parts: list[Any] = self._reasoning_so_far()
+        # Reasoning with no text after it (a thinking model that answered nothing) is an
+        # empty answer, not a failure; a response with nothing at all is one.
+        if not (self._text or calls or any(p.text or p.provider_data for p in parts)):
+            reason = f" (finish reason: {self.finish_reason})" if self.finish_reason else ""
+            raise AdapterError(f"{self.provider}: the response had no content{reason}")
         if self._text:
             parts.append(TextPart(text="".join(self._text)))
         parts.extend(calls)
-        if not any(not isinstance(p, ReasoningPart) for p in parts):
-            reason = f" (finish reason: {self.finish_reason})" if self.finish_reason else ""
-            raise AdapterError(f"{self.provider}: the response had no content{reason}")
         reason = self.finish_reason or "stop"
         if calls or reason in _TOOL_REASONS:
             reason = "tool_calls" if calls else "stop"

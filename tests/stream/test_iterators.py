@@ -10,7 +10,13 @@ from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply, ScriptedServer, json_reply, sse_reply
 from codecompanion_py.events import ErrorEvent, FinalEvent, TokenEvent, ToolCallEvent, ToolResultEvent
 from codecompanion_py.messages import Message
-from codecompanion_py.stream.iterators import HttpStreamIterator, MockStreamIterator, replay_body, replay_stream
+from codecompanion_py.stream.iterators import (
+    HttpStreamIterator,
+    MockStreamIterator,
+    looks_streamed,
+    replay_body,
+    replay_stream,
+)
 
 
 async def test_mock_scenarios_are_stable():
@@ -169,3 +175,12 @@ async def test_on_exit_is_told_how_the_request_ended(server_for, client):
     await stream_events(adapter, client)
     await stream_events(adapter, client)
     assert statuses == ["success", "error"]
+
+
+def test_replay_tells_a_stream_from_a_whole_body():
+    ollama, openai = resolve("ollama"), resolve("openai")
+    assert looks_streamed(ollama, b'{"message": {"content": "a"}, "done": false}\n{"done": true}\n')
+    assert not looks_streamed(ollama, b'{\n  "message": {\n    "content": "a"\n  },\n  "done": true\n}\n')
+    assert not looks_streamed(ollama, b'{"message": {"content": "a"}, "done": true}\n')
+    assert looks_streamed(openai, b'data: {"choices": []}\n\ndata: [DONE]\n\n')
+    assert not looks_streamed(openai, b'{\n  "choices": []\n}\n')
