@@ -53,7 +53,7 @@ BUILTIN: dict[str, dict[str, Any]] = {
         auth_method=[{"method": "codex-api-key", "env": "CODEX_API_KEY"},
                      {"method": "openai-api-key", "env": "OPENAI_API_KEY"}]),
     "gemini_cli": _agent(
-        "Gemini CLI", ["gemini", "--experimental-acp"], yolo=["gemini", "--experimental-acp", "--yolo"],
+        "Gemini CLI", ["gemini", "--acp"], yolo=["gemini", "--acp", "--yolo"],
         install="npm install -g @google/gemini-cli", env={"GEMINI_API_KEY": "GEMINI_API_KEY"},
         auth_method=[{"method": "gemini-api-key", "env": "GEMINI_API_KEY"}, {"method": "oauth-personal"}]),
     "goose": _agent("Goose", ["goose", "acp"], install="see https://block.github.io/goose/"),

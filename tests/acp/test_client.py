@@ -246,7 +246,7 @@ def test_builtin_adapters_are_data_with_commands():
                  "kimi_cli", "auggie_cli", "cline_cli"):
         adapter = adapters.resolve(name)
         assert adapter.command() and all(isinstance(part, str) for part in adapter.command())
-    assert adapters.resolve("gemini_cli").command() == ["gemini", "--experimental-acp"]
+    assert adapters.resolve("gemini_cli").command() == ["gemini", "--acp"]  # --experimental-acp is deprecated
     assert "--yolo" in adapters.resolve("gemini_cli").command(yolo=True)
     assert adapters.resolve("codex_cli").command()[-2:] == ["acp-bridge", "codex"]
     assert adapters.resolve("claude_code_cli").command()[-2:] == ["acp-bridge", "claude"]
