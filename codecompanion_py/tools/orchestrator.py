@@ -282,12 +282,13 @@ class Orchestrator:
         try:
             call = self._invoke(run, cmd, run.args, value) if isinstance(cmd, LuaFunction) \
                 else self._call_python(run, cmd, value)
-            # a tool that enforces its own timeout (run_command) gets to report it first
-            result = await asyncio.wait_for(call, timeout + 10)
+            # a tool that enforces its own timeout (run_command) gets a grace period to report it
+            limit = timeout + min(timeout, 10.0)
+            result = await asyncio.wait_for(call, limit)
         except ToolError as error:
             return {"status": "error", "data": str(error)}
         except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-            return {"status": "error", "data": f"the tool did not finish within {timeout + 10:g} s"}
+            return {"status": "error", "data": f"the tool did not finish within {limit:g} s"}
         return _checked(result, run.name)
 
     async def _call_python(self, run: ToolRun, fn: Callable[..., Any], value: Any) -> Any:

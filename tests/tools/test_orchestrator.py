@@ -144,6 +144,17 @@ async def test_an_error_stops_the_remaining_cmds(tmp_path):
     assert batch.results[0].status == "error" and "step one failed" in batch.results[0].content
 
 
+async def test_a_tool_past_its_timeout_is_an_error_result(tmp_path):
+    async def forever(self, args, input, output_handler=None):
+        await asyncio.sleep(60)
+
+    tool, _ = calculator(cmds=[forever], opts={"timeout": 100})
+    orch, _, surface = orchestrator([tool], tmp_path)
+    [result] = (await orch.run([call(**MUL)])).results
+    assert result.status == "error" and "did not finish within 0.2 s" in result.content
+    assert surface.events()[-2:] == ["ToolFinished", "ToolsFinished"]
+
+
 async def test_a_raising_tool_is_an_error_result_not_a_crash(tmp_path):
     def broken(self, args, input, cb):
         raise KeyError("oops")
