@@ -167,7 +167,9 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 def _has_content(part: Part) -> bool:
     if isinstance(part, TextPart):
         return bool(part.text)
-    return not isinstance(part, ReasoningPart)
+    if isinstance(part, ReasoningPart):  # a thinking model may answer with reasoning alone
+        return bool(part.text or part.provider_data)
+    return True
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -33,7 +33,12 @@ def test_empty_content_without_tool_calls_is_refused():
     with pytest.raises(AdapterError, match="no content"):
         Message(role="assistant", parts=(TextPart(text=""),))
     with pytest.raises(AdapterError, match="no content"):
-        Message(role="assistant", parts=(ReasoningPart(text="only thinking"),))
+        Message(role="assistant", parts=(ReasoningPart(text=""),))
+
+
+def test_an_answer_of_reasoning_alone_is_valid():
+    assert Message(role="assistant", parts=(ReasoningPart(text="only thinking"),)).text == ""
+    assert Message(role="assistant", parts=(ReasoningPart(text="", provider_data={"anthropic": {"redacted": "x"}}),))
 
 
 def test_assistant_with_only_a_tool_call_is_valid():

@@ -1,11 +1,6 @@
 """A reply made only of reasoning (a thinking model that answers nothing) is a valid, empty
 answer: the stream ends with a FinalEvent whose message keeps the reasoning, and that
 message can go back to every provider in the history.
-
-`messages.Message` still refuses an assistant message holding only reasoning (see
-tests/test_messages.py), so the tests that need one run with `reasoning_is_content`, which
-lets the model accept it. The strict xfails below turn into failures once messages.py and
-the openai request handlers accept such a message: then drop the markers and the fixture.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py import adapters, cli, messages
+from codecompanion_py import adapters, cli
 from codecompanion_py.adapters import extend, resolve
 from codecompanion_py.adapters.handlers import call_handler
 from codecompanion_py.client import HttpClient
@@ -26,16 +21,6 @@ from codecompanion_py.messages import Message, ReasoningPart
 from codecompanion_py.stream.iterators import HttpStreamIterator, replay_body, replay_stream
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-
-PENDING_MODEL = "messages.py refuses an assistant message that holds only reasoning"
-PENDING_OPENAI = ("openai.py sends an assistant turn with no text and no tool calls as content null, "
-                  "which Chat Completions providers refuse")
-
-
-@pytest.fixture
-def reasoning_is_content(monkeypatch):
-    has_content = messages._has_content
-    monkeypatch.setattr(messages, "_has_content", lambda part: isinstance(part, ReasoningPart) or has_content(part))
 
 
 # adapter, fixture, reasoning text, provider_data of the reasoning part, finish reason
@@ -47,7 +32,6 @@ REASONING_ONLY = [
 ]
 
 
-@pytest.mark.usefixtures("reasoning_is_content")
 @pytest.mark.parametrize("adapter, fixture, reasoning, provider_data, finish", REASONING_ONLY)
 def test_a_reasoning_only_stream_is_an_empty_answer(adapter, fixture, reasoning, provider_data, finish):
     events = replay_body(resolve(adapter), (FIXTURES / fixture).read_bytes())
@@ -60,7 +44,6 @@ def test_a_reasoning_only_stream_is_an_empty_answer(adapter, fixture, reasoning,
     assert final.usage is not None and final.usage.completion_tokens > 0
 
 
-@pytest.mark.usefixtures("reasoning_is_content")
 def test_redacted_thinking_alone_keeps_its_data():
     body = (b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
             b'"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va"}}\n\n'
@@ -73,7 +56,6 @@ def test_redacted_thinking_alone_keeps_its_data():
     assert final.message.parts == (ReasoningPart(text="", provider_data={"anthropic": {"redacted": "EmwKAhgBEgy3va"}}),)
 
 
-@pytest.mark.usefixtures("reasoning_is_content")
 async def test_over_http_the_stream_ends_with_the_final_event(monkeypatch):
     monkeypatch.setenv("MISTRAL_API_KEY", "test-key-mistral")
     body = (FIXTURES / "mistral/reasoning_only_streaming.txt").read_bytes()
@@ -105,7 +87,6 @@ def test_a_stream_with_nothing_at_all_is_still_an_error(adapter, body):
     assert "the response had no content (finish reason: stop)" in events[-1].message
 
 
-@pytest.mark.xfail(strict=True, reason=PENDING_MODEL)
 def test_the_canonical_model_accepts_a_reasoning_only_answer():
     events = replay_body(resolve("mistral"), (FIXTURES / "mistral/reasoning_only_streaming.txt").read_bytes())
     assert isinstance(events[-1], FinalEvent), events[-1]
@@ -145,10 +126,7 @@ def test_every_provider_has_wire_rules():
         assert _problems(adapter, body) == []
 
 
-@pytest.mark.usefixtures("reasoning_is_content")
-@pytest.mark.parametrize("adapter", [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=PENDING_OPENAI)) if name in CHAT_COMPLETIONS
-    else name for name in PROVIDERS])
+@pytest.mark.parametrize("adapter", PROVIDERS)
 def test_a_reasoning_only_answer_goes_back_as_a_valid_request(adapter):
     history: list[Message] = []
     # plain reasoning (Mistral, Ollama), then Anthropic's signed thinking, then OpenAI's encrypted reasoning
@@ -161,7 +139,6 @@ def test_a_reasoning_only_answer_goes_back_as_a_valid_request(adapter):
     assert _problems(adapter, body) == []
 
 
-@pytest.mark.usefixtures("reasoning_is_content")
 def test_replay_prints_the_final_event_of_a_reasoning_only_stream(capsys):
     assert cli.main(["replay", "--adapter", "mistral", str(FIXTURES / "mistral/reasoning_only_streaming.txt")]) == 0
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -164,7 +164,8 @@ def _message_to_wire(self: Any, message: Message) -> Iterable[dict[str, Any]]:
         return
     if role == "assistant":
         calls = message.tool_calls
-        entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        # content may be null only beside tool calls: a reasoning-only answer goes back as ""
+        entry: dict[str, Any] = {"role": "assistant", "content": message.text or (None if calls else "")}
         if self.opts.get("send_reasoning"):
             # DeepSeek's and Kimi's thinking modes require their reasoning back on assistant turns.
             entry["reasoning_content"] = message.reasoning or " "
