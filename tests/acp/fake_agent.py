@@ -1,7 +1,9 @@
 """A scripted ACP agent for tests: plain blocking stdio, no code shared with the client.
 
 The first word of a prompt picks the scenario (`stream`, `permission`, `read`, `terminal`,
-`plan`, `crash`, `slow`, `junk`, `write_outside`, `many`); anything else is echoed.
+`plan`, `crash`, `slow`, `junk`, `write_outside`, `many`, `replay NAME`); anything else is
+echoed. `replay NAME` sends the updates recorded from a real agent in
+`recordings/NAME.jsonl`, one `update` object a line, with `{cwd}` replaced.
 Environment: FAKE_AGENT_HANG=initialize|prompt makes it never answer that method;
 FAKE_AGENT_LOG=<path> appends every line it receives (for assertions on the wire);
 FAKE_AGENT_STUBBORN=1 makes it behave like the worst real agents: it starts a child
@@ -232,7 +234,17 @@ def scenario_junk(cwd: str, rest: str) -> str:
     return "end_turn"
 
 
-SCENARIOS = {"permission": scenario_permission, "read": scenario_read, "terminal": scenario_terminal,
+def scenario_replay(cwd: str, rest: str) -> str:
+    recording = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recordings", rest + ".jsonl")
+    with open(recording) as handle:
+        for line in handle:
+            if line.strip():
+                fields = json.loads(line.replace("{cwd}", cwd))
+                update(fields.pop("sessionUpdate"), **fields)
+    return "end_turn"
+
+
+SCENARIOS = {"replay": scenario_replay, "permission": scenario_permission, "read": scenario_read, "terminal": scenario_terminal,
              "plan": scenario_plan, "stream": scenario_stream, "slow": scenario_slow, "crash": scenario_crash,
              "junk": scenario_junk, "write_outside": scenario_write_outside, "many": scenario_many}
 

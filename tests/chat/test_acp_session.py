@@ -163,3 +163,16 @@ async def test_resuming_a_session_loads_it_on_the_same_agent(agent_chat):
     assert session.client is first and session.session_id == "old-1"  # one agent process, not two
     shown = [op["text"] for op in session.view.sink.ops if op["op"] == "show"]
     assert "earlier question" in shown
+
+
+async def test_reading_a_missing_file_answers_resource_not_found(agent_chat, tmp_path):
+    """Gemini CLI's write_file reads the file first and creates it only on ACP's -32002."""
+    import json
+
+    log = tmp_path / "wire.log"
+    session = agent_chat(FAKE_AGENT_LOG=str(log))
+    await session.submit("read new.txt")
+    assert f"Read failed: Resource not found: {tmp_path / 'new.txt'}" in texts(session)
+    errors = [m["error"] for m in map(json.loads, log.read_text().splitlines()) if "error" in m]
+    assert errors == [{"code": -32002, "message": f"Resource not found: {tmp_path / 'new.txt'}",
+                       "data": {"path": str(tmp_path / "new.txt")}}]

@@ -1,0 +1,151 @@
+"""The engine without Neovim: a recording bridge stands in for the editor, so what a chat
+shows is checked as the typed UI ops the engine sends, through the same `Session`
+interface for an HTTP provider and an ACP agent."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codecompanion_py.demo.server import ScriptedServer, sse_reply
+from codecompanion_py.engine import Engine
+from codecompanion_py.ui import ops
+
+FAKE_AGENT = str(Path(__file__).parent / "acp" / "fake_agent.py")
+
+
+class RecordingBridge:
+    """The editor as the engine sees it: every batch and notification, kept in order."""
+
+    def __init__(self) -> None:
+        self.batches: list[tuple[Any, list[ops.Op]]] = []
+        self.notes: list[tuple[str, str]] = []
+        self._changed = threading.Condition()
+
+    def render(self, chat_id: Any, batch: list[ops.Op]) -> None:
+        with self._changed:
+            self.batches.append((chat_id, list(batch)))
+            self._changed.notify_all()
+
+    def notify(self, message: str, level: str = "ERROR") -> None:
+        with self._changed:
+            self.notes.append((message, level))
+            self._changed.notify_all()
+
+    def ops(self, chat_id: Any = 1) -> list[ops.Op]:
+        return [op for chat, batch in list(self.batches) if chat == chat_id for op in batch]
+
+    def wait(self, predicate, what: str, timeout: float = 20.0) -> Any:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not (found := predicate()):
+                if not self._changed.wait(deadline - time.monotonic()) and time.monotonic() >= deadline:
+                    raise AssertionError(f"timed out waiting for {what}; ops: {self.ops()}; notes: {self.notes}")
+            return found
+
+    def wait_done(self, count: int = 1, chat_id: Any = 1) -> ops.Done:
+        done = self.wait(lambda: [op for op in self.ops(chat_id) if isinstance(op, ops.Done)][count - 1:],
+                         f"Done #{count}")
+        return done[0]
+
+
+def delta(text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+@pytest.fixture
+def engine():
+    bridge = RecordingBridge()
+    engine = Engine(bridge)
+    servers: list[ScriptedServer] = []
+
+    def serve(*replies) -> str:
+        server = ScriptedServer.sequence(list(replies))
+        asyncio.run_coroutine_threadsafe(server.start(), engine.loop).result(5)
+        servers.append(server)
+        return server.url
+
+    def call(method: str, payload: dict[str, Any]) -> None:
+        engine.dispatch(method, payload).result(10)
+
+    engine.serve, engine.call, engine.recorded = serve, call, bridge  # type: ignore[attr-defined]
+    yield engine
+    for server in servers:
+        asyncio.run_coroutine_threadsafe(server.close(), engine.loop).result(5)
+    engine.shutdown()
+
+
+def configure(engine, url: str) -> None:
+    engine.call("config.set", {
+        "adapters": {"http": {"local": {"__extends": "openai_compatible", "env": {"url": url}}},
+                     "acp": {"fake": {"formatted_name": "Fake Agent", "defaults": {"timeout": 10000},
+                                      "commands": {"default": [sys.executable, FAKE_AGENT]}}}},
+        "interactions": {"chat": {"adapter": "local"}},
+    })
+
+
+def test_an_http_chat_sends_typed_ops_in_order(engine, tmp_path):
+    configure(engine, engine.serve(sse_reply([delta("Hel"), delta("lo")])))
+    engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+    engine.call("chat.submit", {"chat_id": 1, "text": "hi"})
+    done = engine.recorded.wait_done()
+    assert done == ops.Done(status="success")
+    shown = engine.recorded.ops()
+    assert isinstance(shown[0], ops.Ready) and shown[0].adapter.name == "local" and shown[0].adapter.type == "http"
+    assert [op.event for op in shown if isinstance(op, ops.Fire)] == ["RequestStarted", "RequestStreaming",
+                                                                      "RequestFinished"]
+    assert "".join(op.text for op in shown if isinstance(op, ops.Text)) == "Hello"
+
+
+def test_agent_actions_in_an_http_chat_say_what_to_do_instead(engine, tmp_path):
+    configure(engine, engine.serve())
+    engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+    for method in ("chat.agent_options", "chat.sessions", "chat.resume"):
+        engine.call(method, {"chat_id": 1, "session_id": "x"})
+    errors = [op.message for op in engine.recorded.ops() if isinstance(op, ops.Error)]
+    assert errors == ["this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"] * 3
+
+
+def test_one_chat_moves_from_a_provider_to_an_agent_and_back_with_its_history(engine, tmp_path):
+    url = engine.serve(sse_reply([delta("first answer")]), sse_reply([delta("back again")]))
+    configure(engine, url)
+    engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+    engine.call("chat.submit", {"chat_id": 1, "text": "first question"})
+    engine.recorded.wait_done(1)
+
+    engine.call("chat.set_adapter", {"chat_id": 1, "adapter": "fake"})
+    ready = [op for op in engine.recorded.ops() if isinstance(op, ops.Ready)][-1]
+    assert ready.adapter == ops.AdapterInfo(name="fake", formatted_name="Fake Agent", type="acp")
+    engine.call("chat.submit", {"chat_id": 1, "text": "hello agent"})
+    engine.recorded.wait_done(2)
+    text = "".join(op.text for op in engine.recorded.ops() if isinstance(op, ops.Text))
+    assert "The conversation so far" in text and "first answer" in text  # the fake agent echoes its prompt
+
+    engine.call("chat.agent_options", {"chat_id": 1})
+    [choose] = [op for op in engine.recorded.ops() if isinstance(op, ops.ChooseOption)]
+    assert [o.id for o in choose.options] == ["model", "__mode"]
+    engine.call("chat.models", {"chat_id": 1})
+    [models] = [op for op in engine.recorded.ops() if isinstance(op, ops.ChooseModel)]
+    assert models == ops.ChooseModel(adapter="fake", models=("fake-1", "fake-2"))
+
+    engine.call("chat.set_adapter", {"chat_id": 1, "adapter": "local"})
+    engine.call("chat.submit", {"chat_id": 1, "text": "and now?"})
+    engine.recorded.wait_done(3)
+    assert engine.sessions[1].adapter_info().type == "http"
+    roles = [m.role for m in engine.sessions[1].history if m.role != "system"]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant"]
+
+
+def test_an_unknown_method_is_reported_in_the_chat_or_as_a_notification(engine, tmp_path):
+    configure(engine, engine.serve())
+    engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+    engine.call("chat.frobnicate", {"chat_id": 1})
+    engine.call("nothing.at_all", {})
+    assert ops.Error(message="unknown method 'chat.frobnicate'") in engine.recorded.ops()
+    assert engine.recorded.notes == [("unknown method 'nothing.at_all'", "ERROR")]
