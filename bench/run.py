@@ -245,6 +245,7 @@ def bench_tools() -> dict:
     from codecompanion_py.tools.edits import Edit, apply_edits, unified_diff
     from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
     from codecompanion_py.tools.workspace import Workspace
+    from codecompanion_py.ui.view import EventView
 
     lines = [f"    def method_{i}(self, value):\n        return value + {i}\n" for i in range(10_000)]
     original = "class Big:\n" + "".join(lines)
@@ -273,7 +274,7 @@ def bench_tools() -> dict:
 
     async def batch(workspace):
         context = ToolsContext(chat=ChatHandle(), editor=None, approvals=Approvals(), workspace=workspace)
-        orchestrator = Orchestrator({"echo": definition}, {}, context, Sink())
+        orchestrator = Orchestrator({"echo": definition}, {}, context, EventView(Sink()))
         calls = [ToolCall(id=f"call_{i}", name="echo", arguments={"n": i}) for i in range(200)]
         start = time.perf_counter()
         result = await orchestrator.run(calls)
@@ -292,13 +293,14 @@ def bench_acp(chunks: int = 10_000) -> dict:
     from codecompanion_py.acp.adapters import AcpAdapter
     from codecompanion_py.chat.acp_session import AcpChatSession
     from codecompanion_py.tools.workspace import Workspace
+    from codecompanion_py.ui.ops import Text
 
     class Sink:
         def __init__(self):
             self.texts = 0
 
         def push(self, op):
-            self.texts += op["op"] == "text"
+            self.texts += isinstance(op, Text)
 
     agent = [sys.executable, str(REPO / "tests" / "acp" / "fake_agent.py")]
 
@@ -312,7 +314,7 @@ def bench_acp(chunks: int = 10_000) -> dict:
             start = time.perf_counter()
             await session.submit(f"many {chunks}")
             streamed = time.perf_counter() - start
-            assert session.sink.texts == chunks + 1
+            assert session.view.sink.texts == chunks + 1
             return started, streamed
         finally:
             await session.close()
