@@ -162,7 +162,7 @@ class Engine:
                      history: list[Message] | None = None) -> Session:
         editor = SinkEditor(sink, self.pending)
         name = spec.get("name") if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} else spec
-        if acp_adapters.is_acp(name):
+        if isinstance(name, str) and acp_adapters.is_acp(name):
             agent = acp_adapters.resolve(name)
             model = model or (spec.get("model") if isinstance(spec, Mapping) else None)
             if model:  # chosen once the agent's session says which models it has

@@ -31,21 +31,21 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", omit_d
     pass
 
 
-class TokenEvent(_Event, tag="token"):
+class TokenEvent(_Event, tag="token", frozen=True):
     """A piece of the assistant's visible text; `index` counts text events in order."""
 
     content: str
     index: int = 0
 
 
-class ReasoningEvent(_Event, tag="reasoning"):
+class ReasoningEvent(_Event, tag="reasoning", frozen=True):
     """A piece of the model's visible reasoning."""
 
     content: str
     index: int = 0
 
 
-class ToolCallEvent(_Event, tag="tool_call"):
+class ToolCallEvent(_Event, tag="tool_call", frozen=True):
     """A tool call as it streams. Fragments have `is_final=False` and carry `args_fragment`;
     the last event for a call has `is_final=True` and the parsed `arguments`."""
 
@@ -57,7 +57,7 @@ class ToolCallEvent(_Event, tag="tool_call"):
     index: int = 0
 
 
-class ToolResultEvent(_Event, tag="tool_result"):
+class ToolResultEvent(_Event, tag="tool_result", frozen=True):
     """The output of a tool call, as the user is shown it."""
 
     tool_call_id: str
@@ -77,7 +77,7 @@ class ToolLocation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     line: int | None = None
 
 
-class ToolProgressEvent(_Event, tag="tool_progress"):
+class ToolProgressEvent(_Event, tag="tool_progress", frozen=True):
     """A tool call that the backend runs itself (an ACP agent), sent again on every change:
     the same `id` updates the same line in the chat."""
 
@@ -95,24 +95,24 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """pending, in_progress or completed."""
 
 
-class PlanEvent(_Event, tag="plan"):
+class PlanEvent(_Event, tag="plan", frozen=True):
     """The backend's plan for the turn; each event replaces the whole plan."""
 
     entries: tuple[PlanEntry, ...] = ()
 
 
-class NoticeEvent(_Event, tag="notice"):
+class NoticeEvent(_Event, tag="notice", frozen=True):
     """Something to show beside the reply, not part of it."""
 
     text: str
     title: str | None = None
 
 
-class UsageEvent(_Event, tag="usage"):
+class UsageEvent(_Event, tag="usage", frozen=True):
     usage: Usage
 
 
-class FinalEvent(_Event, tag="final"):
+class FinalEvent(_Event, tag="final", frozen=True):
     """The stream is over; `message` is the whole assistant message."""
 
     message: Message
@@ -124,7 +124,7 @@ class FinalEvent(_Event, tag="final"):
         return self.usage.total_tokens if self.usage else None
 
 
-class ErrorEvent(_Event, tag="error"):
+class ErrorEvent(_Event, tag="error", frozen=True):
     """The stream failed; `message` is what the user is shown."""
 
     message: str

@@ -183,8 +183,9 @@ class AcpChatSession:
                 status = "stopped"
             elif stop in ("refusal", "max_tokens", "max_turn_requests"):
                 status, message = "error", f"{self.adapter.formatted_name} stopped: {stop.replace('_', ' ')}"
-            usage = result.get("usage") if isinstance(result.get("usage"), Mapping) else {}
-            tokens = usage.get("totalTokens") if isinstance(usage.get("totalTokens"), int) else None
+            usage = result.get("usage")
+            if isinstance(usage, Mapping) and isinstance(usage.get("totalTokens"), int):
+                tokens = usage["totalTokens"]
         except asyncio.CancelledError:
             status = "stopped"
         except CodeCompanionError as error:

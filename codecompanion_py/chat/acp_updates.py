@@ -22,6 +22,7 @@ from ..events import (
     StreamEvent,
     TokenEvent,
     ToolLocation,
+    ToolProgress,
     ToolProgressEvent,
     ToolResultEvent,
 )
@@ -93,7 +94,7 @@ class AgentUpdates:
             call["toolCallId"] = call_id
         # a partial update: fields present replace; `content` replaces the whole list
         call.update({k: v for k, v in update.items() if k != "sessionUpdate" and v is not None})
-        status = call.get("status") if call.get("status") in _STATUSES else "pending"
+        status: ToolProgress = call["status"] if call.get("status") in _STATUSES else "pending"
         out.events.append(ToolProgressEvent(
             id=call_id, title=str(call.get("title") or call.get("kind") or "tool"), status=status,
             kind=str(call["kind"]) if call.get("kind") else None, locations=_locations(call)))
@@ -145,7 +146,9 @@ def content_text(content: Any) -> str:
     if kind == "resource_link":
         return f"[{content.get('name') or content.get('uri')}]({content.get('uri')})"
     if kind == "resource":
-        resource = content.get("resource") if isinstance(content.get("resource"), Mapping) else {}
+        resource = content.get("resource")
+        if not isinstance(resource, Mapping):
+            return "[resource]"
         return str(resource.get("text") or f"[{resource.get('uri', 'resource')}]")
     if kind in ("image", "audio"):
         return f"[{kind}]"

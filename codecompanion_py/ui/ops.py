@@ -65,13 +65,13 @@ class AgentSession(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 # --- the ops ---------------------------------------------------------------------------
 
 
-class Ready(_Op, tag="ready"):
+class Ready(_Op, tag="ready", frozen=True):
     """The engine has the chat; `adapter` is what it talks to now (sent again on a change)."""
 
     adapter: AdapterInfo
 
 
-class Begin(_Op, tag="begin"):
+class Begin(_Op, tag="begin", frozen=True):
     """A reply starts: the `## CodeCompanion (...)` header, or a gap when `continued` (the
     LLM goes on after tool results within the same reply)."""
 
@@ -79,19 +79,19 @@ class Begin(_Op, tag="begin"):
     continued: bool = False
 
 
-class Text(_Op, tag="text"):
+class Text(_Op, tag="text", frozen=True):
     """Reply text to append; consecutive ones are merged before they are sent."""
 
     text: str
 
 
-class Reasoning(_Op, tag="reasoning"):
+class Reasoning(_Op, tag="reasoning", frozen=True):
     """Reasoning text to append under `### Reasoning`; merged like `Text`."""
 
     text: str
 
 
-class ToolCall(_Op, tag="tool_call"):
+class ToolCall(_Op, tag="tool_call", frozen=True):
     """A tool call of the LLM, shown as one line with its arguments."""
 
     id: str
@@ -99,7 +99,7 @@ class ToolCall(_Op, tag="tool_call"):
     arguments: dict[str, Any] | None = None
 
 
-class ToolOutput(_Op, tag="tool_output"):
+class ToolOutput(_Op, tag="tool_output", frozen=True):
     """What one of our tool calls produced, under a `**Tool** name status` line."""
 
     id: str
@@ -108,7 +108,7 @@ class ToolOutput(_Op, tag="tool_output"):
     text: str = ""
 
 
-class AgentTool(_Op, tag="agent_tool"):
+class AgentTool(_Op, tag="agent_tool", frozen=True):
     """An agent's tool call: one block updated in place, found again by `id`."""
 
     id: str
@@ -117,20 +117,20 @@ class AgentTool(_Op, tag="agent_tool"):
     locations: tuple[ToolLocation, ...] = ()
 
 
-class Plan(_Op, tag="plan"):
+class Plan(_Op, tag="plan", frozen=True):
     """The agent's plan as a checklist, updated in place."""
 
     entries: tuple[PlanEntry, ...] = ()
 
 
-class Show(_Op, tag="show"):
+class Show(_Op, tag="show", frozen=True):
     """A block of text (fenced unless it is fenced already), under `title` if given."""
 
     text: str
     title: str | None = None
 
 
-class Call(_Op, tag="call"):
+class Call(_Op, tag="call", frozen=True):
     """A question to the editor (approval, buffer access, a Lua tool); Lua answers with an
     `editor.reply` notification carrying `id`."""
 
@@ -139,20 +139,20 @@ class Call(_Op, tag="call"):
     args: dict[str, Any] = {}
 
 
-class Fire(_Op, tag="fire"):
+class Fire(_Op, tag="fire", frozen=True):
     """`User CodeCompanion<event>` with `data` (Lua adds `bufnr`). Build it with `fire()`."""
 
     event: str
     data: dict[str, Any] = {}
 
 
-class Error(_Op, tag="error"):
+class Error(_Op, tag="error", frozen=True):
     """An error to notify; it unlocks the chat when no reply had started."""
 
     message: str
 
 
-class Done(_Op, tag="done"):
+class Done(_Op, tag="done", frozen=True):
     """The turn is over: `status` is success, error, stopped or empty; the buffer unlocks."""
 
     status: Literal["success", "error", "stopped", "empty"]
@@ -160,26 +160,26 @@ class Done(_Op, tag="done"):
     message: str | None = None
 
 
-class ChooseModel(_Op, tag="choose_model"):
+class ChooseModel(_Op, tag="choose_model", frozen=True):
     """Offer `models` of `adapter`; the choice comes back as `chat.set_adapter`."""
 
     adapter: str
     models: tuple[str, ...] = ()
 
 
-class ChooseOption(_Op, tag="choose_option"):
+class ChooseOption(_Op, tag="choose_option", frozen=True):
     """Offer an agent's options; the choice comes back as `chat.set_option`."""
 
     options: tuple[AgentOption, ...] = ()
 
 
-class ChooseSession(_Op, tag="choose_session"):
+class ChooseSession(_Op, tag="choose_session", frozen=True):
     """Offer an agent's earlier sessions; the choice comes back as `chat.resume`."""
 
     sessions: tuple[AgentSession, ...] = ()
 
 
-class Commands(_Op, tag="commands"):
+class Commands(_Op, tag="commands", frozen=True):
     """The agent's slash commands, for completion after `\\` in the chat."""
 
     commands: tuple[AgentCommand, ...] = ()
