@@ -210,7 +210,8 @@ local AGENT_STATUS = { pending = "○", in_progress = "◐", completed = "✓", 
 function render.agent_tool(chat, op)
   local lines = { ("**Tool** %s %s"):format(AGENT_STATUS[op.status] or "○", op.title or op.id) }
   for _, location in ipairs(type(op.locations) == "table" and op.locations or {}) do
-    table.insert(lines, ("  ↳ `%s%s`"):format(location.path, type(location.line) == "number" and (":" .. location.line) or ""))
+    local line = type(location.line) == "number" and (":" .. location.line) or ""
+    table.insert(lines, ("  ↳ `%s%s`"):format(location.path, line))
   end
   set_block(chat, "tool:" .. op.id, lines)
   chat.block = "block"

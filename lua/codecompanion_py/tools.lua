@@ -116,7 +116,8 @@ function M.invoke(chat_bufnr, args, reply)
     chat = {
       bufnr = chat_bufnr,
       add_tool_output = function(_, _, for_llm, for_user)
-        table.insert(collected.outputs, { for_llm = tostring(for_llm), for_user = for_user ~= nil and tostring(for_user) or nil })
+        local shown = for_user ~= nil and tostring(for_user) or nil
+        table.insert(collected.outputs, { for_llm = tostring(for_llm), for_user = shown })
       end,
       add_message = function(_, message)
         table.insert(collected.messages, { role = message.role, content = message.content })

@@ -1,0 +1,4 @@
+-- luacheck settings for lua/ and plugin/ (`make lint`)
+std = "luajit"
+globals = { "vim" }
+max_line_length = 120
