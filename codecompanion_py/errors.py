@@ -2,6 +2,8 @@
 
     CodeCompanionError
     ├── ConfigError              a setting, an adapter definition or a missing API key
+    │   └── NativeStartError     the ACP bridge could not start the native CLI (missing,
+    │                            not executable)
     ├── AdapterError             data that does not fit the canonical model or a wire format
     │   └── StreamError          the provider reported an error inside a 200 stream
     ├── ProviderError            the request did not produce a response
@@ -11,6 +13,9 @@
     │   └── TransportError       connect or read failed or timed out
     │       └── RequestTimeout
     ├── AgentError               an ACP agent crashed, hung, or answered with an error
+    ├── RpcError                 a JSON-RPC error answer (code, message, data), ours to
+    │                            send or the peer's to us
+    ├── ConnectionClosed         the JSON-RPC peer closed its end before answering
     └── ToolError                a tool could not do what the LLM asked (the message goes
         ├── PathRefused          back to the LLM): a path outside the project, a FIFO...
         └── EditRefused          an edit that does not match, is ambiguous or unsafe
@@ -21,6 +26,8 @@ wrong, never its value.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CodeCompanionError(Exception):
     """Root of the tree; `str(error)` is what the user is shown."""
@@ -28,6 +35,12 @@ class CodeCompanionError(Exception):
 
 class ConfigError(CodeCompanionError):
     """The user's configuration cannot be used as written."""
+
+
+class NativeStartError(ConfigError):
+    """The ACP bridge could not start the native CLI (missing, not executable): the same
+    failure an agent's own command gives as a ConfigError, apart so the bridge can report
+    it to its client."""
 
 
 class AdapterError(CodeCompanionError, ValueError):
@@ -70,6 +83,34 @@ class RequestTimeout(TransportError):
     pass
 
 
+class AgentError(CodeCompanionError):
+    """An ACP agent crashed, exited, hung past a timeout, or answered with an error."""
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class RpcError(CodeCompanionError):
+    """A JSON-RPC error answer, ours to send or the peer's to us."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_wire(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ConnectionClosed(CodeCompanionError):
+    """The JSON-RPC peer closed its end (exited, crashed) before answering."""
+
+
 class ToolError(CodeCompanionError):
     pass
 
@@ -83,26 +124,21 @@ class EditRefused(ToolError):
 
 
 __all__ = [
-    "AgentError",
-    "EditRefused",
-    "PathRefused",
-    "ToolError",
     "AdapterError",
+    "AgentError",
     "AuthenticationError",
     "CodeCompanionError",
     "ConfigError",
+    "ConnectionClosed",
+    "EditRefused",
     "HTTPStatusError",
+    "NativeStartError",
+    "PathRefused",
     "ProviderError",
     "RateLimitError",
     "RequestTimeout",
+    "RpcError",
     "StreamError",
+    "ToolError",
     "TransportError",
 ]
-
-
-class AgentError(CodeCompanionError):
-    """An ACP agent crashed, exited, hung past a timeout, or answered with an error."""
-
-    def __init__(self, message: str, *, code: int | None = None) -> None:
-        super().__init__(message)
-        self.code = code

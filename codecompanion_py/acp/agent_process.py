@@ -12,11 +12,11 @@ import asyncio
 import collections
 import contextlib
 import logging
-import os
+import signal
 from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import ConfigError
-from ..tools.process import KILL_GRACE, signal_group, terminate_group
+from ..processes import KILL_GRACE, close_pipes, signal_group, start_in_group, terminate_group
 from .jsonrpc import MAX_LINE
 
 log = logging.getLogger("codecompanion_py.acp")
@@ -32,7 +32,7 @@ class AgentProcess:
         self.name = name
         self.argv = list(argv)
         self.proc = proc
-        self.pgid = proc.pid  # start_new_session: the agent leads its own group
+        self.pgid = proc.pid  # start_in_group: the agent leads its own group
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         assert proc.stderr is not None
         self._stderr = asyncio.ensure_future(self._drain_stderr(proc.stderr))
@@ -43,8 +43,8 @@ class AgentProcess:
         if not argv:
             raise cls.start_error(f"{name}: no command to start")
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=cwd, env=dict(env), start_new_session=True, limit=MAX_LINE, preexec_fn=cls.preexec,
+            proc = await start_in_group(
+                argv, cwd=cwd, env=dict(env), limit=MAX_LINE, preexec_fn=cls.preexec,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         except FileNotFoundError:
             hint = f"; {install_hint}" if install_hint else ""
@@ -101,17 +101,14 @@ class AgentProcess:
             await terminate_group(self.pgid, grace)
         finally:
             if self.proc.returncode is None:
-                signal_group(self.pgid, 9)
+                signal_group(self.pgid, signal.SIGKILL)
             with contextlib.suppress(asyncio.TimeoutError, ProcessLookupError):
                 await asyncio.wait_for(asyncio.shield(self.proc.wait()), timeout=grace)
             self._stderr.cancel()
-            transport = getattr(self.proc, "_transport", None)  # pipes a stray process may hold
-            if transport is not None:
-                transport.close()
+            close_pipes(self.proc)  # pipes a stray process may hold
             log.info("%s: stopped (pid %d, code %s)", self.name, self.pgid, self.proc.returncode)
 
     def kill_now(self) -> None:
         """For interpreter exit, when there is no loop left to wait on."""
         if self.proc.returncode is None:
-            with contextlib.suppress(OSError):
-                os.killpg(self.pgid, 9)
+            signal_group(self.pgid, signal.SIGKILL)

@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .. import __version__
-from ..errors import AgentError
+from ..errors import AgentError, ConnectionClosed, RpcError
 from .adapters import AcpAdapter
 from .agent_process import AgentProcess
-from .jsonrpc import METHOD_NOT_FOUND, Connection, ConnectionClosed, RpcError, params_of
+from .jsonrpc import METHOD_NOT_FOUND, Connection, params_of
 from .terminals import Terminals
 
 log = logging.getLogger("codecompanion_py.acp")

@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import CodeCompanionError
+from ..errors import CodeCompanionError, ConnectionClosed, RpcError
 
 log = logging.getLogger("codecompanion_py.acp")
 
@@ -38,27 +38,6 @@ RESOURCE_NOT_FOUND = -32002
 REQUEST_CANCELLED = -32800
 
 Handler = Callable[[str, Any], Awaitable[Any]]
-
-
-class RpcError(CodeCompanionError):
-    """An error answer, ours to send or the peer's to us."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def to_wire(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
-
-
-class ConnectionClosed(CodeCompanionError):
-    """The peer closed its end (exited, crashed) before answering."""
-
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()

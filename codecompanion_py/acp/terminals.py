@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tools.process import safe_env, signal_group, strip_ansi, terminate_group, to_argv
-from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
+from ..errors import RpcError
+from ..processes import safe_env, signal_group, start_in_group, strip_ansi, terminate_group, to_argv
+from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 
 DEFAULT_OUTPUT_LIMIT = 1_000_000
 
@@ -88,8 +89,8 @@ class Terminals:
         limit = params.get("outputByteLimit")
         limit = int(limit) if isinstance(limit, int) and limit >= 0 else DEFAULT_OUTPUT_LIMIT
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv, cwd=cwd, env=env, start_new_session=True, stdin=asyncio.subprocess.DEVNULL,
+            proc = await start_in_group(
+                argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
         except OSError as error:
             raise RpcError(INVALID_PARAMS, f"cannot run {argv[0]}: {error.strerror or error}") from None

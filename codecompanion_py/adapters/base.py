@@ -10,18 +10,18 @@ Resolved values live only in `env_replaced`, which no repr, log or error shows.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import inspect
 import os
-import signal
 import re
+import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..processes import signal_group, start_in_group
 from .handlers import call_handler
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
@@ -176,16 +176,15 @@ async def resolve_env_string(owner: str, key: str, spec: str, timeout: float = D
 
 async def _run_env_command(owner: str, key: str, command: str, timeout: float) -> str:
     # Its own process group, so a timeout kills the command's children too (they would
-    # otherwise keep the pipe open).
-    proc = await asyncio.create_subprocess_shell(
-        command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-        stdin=asyncio.subprocess.DEVNULL, start_new_session=True,
+    # otherwise keep the pipe open). The full environment: the command may need a secret.
+    proc = await start_in_group(
+        ["/bin/sh", "-c", command], stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL,
     )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except asyncio.TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        signal_group(proc.pid, signal.SIGKILL)
         await proc.wait()
         raise ConfigError(f"{owner}: env {key!r} command timed out after {timeout:g}s") from None
     if proc.returncode != 0:

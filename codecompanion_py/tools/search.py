@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ToolError
-from .process import RawProcessResult, run_process_raw, safe_env
+from ..processes import RawProcessResult, run_process_raw, safe_env
 
 MAX_GREP_FILE_SIZE = 2 * 1024 * 1024
 """Files larger than this are not searched."""

@@ -15,7 +15,7 @@ from codecompanion_py.acp import adapters
 from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.errors import AgentError, ConfigError
-from codecompanion_py.tools.process import group_alive
+from codecompanion_py.processes import group_alive
 
 FAKE_AGENT = str(Path(__file__).with_name("fake_agent.py"))
 

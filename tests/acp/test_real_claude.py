@@ -9,7 +9,7 @@ import pytest
 from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.demo.server import ScriptedServer
-from codecompanion_py.tools.process import group_alive
+from codecompanion_py.processes import group_alive
 
 from .real_agents import claude_agent_acp, claude_env, claude_llm
 from .test_real_codex import AllowOnce

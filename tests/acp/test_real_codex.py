@@ -12,7 +12,7 @@ import pytest
 from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.demo.server import Reply, ScriptedServer
-from codecompanion_py.tools.process import group_alive
+from codecompanion_py.processes import group_alive
 
 from .real_agents import codex_acp, codex_home, codex_llm
 from .test_client import Recorder

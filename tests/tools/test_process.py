@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
+from codecompanion_py import processes
 from codecompanion_py.errors import ToolError
-from codecompanion_py.tools import process
-from codecompanion_py.tools.process import (ProcessResult, _Capture, needs_shell, run_process, safe_env,
-                                            strip_ansi, to_argv)
+from codecompanion_py.processes import _Capture, needs_shell, safe_env, strip_ansi, to_argv
+from codecompanion_py.tools.process import ProcessResult, run_process
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 
@@ -259,7 +259,7 @@ async def test_timeout_kills_the_whole_group(tmp_path):
 
 
 async def test_timeout_falls_back_to_sigkill(tmp_path, monkeypatch):
-    monkeypatch.setattr(process, "KILL_GRACE", 0.3)
+    monkeypatch.setattr(processes, "KILL_GRACE", 0.3)
     script = f"trap '' TERM; echo $$ > {tmp_path}/group; echo ready; sleep 60 & sleep 60"
     result = await run_process(["sh", "-c", script], cwd=tmp_path, timeout=1.5)
     assert result.timed_out

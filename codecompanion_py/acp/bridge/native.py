@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
-import sys
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from ...errors import NativeStartError
+from ...processes import die_with_parent
 from ..agent_process import AgentProcess
 
 log = logging.getLogger("codecompanion_py.acp.bridge")
@@ -20,30 +20,6 @@ log = logging.getLogger("codecompanion_py.acp.bridge")
 STOP_GRACE = 1.0
 """Seconds between SIGTERM and SIGKILL: short, since the bridge itself may be getting its
 own SIGKILL two seconds after its SIGTERM."""
-
-
-class NativeStartError(Exception):
-    """The command could not be started (missing, not executable)."""
-
-
-def _death_signal() -> Any:
-    """A preexec function asking Linux to SIGKILL the child when its parent dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-    def preexec() -> None:
-        prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-    return preexec
-
-
-_PREEXEC = _death_signal()
 
 
 def to_bytes(data: Any) -> bytes:
@@ -62,7 +38,7 @@ class NativeProcess(AgentProcess):
     """An AgentProcess that dies with the bridge (Linux), with line reading and writing."""
 
     start_error = NativeStartError
-    preexec = _PREEXEC
+    preexec = die_with_parent()
 
     def __init__(self, name: str, argv: Sequence[str], proc: asyncio.subprocess.Process) -> None:
         super().__init__(name, argv, proc)

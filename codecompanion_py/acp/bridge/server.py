@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import __version__
-from ..jsonrpc import INTERNAL_ERROR, MAX_LINE, Connection, ConnectionClosed, RpcError
+from ...errors import ConnectionClosed, NativeStartError, RpcError
+from ..jsonrpc import INTERNAL_ERROR, MAX_LINE, Connection
 from .contract import (
     ADAPTER_MANAGED,
     ONE_SHOT,
@@ -43,10 +44,10 @@ from .contract import (
     Message,
     Messages,
     MessagesAndReply,
-    NativeExited,
     MessagesAndWrite,
-    OneShot,
+    NativeExited,
     Ok,
+    OneShot,
     Partial,
     Pending,
     Reply,
@@ -59,7 +60,7 @@ from .contract import (
     overrides,
     response,
 )
-from .native import NativeProcess, NativeStartError, to_bytes
+from .native import NativeProcess, to_bytes
 
 log = logging.getLogger("codecompanion_py.acp.bridge")
 

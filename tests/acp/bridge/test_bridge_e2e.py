@@ -19,7 +19,7 @@ import pytest
 from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.errors import AgentError
-from codecompanion_py.tools.process import group_alive
+from codecompanion_py.processes import group_alive
 
 from ..test_client import Recorder
 

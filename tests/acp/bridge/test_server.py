@@ -28,7 +28,7 @@ from codecompanion_py.acp.bridge.contract import (
 )
 from codecompanion_py.acp.bridge.server import Bridge
 from codecompanion_py.errors import ConfigError
-from codecompanion_py.tools.process import group_alive
+from codecompanion_py.processes import group_alive
 
 from .user_adapters import EchoAdapter
 
