@@ -1,7 +1,7 @@
 """Turns an adapter's raw response (streamed bytes or a whole body) into canonical events.
 
 The normalizer owns the framing (SSE or NDJSON, from `adapter.opts.stream_format`) and
-calls the adapter's `parse_chat` handler once per frame. Handlers return the seed's
+calls the adapter's `parse_chat` handler once per frame. Handlers return CodeCompanion's
 `{status, output = {role, content, reasoning}}` table, optionally with `finish_reason`,
 `usage` (merged field by field across frames: providers report input and output counts
 in different frames) and `reasoning_end` (opaque data that closes the current reasoning
@@ -56,7 +56,7 @@ class StreamNormalizer:
     # --- input ---------------------------------------------------------------------------
 
     async def normalize_chunk(self, chunk: bytes) -> list[StreamEvent]:
-        """The seed's coroutine form of `feed_bytes`."""
+        """`feed_bytes` as a coroutine, for callers that await each chunk."""
         return self.feed_bytes(chunk)
 
     def feed_bytes(self, chunk: bytes) -> list[StreamEvent]:

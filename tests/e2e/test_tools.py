@@ -15,8 +15,8 @@ from .test_chat import chunk, usage
 
 pytestmark = pytest.mark.nvim
 
-# Seed 002's calculator, passed to setup() as the seed writes it (only the plugin name
-# and the adapter differ).
+# The calculator tool example of the tool specification, passed to setup() as written
+# there (only the plugin name and the adapter differ).
 CALCULATOR = r'''
 calculator = {
   description = "Perform calculations",
@@ -178,7 +178,7 @@ def tool_messages(request):
 
 
 @pytest.mark.parametrize("approval", [False, True])
-def test_the_seed_calculator_example_works_as_written(editor, approval):
+def test_the_calculator_example_works_as_written(editor, approval):
     replies = [tool_call_reply(("call_calc", "calculator", {"num1": 100, "num2": 50, "operation": "multiply"})),
                text_reply("100 * 50 = 5000")]
     opts = "opts = { requires_approval = true }," if approval else ""

@@ -1,4 +1,4 @@
-"""The orchestrator with no Neovim: the seed's flow, approvals, errors and cancellation."""
+"""The orchestrator with no Neovim: the tool flow, approvals, errors and cancellation."""
 
 import asyncio
 
@@ -93,7 +93,7 @@ def call(name="calculator", id="call_1", **arguments):
 MUL = {"num1": 100, "num2": 50, "operation": "multiply"}
 
 
-async def test_the_seed_calculator_flow(tmp_path):
+async def test_the_calculator_flow(tmp_path):
     tool, calls = calculator()
     orch, editor, surface = orchestrator([tool], tmp_path)
     batch = await orch.run([call(**MUL)])
