@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from .errors import AuthenticationError, HTTPStatusError, RateLimitError, RequestTimeout, TransportError
+from .errors import AdapterError, AuthenticationError, HTTPStatusError, RateLimitError, RequestTimeout, TransportError
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
@@ -34,6 +34,9 @@ class HttpRequest:
     # named in 401/403 messages, never the key's value.
     auth_hint: str | None = None
     model: str | None = None  # named in 404 messages
+    # Seconds without data before giving up, for this request only (a token exchange that
+    # should not wait as long as a reasoning model's stream); None: the client's.
+    read_timeout: float | None = None
 
     def __repr__(self) -> str:  # headers hold credentials
         return f"HttpRequest({self.method} {self.url}, stream={self.stream})"
@@ -58,7 +61,7 @@ class HttpClient:
         """The response with a success status, body not yet read."""
         try:
             async with self._http().stream(request.method, request.url, content=request.body,
-                                           headers=request.headers) as response:
+                                           headers=request.headers, timeout=self._timeout_for(request)) as response:
                 if response.status_code >= 400:
                     body = await response.aread()
                     raise error_for_status(response.status_code, body, request, headers=response.headers)
@@ -66,9 +69,26 @@ class HttpClient:
         except httpx.HTTPError as exc:
             raise self.map_error(request, exc) from None
 
+    async def fetch_json(self, request: HttpRequest) -> Any:
+        """The decoded body of a plain (not streamed) request whose answer is JSON: a token
+        exchange, a models list. Error statuses, connection failures, timeouts and
+        cancellation behave as with `open()`; a body that is not JSON raises AdapterError."""
+        async with self.open(request) as response:
+            body = await response.aread()
+        try:
+            return msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            raise AdapterError(f"{request.provider or 'request'}: the answer is not JSON") from None
+
+    def _timeout_for(self, request: HttpRequest) -> httpx.Timeout:
+        if request.read_timeout is None:
+            return self._timeout
+        return httpx.Timeout(request.read_timeout, connect=self._timeout.connect)
+
     def map_error(self, request: HttpRequest, exc: httpx.HTTPError) -> TransportError:
         if isinstance(exc, httpx.TimeoutException):
-            return RequestTimeout(_timeout_message(request, exc, self.read_timeout))
+            read_timeout = self.read_timeout if request.read_timeout is None else request.read_timeout
+            return RequestTimeout(_timeout_message(request, exc, read_timeout))
         return TransportError(f"{request.provider or 'request'}: {_describe(exc)}")
 
     async def aclose(self) -> None:

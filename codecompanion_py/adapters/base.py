@@ -18,11 +18,14 @@ import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..processes import signal_group, start_in_group
 from .handlers import call_handler
+
+if TYPE_CHECKING:
+    from ..client import HttpClient
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -45,6 +48,10 @@ class HTTPAdapter:
     features: dict[str, Any] = field(default_factory=dict)
     handlers: dict[str, Any] = field(default_factory=dict)
     env_replaced: dict[str, Any] = field(default_factory=dict)
+    client: HttpClient | None = field(default=None, compare=False)
+    """Set by `prepare()` on the copy it returns: the HttpClient the request goes through,
+    for `env` callables that make requests of their own (Copilot's token exchange). Not
+    part of the adapter's data: `copy()` and `to_data()` leave it out."""
 
     _FIELDS = frozenset(
         ("name", "formatted_name", "type", "url", "env", "headers", "parameters", "body",
@@ -212,9 +219,13 @@ def substitute(text: str, values: Mapping[str, Any]) -> str:
     return _PLACEHOLDER.sub(replace, text)
 
 
-async def prepare(adapter: HTTPAdapter, settings: Mapping[str, Any] | None = None) -> HTTPAdapter:
-    """A request-ready copy: env resolved, placeholders filled, schema mapped, setup run."""
+async def prepare(adapter: HTTPAdapter, settings: Mapping[str, Any] | None = None, *,
+                  client: HttpClient | None = None) -> HTTPAdapter:
+    """A request-ready copy: env resolved, placeholders filled, schema mapped, setup run.
+    `client` is the HttpClient the request will go through, kept as the copy's `client`
+    for `env` callables that need to make requests of their own."""
     ready = adapter.copy()
+    ready.client = client
     values = await resolve_env(ready)
     ready.env_replaced = values
     _require(ready, values)

@@ -28,7 +28,7 @@ async def list_models(adapter: HTTPAdapter, client: HttpClient) -> list[str]:
     if not template:
         return model_choices(adapter)
     try:
-        ready = await prepare(adapter)
+        ready = await prepare(adapter, client=client)
         url = substitute(template, ready.env_replaced)
     except (CodeCompanionError, KeyError):
         return model_choices(adapter)

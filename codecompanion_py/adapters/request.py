@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from ..client import HttpRequest
+from ..client import HttpClient, HttpRequest
 from ..messages import Message, ToolSpec
 from .base import _ENV_NAME, HTTPAdapter, merge_keep, prepare
 from .handlers import call_handler
@@ -25,9 +25,11 @@ async def build_request(
     *,
     tools: Sequence[ToolSpec | dict[str, Any]] | None = None,
     settings: Mapping[str, Any] | None = None,
+    client: HttpClient | None = None,
 ) -> tuple[HTTPAdapter, HttpRequest]:
-    """The prepared adapter (env resolved, setup run) and the request to send."""
-    ready = await prepare(adapter, settings)
+    """The prepared adapter (env resolved, setup run) and the request to send. `client` is
+    the HttpClient that will send it, for `env` values that make requests of their own."""
+    ready = await prepare(adapter, settings, client=client)
     payload: dict[str, Any] = {}
     params = call_handler(ready, "build_parameters", ready.parameters, messages)
     merge_keep(payload, ready.parameters if params is None else params)

@@ -10,12 +10,14 @@ import json
 import time
 from pathlib import Path
 
+import httpx
 import msgspec
 import pytest
 
 from codecompanion_py.adapters import call_handler, extend, resolve
 from codecompanion_py.adapters.http import copilot
 from codecompanion_py.adapters.models import clear_cache, list_models
+from codecompanion_py.adapters.request import build_request
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply, ScriptedServer, json_reply
 from codecompanion_py.events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent
@@ -237,6 +239,65 @@ async def test_a_refused_exchange_is_an_authentication_error_without_the_token(t
     assert isinstance(error, ErrorEvent) and error.kind == "AuthenticationError" and error.status == status
     assert f"HTTP {status}" in error.message and "sign in again" in error.message
     assert GITHUB_TOKEN not in error.message
+
+
+async def test_an_exchange_that_fails_otherwise_names_the_status_and_never_the_token(tmp_path):
+    login(tmp_path / "config")
+
+    def echo(request):  # a server that echoes the credential back
+        return json_reply({"message": f"oops: {request.headers['authorization']}"}, status=500)
+
+    server = ScriptedServer(echo)
+    await server.start()
+    try:
+        adapter = extend("copilot", {"opts": {"token_url": server.url + "/copilot_internal/v2/token"}})
+        events = await chat(adapter)
+    finally:
+        await server.close()
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and error.kind == "HTTPStatusError" and error.status == 500
+    assert "Copilot token exchange" in error.message and "HTTP 500" in error.message
+    assert GITHUB_TOKEN not in error.message
+
+
+async def test_an_unreachable_token_endpoint_is_a_transport_error(tmp_path):
+    login(tmp_path / "config")
+    events = await chat(extend("copilot", {"opts": {"token_url": "http://127.0.0.1:9/copilot_internal/v2/token"}}))
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and error.kind == "TransportError"
+    assert "Copilot token exchange: cannot connect" in error.message and GITHUB_TOKEN not in error.message
+
+
+class Recording(httpx.AsyncBaseTransport):
+    """The real transport, noting the path of each request."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.paths: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_the_exchange_and_the_models_list_go_through_the_request_client(tmp_path):
+    login(tmp_path / "config")
+    transport = Recording()
+    client = HttpClient(transport=transport)
+    try:
+        async with FakeCopilot() as fake:
+            _, request = await build_request(fake.adapter(), [Message.of("user", "hi")], client=client)
+            assert transport.paths == ["/copilot_internal/v2/token", "/api/models"]
+            assert request.url == fake.server.url + "/api/chat/completions"
+            copilot.clear_caches()
+            clear_cache()
+            await list_models(fake.adapter(), client)
+            assert transport.paths[2:] == ["/copilot_internal/v2/token", "/api/models", "/api/models"]
+    finally:
+        await client.aclose()
 
 
 # --- headers ----------------------------------------------------------------------------

@@ -7,9 +7,14 @@ on Windows, else `~/.config`: an `oauth_token` per `github.com...` entry), or fr
 for a short-lived Copilot token (`token`, `expires_at` in unix seconds, `refresh_in`,
 `endpoints.api`), kept in memory and exchanged again a minute before it expires (or when
 `refresh_in` says so). All of this runs in the adapter's `env` resolution (async callables),
-so it happens in `prepare()` like `cmd:gh auth token` does for GitHub Models. A request
-that fails drops its token (`on_exit`), so one Copilot revoked early is not reused.
-`opts.token_url` and `opts.config_dir` move the exchange and the login files (tests).
+so it happens in `prepare()` like `cmd:gh auth token` does for GitHub Models. The exchange
+and the models list below go through the HttpClient the request is prepared with
+(`prepare(client=...)`, else one of their own for the call), with its error mapping,
+timeouts and cancellation. A missing login is a ConfigError saying how to sign in; a
+refused exchange (401, 403, or 404 for an account without Copilot) an AuthenticationError
+saying to sign in again; neither shows a token. A request that fails drops its token
+(`on_exit`), so one Copilot revoked early is not reused. `opts.token_url` and
+`opts.config_dir` move the exchange and the login files (tests).
 
 Endpoint per model. `${api}/models` lists each model's `supported_endpoints`; a model that
 offers `/responses` but not `/chat/completions` (the Codex models) is sent to
@@ -35,19 +40,20 @@ are sent.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 
 from ... import __version__
-from ...errors import AuthenticationError, ConfigError, ProviderError
+from ...client import HttpClient, HttpRequest
+from ...errors import AdapterError, AuthenticationError, CodeCompanionError, ConfigError, HTTPStatusError, ProviderError
 from ...messages import ImagePart, Message, ReasoningPart, ToolCall, ToolResultPart, ToolSpec
 from ..base import deep_merge
 from . import openai, openai_responses
@@ -64,6 +70,9 @@ _TOKEN_ENV = ("GH_COPILOT_TOKEN", "GITHUB_COPILOT_TOKEN")
 _EDITOR_VERSION = "Neovim/0.11.0"
 _PLUGIN_VERSION = f"codecompanion-py/{__version__}"
 _MODELS_API_VERSION = "2025-10-01"  # sent with the models request, as other Copilot clients do
+_LOGIN_HINT = "your GitHub Copilot login (copilot.vim / copilot.lua)"
+TOKEN_TIMEOUT = 20.0  # seconds without data from the token endpoint before giving up
+MODELS_TIMEOUT = 10.0  # the same for the models list, which is optional
 
 _WINDOWS = os.name == "nt"
 _now = time.time  # the clock `expires_at` is read against (tests replace it)
@@ -113,6 +122,21 @@ def oauth_token(adapter: Any = None) -> str:
 # --- the Copilot token ------------------------------------------------------------------
 
 
+@contextlib.asynccontextmanager
+async def _client(adapter: Any) -> AsyncIterator[HttpClient]:
+    """The HttpClient the adapter's request goes through (`prepare(client=...)`), else one
+    for this call only."""
+    shared = getattr(adapter, "client", None)
+    if shared is not None:
+        yield shared
+        return
+    own = HttpClient()
+    try:
+        yield own
+    finally:
+        await own.aclose()
+
+
 async def copilot_token(adapter: Any, *, due_ok: bool = False) -> dict[str, Any]:
     """`{token, api, refresh_at}`: the cached token until it is due, else a new exchange
     (one at a time: concurrent requests wait for the same exchange). `due_ok` takes the
@@ -126,7 +150,7 @@ async def copilot_token(adapter: Any, *, due_ok: bool = False) -> dict[str, Any]
         return cached
     pending = _pending.get(key)
     if pending is None or pending.get_loop() is not asyncio.get_running_loop():
-        pending = asyncio.ensure_future(_exchange(url, github))
+        pending = asyncio.ensure_future(_exchange(adapter, url, github))
         _pending[key] = pending
         pending.add_done_callback(lambda done: _exchanged(key, done))
     return await asyncio.shield(pending)
@@ -139,23 +163,24 @@ def _exchanged(key: str, done: asyncio.Future[dict[str, Any]]) -> None:
         _tokens[key] = done.result()
 
 
-async def _exchange(url: str, github: str) -> dict[str, Any]:
+async def _exchange(adapter: Any, url: str, github: str) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {github}", "Accept": "application/json", "User-Agent": _PLUGIN_VERSION,
                "Editor-Version": _EDITOR_VERSION, "Editor-Plugin-Version": _PLUGIN_VERSION}
+    request = HttpRequest(url=url, body=b"", headers=headers, method="GET", stream=False,
+                          provider="Copilot token exchange", auth_hint=_LOGIN_HINT, read_timeout=TOKEN_TIMEOUT)
     try:
-        async with httpx.AsyncClient(timeout=20.0) as client:
-            response = await client.get(url, headers=headers)
-    except httpx.HTTPError as error:
-        raise ProviderError(f"copilot: could not reach the token endpoint: {type(error).__name__}") from None
-    if response.status_code in (401, 403, 404):
-        raise AuthenticationError(
-            f"copilot: GitHub refused the Copilot token exchange (HTTP {response.status_code}); sign in again "
-            "with copilot.vim / copilot.lua, and check that this account has Copilot",
-            status=response.status_code, provider="Copilot")
-    if response.status_code != 200:
-        raise ProviderError(f"copilot: the token exchange failed with HTTP {response.status_code}")
+        async with _client(adapter) as client:
+            data = await client.fetch_json(request)
+    except HTTPStatusError as error:
+        if error.status in (401, 403, 404):
+            raise AuthenticationError(
+                f"copilot: GitHub refused the Copilot token exchange (HTTP {error.status}); sign in again "
+                "with copilot.vim / copilot.lua, and check that this account has Copilot",
+                status=error.status, provider="Copilot") from None
+        raise
+    except AdapterError:
+        raise ProviderError("copilot: the token endpoint answered without a token") from None
     try:
-        data = response.json()
         token = str(data["token"])
         expires_at = float(data.get("expires_at") or 0)
         refresh_at = expires_at - REFRESH_EARLY
@@ -188,16 +213,18 @@ async def model_entries(adapter: Any) -> dict[str, dict[str, Any]]:
     headers = {"Authorization": f"Bearer {exchanged['token']}", "Copilot-Integration-Id": "vscode-chat",
                "Editor-Version": _EDITOR_VERSION, "Editor-Plugin-Version": _PLUGIN_VERSION,
                "X-GitHub-Api-Version": _MODELS_API_VERSION, "Accept": "application/json"}
+    request = HttpRequest(url=f"{api}/models", body=b"", headers=headers, method="GET", stream=False,
+                          provider="Copilot", auth_hint=_LOGIN_HINT, read_timeout=MODELS_TIMEOUT)
     entries: dict[str, dict[str, Any]] = {}
     try:
-        async with httpx.AsyncClient(timeout=10.0) as client:
-            response = await client.get(f"{api}/models", headers=headers)
-        data = response.json() if response.status_code == 200 else None
-        for entry in (data or {}).get("data") or ():
-            if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-                entries[entry["id"]] = entry
-    except (httpx.HTTPError, ValueError, AttributeError):
-        pass
+        async with _client(adapter) as client:
+            data = await client.fetch_json(request)
+    except CodeCompanionError:  # an error status, no connection, a timeout, not JSON
+        data = None
+    listed = data.get("data") if isinstance(data, dict) else None
+    for entry in listed if isinstance(listed, list) else ():
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            entries[entry["id"]] = entry
     keep = MODELS_SECONDS if entries else MODELS_RETRY_SECONDS
     _models[api] = (time.monotonic() + keep, entries)
     return entries
@@ -414,7 +441,7 @@ ADAPTER: dict[str, Any] = deep_merge(openai.ADAPTER, {
                 "Editor-Version": _EDITOR_VERSION, "Editor-Plugin-Version": _PLUGIN_VERSION,
                 "X-Initiator": "user"},
     "opts": {"models_url": "${api}/models", "required_env": ["api_key"],
-             "auth_hint": "your GitHub Copilot login (copilot.vim / copilot.lua)"},
+             "auth_hint": _LOGIN_HINT},
     "schema": {"model": {"default": "gpt-4.1", "choices": ["gpt-4.1", "gpt-5-mini", "gpt-5-codex",
                                                              "claude-sonnet-4.5", "gemini-2.5-pro"]},
                "reasoning_effort": {"mapping": None}},
