@@ -1,7 +1,7 @@
 """Adapter registry: `resolve()` an adapter by name or table, `extend()` one with overrides.
 
-Built-in adapters are modules under `adapters/http/` exporting `ADAPTER`, a dict in the
-seed's table shape; they are imported only when first resolved. The user's adapters
+Built-in adapters are modules under `adapters/http/` exporting `ADAPTER`, a dict in
+CodeCompanion's table shape; they are imported only when first resolved. The user's adapters
 (from `setup({adapters = {http = {...}}})`) are registered by name and may extend a
 built-in, including one of the same name.
 """

@@ -1,6 +1,6 @@
 """The HTTP adapter: data (url, headers, env, schema, opts) plus handlers.
 
-`HTTPAdapter.from_data()` builds one from the seed's table shape. Before each request
+`HTTPAdapter.from_data()` builds one from CodeCompanion's table shape. Before each request
 `prepare()` resolves `env` values (environment variable names, `cmd:` shell commands,
 `file:` paths, dotted paths into the adapter, functions), substitutes `${name}` in the
 url, headers and parameters, and maps `schema` settings into the request parameters.

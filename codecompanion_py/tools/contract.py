@@ -1,4 +1,4 @@
-"""The tool contract of seed 002, in Python, and one run of a tool.
+"""CodeCompanion's tool contract in Python, and one run of a tool.
 
 A tool is a table: `name`, `schema` (OpenAI function format), `cmds`, `system_prompt`,
 `opts`, `env`, `handlers` (`setup`, `prompt_condition`, `on_exit`) and `output`
@@ -55,7 +55,7 @@ class ToolDefinition:
 
     @classmethod
     def from_table(cls, name: str, table: Mapping[str, Any] | Any) -> ToolDefinition:
-        """A tool from the seed's table shape (a dict, or a module/object with attributes)."""
+        """A tool from CodeCompanion's table shape (a dict, or a module/object with attributes)."""
         get = table.get if isinstance(table, Mapping) else lambda key, default=None: getattr(table, key, default)
         schema = get("schema")
         if not isinstance(schema, Mapping):

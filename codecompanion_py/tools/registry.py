@@ -38,7 +38,7 @@ CATALOG: dict[str, str] = {
     "run_command": "run_command",
     "fetch_webpage": "fetch_webpage",
 }
-ALIASES = {"cmd_runner": "run_command"}  # seed 002 names the command tool cmd_runner
+ALIASES = {"cmd_runner": "run_command"}  # CodeCompanion's name for the command tool
 
 _FILE_TOOLS = ["create_file", "delete_file", "file_search", "get_changed_files", "grep_search",
                "insert_edit_into_file", "read_file"]
@@ -112,7 +112,8 @@ class ToolSettings:
         return self._cache[name]
 
     def config_of(self, name: str) -> dict[str, Any]:
-        """The user's entry for a tool (the seed's `self.tool`), Lua functions as references."""
+        """The user's entry for a tool (what a tool's callables see as `self.tool`), Lua
+        functions as references."""
         entry = dict(self.entries.get(ALIASES.get(name, name), {}))
         if "opts" in entry:
             entry["opts"] = _lua_refs(name, "config.opts", entry["opts"])

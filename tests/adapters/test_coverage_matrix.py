@@ -26,8 +26,8 @@ from codecompanion_py.stream.iterators import HttpStreamIterator, replay_body, r
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
-# The adapters the issue names ("every major provider"); `demo` and `openai_compatible`
-# are not providers.
+# Every built-in provider adapter (`test_the_matrix_is_complete` keeps the list whole);
+# `demo` and `openai_compatible` are not providers, copilot has its own tests.
 ADAPTERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama", "mistral", "deepseek", "openrouter",
             "azure_openai", "githubmodels", "xai", "huggingface", "novita", "kimi"]
 # Chat Completions from OpenAI (and Azure/GitHub serving OpenAI models) streams no reasoning.

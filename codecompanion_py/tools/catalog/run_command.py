@@ -1,4 +1,5 @@
-"""run_command (the seed's cmd_runner): a command in the project, after the user approves.
+"""run_command (`cmd_runner` in CodeCompanion, still accepted by that name): a command in
+the project, after the user approves.
 
 No shell unless the command needs one; its own process group, killed as a group on
 timeout or when the user stops; secrets removed from its environment; output capped with
