@@ -18,6 +18,19 @@ def openai_key(monkeypatch):
     return "sk-test-not-real"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def demo_server():
+    """The `demo` adapter's scripted server, named in CODECOMPANION_DEMO_URL for the whole
+    run as `make demo` names it for the Neovim it opens (the Neovim children of the e2e
+    tests inherit it)."""
+    from codecompanion_py.adapters.http.demo import URL_ENV
+    from codecompanion_py.demo.provider import serve
+
+    with serve() as server, pytest.MonkeyPatch.context() as patch:
+        patch.setenv(URL_ENV, server.url)
+        yield server.url
+
+
 # Agents started by the tests (scripted or real) must all be gone when the run ends:
 # a leftover means some path does not kill an agent's process group.
 AGENT_MARKERS = (b"fake_agent.py", b"codex-acp", b"claude-agent-acp", b"fake_cli")

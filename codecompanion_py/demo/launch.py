@@ -2,19 +2,26 @@
 
 The adapter is the first that can work here: OpenAI, Anthropic or Gemini when its API key
 is set, else a local Ollama with its first model when one answers at OLLAMA_HOST, else
-the built-in `demo` adapter, which needs nothing.
+the built-in `demo` adapter, which needs nothing. The launcher starts the demo adapter's
+scripted server (`demo/provider.py`) whichever adapter it picks, so `demo` can also be
+chosen in the chat, and gives Neovim its url in CODECOMPANION_DEMO_URL; Neovim runs as
+the launcher's child, and the server stops when Neovim exits.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import httpx
+
+from ..adapters.http.demo import URL_ENV
+from .provider import serve
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,13 +85,26 @@ def setup_lua(name: str, definition: str | None) -> str:
     return f"{{ {adapters}interactions = {{ chat = {{ adapter = {_lua_str(name)} }} }} }}"
 
 
+def run_nvim(argv: list[str], env: dict[str, str]) -> int:
+    """Neovim in this terminal until it exits; its exit code. Ctrl-C reaches the whole
+    foreground group (in a `:!command`, say): Neovim handles it, the launcher ignores it and
+    keeps the demo server up."""
+    previous = signal.signal(signal.SIGINT, lambda *_: None)  # not SIG_IGN: Neovim would inherit that
+    try:
+        return subprocess.call(argv, env=env)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="codecompanion-demo-"))
     init = write_init(home / "init.lua", setup_lua(*choose_adapter()))
     env = runtime_env(home)
     update_remote_plugins(init, env)
-    argv = [nvim_binary(), "-u", str(init), "+CodeCompanionChat", *sys.argv[1:]]
-    os.execvpe(argv[0], argv, env)
+    with serve() as server:
+        env[URL_ENV] = server.url
+        code = run_nvim([nvim_binary(), "-u", str(init), "+CodeCompanionChat", *sys.argv[1:]], env)
+    raise SystemExit(code)
 
 
 if __name__ == "__main__":

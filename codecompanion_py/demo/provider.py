@@ -1,23 +1,26 @@
 """The scripted provider behind the `demo` adapter: an OpenAI-compatible server on 127.0.0.1.
 
 It answers each chat request with a Markdown reply that quotes the user's message,
-streamed word by word in the exact OpenAI wire format, usage included.
+streamed word by word in the exact OpenAI wire format, usage included. The demo launcher
+runs it (`serve()`) and points the adapter at it through CODECOMPANION_DEMO_URL;
+
+    python -m codecompanion_py.demo.provider [--port P]
+
+serves it until interrupted and prints the `CODECOMPANION_DEMO_URL=...` setting.
 """
 
 from __future__ import annotations
 
-import atexit
+import argparse
+import asyncio
 import re
-import threading
 import time
 from typing import Any
 
+from ..adapters.http.demo import URL_ENV
 from .server import Reply, Request, ScriptedServer, ServerThread, json_reply, sse_reply
 
 WORD_DELAY = 0.015
-_lock = threading.Lock()
-_running: ServerThread | None = None
-_url = ""
 
 _REPLY = """Hello from the **demo** adapter. No API key is needed: this reply comes from a \
 scripted server on 127.0.0.1, through the same HTTP, SSE and rendering path a real \
@@ -74,13 +77,28 @@ def respond(request: Request) -> Reply:
     return sse_reply(frames, delay=WORD_DELAY)
 
 
-def ensure_demo_server() -> str:
-    """The base url of the demo server, started on first use and stopped at exit."""
-    global _running, _url
-    with _lock:
-        if _running is None:
-            thread = ServerThread(ScriptedServer(respond))
-            _url = thread.__enter__().url
-            _running = thread
-            atexit.register(thread.__exit__, None, None, None)
-        return _url
+def serve() -> ServerThread:
+    """The demo server on a free port of 127.0.0.1, in a thread: `with serve() as server:`
+    (`server.url` is what CODECOMPANION_DEMO_URL should say)."""
+    return ServerThread(ScriptedServer(respond))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Serve the demo adapter's scripted provider on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=0, help="port (default: any free one)")
+    args = parser.parse_args(argv)
+
+    async def run() -> None:
+        server = ScriptedServer(respond)
+        await server.start(args.port)
+        print(f"{URL_ENV}={server.url}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(run())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

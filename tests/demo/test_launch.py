@@ -1,5 +1,21 @@
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from codecompanion_py import agenerate
+from codecompanion_py.adapters import resolve
+from codecompanion_py.adapters.http.demo import URL_ENV
+from codecompanion_py.client import HttpClient
+from codecompanion_py.demo import launch
 from codecompanion_py.demo.launch import choose_adapter, setup_lua
+from codecompanion_py.demo.provider import serve
 from codecompanion_py.demo.server import ScriptedServer, ServerThread, json_reply
+from codecompanion_py.errors import ConfigError
+from codecompanion_py.events import FinalEvent
+from codecompanion_py.messages import Message
+from codecompanion_py.stream.iterators import HttpStreamIterator, replay_stream
 
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY")
 
@@ -25,3 +41,77 @@ def test_a_local_ollama_is_used_with_its_first_model_else_the_demo(monkeypatch):
         assert 'adapter = "ollama"' in setup_lua(name, definition)
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")
     assert choose_adapter() == ("demo", None)
+
+
+# --- the demo adapter and its server --------------------------------------------------
+
+
+async def test_the_demo_adapter_talks_to_the_server_named_in_the_environment(monkeypatch):
+    client = HttpClient()
+    try:
+        with serve() as server:
+            monkeypatch.setenv(URL_ENV, server.url)
+            reply = await agenerate("demo", [Message.of("user", "Show me the demo")], client=client)
+            events = await replay_stream(HttpStreamIterator(resolve("demo"), [Message.of("user", "streamed")],
+                                                            client=client))
+    finally:
+        await client.aclose()
+    assert "Hello from the **demo** adapter" in reply.text and "> Show me the demo" in reply.text
+    assert isinstance(events[-1], FinalEvent) and "> streamed" in events[-1].message.text
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert server.requests[0].headers["authorization"] == "Bearer demo"
+
+
+async def test_without_the_server_the_demo_adapter_names_the_variable(monkeypatch):
+    monkeypatch.delenv(URL_ENV, raising=False)
+    with pytest.raises(ConfigError, match=f"demo: url \\(environment variable {URL_ENV}\\) is not set"):
+        await agenerate("demo", [Message.of("user", "hi")])
+
+
+def test_the_adapter_module_does_not_import_the_server():
+    code = ("import sys; import codecompanion_py.adapters as a; a.resolve('demo'); "
+            "print([m for m in sys.modules if m.startswith('codecompanion_py.demo')])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_launcher_runs_neovim_with_the_server_url_and_stops_the_server_after(monkeypatch, tmp_path):
+    for key in KEYS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(launch, "choose_adapter", lambda: ("demo", None))
+    monkeypatch.setattr(launch, "update_remote_plugins", lambda init, env: None)
+    monkeypatch.setattr(launch, "nvim_binary", lambda: "nvim")
+    monkeypatch.setattr(launch.tempfile, "mkdtemp", lambda prefix: str(tmp_path))
+    monkeypatch.setattr(sys, "argv", ["launch", "notes.md"])
+    seen = {}
+
+    def fake_nvim(argv, env):
+        seen["argv"], seen["url"] = argv, env[URL_ENV]
+        answer = httpx.post(env[URL_ENV] + "/v1/chat/completions",
+                            json={"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]})
+        seen["reply"] = answer.json()["choices"][0]["message"]["content"]
+        return 3
+
+    monkeypatch.setattr(launch, "run_nvim", fake_nvim)
+    with pytest.raises(SystemExit) as exited:
+        launch.main()
+    assert exited.value.code == 3
+    assert seen["argv"] == ["nvim", "-u", str(tmp_path / "init.lua"), "+CodeCompanionChat", "notes.md"]
+    assert 'adapter = "demo"' in (tmp_path / "init.lua").read_text()
+    assert "Hello from the **demo** adapter" in seen["reply"]
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(seen["url"] + "/v1/models")
+
+
+def test_the_provider_serves_on_its_own_and_prints_the_setting():
+    proc = subprocess.Popen([sys.executable, "-m", "codecompanion_py.demo.provider"], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        name, _, url = proc.stdout.readline().strip().partition("=")
+        assert name == URL_ENV and url.startswith("http://127.0.0.1:")
+        answer = httpx.post(url + "/v1/chat/completions",
+                            json={"model": "demo-1", "messages": [{"role": "user", "content": "hello"}]})
+        assert "> hello" in answer.json()["choices"][0]["message"]["content"]
+    finally:
+        proc.kill()
+        proc.wait()
