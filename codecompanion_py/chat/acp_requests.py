@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
 from ..acp.client import CANCELLED
-from ..acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
-from ..errors import CodeCompanionError, PathRefused
+from ..acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
+from ..errors import CodeCompanionError, PathRefused, RpcError
 from ..tools.catalog import documents
 from ..tools.orchestrator import ToolsContext
 from ..tools.workspace import Target
@@ -48,6 +48,8 @@ class AgentRequests:
             if allow is not None:
                 return _selected(allow["optionId"])
         detail = self.updates.tool_content(tool)
+        if detail:
+            self.updates.shown[str(tool.get("toolCallId"))] = detail
         raw = tool.get("rawInput")
         if not detail and isinstance(raw, Mapping) and raw.get("command"):
             command = raw["command"]

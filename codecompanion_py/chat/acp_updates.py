@@ -53,6 +53,7 @@ class AgentUpdates:
         self._relative = relative
         self._terminal_output = terminal_output
         self.tool_calls: dict[str, dict[str, Any]] = {}  # merged updates by toolCallId
+        self.shown: dict[str, str] = {}  # content already shown, for an approval, by toolCallId
         self._finished: set[str] = set()
 
     def translate(self, update: Mapping[str, Any]) -> Translation:
@@ -100,8 +101,11 @@ class AgentUpdates:
             kind=str(call["kind"]) if call.get("kind") else None, locations=_locations(call)))
         if status in ("completed", "failed") and call_id not in self._finished:
             self._finished.add(call_id)
+            content = self.tool_content(call)
+            if content == self.shown.get(call_id):  # the diff the user approved: once is enough
+                content = ""
             out.events.append(ToolResultEvent(tool_call_id=call_id, name=str(call.get("title") or "tool"),
-                                              content=self.tool_content(call), status=status))
+                                              content=content, status=status))
             if status == "completed" and call.get("kind") in ("edit", "delete", "move"):
                 out.edited_paths = _paths(call)
 

@@ -115,7 +115,7 @@ class HttpStreamIterator(BaseStreamIterator):
         from ..adapters.request import build_request
 
         self.ready, self._request = await build_request(
-            self.adapter, self.messages, tools=self.tools, settings=self.settings)
+            self.adapter, self.messages, tools=self.tools, settings=self.settings, client=self.client)
         self.normalizer = StreamNormalizer(self.ready, streaming=self._request.stream)
         response = await self._stack.enter_async_context(self.client.open(self._request))
         # The transport stream itself: aiter_raw() adds generator layers per chunk that

@@ -252,6 +252,13 @@ def test_a_real_codex_agent_edits_a_loaded_file_through_an_approval(editor, proj
         assert "## CodeCompanion (Codex)" in text and "Updated notes.txt for you." in text
         assert "+changed by codex" in text  # the diff was shown
         assert "**Tool** ✓" in text
+        lines = editor.lines(chat)
+        [answer] = [i for i, line in enumerate(lines) if line.strip() == "Updated notes.txt for you."]
+        assert lines[answer - 1] == "" and lines[answer - 2] == "```"  # its own paragraph, after the diff
+        assert text.count("+changed by codex") == 1  # shown for the approval, not again when done
+        tool_lines = [line for line in lines if line.startswith("**Tool**")]
+        assert len(tool_lines) == len(set(tool_lines)), tool_lines  # updated in place, never repeated
+        assert not [note for note in editor.lua("return _G.cc_notes") if "now using" in note]
         names = editor.event_names()
         assert "CodeCompanionToolApprovalRequested" in names and "CodeCompanionToolApprovalFinished" in names
 
