@@ -51,9 +51,25 @@ def bench_server(chunks: int, line_every: int = 16, wire: str = "openai"):
     It stands in for a provider on another machine, so it runs at the lowest CPU
     priority: on this 2-core machine it would otherwise compete with Neovim for a core
     that a real provider never takes."""
-    proc = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "codecompanion_py.demo.server",
-                             "--bench-chunks", str(chunks), "--line-every", str(line_every), "--format", wire],
-                            stdout=subprocess.PIPE, text=True, cwd=REPO)
+    proc = subprocess.Popen(
+        [
+            "nice",
+            "-n",
+            "19",
+            sys.executable,
+            "-m",
+            "codecompanion_py.demo.server",
+            "--bench-chunks",
+            str(chunks),
+            "--line-every",
+            str(line_every),
+            "--format",
+            wire,
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     try:
         line = proc.stdout.readline().strip()
         if not line.startswith("READY "):
@@ -67,11 +83,14 @@ def bench_server(chunks: int, line_every: int = 16, wire: str = "openai"):
 # The request path and the adapter for each wire format; the plain loop posts to the same path.
 WIRE = {
     "openai": ("/v1/chat/completions", lambda url: extend("openai_compatible", {"env": {"url": url}})),
-    "anthropic": ("/v1/messages", lambda url: extend("anthropic", {"url": url + "/v1/messages",
-                                                                   "env": {"api_key": "bench"}})),
-    "gemini": ("/v1beta/models/m:streamGenerateContent?alt=sse",
-               lambda url: extend("gemini", {"url": url + "/v1beta/models/${model}:${method}",
-                                             "env": {"api_key": "bench"}})),
+    "anthropic": (
+        "/v1/messages",
+        lambda url: extend("anthropic", {"url": url + "/v1/messages", "env": {"api_key": "bench"}}),
+    ),
+    "gemini": (
+        "/v1beta/models/m:streamGenerateContent?alt=sse",
+        lambda url: extend("gemini", {"url": url + "/v1beta/models/${model}:${method}", "env": {"api_key": "bench"}}),
+    ),
 }
 
 
@@ -80,8 +99,9 @@ async def plain_loop(url: str, wire: str = "openai") -> tuple[float, int]:
     count = 0
     async with httpx.AsyncClient(timeout=60) as client:
         start = time.perf_counter()
-        async with client.stream("POST", url + WIRE[wire][0],
-                                 json={"model": "m", "stream": True, "messages": []}) as response:
+        async with client.stream(
+            "POST", url + WIRE[wire][0], json={"model": "m", "stream": True, "messages": []}
+        ) as response:
             async for line in response.aiter_lines():
                 if line.startswith("data: ") and line != "data: [DONE]":
                     json.loads(line[6:])
@@ -121,8 +141,13 @@ def bench_throughput(chunks: int = 20_000) -> dict:
             asyncio.run(engine_loop(url, wire))
             plain = median_time(plain_loop, url, wire)
             ours = median_time(engine_loop, url, wire)
-        results[wire] = {"chunks": chunks, "plain_s": plain, "engine_s": ours,
-                         "plain_chunks_per_s": chunks / plain, "engine_chunks_per_s": chunks / ours}
+        results[wire] = {
+            "chunks": chunks,
+            "plain_s": plain,
+            "engine_s": ours,
+            "plain_chunks_per_s": chunks / plain,
+            "engine_chunks_per_s": chunks / ours,
+        }
     return results
 
 
@@ -220,8 +245,12 @@ def bench_responsiveness(editor: Neovim, chunks: int = 10_000, runs: int = 10, l
                 time.sleep(max(0.0, 0.005 - (time.perf_counter() - start)))
             editor.nvim.command("bwipeout!")
     samples.sort()
-    return {"samples": len(samples), "p50_ms": statistics.median(samples),
-            "p99_ms": samples[min(len(samples) - 1, int(len(samples) * 0.99))], "max_ms": samples[-1]}
+    return {
+        "samples": len(samples),
+        "p50_ms": statistics.median(samples),
+        "p99_ms": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
+        "max_ms": samples[-1],
+    }
 
 
 def bench_import() -> dict:
@@ -234,8 +263,10 @@ def bench_import() -> dict:
         return statistics.median(times)
 
     baseline = run("pass")
-    return {"import_codecompanion_py_ms": (run("import codecompanion_py") - baseline) * 1000,
-            "import_plugin_ms": (run("import codecompanion_py.nvim.plugin") - baseline) * 1000}
+    return {
+        "import_codecompanion_py_ms": (run("import codecompanion_py") - baseline) * 1000,
+        "import_plugin_ms": (run("import codecompanion_py.nvim.plugin") - baseline) * 1000,
+    }
 
 
 def bench_tools() -> dict:
@@ -251,8 +282,12 @@ def bench_tools() -> dict:
     original = "class Big:\n" + "".join(lines)
     exact = [Edit("        return value + 9000\n", "        return value * 9000\n")]
     # the LLM dropped the class's indentation: found by the tolerant pass after the exact one fails
-    loose = [Edit("def method_9500(self, value):\n    return value + 9500\n",
-                  "def method_9500(self, value):\n    return value - 9500\n")]
+    loose = [
+        Edit(
+            "def method_9500(self, value):\n    return value + 9500\n",
+            "def method_9500(self, value):\n    return value - 9500\n",
+        )
+    ]
 
     def timed(edits):
         times = []
@@ -263,10 +298,23 @@ def bench_tools() -> dict:
             times.append(time.perf_counter() - start)
         return statistics.median(times)
 
-    definition = ToolDefinition(name="echo", schema={"type": "function", "function": {
-        "name": "echo", "description": "echo", "parameters": {"type": "object", "properties": {
-            "n": {"type": "integer"}}, "required": ["n"], "additionalProperties": False}}},
-        cmds=[lambda self, args, input, output_handler=None: {"status": "success", "data": args["n"]}])
+    definition = ToolDefinition(
+        name="echo",
+        schema={
+            "type": "function",
+            "function": {
+                "name": "echo",
+                "description": "echo",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer"}},
+                    "required": ["n"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        cmds=[lambda self, args, input, output_handler=None: {"status": "success", "data": args["n"]}],
+    )
 
     class Sink:
         def push(self, op):
@@ -283,8 +331,11 @@ def bench_tools() -> dict:
 
     with tempfile.TemporaryDirectory() as root:
         per_batch = statistics.median(asyncio.run(batch(Workspace(root))) for _ in range(REPEATS))
-    return {"edit_exact_ms": timed(exact) * 1000, "edit_tolerant_ms": timed(loose) * 1000,
-            "orchestrator_per_call_ms": per_batch / 200 * 1000}
+    return {
+        "edit_exact_ms": timed(exact) * 1000,
+        "edit_tolerant_ms": timed(loose) * 1000,
+        "orchestrator_per_call_ms": per_batch / 200 * 1000,
+    }
 
 
 def bench_acp(chunks: int = 10_000) -> dict:
@@ -305,8 +356,9 @@ def bench_acp(chunks: int = 10_000) -> dict:
     agent = [sys.executable, str(REPO / "tests" / "acp" / "fake_agent.py")]
 
     async def run(root: str) -> tuple[float, float]:
-        session = AcpChatSession(1, AcpAdapter("fake", "Fake", {"default": agent}), sink=Sink(), editor=None,
-                                 workspace=Workspace(root))
+        session = AcpChatSession(
+            1, AcpAdapter("fake", "Fake", {"default": agent}), sink=Sink(), editor=None, workspace=Workspace(root)
+        )
         try:
             start = time.perf_counter()
             await session.submit("hello")
@@ -322,8 +374,11 @@ def bench_acp(chunks: int = 10_000) -> dict:
     with tempfile.TemporaryDirectory() as root:
         runs = [asyncio.run(run(root)) for _ in range(5)]
     stream_s = statistics.median(r[1] for r in runs)
-    return {"start_to_first_reply_ms": statistics.median(r[0] for r in runs) * 1000, "stream_s": stream_s,
-            "chunks_per_s": chunks / stream_s}
+    return {
+        "start_to_first_reply_ms": statistics.median(r[0] for r in runs) * 1000,
+        "stream_s": stream_s,
+        "chunks_per_s": chunks / stream_s,
+    }
 
 
 def main() -> None:
@@ -353,28 +408,44 @@ def main() -> None:
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()
     for wire, row in t.items():
-        print(f"(1) 20,000-chunk {wire} stream: engine {row['engine_chunks_per_s']:,.0f} chunks/s "
-              f"({row['engine_s']*1000:.0f} ms), plain httpx+json.loads {row['plain_chunks_per_s']:,.0f} chunks/s "
-              f"({row['plain_s']*1000:.0f} ms)")
+        print(
+            f"(1) 20,000-chunk {wire} stream: engine {row['engine_chunks_per_s']:,.0f} chunks/s "
+            f"({row['engine_s'] * 1000:.0f} ms), plain httpx+json.loads {row['plain_chunks_per_s']:,.0f} chunks/s "
+            f"({row['plain_s'] * 1000:.0f} ms)"
+        )
     for size, row in r.items():
-        extra = f" (plain loop only receiving: {row['plain_receive_s']*1000:.0f} ms)" if row["plain_receive_s"] else ""
-        print(f"(2) {size:>6,} chunks: submit to rendered {row['render_s']*1000:.0f} ms{extra}")
-    print(f"(3) nvim_eval round trip while streaming: p50 {p['p50_ms']:.2f} ms, p99 {p['p99_ms']:.2f} ms, "
-          f"max {p['max_ms']:.2f} ms over {p['samples']} samples")
+        extra = (
+            f" (plain loop only receiving: {row['plain_receive_s'] * 1000:.0f} ms)" if row["plain_receive_s"] else ""
+        )
+        print(f"(2) {size:>6,} chunks: submit to rendered {row['render_s'] * 1000:.0f} ms{extra}")
+    print(
+        f"(3) nvim_eval round trip while streaming: p50 {p['p50_ms']:.2f} ms, p99 {p['p99_ms']:.2f} ms, "
+        f"max {p['max_ms']:.2f} ms over {p['samples']} samples"
+    )
     q = report["responsiveness_one_line"]
-    print(f"    the same with the whole reply on one line: p50 {q['p50_ms']:.2f} ms, p99 {q['p99_ms']:.2f} ms, "
-          f"max {q['max_ms']:.2f} ms over {q['samples']} samples")
+    print(
+        f"    the same with the whole reply on one line: p50 {q['p50_ms']:.2f} ms, p99 {q['p99_ms']:.2f} ms, "
+        f"max {q['max_ms']:.2f} ms over {q['samples']} samples"
+    )
     rss = report["host_rss_mb"]
-    print(f"(4) import codecompanion_py {i['import_codecompanion_py_ms']:.0f} ms, "
-          f"plugin module {i['import_plugin_ms']:.0f} ms, host RSS {rss:.1f} MB" if rss else "(4) host RSS not found")
+    print(
+        f"(4) import codecompanion_py {i['import_codecompanion_py_ms']:.0f} ms, "
+        f"plugin module {i['import_plugin_ms']:.0f} ms, host RSS {rss:.1f} MB"
+        if rss
+        else "(4) host RSS not found"
+    )
     tools = report["tools"]
-    print(f"(5) edit of a 20,000-line file with its diff: exact match {tools['edit_exact_ms']:.1f} ms, "
-          f"indentation-tolerant match {tools['edit_tolerant_ms']:.1f} ms; orchestrator "
-          f"{tools['orchestrator_per_call_ms']:.3f} ms per tool call")
+    print(
+        f"(5) edit of a 20,000-line file with its diff: exact match {tools['edit_exact_ms']:.1f} ms, "
+        f"indentation-tolerant match {tools['edit_tolerant_ms']:.1f} ms; orchestrator "
+        f"{tools['orchestrator_per_call_ms']:.3f} ms per tool call"
+    )
     acp = report["acp"]
-    print(f"(6) ACP: scripted agent started to its first reply {acp['start_to_first_reply_ms']:.0f} ms; "
-          f"10,000 message chunks through client and chat session {acp['stream_s']*1000:.0f} ms "
-          f"({acp['chunks_per_s']:,.0f} chunks/s)")
+    print(
+        f"(6) ACP: scripted agent started to its first reply {acp['start_to_first_reply_ms']:.0f} ms; "
+        f"10,000 message chunks through client and chat session {acp['stream_s'] * 1000:.0f} ms "
+        f"({acp['chunks_per_s']:,.0f} chunks/s)"
+    )
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "latest.json").write_text(json.dumps(report, indent=2, default=str))

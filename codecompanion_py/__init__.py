@@ -12,13 +12,29 @@ from typing import Any
 __version__ = "0.1.0"
 
 _LAZY = {
-    "Message": "messages", "TextPart": "messages", "ImagePart": "messages", "ReasoningPart": "messages",
-    "ToolCall": "messages", "ToolResultPart": "messages", "ToolSpec": "messages", "Usage": "messages",
-    "TokenEvent": "events", "ReasoningEvent": "events", "ToolCallEvent": "events", "ToolResultEvent": "events",
-    "UsageEvent": "events", "FinalEvent": "events", "ErrorEvent": "events",
-    "AdapterError": "errors", "CodeCompanionError": "errors", "ConfigError": "errors",
-    "resolve": "adapters", "extend": "adapters", "call_handler": "adapters",
-    "generate": "generation", "agenerate": "generation",
+    "Message": "messages",
+    "TextPart": "messages",
+    "ImagePart": "messages",
+    "ReasoningPart": "messages",
+    "ToolCall": "messages",
+    "ToolResultPart": "messages",
+    "ToolSpec": "messages",
+    "Usage": "messages",
+    "TokenEvent": "events",
+    "ReasoningEvent": "events",
+    "ToolCallEvent": "events",
+    "ToolResultEvent": "events",
+    "UsageEvent": "events",
+    "FinalEvent": "events",
+    "ErrorEvent": "events",
+    "AdapterError": "errors",
+    "CodeCompanionError": "errors",
+    "ConfigError": "errors",
+    "resolve": "adapters",
+    "extend": "adapters",
+    "call_handler": "adapters",
+    "generate": "generation",
+    "agenerate": "generation",
 }
 
 __all__ = ["__version__", *_LAZY]

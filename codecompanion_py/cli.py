@@ -109,8 +109,11 @@ def _acp_bridge(args: argparse.Namespace) -> int:
     from .acp.bridge import load_adapter
     from .acp.bridge.server import serve_stdio
 
-    logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(name)s %(levelname)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(name)s %(levelname)s: %(message)s",
+    )
     adapter = load_adapter(args.name)
     opts: dict[str, object] = dict(args.opt or [])
     if args.executable:
@@ -118,8 +121,10 @@ def _acp_bridge(args: argparse.Namespace) -> int:
     if args.model:
         opts["model"] = args.model
     if args.env:
-        opts["env"] = {**(opts.get("env") if isinstance(opts.get("env"), dict) else {}),  # type: ignore[dict-item]
-                       **dict(args.env)}
+        opts["env"] = {
+            **(opts.get("env") if isinstance(opts.get("env"), dict) else {}),  # type: ignore[dict-item]
+            **dict(args.env),
+        }
     return asyncio.run(serve_stdio(adapter, opts))
 
 
@@ -142,8 +147,9 @@ def _parser() -> argparse.ArgumentParser:
     bridge.add_argument("--executable", help="the native command to run instead of the default (split like a shell)")
     bridge.add_argument("--model")
     bridge.add_argument("--opt", action="append", type=_option, metavar="KEY=VALUE", help="an adapter option")
-    bridge.add_argument("--env", action="append", type=_env_pair, metavar="NAME=VALUE",
-                        help="environment for the native process")
+    bridge.add_argument(
+        "--env", action="append", type=_env_pair, metavar="NAME=VALUE", help="environment for the native process"
+    )
     bridge.add_argument("--verbose", action="store_true", help="log debug output to stderr")
     return parser
 

@@ -43,9 +43,13 @@ class HttpRequest:
 
 
 class HttpClient:
-    def __init__(self, *, connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-                 read_timeout: float = DEFAULT_READ_TIMEOUT,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.read_timeout = read_timeout
         self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
         self._transport = transport
@@ -60,8 +64,13 @@ class HttpClient:
     async def open(self, request: HttpRequest) -> AsyncIterator[httpx.Response]:
         """The response with a success status, body not yet read."""
         try:
-            async with self._http().stream(request.method, request.url, content=request.body,
-                                           headers=request.headers, timeout=self._timeout_for(request)) as response:
+            async with self._http().stream(
+                request.method,
+                request.url,
+                content=request.body,
+                headers=request.headers,
+                timeout=self._timeout_for(request),
+            ) as response:
                 if response.status_code >= 400:
                     body = await response.aread()
                     raise error_for_status(response.status_code, body, request, headers=response.headers)
@@ -186,15 +195,24 @@ def _html_title(text: str) -> str | None:
 
 # Some providers answer a bad key with 400, not 401: Gemini (`API_KEY_INVALID`), xAI
 # ("Incorrect API key provided"), the old Hugging Face API ("the token seems invalid").
-_BAD_KEY = re.compile(r"API_KEY_INVALID|API key not valid|incorrect API key|invalid API key|token seems invalid",
-                      re.IGNORECASE)
-_LABELS = {400: "bad request", 402: "payment required", 404: "not found", 408: "request timeout",
-           409: "conflict", 413: "request too large", 422: "invalid parameters"}
+_BAD_KEY = re.compile(
+    r"API_KEY_INVALID|API key not valid|incorrect API key|invalid API key|token seems invalid", re.IGNORECASE
+)
+_LABELS = {
+    400: "bad request",
+    402: "payment required",
+    404: "not found",
+    408: "request timeout",
+    409: "conflict",
+    413: "request too large",
+    422: "invalid parameters",
+}
 _SECRET_HEADER = re.compile(r"authorization|key|token|secret", re.IGNORECASE)
 
 
-def error_for_status(status: int, body: bytes, request: HttpRequest,
-                     headers: Mapping[str, str] | None = None) -> HTTPStatusError:
+def error_for_status(
+    status: int, body: bytes, request: HttpRequest, headers: Mapping[str, str] | None = None
+) -> HTTPStatusError:
     """The error for an HTTP error status: the provider's name, what the status means, the
     provider's own message, and what to check. Never contains a credential the request sent."""
     provider = request.provider or "provider"
@@ -204,14 +222,18 @@ def error_for_status(status: int, body: bytes, request: HttpRequest,
         message = f"{provider} {what} (HTTP {status}): {_with_hint(detail, _auth_hint(status, request))}"
         return AuthenticationError(message, status=status, provider=provider)
     if status == 429:
-        return RateLimitError(f"{provider}: rate limited (HTTP 429): {_with_hint(detail, _retry_after(headers))}",
-                              status=status, provider=provider)
+        return RateLimitError(
+            f"{provider}: rate limited (HTTP 429): {_with_hint(detail, _retry_after(headers))}",
+            status=status,
+            provider=provider,
+        )
     label = _LABELS.get(status)
     if label is None and status >= 500:
         label = "overloaded" if status == 529 else "server error"
     prefix = f"{provider}: {label} (HTTP {status})" if label else f"{provider}: HTTP {status}"
-    return HTTPStatusError(f"{prefix}: {_with_hint(detail, _status_hint(status, provider, request))}",
-                           status=status, provider=provider)
+    return HTTPStatusError(
+        f"{prefix}: {_with_hint(detail, _status_hint(status, provider, request))}", status=status, provider=provider
+    )
 
 
 def _with_hint(detail: str, hint: str | None) -> str:
@@ -220,8 +242,11 @@ def _with_hint(detail: str, hint: str | None) -> str:
 
 def _auth_hint(status: int, request: HttpRequest) -> str:
     if status == 403:
-        return f"check {request.auth_hint} and that it may use this model" if request.auth_hint else \
-            "the key may not be allowed to use this model"
+        return (
+            f"check {request.auth_hint} and that it may use this model"
+            if request.auth_hint
+            else "the key may not be allowed to use this model"
+        )
     return f"check {request.auth_hint}" if request.auth_hint else "the adapter sends no API key"
 
 

@@ -86,8 +86,14 @@ def load(raw: Mapping[str, Any] | None) -> Config:
 
 
 # CodeCompanion's level names, as Python's logging spells them.
-_LEVELS = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
-           "ERROR": "ERROR"}
+_LEVELS = {
+    "TRACE": "DEBUG",
+    "DEBUG": "DEBUG",
+    "INFO": "INFO",
+    "WARN": "WARNING",
+    "WARNING": "WARNING",
+    "ERROR": "ERROR",
+}
 
 
 def _log_level(value: Any) -> str:

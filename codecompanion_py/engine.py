@@ -136,8 +136,9 @@ class Engine:
     @property
     def client(self) -> HttpClient:
         if self._client is None:
-            self._client = HttpClient(connect_timeout=self.config.connect_timeout,
-                                      read_timeout=self.config.read_timeout)
+            self._client = HttpClient(
+                connect_timeout=self.config.connect_timeout, read_timeout=self.config.read_timeout
+            )
         return self._client
 
     async def _config_set(self, payload: Mapping[str, Any]) -> None:
@@ -158,8 +159,15 @@ class Engine:
         self.sessions[chat_id] = session
         session.view.push(ops.Ready(adapter=session.adapter_info()))
 
-    def _new_session(self, chat_id: Any, spec: Any, model: str | None, sink: Sink, workspace: Workspace,
-                     history: list[Message] | None = None) -> Session:
+    def _new_session(
+        self,
+        chat_id: Any,
+        spec: Any,
+        model: str | None,
+        sink: Sink,
+        workspace: Workspace,
+        history: list[Message] | None = None,
+    ) -> Session:
         editor = SinkEditor(sink, self.pending)
         name = spec.get("name") if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} else spec
         if isinstance(name, str) and acp_adapters.is_acp(name):
@@ -167,11 +175,24 @@ class Engine:
             model = model or (spec.get("model") if isinstance(spec, Mapping) else None)
             if model:  # chosen once the agent's session says which models it has
                 agent.defaults["model"] = model
-            return AcpChatSession(chat_id, agent, sink=sink, editor=editor, workspace=workspace,
-                                  history=[m for m in history or [] if m.role in ("user", "assistant")])
-        session = ChatSession(chat_id, adapters.resolve(spec, model=model), client=self.client, sink=sink,
-                              system_prompt=self.config.system_prompt, tools=self.config.tools,
-                              editor=editor, workspace=workspace)
+            return AcpChatSession(
+                chat_id,
+                agent,
+                sink=sink,
+                editor=editor,
+                workspace=workspace,
+                history=[m for m in history or [] if m.role in ("user", "assistant")],
+            )
+        session = ChatSession(
+            chat_id,
+            adapters.resolve(spec, model=model),
+            client=self.client,
+            sink=sink,
+            system_prompt=self.config.system_prompt,
+            tools=self.config.tools,
+            editor=editor,
+            workspace=workspace,
+        )
         if history:
             session.history.extend(m for m in history if m.role != "system")
         return session
@@ -196,8 +217,9 @@ class Engine:
         if not await session.switch(name, model):
             if session.busy:
                 raise ConfigError("wait for the reply to finish (or press q) before switching to or from an agent")
-            replacement = self._new_session(session.chat_id, name, model, session.view.sink, session.workspace,
-                                            history=session.history)
+            replacement = self._new_session(
+                session.chat_id, name, model, session.view.sink, session.workspace, history=session.history
+            )
             await session.close()
             self.sessions[session.chat_id] = replacement
             session = replacement
@@ -235,8 +257,11 @@ class Engine:
     async def _chat_yolo(self, payload: Mapping[str, Any]) -> None:
         session = self._session(payload)
         session.approvals.yolo = not session.approvals.yolo
-        state = "on: tools run without asking, except commands, deletions and protected files" \
-            if session.approvals.yolo else "off"
+        state = (
+            "on: tools run without asking, except commands, deletions and protected files"
+            if session.approvals.yolo
+            else "off"
+        )
         self.bridge.notify(f"CodeCompanion: YOLO mode {state}", "WARN" if session.approvals.yolo else "INFO")
 
     async def _chat_clear_approvals(self, payload: Mapping[str, Any]) -> None:

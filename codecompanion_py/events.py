@@ -132,8 +132,18 @@ class ErrorEvent(_Event, tag="error", frozen=True):
     status: int | None = None
 
 
-StreamEvent = Union[TokenEvent, ReasoningEvent, ToolCallEvent, ToolResultEvent, ToolProgressEvent, PlanEvent,
-                    NoticeEvent, UsageEvent, FinalEvent, ErrorEvent]
+StreamEvent = Union[
+    TokenEvent,
+    ReasoningEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    ToolProgressEvent,
+    PlanEvent,
+    NoticeEvent,
+    UsageEvent,
+    FinalEvent,
+    ErrorEvent,
+]
 
 __all__ = [
     "ErrorEvent",

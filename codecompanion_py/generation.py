@@ -25,9 +25,15 @@ from .stream.iterators import HttpStreamIterator
 _RESERVED = frozenset(("messages", "stream"))
 
 
-async def agenerate(adapter: Definition, messages: Sequence[Message],
-                    tools: Sequence[ToolSpec | dict[str, Any]] | None = None, /, *,
-                    client: HttpClient | None = None, **params: Any) -> Message:
+async def agenerate(
+    adapter: Definition,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec | dict[str, Any]] | None = None,
+    /,
+    *,
+    client: HttpClient | None = None,
+    **params: Any,
+) -> Message:
     reserved = sorted(_RESERVED & set(params))
     if reserved:
         raise AdapterError(f"generate() sets {', '.join(reserved)} itself; it cannot be overridden")
@@ -51,7 +57,12 @@ async def agenerate(adapter: Definition, messages: Sequence[Message],
             await http.aclose()
 
 
-def generate(adapter: Definition, messages: Sequence[Message],
-             tools: Sequence[ToolSpec | dict[str, Any]] | None = None, /, **params: Any) -> Message:
+def generate(
+    adapter: Definition,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec | dict[str, Any]] | None = None,
+    /,
+    **params: Any,
+) -> Message:
     """The blocking form of `agenerate`, for scripts with no event loop."""
     return asyncio.run(agenerate(adapter, messages, tools, **params))

@@ -26,8 +26,11 @@ def _version(package: str) -> str | None:
 
 def _env_names(adapter: adapters.HTTPAdapter) -> list[str]:
     """The environment variables an adapter reads its settings from."""
-    return [spec for spec in adapter.env.values()
-            if isinstance(spec, str) and spec.isupper() and spec.replace("_", "").isalnum()]
+    return [
+        spec
+        for spec in adapter.env.values()
+        if isinstance(spec, str) and spec.isupper() and spec.replace("_", "").isalnum()
+    ]
 
 
 def report() -> dict[str, Any]:

@@ -50,9 +50,7 @@ def ensure_json_compatible(value: Any, where: str) -> None:
 
 def check_tool_name(name: str) -> None:
     if not isinstance(name, str) or not TOOL_NAME.match(name):
-        raise AdapterError(
-            f"invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-'"
-        )
+        raise AdapterError(f"invalid tool name {name!r}: use 1-64 letters, digits, '_' or '-'")
 
 
 class TextPart(msgspec.Struct, frozen=True, kw_only=True, tag="text", tag_field="type", omit_defaults=True):
@@ -109,7 +107,9 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_f
         return cls(id=id, name=name, arguments=parsed)
 
 
-class ToolResultPart(msgspec.Struct, frozen=True, kw_only=True, tag="tool_result", tag_field="type", omit_defaults=True):
+class ToolResultPart(
+    msgspec.Struct, frozen=True, kw_only=True, tag="tool_result", tag_field="type", omit_defaults=True
+):
     """What a tool call produced, as sent back to the model."""
 
     tool_call_id: str

@@ -48,16 +48,75 @@ _READ_CHUNK = 64 * 1024
 _POLL = 0.05
 
 _SHELL_CHARS = frozenset("|&;<>()$`*?[]{}~!\n\r")
-_SHELL_WORDS = frozenset({
-    # keywords
-    "if", "then", "else", "elif", "fi", "case", "esac", "for", "select", "while", "until", "do", "done",
-    "function", "time", "in", "[[", "]]", "{", "}", "!",
-    # builtins that only mean something inside a shell
-    ".", "source", "cd", "export", "unset", "set", "alias", "unalias", "eval", "exec", "exit", "return",
-    "read", "readonly", "local", "declare", "typeset", "shift", "trap", "ulimit", "umask", "wait", "jobs",
-    "fg", "bg", "pushd", "popd", "dirs", "builtin", "command", "type", "hash", "shopt", "let", "enable",
-    "getopts", "times", "history", "disown", "suspend", "break", "continue",
-})
+_SHELL_WORDS = frozenset(
+    {
+        # keywords
+        "if",
+        "then",
+        "else",
+        "elif",
+        "fi",
+        "case",
+        "esac",
+        "for",
+        "select",
+        "while",
+        "until",
+        "do",
+        "done",
+        "function",
+        "time",
+        "in",
+        "[[",
+        "]]",
+        "{",
+        "}",
+        "!",
+        # builtins that only mean something inside a shell
+        ".",
+        "source",
+        "cd",
+        "export",
+        "unset",
+        "set",
+        "alias",
+        "unalias",
+        "eval",
+        "exec",
+        "exit",
+        "return",
+        "read",
+        "readonly",
+        "local",
+        "declare",
+        "typeset",
+        "shift",
+        "trap",
+        "ulimit",
+        "umask",
+        "wait",
+        "jobs",
+        "fg",
+        "bg",
+        "pushd",
+        "popd",
+        "dirs",
+        "builtin",
+        "command",
+        "type",
+        "hash",
+        "shopt",
+        "let",
+        "enable",
+        "getopts",
+        "times",
+        "history",
+        "disown",
+        "suspend",
+        "break",
+        "continue",
+    }
+)
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _COMMENT = re.compile(r"(?:^|\s)#")
 
@@ -65,10 +124,10 @@ _SECRET_PARTS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL")
 
 _ANSI = re.compile(
     r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL / ST (titles, hyperlinks)
-    r"|\x1b[P^_X][^\x1b]*(?:\x1b\\)?"      # DCS / PM / APC / SOS ... ST
-    r"|\x1b\[[0-?]*[ -/]*[@-~]"            # CSI (colours, cursor movement)
-    r"|\x1b[ -/]*[0-~]"                    # other escapes: ESC ( B, ESC =, ESC M ...
-    r"|\x1b"                               # a stray or cut-off ESC
+    r"|\x1b[P^_X][^\x1b]*(?:\x1b\\)?"  # DCS / PM / APC / SOS ... ST
+    r"|\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor movement)
+    r"|\x1b[ -/]*[0-~]"  # other escapes: ESC ( B, ESC =, ESC M ...
+    r"|\x1b"  # a stray or cut-off ESC
 )
 
 
@@ -121,8 +180,7 @@ def to_argv(command: str | Sequence[str]) -> list[str]:
 
 def _is_secret(name: str) -> bool:
     upper = name.upper()
-    return (any(part in upper for part in _SECRET_PARTS) or upper.startswith("AWS_")
-            or upper.endswith("_PAT"))
+    return any(part in upper for part in _SECRET_PARTS) or upper.startswith("AWS_") or upper.endswith("_PAT")
 
 
 def safe_env(base: Mapping[str, str] | None = None, *, allow: Iterable[str] = ()) -> dict[str, str]:
@@ -164,7 +222,7 @@ class _Capture:
         if not data or self.tail_limit == 0:
             return
         if len(data) >= self.tail_limit:
-            self.tail[:] = data[-self.tail_limit:]
+            self.tail[:] = data[-self.tail_limit :]
         else:
             self.tail += data
             excess = len(self.tail) - self.tail_limit
@@ -224,7 +282,7 @@ def close_pipes(proc: asyncio.subprocess.Process) -> None:
         transport.close()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def die_with_parent() -> Callable[[], None] | None:
     """A `preexec_fn` asking Linux to SIGKILL the child when its parent dies (None elsewhere,
     or when libc's prctl cannot be had)."""
@@ -276,7 +334,7 @@ def group_alive(pgid: int) -> bool:
                 stat = handle.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         # after "pid (comm) ": state ppid pgrp session ...
         if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] not in (b"Z", b"X"):
             return True
@@ -349,7 +407,9 @@ async def run_process_raw(
     child_env = safe_env() if env is None else dict(env)
     try:
         proc = await start_in_group(
-            argv, cwd=cwd, env=child_env,
+            argv,
+            cwd=cwd,
+            env=child_env,
             stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
@@ -359,8 +419,9 @@ async def run_process_raw(
     except PermissionError:
         return RawProcessResult(tuple(argv), 126, f"permission denied: {argv[0]}\n".encode(), b"", False, False)
     except OSError as error:  # exec format error and the like
-        return RawProcessResult(tuple(argv), 126, f"cannot run {argv[0]}: {error.strerror or error}\n".encode(),
-                                b"", False, False)
+        return RawProcessResult(
+            tuple(argv), 126, f"cannot run {argv[0]}: {error.strerror or error}\n".encode(), b"", False, False
+        )
 
     pgid = proc.pid  # the child leads its own group
     out = _Capture(max_output, keep_tail=keep_tail)
@@ -410,8 +471,7 @@ async def run_process_raw(
     for note in notes:
         data = _append_line(data, note)
     exit_code = None if timed_out else proc.returncode
-    return RawProcessResult(tuple(argv), exit_code, data, err.render(), timed_out,
-                            bool(out.omitted or err.omitted))
+    return RawProcessResult(tuple(argv), exit_code, data, err.render(), timed_out, bool(out.omitted or err.omitted))
 
 
 __all__ = [

@@ -30,32 +30,60 @@ DEFAULT_TIMEOUT_MS = 20_000
 DEFAULT_PROMPT_TIMEOUT_MS = 600_000
 
 
-def _agent(formatted_name: str, default: list[str], *, yolo: list[str] | None = None, install: str = "",
-           env: Mapping[str, str] | None = None, **defaults: Any) -> dict[str, Any]:
+def _agent(
+    formatted_name: str,
+    default: list[str],
+    *,
+    yolo: list[str] | None = None,
+    install: str = "",
+    env: Mapping[str, str] | None = None,
+    **defaults: Any,
+) -> dict[str, Any]:
     commands = {"default": default}
     if yolo:
         commands["yolo"] = yolo
-    return {"type": "acp", "formatted_name": formatted_name, "commands": commands, "env": dict(env or {}),
-            "defaults": {"mcpServers": [], "timeout": DEFAULT_TIMEOUT_MS,
-                         "prompt_timeout": DEFAULT_PROMPT_TIMEOUT_MS, **defaults},
-            "install": install}
+    return {
+        "type": "acp",
+        "formatted_name": formatted_name,
+        "commands": commands,
+        "env": dict(env or {}),
+        "defaults": {
+            "mcpServers": [],
+            "timeout": DEFAULT_TIMEOUT_MS,
+            "prompt_timeout": DEFAULT_PROMPT_TIMEOUT_MS,
+            **defaults,
+        },
+        "install": install,
+    }
 
 
 BUILTIN: dict[str, dict[str, Any]] = {
     "claude_code": _agent(
-        "Claude Code", ["claude-agent-acp"], install="npm install -g @zed-industries/claude-agent-acp",
+        "Claude Code",
+        ["claude-agent-acp"],
+        install="npm install -g @zed-industries/claude-agent-acp",
         env={"ANTHROPIC_API_KEY": "ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN": "CLAUDE_CODE_OAUTH_TOKEN"},
-        yolo_mode="bypassPermissions"),
+        yolo_mode="bypassPermissions",
+    ),
     "codex": _agent(
-        "Codex", ["codex-acp"], install="npm install -g @zed-industries/codex-acp",
+        "Codex",
+        ["codex-acp"],
+        install="npm install -g @zed-industries/codex-acp",
         yolo=["codex-acp", "-c", 'approval_policy="never"', "-c", 'sandbox_mode="danger-full-access"'],
         env={"OPENAI_API_KEY": "OPENAI_API_KEY", "CODEX_API_KEY": "CODEX_API_KEY"},
-        auth_method=[{"method": "codex-api-key", "env": "CODEX_API_KEY"},
-                     {"method": "openai-api-key", "env": "OPENAI_API_KEY"}]),
+        auth_method=[
+            {"method": "codex-api-key", "env": "CODEX_API_KEY"},
+            {"method": "openai-api-key", "env": "OPENAI_API_KEY"},
+        ],
+    ),
     "gemini_cli": _agent(
-        "Gemini CLI", ["gemini", "--acp"], yolo=["gemini", "--acp", "--yolo"],
-        install="npm install -g @google/gemini-cli", env={"GEMINI_API_KEY": "GEMINI_API_KEY"},
-        auth_method=[{"method": "gemini-api-key", "env": "GEMINI_API_KEY"}, {"method": "oauth-personal"}]),
+        "Gemini CLI",
+        ["gemini", "--acp"],
+        yolo=["gemini", "--acp", "--yolo"],
+        install="npm install -g @google/gemini-cli",
+        env={"GEMINI_API_KEY": "GEMINI_API_KEY"},
+        auth_method=[{"method": "gemini-api-key", "env": "GEMINI_API_KEY"}, {"method": "oauth-personal"}],
+    ),
     "goose": _agent("Goose", ["goose", "acp"], install="see https://block.github.io/goose/"),
     "opencode": _agent("OpenCode", ["opencode", "acp"], install="npm install -g opencode-ai"),
     "cursor_cli": _agent("Cursor", ["agent", "acp"], install="install the Cursor CLI and run `agent login`"),
@@ -64,10 +92,16 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "auggie_cli": _agent("Auggie CLI", ["auggie", "--acp"], install="npm install -g @augmentcode/auggie"),
     "cline_cli": _agent("Cline CLI", ["cline", "--acp"], install="npm install -g cline"),
     # CLIs without ACP, through our bridge (`codecompanion-py acp-bridge NAME`)
-    "claude_code_cli": _agent("Claude Code (CLI)", [sys.executable, "-m", "codecompanion_py.cli", "acp-bridge", "claude"],
-                              install="npm install -g @anthropic-ai/claude-code"),
-    "codex_cli": _agent("Codex (CLI)", [sys.executable, "-m", "codecompanion_py.cli", "acp-bridge", "codex"],
-                        install="npm install -g @openai/codex"),
+    "claude_code_cli": _agent(
+        "Claude Code (CLI)",
+        [sys.executable, "-m", "codecompanion_py.cli", "acp-bridge", "claude"],
+        install="npm install -g @anthropic-ai/claude-code",
+    ),
+    "codex_cli": _agent(
+        "Codex (CLI)",
+        [sys.executable, "-m", "codecompanion_py.cli", "acp-bridge", "codex"],
+        install="npm install -g @openai/codex",
+    ),
 }
 
 _user: dict[str, Mapping[str, Any]] = {}
@@ -138,9 +172,14 @@ class AcpAdapter:
 
 def resolve(name: str) -> AcpAdapter:
     data = _data_for(name, set())
-    return AcpAdapter(name=name, formatted_name=str(data.get("formatted_name") or name),
-                      commands=dict(data.get("commands") or {}), env=dict(data.get("env") or {}),
-                      defaults=dict(data.get("defaults") or {}), install=str(data.get("install") or ""))
+    return AcpAdapter(
+        name=name,
+        formatted_name=str(data.get("formatted_name") or name),
+        commands=dict(data.get("commands") or {}),
+        env=dict(data.get("env") or {}),
+        defaults=dict(data.get("defaults") or {}),
+        install=str(data.get("install") or ""),
+    )
 
 
 def _data_for(name: str, seen: set[str]) -> dict[str, Any]:

@@ -38,14 +38,22 @@ class AgentProcess:
         self._stderr = asyncio.ensure_future(self._drain_stderr(proc.stderr))
 
     @classmethod
-    async def start(cls, name: str, argv: Sequence[str], *, cwd: str, env: Mapping[str, str],
-                    install_hint: str = "") -> AgentProcess:
+    async def start(
+        cls, name: str, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], install_hint: str = ""
+    ) -> AgentProcess:
         if not argv:
             raise cls.start_error(f"{name}: no command to start")
         try:
             proc = await start_in_group(
-                argv, cwd=cwd, env=dict(env), limit=MAX_LINE, preexec_fn=cls.preexec,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                argv,
+                cwd=cwd,
+                env=dict(env),
+                limit=MAX_LINE,
+                preexec_fn=cls.preexec,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
         except FileNotFoundError:
             hint = f"; {install_hint}" if install_hint else ""
             raise cls.start_error(f"{name}: the command `{argv[0]}` was not found on PATH{hint}") from None
@@ -73,8 +81,11 @@ class AgentProcess:
     def describe_exit(self) -> str:
         """Why the agent is gone, with the end of its stderr, for the user."""
         code = self.proc.returncode
-        what = "is not running" if code is None else (
-            f"was killed by signal {-code}" if code < 0 else f"exited with code {code}")
+        what = (
+            "is not running"
+            if code is None
+            else (f"was killed by signal {-code}" if code < 0 else f"exited with code {code}")
+        )
         tail = "\n".join(self.stderr_tail)
         return f"{self.name} {what}" + (f"; its last output:\n{tail}" if tail else "")
 

@@ -56,25 +56,40 @@ class AcpClient:
     async def start(self) -> dict[str, Any]:
         """Start the agent, `initialize` it and authenticate where the adapter says how."""
         env = await self.adapter.environment()
-        self.process = await AgentProcess.start(self.adapter.formatted_name, self.adapter.command(self.yolo),
-                                                cwd=self.cwd, env=env, install_hint=self.adapter.install)
-        self.connection = Connection(self.process.stdout, self.process.stdin, on_request=self._on_request,
-                                     on_notification=self._on_notification, name=self.adapter.formatted_name)
+        self.process = await AgentProcess.start(
+            self.adapter.formatted_name,
+            self.adapter.command(self.yolo),
+            cwd=self.cwd,
+            env=env,
+            install_hint=self.adapter.install,
+        )
+        self.connection = Connection(
+            self.process.stdout,
+            self.process.stdin,
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            name=self.adapter.formatted_name,
+        )
         self.connection.start()
         try:
-            result = await self._call("initialize", {
-                "protocolVersion": PROTOCOL_VERSION,
-                "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
-                "clientInfo": CLIENT_INFO,
-            }, timeout=self.adapter.timeout)
+            result = await self._call(
+                "initialize",
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+                    "clientInfo": CLIENT_INFO,
+                },
+                timeout=self.adapter.timeout,
+            )
             result = result if isinstance(result, dict) else {}
             self.capabilities = result.get("agentCapabilities") or {}
             self.agent_info = result.get("agentInfo") or {}
             self.auth_methods = result.get("authMethods") or []
             version = result.get("protocolVersion")
             if isinstance(version, int) and version != PROTOCOL_VERSION:
-                log.warning("%s speaks ACP version %s; this client speaks %d", self.adapter.name, version,
-                            PROTOCOL_VERSION)
+                log.warning(
+                    "%s speaks ACP version %s; this client speaks %d", self.adapter.name, version, PROTOCOL_VERSION
+                )
             method = self.adapter.auth_method(self.auth_methods, env)
             if method:
                 await self._call("authenticate", {"methodId": method}, timeout=self.adapter.timeout)
@@ -98,8 +113,12 @@ class AcpClient:
 
     @property
     def alive(self) -> bool:
-        return (self.process is not None and self.process.returncode is None
-                and self.connection is not None and not self.connection.closed)
+        return (
+            self.process is not None
+            and self.process.returncode is None
+            and self.connection is not None
+            and not self.connection.closed
+        )
 
     # --- sessions ---------------------------------------------------------------------
 
@@ -112,8 +131,9 @@ class AcpClient:
         return value is not None and value is not False
 
     async def new_session(self) -> dict[str, Any]:
-        result = await self._call("session/new", {"cwd": self.cwd, "mcpServers": self._mcp_servers()},
-                                  timeout=self.adapter.timeout)
+        result = await self._call(
+            "session/new", {"cwd": self.cwd, "mcpServers": self._mcp_servers()}, timeout=self.adapter.timeout
+        )
         if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
             raise AgentError(f"{self.adapter.formatted_name} answered session/new without a session id")
         return result
@@ -121,8 +141,11 @@ class AcpClient:
     async def load_session(self, session_id: str) -> dict[str, Any]:
         if not self.supports("loadSession"):
             raise AgentError(f"{self.adapter.formatted_name} cannot load earlier sessions")
-        result = await self._turn("session/load", {"sessionId": session_id, "cwd": self.cwd,
-                                                    "mcpServers": self._mcp_servers()}, idle=self.adapter.timeout)
+        result = await self._turn(
+            "session/load",
+            {"sessionId": session_id, "cwd": self.cwd, "mcpServers": self._mcp_servers()},
+            idle=self.adapter.timeout,
+        )
         return result if isinstance(result, dict) else {}
 
     async def list_sessions(self) -> list[dict[str, Any]]:
@@ -135,13 +158,15 @@ class AcpClient:
     async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
         """One turn. Waits as long as the agent keeps talking (or waits on the user), and
         gives up after `prompt_timeout` seconds of silence."""
-        result = await self._turn("session/prompt", {"sessionId": session_id, "prompt": blocks},
-                                  idle=self.adapter.prompt_timeout)
+        result = await self._turn(
+            "session/prompt", {"sessionId": session_id, "prompt": blocks}, idle=self.adapter.prompt_timeout
+        )
         return result if isinstance(result, dict) else {}
 
     async def _turn(self, method: str, params: dict[str, Any], *, idle: float) -> Any:
         """A request whose updates belong to it: `in_turn` is true from the request until the
         moment its answer is read, so updates the agent sends later can be told apart."""
+
         def answered() -> None:
             self.in_turn = False
 
@@ -162,13 +187,14 @@ class AcpClient:
                 pass
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
-        await self._call("session/set_mode", {"sessionId": session_id, "modeId": mode_id},
-                         timeout=self.adapter.timeout)
+        await self._call("session/set_mode", {"sessionId": session_id, "modeId": mode_id}, timeout=self.adapter.timeout)
 
     async def set_config_option(self, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
-        result = await self._call("session/set_config_option",
-                                  {"sessionId": session_id, "configId": config_id, "value": value},
-                                  timeout=self.adapter.timeout)
+        result = await self._call(
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": config_id, "value": value},
+            timeout=self.adapter.timeout,
+        )
         return result if isinstance(result, dict) else {}
 
     def _mcp_servers(self) -> list[Any]:
@@ -177,8 +203,15 @@ class AcpClient:
 
     # --- calls and their failures -----------------------------------------------------
 
-    async def _call(self, method: str, params: dict[str, Any], *, timeout: float | None = None,
-                    idle: float | None = None, on_answer: Callable[[], None] | None = None) -> Any:
+    async def _call(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        idle: float | None = None,
+        on_answer: Callable[[], None] | None = None,
+    ) -> Any:
         """A request that fails with an AgentError when the agent errs, exits, takes longer
         than `timeout`, or is silent for `idle` seconds (not counting time the editor
         spends answering the agent, such as an approval the user is reading)."""
@@ -209,8 +242,7 @@ class AcpClient:
                 await asyncio.wait_for(asyncio.shield(self.process.proc.wait()), timeout=1.0)
             raise AgentError(self.process.describe_exit()) from None
         except RpcError as error:
-            raise AgentError(f"{name}: {method} failed: {error.message} (code {error.code})",
-                             code=error.code) from None
+            raise AgentError(f"{name}: {method} failed: {error.message} (code {error.code})", code=error.code) from None
         finally:
             if not request.done():
                 request.cancel()

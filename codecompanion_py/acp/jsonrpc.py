@@ -44,8 +44,15 @@ _decoder = msgspec.json.Decoder()
 
 
 class Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: Any, *, on_request: Handler,
-                 on_notification: Handler, name: str = "peer") -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: Any,
+        *,
+        on_request: Handler,
+        on_notification: Handler,
+        name: str = "peer",
+    ) -> None:
         self._reader = reader
         self._writer = writer  # asyncio.StreamWriter or anything with write()/drain()/close()
         self._on_request = on_request
@@ -74,8 +81,7 @@ class Connection:
 
     # --- sending ----------------------------------------------------------------------
 
-    async def request(self, method: str, params: Any = None, *,
-                      on_answer: Callable[[], None] | None = None) -> Any:
+    async def request(self, method: str, params: Any = None, *, on_answer: Callable[[], None] | None = None) -> Any:
         """Send a request and wait for its answer; RpcError when the peer answers with one.
         `on_answer` runs the moment the answer is read, before any line after it."""
         if self._closed_reason is not None:
@@ -86,8 +92,14 @@ class Connection:
         if on_answer is not None:
             self._on_answer[request_id] = on_answer
         try:
-            await self._send({"jsonrpc": "2.0", "id": request_id, "method": method,
-                              **({"params": params} if params is not None else {})})
+            await self._send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": method,
+                    **({"params": params} if params is not None else {}),
+                }
+            )
             return await future
         finally:
             self._pending.pop(request_id, None)
@@ -95,8 +107,7 @@ class Connection:
 
     async def notify(self, method: str, params: Any = None) -> None:
         if self._closed_reason is None:
-            await self._send({"jsonrpc": "2.0", "method": method,
-                              **({"params": params} if params is not None else {})})
+            await self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})})
 
     async def _send(self, message: Mapping[str, Any]) -> None:
         try:
@@ -162,8 +173,13 @@ class Connection:
             future.set_result(message.get("result"))
         elif isinstance(error, Mapping):
             code = error.get("code")
-            future.set_exception(RpcError(code if isinstance(code, int) else INTERNAL_ERROR,
-                                          str(error.get("message") or "error"), error.get("data")))
+            future.set_exception(
+                RpcError(
+                    code if isinstance(code, int) else INTERNAL_ERROR,
+                    str(error.get("message") or "error"),
+                    error.get("data"),
+                )
+            )
         else:
             future.set_exception(RpcError(INTERNAL_ERROR, str(error)))
 
@@ -181,14 +197,20 @@ class Connection:
             except RpcError as error:
                 reply = {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
             except asyncio.CancelledError:
-                reply = {"jsonrpc": "2.0", "id": request_id,
-                         "error": {"code": REQUEST_CANCELLED, "message": "request cancelled"}}
+                reply = {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {"code": REQUEST_CANCELLED, "message": "request cancelled"},
+                }
             except CodeCompanionError as error:
                 reply = {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": str(error)}}
             except Exception as error:  # a bug of ours: the peer gets an answer, the log the trace
                 log.exception("%s: %s failed", self.name, method)
-                reply = {"jsonrpc": "2.0", "id": request_id,
-                         "error": {"code": INTERNAL_ERROR, "message": f"{type(error).__name__}: {error}"}}
+                reply = {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {"code": INTERNAL_ERROR, "message": f"{type(error).__name__}: {error}"},
+                }
         finally:
             self.serving -= 1
             self.last_activity = asyncio.get_running_loop().time()

@@ -90,8 +90,13 @@ class Terminals:
         limit = int(limit) if isinstance(limit, int) and limit >= 0 else DEFAULT_OUTPUT_LIMIT
         try:
             proc = await start_in_group(
-                argv, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+                argv,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
         except OSError as error:
             raise RpcError(INVALID_PARAMS, f"cannot run {argv[0]}: {error.strerror or error}") from None
         terminal = Terminal(f"term-{next(self._ids)}", argv, proc, limit)

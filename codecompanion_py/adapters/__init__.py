@@ -29,8 +29,10 @@ _BUILTIN: dict[str, str] = {
     "demo": "codecompanion_py.adapters.http.demo",
     "gemini": "codecompanion_py.adapters.http.gemini",
     "ollama": "codecompanion_py.adapters.http.ollama",
-    **dict.fromkeys(("azure_openai", "deepseek", "githubmodels", "huggingface", "kimi", "mistral", "novita",
-                     "openrouter", "xai"), "codecompanion_py.adapters.http.providers"),
+    **dict.fromkeys(
+        ("azure_openai", "deepseek", "githubmodels", "huggingface", "kimi", "mistral", "novita", "openrouter", "xai"),
+        "codecompanion_py.adapters.http.providers",
+    ),
 }
 
 Definition = Union[HTTPAdapter, Mapping[str, Any], Callable[[], Any], str]

@@ -54,8 +54,21 @@ class HTTPAdapter:
     part of the adapter's data: `copy()` and `to_data()` leave it out."""
 
     _FIELDS = frozenset(
-        ("name", "formatted_name", "type", "url", "env", "headers", "parameters", "body",
-         "schema", "opts", "roles", "features", "handlers")
+        (
+            "name",
+            "formatted_name",
+            "type",
+            "url",
+            "env",
+            "headers",
+            "parameters",
+            "body",
+            "schema",
+            "opts",
+            "roles",
+            "features",
+            "handlers",
+        )
     )
 
     @classmethod
@@ -185,7 +198,9 @@ async def _run_env_command(owner: str, key: str, command: str, timeout: float) -
     # Its own process group, so a timeout kills the command's children too (they would
     # otherwise keep the pipe open). The full environment: the command may need a secret.
     proc = await start_in_group(
-        ["/bin/sh", "-c", command], stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        ["/bin/sh", "-c", command],
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
         stdin=asyncio.subprocess.DEVNULL,
     )
     try:
@@ -219,8 +234,9 @@ def substitute(text: str, values: Mapping[str, Any]) -> str:
     return _PLACEHOLDER.sub(replace, text)
 
 
-async def prepare(adapter: HTTPAdapter, settings: Mapping[str, Any] | None = None, *,
-                  client: HttpClient | None = None) -> HTTPAdapter:
+async def prepare(
+    adapter: HTTPAdapter, settings: Mapping[str, Any] | None = None, *, client: HttpClient | None = None
+) -> HTTPAdapter:
     """A request-ready copy: env resolved, placeholders filled, schema mapped, setup run.
     `client` is the HttpClient the request will go through, kept as the copy's `client`
     for `env` callables that need to make requests of their own."""
@@ -293,4 +309,3 @@ def merge_keep(target: dict[str, Any], extra: Mapping[str, Any] | None) -> None:
             target[key] = value
         elif isinstance(target[key], dict) and isinstance(value, Mapping):
             merge_keep(target[key], value)
-

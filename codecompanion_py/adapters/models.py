@@ -37,8 +37,9 @@ async def list_models(adapter: HTTPAdapter, client: HttpClient) -> list[str]:
         names = cached[1]
     else:
         headers = {k: v for k, v in ready.headers.items() if k.lower() != "content-type"}
-        request = HttpRequest(url=url, body=b"", headers=headers, method="GET", stream=False,
-                              provider=ready.formatted_name)
+        request = HttpRequest(
+            url=url, body=b"", headers=headers, method="GET", stream=False, provider=ready.formatted_name
+        )
         try:
             async with client.open(request) as response:
                 names = parse_models(await response.aread())

@@ -21,16 +21,28 @@ from ..tools.orchestrator import ToolsContext
 
 _FILE_MENTION = re.compile(r"#\{file:([^}]+)\}")
 _IMAGE_MENTION = re.compile(r"#\{image:([^}]+)\}")
-_IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
-                ".webp": "image/webp"}
+_IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
 _IMAGE_BYTES = 10_000_000
 _CARRIED_CHARS = 20_000
 
 Block = dict[str, Any]
 
 
-async def prompt_blocks(text: str, *, client: AcpClient, context: ToolsContext, agent_name: str,
-                        commands: set[str], earlier: Sequence[Message] = ()) -> list[Block]:
+async def prompt_blocks(
+    text: str,
+    *,
+    client: AcpClient,
+    context: ToolsContext,
+    agent_name: str,
+    commands: set[str],
+    earlier: Sequence[Message] = (),
+) -> list[Block]:
     attached: list[Block] = []
     for raw in dict.fromkeys(m.strip() for m in _IMAGE_MENTION.findall(text)):
         attached.append(_image_block(raw, client=client, context=context, agent_name=agent_name))
@@ -39,8 +51,9 @@ async def prompt_blocks(text: str, *, client: AcpClient, context: ToolsContext, 
         uri = target.real.as_uri()
         if client.supports("promptCapabilities", "embeddedContext"):
             document = await documents.load(context, target)
-            attached.append({"type": "resource", "resource": {"uri": uri, "text": document.text,
-                                                              "mimeType": "text/plain"}})
+            attached.append(
+                {"type": "resource", "resource": {"uri": uri, "text": document.text, "mimeType": "text/plain"}}
+            )
         else:
             attached.append({"type": "resource_link", "uri": uri, "name": target.relative})
     text = _FILE_MENTION.sub(lambda m: f"`{m.group(1).strip()}`", text)
@@ -57,8 +70,7 @@ def _image_block(raw: str, *, client: AcpClient, context: ToolsContext, agent_na
     target = context.workspace.resolve(raw)
     mime = _IMAGE_TYPES.get(target.real.suffix.lower())
     if mime is None:
-        raise PathRefused(f"{target.relative} is not an image this chat can send "
-                          f"({', '.join(sorted(_IMAGE_TYPES))})")
+        raise PathRefused(f"{target.relative} is not an image this chat can send ({', '.join(sorted(_IMAGE_TYPES))})")
     data, _ = context.workspace.read_bytes(target, max_bytes=_IMAGE_BYTES)
     return {"type": "image", "mimeType": mime, "data": base64.b64encode(data).decode(), "uri": target.real.as_uri()}
 

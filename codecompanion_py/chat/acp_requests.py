@@ -27,8 +27,9 @@ T = TypeVar("T")
 
 
 class AgentRequests:
-    def __init__(self, agent_name: str, *, context: ToolsContext, view: EventView, updates: AgentUpdates,
-                 adapter_name: str) -> None:
+    def __init__(
+        self, agent_name: str, *, context: ToolsContext, view: EventView, updates: AgentUpdates, adapter_name: str
+    ) -> None:
         self.agent_name = agent_name  # as the user reads it: "Claude Code"
         self.adapter_name = adapter_name
         self.context = context
@@ -56,9 +57,15 @@ class AgentRequests:
             detail = " ".join(command) if isinstance(command, list) else str(command)
         event = {"tool": title, "id": tool.get("toolCallId"), "adapter": self.adapter_name}
         self.view.fire("ToolApprovalRequested", event)
-        reply = await self.context.editor.call("approve", {
-            "prompt": f"{self.agent_name} wants to: {title}", "detail": detail, "must_ask": risky,
-            "options": [{"label": str(o.get("name") or o["optionId"]), "choice": o["optionId"]} for o in options]})
+        reply = await self.context.editor.call(
+            "approve",
+            {
+                "prompt": f"{self.agent_name} wants to: {title}",
+                "detail": detail,
+                "must_ask": risky,
+                "options": [{"label": str(o.get("name") or o["optionId"]), "choice": o["optionId"]} for o in options],
+            },
+        )
         choice = reply.get("choice") if isinstance(reply, Mapping) else None
         chosen = next((o for o in options if o["optionId"] == choice), None)
         self.view.fire("ToolApprovalFinished", {**event, "choice": chosen.get("kind") if chosen else "cancel"})
@@ -115,10 +122,14 @@ class AgentRequests:
         return {}
 
     async def _confirm_protected(self, target: Target) -> None:
-        reply = await self.context.editor.call("approve", {
-            "prompt": f"{self.agent_name} wants to write {target.relative}",
-            "must_ask": f"{target.relative} is {target.protected}",
-            "options": [{"label": "Allow this write", "choice": "allow"}, {"label": "Refuse", "choice": "refuse"}]})
+        reply = await self.context.editor.call(
+            "approve",
+            {
+                "prompt": f"{self.agent_name} wants to write {target.relative}",
+                "must_ask": f"{target.relative} is {target.protected}",
+                "options": [{"label": "Allow this write", "choice": "allow"}, {"label": "Refuse", "choice": "refuse"}],
+            },
+        )
         if not isinstance(reply, Mapping) or reply.get("choice") != "allow":
             raise RpcError(INTERNAL_ERROR, f"the user refused the write to {target.relative}")
 

@@ -43,8 +43,16 @@ Status = Literal["success", "error", "stopped"]
 class AcpChatSession:
     """A `Session` whose replies come from an ACP agent."""
 
-    def __init__(self, chat_id: Any, adapter: AcpAdapter, *, sink: Sink, editor: Editor, workspace: Workspace,
-                 history: list[Message] | None = None) -> None:
+    def __init__(
+        self,
+        chat_id: Any,
+        adapter: AcpAdapter,
+        *,
+        sink: Sink,
+        editor: Editor,
+        workspace: Workspace,
+        history: list[Message] | None = None,
+    ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
         self.view = EventView(sink)
@@ -53,12 +61,23 @@ class AcpChatSession:
         self.history: list[Message] = list(history or [])  # kept canonical, for a switch to an HTTP adapter
         self._carried = len(self.history)  # messages from before this agent: told to it once
         self.approvals = Approvals()
-        self.context = ToolsContext(chat=ChatHandle(), editor=editor, approvals=self.approvals,
-                                    workspace=workspace, chat_id=chat_id, surface=self.view)
+        self.context = ToolsContext(
+            chat=ChatHandle(),
+            editor=editor,
+            approvals=self.approvals,
+            workspace=workspace,
+            chat_id=chat_id,
+            surface=self.view,
+        )
         self.state = AgentState()
         self.updates = AgentUpdates(self.state, relative=self._relative, terminal_output=self._terminal_output)
-        self.requests = AgentRequests(adapter.formatted_name, adapter_name=adapter.name, context=self.context,
-                                      view=self.view, updates=self.updates)
+        self.requests = AgentRequests(
+            adapter.formatted_name,
+            adapter_name=adapter.name,
+            context=self.context,
+            view=self.view,
+            updates=self.updates,
+        )
         self.client: AcpClient | None = None
         self.session_id: str | None = None
         self.resume_id: str | None = None  # a session to load instead of starting a new one
@@ -74,8 +93,12 @@ class AcpChatSession:
         return self.task is not None and not self.task.done()
 
     def adapter_info(self) -> AdapterInfo:
-        return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name,
-                           model=self.state.current_model(), type="acp")
+        return AdapterInfo(
+            name=self.adapter.name,
+            formatted_name=self.adapter.formatted_name,
+            model=self.state.current_model(),
+            type="acp",
+        )
 
     def submit(self, text: str) -> asyncio.Task[None] | None:
         if self.busy:
@@ -127,8 +150,10 @@ class AcpChatSession:
     def options(self) -> list[AgentOption]:
         found = self.state.options()
         if not found:
-            raise AgentError(f"{self.adapter.formatted_name} offers no modes or options"
-                             + ("" if self.session_id else " yet: send a message first"))
+            raise AgentError(
+                f"{self.adapter.formatted_name} offers no modes or options"
+                + ("" if self.session_id else " yet: send a message first")
+            )
         return found
 
     async def set_option(self, option_id: str, value: Any) -> None:
@@ -147,9 +172,14 @@ class AcpChatSession:
 
     async def list_sessions(self) -> list[AgentSession]:
         client = await self._start_agent()
-        return [AgentSession(id=str(s["sessionId"]), title=str(s.get("title") or s["sessionId"]),
-                             updated=s.get("updatedAt") if isinstance(s.get("updatedAt"), str) else None)
-                for s in await client.list_sessions()]
+        return [
+            AgentSession(
+                id=str(s["sessionId"]),
+                title=str(s.get("title") or s["sessionId"]),
+                updated=s.get("updatedAt") if isinstance(s.get("updatedAt"), str) else None,
+            )
+            for s in await client.list_sessions()
+        ]
 
     def resume(self, session_id: str) -> None:
         """Load an earlier session of the agent with the next message."""
@@ -172,10 +202,15 @@ class AcpChatSession:
         try:
             client, session_id = await self._ensure_session()
             view.fire("RequestStarted", info)
-            carried, self._carried = self.history[:self._carried], 0
-            blocks = await prompt_blocks(text, client=client, context=self.context,
-                                         agent_name=self.adapter.formatted_name,
-                                         commands=self.state.command_names(), earlier=carried)
+            carried, self._carried = self.history[: self._carried], 0
+            blocks = await prompt_blocks(
+                text,
+                client=client,
+                context=self.context,
+                agent_name=self.adapter.formatted_name,
+                commands=self.state.command_names(),
+                earlier=carried,
+            )
             self.history.append(Message.of("user", text))
             result = await client.prompt(session_id, blocks)
             stop = result.get("stopReason")
@@ -214,8 +249,12 @@ class AcpChatSession:
             self.state.remember_session(session)
         if self._lost_agent:
             self._lost_agent = False
-            self.view.show(NoticeEvent(title="**Note**", text=f"{self.adapter.formatted_name} was restarted: "
-                                                              "it does not remember the earlier turns."))
+            self.view.show(
+                NoticeEvent(
+                    title="**Note**",
+                    text=f"{self.adapter.formatted_name} was restarted: it does not remember the earlier turns.",
+                )
+            )
         mode = self.adapter.defaults.get("mode")
         if isinstance(mode, str) and mode:
             await self.set_mode(mode)
@@ -264,8 +303,10 @@ class AcpChatSession:
         for event in translation.events:
             self.view.show(event)
         if translation.commands_changed:
-            listed = tuple(ops.AgentCommand(name=c["name"], description=str(c.get("description") or ""))
-                           for c in self.state.commands)
+            listed = tuple(
+                ops.AgentCommand(name=c["name"], description=str(c.get("description") or ""))
+                for c in self.state.commands
+            )
             self.view.push(ops.Commands(commands=listed))
             self.view.fire("ChatACPCommands", {"commands": [c.name for c in listed]})
         if translation.options_changed:
@@ -290,7 +331,7 @@ class AcpChatSession:
 
     def _relative(self, path: str) -> str:
         root = str(self.workspace.root) + "/"
-        return path[len(root):] if path.startswith(root) else path
+        return path[len(root) :] if path.startswith(root) else path
 
     def _terminal_output(self, terminal_id: str) -> str | None:
         return self.client.terminals.output_of(terminal_id) if self.client is not None else None

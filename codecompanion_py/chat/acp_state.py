@@ -65,25 +65,46 @@ class AgentState:
                 for entry in option.get("options") or []:  # flat, or grouped under `options`
                     for choice in entry.get("options", [entry]) if isinstance(entry, Mapping) else []:
                         if isinstance(choice, Mapping) and "value" in choice:
-                            values.append(OptionValue(value=choice["value"],
-                                                      name=str(choice.get("name") or choice["value"])))
+                            values.append(
+                                OptionValue(value=choice["value"], name=str(choice.get("name") or choice["value"]))
+                            )
             option_id = str(option.get("id"))
-            found.append(AgentOption(id=option_id, name=str(option.get("name") or option_id),
-                                     current=option.get("currentValue"), values=tuple(values)))
+            found.append(
+                AgentOption(
+                    id=option_id,
+                    name=str(option.get("name") or option_id),
+                    current=option.get("currentValue"),
+                    values=tuple(values),
+                )
+            )
         if self.modes.get("availableModes") and not any(o.get("category") == "mode" for o in self.config_options):
-            found.append(AgentOption(id=MODE_OPTION, name="Mode", current=self.modes.get("currentModeId"), values=tuple(
-                OptionValue(value=m.get("id"), name=str(m.get("name") or m.get("id")))
-                for m in self.modes["availableModes"] if isinstance(m, Mapping))))
+            found.append(
+                AgentOption(
+                    id=MODE_OPTION,
+                    name="Mode",
+                    current=self.modes.get("currentModeId"),
+                    values=tuple(
+                        OptionValue(value=m.get("id"), name=str(m.get("name") or m.get("id")))
+                        for m in self.modes["availableModes"]
+                        if isinstance(m, Mapping)
+                    ),
+                )
+            )
         return found
 
     def model_option(self, model: str) -> AgentOption | None:
         """The option that offers `model` as a value."""
-        return next((o for o in self.options() if o.id != MODE_OPTION and any(v.value == model for v in o.values)),
-                    None)
+        return next(
+            (o for o in self.options() if o.id != MODE_OPTION and any(v.value == model for v in o.values)), None
+        )
 
     def model_names(self) -> list[str]:
-        names = [str(v.value) for o in self.options() if o.id != MODE_OPTION and o.name.lower() == "model"
-                 for v in o.values]
-        names += [str(m["modelId"]) for m in self.models.get("availableModels") or []
-                  if isinstance(m, Mapping) and m.get("modelId") and str(m["modelId"]) not in names]
+        names = [
+            str(v.value) for o in self.options() if o.id != MODE_OPTION and o.name.lower() == "model" for v in o.values
+        ]
+        names += [
+            str(m["modelId"])
+            for m in self.models.get("availableModels") or []
+            if isinstance(m, Mapping) and m.get("modelId") and str(m["modelId"]) not in names
+        ]
         return names

@@ -30,8 +30,9 @@ from ..tools.edits import unified_diff
 from .acp_state import AgentState
 
 # Updates that belong to a turn's reply; sent outside a turn they are dropped.
-REPLY_UPDATES = frozenset(("agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call",
-                           "tool_call_update", "plan"))
+REPLY_UPDATES = frozenset(
+    ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update", "plan")
+)
 _STATUSES = frozenset(("pending", "in_progress", "completed", "failed"))
 
 
@@ -47,8 +48,9 @@ class Translation:
 
 
 class AgentUpdates:
-    def __init__(self, state: AgentState, *, relative: Callable[[str], str],
-                 terminal_output: Callable[[str], str | None]) -> None:
+    def __init__(
+        self, state: AgentState, *, relative: Callable[[str], str], terminal_output: Callable[[str], str | None]
+    ) -> None:
         self.state = state
         self._relative = relative
         self._terminal_output = terminal_output
@@ -70,9 +72,14 @@ class AgentUpdates:
             self._tool_call(update, created=kind == "tool_call", out=out)
         elif kind == "plan":
             entries = [e for e in update.get("entries") or [] if isinstance(e, Mapping)]
-            out.events.append(PlanEvent(entries=tuple(
-                PlanEntry(content=str(e.get("content", "")), status=str(e.get("status") or "pending"))
-                for e in entries)))
+            out.events.append(
+                PlanEvent(
+                    entries=tuple(
+                        PlanEntry(content=str(e.get("content", "")), status=str(e.get("status") or "pending"))
+                        for e in entries
+                    )
+                )
+            )
         elif kind == "available_commands_update":
             self.state.set_commands(update.get("availableCommands"))
             out.commands_changed = True
@@ -96,16 +103,25 @@ class AgentUpdates:
         # a partial update: fields present replace; `content` replaces the whole list
         call.update({k: v for k, v in update.items() if k != "sessionUpdate" and v is not None})
         status: ToolProgress = call["status"] if call.get("status") in _STATUSES else "pending"
-        out.events.append(ToolProgressEvent(
-            id=call_id, title=str(call.get("title") or call.get("kind") or "tool"), status=status,
-            kind=str(call["kind"]) if call.get("kind") else None, locations=_locations(call)))
+        out.events.append(
+            ToolProgressEvent(
+                id=call_id,
+                title=str(call.get("title") or call.get("kind") or "tool"),
+                status=status,
+                kind=str(call["kind"]) if call.get("kind") else None,
+                locations=_locations(call),
+            )
+        )
         if status in ("completed", "failed") and call_id not in self._finished:
             self._finished.add(call_id)
             content = self.tool_content(call)
             if content == self.shown.get(call_id):  # the diff the user approved: once is enough
                 content = ""
-            out.events.append(ToolResultEvent(tool_call_id=call_id, name=str(call.get("title") or "tool"),
-                                              content=content, status=status))
+            out.events.append(
+                ToolResultEvent(
+                    tool_call_id=call_id, name=str(call.get("title") or "tool"), content=content, status=status
+                )
+            )
             if status == "completed" and call.get("kind") in ("edit", "delete", "move"):
                 out.edited_paths = _paths(call)
 
@@ -120,8 +136,11 @@ class AgentUpdates:
             if not isinstance(item, Mapping):
                 continue
             if item.get("type") == "diff":
-                parts.append(unified_diff(self._relative(str(item.get("path", ""))), item.get("oldText") or "",
-                                          item.get("newText") or ""))
+                parts.append(
+                    unified_diff(
+                        self._relative(str(item.get("path", ""))), item.get("oldText") or "", item.get("newText") or ""
+                    )
+                )
             elif item.get("type") == "terminal":
                 parts.append(self._terminal_output(str(item.get("terminalId"))) or "")
             elif item.get("type") == "content":
@@ -130,8 +149,11 @@ class AgentUpdates:
 
 
 def _locations(call: Mapping[str, Any]) -> tuple[ToolLocation, ...]:
-    return tuple(ToolLocation(path=str(loc["path"]), line=loc["line"] if isinstance(loc.get("line"), int) else None)
-                 for loc in call.get("locations") or [] if isinstance(loc, Mapping) and loc.get("path"))
+    return tuple(
+        ToolLocation(path=str(loc["path"]), line=loc["line"] if isinstance(loc.get("line"), int) else None)
+        for loc in call.get("locations") or []
+        if isinstance(loc, Mapping) and loc.get("path")
+    )
 
 
 def _paths(call: Mapping[str, Any]) -> tuple[str, ...]:

@@ -45,11 +45,19 @@ _NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, cla
 class ChatSession:
     """A `Session` whose replies come from an HTTP adapter."""
 
-    def __init__(self, chat_id: Any, adapter: HTTPAdapter, *, client: HttpClient, sink: Sink,
-                 system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
-                 settings: Mapping[str, Any] | None = None,
-                 tools: ToolSettings | None = None, editor: Editor | None = None,
-                 workspace: Workspace | None = None) -> None:
+    def __init__(
+        self,
+        chat_id: Any,
+        adapter: HTTPAdapter,
+        *,
+        client: HttpClient,
+        sink: Sink,
+        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        settings: Mapping[str, Any] | None = None,
+        tools: ToolSettings | None = None,
+        editor: Editor | None = None,
+        workspace: Workspace | None = None,
+    ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
         self.client = client
@@ -73,8 +81,7 @@ class ChatSession:
         return self.task is not None and not self.task.done()
 
     def adapter_info(self) -> AdapterInfo:
-        return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name,
-                           model=self.adapter.model)
+        return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name, model=self.adapter.model)
 
     async def switch(self, name: str, model: str | None) -> bool:
         if acp_adapters.is_acp(name):
@@ -162,8 +169,10 @@ class ChatSession:
                 rounds += 1
                 if rounds > self.tool_settings.max_rounds:
                     status = "error"
-                    message = (f"stopped after {self.tool_settings.max_rounds} rounds of tool calls "
-                               "(interactions.chat.tools.opts.max_rounds)")
+                    message = (
+                        f"stopped after {self.tool_settings.max_rounds} rounds of tool calls "
+                        "(interactions.chat.tools.opts.max_rounds)"
+                    )
                     self._answer_all(calls, "error", f"Not run: {message}.")
                     break
                 if await self._run_tools(calls):
@@ -171,8 +180,11 @@ class ChatSession:
                     break
                 push(ops.Begin(adapter=self.adapter_info(), continued=True))
         finally:
-            push(ops.Done(status=status, tokens=usage.total_tokens if usage is not None else None,
-                          message=message or None))
+            push(
+                ops.Done(
+                    status=status, tokens=usage.total_tokens if usage is not None else None, message=message or None
+                )
+            )
 
     async def _round(self) -> tuple[Status, str | None, Usage | None]:
         """One request and its stream; (status, error message, usage)."""
@@ -180,8 +192,9 @@ class ChatSession:
         view = self.view
         view.fire("RequestStarted", info)
         specs = [definition.spec() for definition in self.tools.values()]
-        stream = HttpStreamIterator(self.adapter, list(self.history), client=self.client, settings=self.settings,
-                                    tools=specs or None)
+        stream = HttpStreamIterator(
+            self.adapter, list(self.history), client=self.client, settings=self.settings, tools=specs or None
+        )
         status: Status = "success"
         message: str | None = None
         usage: Usage | None = None
@@ -215,10 +228,17 @@ class ChatSession:
         if self.editor is None:
             self._answer_all(calls, "error", "Tools are not available in this chat.")
             return False
-        context = ToolsContext(chat=ChatHandle(), editor=self.editor, approvals=self.approvals,
-                               workspace=self.workspace, chat_id=self.chat_id, reads=self.file_reads)
-        orchestrator = Orchestrator(self.tools, {n: self.tool_settings.config_of(n) for n in self.tools},
-                                    context, self.view)
+        context = ToolsContext(
+            chat=ChatHandle(),
+            editor=self.editor,
+            approvals=self.approvals,
+            workspace=self.workspace,
+            chat_id=self.chat_id,
+            reads=self.file_reads,
+        )
+        orchestrator = Orchestrator(
+            self.tools, {n: self.tool_settings.config_of(n) for n in self.tools}, context, self.view
+        )
         try:
             batch = await orchestrator.run(calls)
         except asyncio.CancelledError:  # stopped outside a tool: still answer every call
@@ -230,8 +250,12 @@ class ChatSession:
         return batch.cancelled
 
     def _answer_all(self, calls: tuple[ToolCall, ...], status: ToolStatus, text: str) -> None:
-        self.history.append(Message(role="tool", parts=tuple(
-            ToolResultPart(tool_call_id=c.id, name=c.name, content=text, status=status) for c in calls)))
+        self.history.append(
+            Message(
+                role="tool",
+                parts=tuple(ToolResultPart(tool_call_id=c.id, name=c.name, content=text, status=status) for c in calls),
+            )
+        )
 
     def _keep_partial(self, stream: HttpStreamIterator) -> None:
         partial = stream.partial_message()

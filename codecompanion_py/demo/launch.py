@@ -61,8 +61,14 @@ def runtime_env(home: Path) -> dict[str, str]:
 
 
 def update_remote_plugins(init: Path, env: dict[str, str]) -> None:
-    subprocess.run([nvim_binary(), "--headless", "-u", str(init), "+UpdateRemotePlugins", "+qa!"],
-                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    subprocess.run(
+        [nvim_binary(), "--headless", "-u", str(init), "+UpdateRemotePlugins", "+qa!"],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=60,
+    )
 
 
 def choose_adapter() -> tuple[str, str | None]:
@@ -76,7 +82,8 @@ def choose_adapter() -> tuple[str, str | None]:
         model = httpx.get(f"{host()}/api/tags", timeout=0.5).json()["models"][0]["name"]
     except Exception:  # no Ollama here: fall through to the demo
         return "demo", None
-    definition = f'require("codecompanion_py.adapters").extend("ollama", {{ schema = {{ model = {{ default = {_lua_str(model)} }} }} }})'
+    schema = f"{{ model = {{ default = {_lua_str(model)} }} }}"
+    definition = f'require("codecompanion_py.adapters").extend("ollama", {{ schema = {schema} }})'
     return "ollama", definition
 
 

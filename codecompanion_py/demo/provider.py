@@ -61,16 +61,25 @@ def respond(request: Request) -> Reply:
     text = reply_text(body)
     model = body.get("model", "demo-1")
     base = {"id": "chatcmpl-demo", "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
-    usage = {"prompt_tokens": sum(len(str(m.get("content", "")).split()) for m in body.get("messages", [])),
-             "completion_tokens": len(text.split())}
+    usage = {
+        "prompt_tokens": sum(len(str(m.get("content", "")).split()) for m in body.get("messages", [])),
+        "completion_tokens": len(text.split()),
+    }
     usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
     if not body.get("stream"):
         message = {"role": "assistant", "content": text}
-        return json_reply({**base, "object": "chat.completion",
-                           "choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": usage})
-    pieces = re.findall(r"\s*\S+", text) + ([text[len(text.rstrip()):]] if text != text.rstrip() else [])
-    frames: list[dict[str, Any]] = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                                          "finish_reason": None}]}]
+        return json_reply(
+            {
+                **base,
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "usage": usage,
+            }
+        )
+    pieces = re.findall(r"\s*\S+", text) + ([text[len(text.rstrip()) :]] if text != text.rstrip() else [])
+    frames: list[dict[str, Any]] = [
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}
+    ]
     frames += [{**base, "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": None}]} for p in pieces]
     frames.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     frames.append({**base, "choices": [], "usage": usage})

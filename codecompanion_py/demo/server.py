@@ -26,22 +26,22 @@ import msgspec
 
 HOST = "127.0.0.1"
 
-_HEAD_LIMIT = 1 << 20      # longest request line + headers (and chunk-size line) accepted
-_BATCH = 64 * 1024         # unpaced streams: bytes gathered into one socket write
+_HEAD_LIMIT = 1 << 20  # longest request line + headers (and chunk-size line) accepted
+_BATCH = 64 * 1024  # unpaced streams: bytes gathered into one socket write
 _DRAIN_ABOVE = 256 * 1024  # unpaced streams: wait for the client once this much is unsent
 _CRLF = b"\r\n"
 _LAST_CHUNK = b"0\r\n\r\n"
 
 # How a reply ended, as far as the connection is concerned.
-_DONE = "done"        # fully written
-_GONE = "gone"        # the client went away before the end: counted in `disconnects`
-_BROKEN = "broken"    # the script failed after the head went out: the connection is dropped
+_DONE = "done"  # fully written
+_GONE = "gone"  # the client went away before the end: counted in `disconnects`
+_BROKEN = "broken"  # the script failed after the head went out: the connection is dropped
 
 
 @dataclass
 class Request:
     method: str
-    path: str                # including the query string
+    path: str  # including the query string
     headers: dict[str, str]  # lower-cased names; repeated headers joined with ", "
     body: bytes
 
@@ -55,8 +55,8 @@ class Reply:
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     chunks: Iterable[bytes] = ()
-    delay: float = 0.0    # seconds between chunks; > 0 also drains after every chunk
-    hang: bool = False    # after the chunks, never finish: wait for the client to leave
+    delay: float = 0.0  # seconds between chunks; > 0 also drains after every chunk
+    hang: bool = False  # after the chunks, never finish: wait for the client to leave
     length: int | None = None  # the body's total size, known: Content-Length instead of chunked
 
 
@@ -115,8 +115,11 @@ class ScriptedServer:
             nonlocal served
             served += 1
             if not pending:
-                return _error_reply(500, f"the scripted server ran out of replies: request {served} "
-                                         f"({request.method} {request.path}) but only {len(replies)} scripted")
+                return _error_reply(
+                    500,
+                    f"the scripted server ran out of replies: request {served} "
+                    f"({request.method} {request.path}) but only {len(replies)} scripted",
+                )
             return pending.pop(0)
 
         return cls(next_reply)
@@ -193,21 +196,34 @@ class ScriptedServer:
             return _error_reply(500, f"the responder returned {type(reply).__name__}, not a Reply")
         return reply
 
-    async def _send(self, request: Request | None, reply: Reply, reader: asyncio.StreamReader,
-                    writer: asyncio.StreamWriter, keep_alive: bool) -> str:
+    async def _send(
+        self,
+        request: Request | None,
+        reply: Reply,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        keep_alive: bool,
+    ) -> str:
         """Write the reply. Framing: headers the reply sets itself (Content-Length or
         Transfer-Encoding) are sent as they are, with the chunks as the raw body; else a
         known `length` gives Content-Length; else each chunk becomes one HTTP chunk."""
         names = {name.lower() for name in reply.headers}
-        bodiless = (request is not None and request.method == "HEAD") or reply.status in (204, 304) \
+        bodiless = (
+            (request is not None and request.method == "HEAD")
+            or reply.status in (204, 304)
             or 100 <= reply.status < 200
+        )
         chunked = not bodiless and reply.length is None and not names & {"content-length", "transfer-encoding"}
         lines = [f"HTTP/1.1 {reply.status} {_reason(reply.status)}"]
         lines += [f"{name}: {value}" for name, value in reply.headers.items()]
         if chunked:
             lines.append("transfer-encoding: chunked")
-        elif reply.length is not None and "content-length" not in names and reply.status not in (204, 304) \
-                and not 100 <= reply.status < 200:
+        elif (
+            reply.length is not None
+            and "content-length" not in names
+            and reply.status not in (204, 304)
+            and not 100 <= reply.status < 200
+        ):
             lines.append(f"content-length: {reply.length}")
         if not keep_alive and "connection" not in names:
             lines.append("connection: close")
@@ -240,8 +256,9 @@ def _gone(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
     return writer.is_closing() or reader.at_eof()
 
 
-async def _write_paced(reply: Reply, head: bytes, chunked: bool,
-                       reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+async def _write_paced(
+    reply: Reply, head: bytes, chunked: bool, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> str:
     """Each chunk written and drained on its own, `delay` seconds apart."""
     writer.write(head)
     await writer.drain()
@@ -256,8 +273,9 @@ async def _write_paced(reply: Reply, head: bytes, chunked: bool,
     return _DONE
 
 
-async def _write_burst(reply: Reply, head: bytes, chunked: bool,
-                       reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+async def _write_burst(
+    reply: Reply, head: bytes, chunked: bool, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> str:
     """As fast as the client reads: chunks gathered into ~64 KiB writes (each still its
     own HTTP chunk), draining only when the unsent backlog grows large."""
     transport = writer.transport
@@ -321,8 +339,7 @@ def _tokens(headers: dict[str, str], name: str) -> set[str]:
     return {t.strip().lower() for v in values for t in v.split(",")}
 
 
-async def _read_request(reader: asyncio.StreamReader,
-                        writer: asyncio.StreamWriter) -> tuple[Request, bool] | None:
+async def _read_request(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> tuple[Request, bool] | None:
     """The next request on the connection and whether the client keeps the connection
     alive after it; None when the client closed the connection cleanly."""
     try:
@@ -476,17 +493,37 @@ def anthropic_stream_frames(n: int, *, model: str = "demo", line_every: int = 0)
     def frame(payload: dict) -> bytes:
         return b"event: " + payload["type"].encode() + b"\ndata: " + msgspec.json.encode(payload) + b"\n\n"
 
-    start = {"type": "message_start", "message": {"id": "msg_demo", "type": "message", "role": "assistant",
-                                                  "model": model, "content": [], "stop_reason": None,
-                                                  "usage": {"input_tokens": 10, "output_tokens": 1}}}
-    frames = [frame(start), frame({"type": "content_block_start", "index": 0,
-                                   "content_block": {"type": "text", "text": ""}})]
-    frames += [frame({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": token}})
-               for token in bench_tokens(n, line_every)]
-    frames += [frame({"type": "content_block_stop", "index": 0}),
-               frame({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                      "usage": {"output_tokens": n}}),
-               frame({"type": "message_stop"})]
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_demo",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        },
+    }
+    frames = [
+        frame(start),
+        frame({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+    ]
+    frames += [
+        frame({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": token}})
+        for token in bench_tokens(n, line_every)
+    ]
+    frames += [
+        frame({"type": "content_block_stop", "index": 0}),
+        frame(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": n},
+            }
+        ),
+        frame({"type": "message_stop"}),
+    ]
     return frames
 
 
@@ -497,14 +534,26 @@ def gemini_stream_frames(n: int, *, model: str = "demo", line_every: int = 0) ->
         return b"data: " + msgspec.json.encode(payload) + b"\r\n\r\n"
 
     tokens = bench_tokens(n, line_every)
-    frames = [frame({"candidates": [{"content": {"parts": [{"text": token}], "role": "model"}, "index": 0}],
-                     "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": i + 1,
-                                       "totalTokenCount": 11 + i}, "modelVersion": model})
-              for i, token in enumerate(tokens)]
-    frames.append(frame({"candidates": [{"content": {"parts": [{"text": ""}], "role": "model"},
-                                         "finishReason": "STOP", "index": 0}],
-                         "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": n,
-                                           "totalTokenCount": 10 + n}}))
+    frames = [
+        frame(
+            {
+                "candidates": [{"content": {"parts": [{"text": token}], "role": "model"}, "index": 0}],
+                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": i + 1, "totalTokenCount": 11 + i},
+                "modelVersion": model,
+            }
+        )
+        for i, token in enumerate(tokens)
+    ]
+    frames.append(
+        frame(
+            {
+                "candidates": [
+                    {"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": "STOP", "index": 0}
+                ],
+                "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": n, "totalTokenCount": 10 + n},
+            }
+        )
+    )
     return frames
 
 
@@ -516,13 +565,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--format", choices=sorted(STREAM_FORMATS), default="openai", help="wire format")
     parser.add_argument("--bench-chunks", type=int, required=True, metavar="N", help="content chunks per reply")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
-    parser.add_argument("--line-every", type=int, default=0, metavar="K",
-                        help="end a line every K tokens (default 0: one long line)")
+    parser.add_argument(
+        "--line-every", type=int, default=0, metavar="K", help="end a line every K tokens (default 0: one long line)"
+    )
     args = parser.parse_args(argv)
     # Pre-encoded once: every POST gets the same bytes, already chunk-framed.
     body = _chunked_body(STREAM_FORMATS[args.format](args.bench_chunks, line_every=args.line_every))
-    stream = Reply(headers={"content-type": "text/event-stream", "cache-control": "no-cache",
-                            "transfer-encoding": "chunked"}, chunks=[body])
+    stream = Reply(
+        headers={"content-type": "text/event-stream", "cache-control": "no-cache", "transfer-encoding": "chunked"},
+        chunks=[body],
+    )
     not_post = _error_reply(405, "the bench server answers POST requests only")
 
     async def run() -> None:

@@ -12,7 +12,9 @@ from typing import Any
 from ..ui.ops import Op, encode
 
 _APPLY = 'require("codecompanion_py.chat").apply(...)'
-_NOTIFY = 'vim.notify(select(1, ...), vim.log.levels[select(2, ...)] or vim.log.levels.ERROR, {title = "CodeCompanion"})'
+_NOTIFY = (
+    'vim.notify(select(1, ...), vim.log.levels[select(2, ...)] or vim.log.levels.ERROR, {title = "CodeCompanion"})'
+)
 
 
 class NvimBridge:

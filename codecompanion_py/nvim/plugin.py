@@ -10,8 +10,8 @@ from typing import Any
 
 import pynvim
 
-from .bridge import NvimBridge
 from ..engine import Engine
+from .bridge import NvimBridge
 
 
 @pynvim.plugin

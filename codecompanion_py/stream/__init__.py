@@ -4,5 +4,11 @@ normalizer that turns an adapter's raw response into canonical events, and itera
 from .iterators import BaseStreamIterator, HttpStreamIterator, MockStreamIterator, replay_body, replay_stream
 from .normalizer import StreamNormalizer
 
-__all__ = ["BaseStreamIterator", "HttpStreamIterator", "MockStreamIterator", "StreamNormalizer",
-           "replay_body", "replay_stream"]
+__all__ = [
+    "BaseStreamIterator",
+    "HttpStreamIterator",
+    "MockStreamIterator",
+    "StreamNormalizer",
+    "replay_body",
+    "replay_stream",
+]

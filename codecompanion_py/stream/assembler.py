@@ -47,8 +47,9 @@ class ToolCallAssembler:
     def __len__(self) -> int:
         return len(self._calls)
 
-    def add(self, key: Hashable, *, id: str | None = None, name: str | None = None,
-            arguments: str | None = None) -> None:
+    def add(
+        self, key: Hashable, *, id: str | None = None, name: str | None = None, arguments: str | None = None
+    ) -> None:
         pending = self._calls.get(key)
         if pending is not None and id and pending.id and id != pending.id:
             self._calls[(key, pending.position)] = self._calls.pop(key)  # finished: its key is reused
@@ -62,10 +63,14 @@ class ToolCallAssembler:
             pending.name = name
         if arguments:
             pending.fragments.append(arguments)
-        self.events.append(ToolCallEvent(
-            id=pending.id or "", name=pending.name or "", args_fragment=arguments or "",
-            index=pending.position,
-        ))
+        self.events.append(
+            ToolCallEvent(
+                id=pending.id or "",
+                name=pending.name or "",
+                args_fragment=arguments or "",
+                index=pending.position,
+            )
+        )
 
     def set_provider_data(self, key: Hashable, data: dict) -> None:
         """Opaque data that must go back with this call (e.g. a thought signature)."""
@@ -93,12 +98,19 @@ def _complete(call_id: str, name: str, raw: str, provider_data: dict | None) -> 
     except AdapterError as error:
         pieces = _split_objects(raw)
         if len(pieces) > 1:
-            return [ToolCall(id=f"{call_id}_{n}" if n else call_id, name=name, arguments=piece,
-                             provider_data=provider_data)
-                    for n, piece in enumerate(pieces)]
+            return [
+                ToolCall(id=f"{call_id}_{n}" if n else call_id, name=name, arguments=piece, provider_data=provider_data)
+                for n, piece in enumerate(pieces)
+            ]
         # Keep the call so it can be answered with an error; the raw text says what went wrong.
-        return [ToolCall(id=call_id, name=name, arguments={},
-                         provider_data={**(provider_data or {}), "invalid_arguments": raw, "error": str(error)})]
+        return [
+            ToolCall(
+                id=call_id,
+                name=name,
+                arguments={},
+                provider_data={**(provider_data or {}), "invalid_arguments": raw, "error": str(error)},
+            )
+        ]
 
 
 def _split_objects(raw: str) -> list[dict]:

@@ -96,9 +96,15 @@ def error_event(error: CodeCompanionError) -> ErrorEvent:
 class HttpStreamIterator(BaseStreamIterator):
     """One request to an HTTP adapter, streamed or not, as canonical events."""
 
-    def __init__(self, adapter: HTTPAdapter, messages: Sequence[Message], *, client: HttpClient,
-                 tools: Sequence[ToolSpec | dict[str, Any]] | None = None,
-                 settings: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        adapter: HTTPAdapter,
+        messages: Sequence[Message],
+        *,
+        client: HttpClient,
+        tools: Sequence[ToolSpec | dict[str, Any]] | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(None)
         self.adapter = adapter
         self.messages = messages
@@ -115,7 +121,8 @@ class HttpStreamIterator(BaseStreamIterator):
         from ..adapters.request import build_request
 
         self.ready, self._request = await build_request(
-            self.adapter, self.messages, tools=self.tools, settings=self.settings, client=self.client)
+            self.adapter, self.messages, tools=self.tools, settings=self.settings, client=self.client
+        )
         self.normalizer = StreamNormalizer(self.ready, streaming=self._request.stream)
         response = await self._stack.enter_async_context(self.client.open(self._request))
         # The transport stream itself: aiter_raw() adds generator layers per chunk that
@@ -160,8 +167,11 @@ class _PassThrough:
 def _make_events(scenario: str) -> list[StreamEvent]:
     if scenario == "simple":
         message = Message(role="assistant", parts=(TextPart(text="Hello, world"),))
-        return [TokenEvent(content="Hello", index=0), TokenEvent(content=", world", index=1),
-                FinalEvent(message=message, finish_reason="stop")]
+        return [
+            TokenEvent(content="Hello", index=0),
+            TokenEvent(content=", world", index=1),
+            FinalEvent(message=message, finish_reason="stop"),
+        ]
     if scenario == "tool_call":
         call = ToolCall(id="call_1", name="calculator", arguments={"a": 2, "b": 2})
         final = Message(role="assistant", parts=(TextPart(text="Sum is 4"),))

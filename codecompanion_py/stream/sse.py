@@ -76,8 +76,13 @@ class SSEDecoder:
         else:
             # Fast path: a chunk that is exactly one single-line `data: ...` frame, the
             # usual shape of a token-by-token stream.
-            if (chunk[:6] == b"data: " and chunk[-2:] == b"\n\n" and chunk.find(b"\n", 6) == len(chunk) - 2
-                    and not self._data and not self._pending):
+            if (
+                chunk[:6] == b"data: "
+                and chunk[-2:] == b"\n\n"
+                and chunk.find(b"\n", 6) == len(chunk) - 2
+                and not self._data
+                and not self._pending
+            ):
                 event = self._event
                 self._event = None
                 return [ServerSentEvent(chunk[6:-2], event, self._id)]
@@ -113,7 +118,7 @@ class SSEDecoder:
                     value = b""
                 else:
                     name = line[:colon]
-                    value = line[colon + 1:]
+                    value = line[colon + 1 :]
                     if value[:1] == b" ":
                         value = value[1:]
                 if name == b"data":

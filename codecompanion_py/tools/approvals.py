@@ -51,8 +51,9 @@ def command_key(command: str) -> str:
     return command.strip()
 
 
-def must_prompt(*, needs_approval: bool, remembered: bool, yolo: bool, allowed_in_yolo: bool,
-                must_ask: str | None) -> bool:
+def must_prompt(
+    *, needs_approval: bool, remembered: bool, yolo: bool, allowed_in_yolo: bool, must_ask: str | None
+) -> bool:
     if must_ask:
         return True
     if remembered or not needs_approval:

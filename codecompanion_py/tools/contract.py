@@ -80,8 +80,12 @@ class ToolDefinition:
     def spec(self) -> ToolSpec:
         function = self.function
         parameters = function.get("parameters") or {"type": "object", "properties": {}}
-        return ToolSpec(name=self.name, description=str(function.get("description") or self.description),
-                        parameters=_plain(parameters), strict=bool(function.get("strict", False)))
+        return ToolSpec(
+            name=self.name,
+            description=str(function.get("description") or self.description),
+            parameters=_plain(parameters),
+            strict=bool(function.get("strict", False)),
+        )
 
     def prompt_text(self) -> str | None:
         prompt = self.system_prompt
@@ -142,8 +146,15 @@ class ToolRun:
     @classmethod
     def start(cls, definition: ToolDefinition, call: ToolCall, config: Mapping[str, Any], run_id: int) -> ToolRun:
         opts = {**definition.opts, **dict(config.get("opts") or {})}
-        return cls(definition=definition, function_call=call, tool=dict(config), args=dict(call.arguments),
-                   cmds=copy.copy(definition.cmds), opts=opts, run_id=run_id)
+        return cls(
+            definition=definition,
+            function_call=call,
+            tool=dict(config),
+            args=dict(call.arguments),
+            cmds=copy.copy(definition.cmds),
+            opts=opts,
+            run_id=run_id,
+        )
 
     @property
     def name(self) -> str:

@@ -61,14 +61,17 @@ class Edit:
         """Build edit number `index` (1-based) from the LLM's {oldText, newText, replaceAll}."""
         where = f"edit {index}"
         if not isinstance(raw, dict):
-            raise EditRefused(f'{where} must be an object {{"oldText": ..., "newText": ..., "replaceAll": false}}, '
-                              f"got {_kind(raw)}")
+            raise EditRefused(
+                f'{where} must be an object {{"oldText": ..., "newText": ..., "replaceAll": false}}, got {_kind(raw)}'
+            )
         for key in ("oldText", "newText"):
             if key not in raw:
                 alias = next((k for k in raw if isinstance(k, str) and k.replace("_", "").lower() == key.lower()), None)
                 spelled = f" (got {alias!r}; the key is spelled {key})" if alias else ""
-                raise EditRefused(f"{where}: {key} is missing{spelled}; every edit needs oldText (the exact text "
-                                  "from the file) and newText (what replaces it)")
+                raise EditRefused(
+                    f"{where}: {key} is missing{spelled}; every edit needs oldText (the exact text "
+                    "from the file) and newText (what replaces it)"
+                )
             if not isinstance(raw[key], str):
                 raise EditRefused(f"{where}: {key} must be a string, got {_kind(raw[key])}")
         replace_all = raw.get("replaceAll")
@@ -128,12 +131,18 @@ def _indent(line: str) -> str:
 def _reindent(old: list[str], found: list[str], new: list[str]) -> list[str] | None:
     """Move `new` from `old`'s indentation to the file's (`found`); None if they disagree."""
     mapping: dict[str, str] = {}
-    for o, f in zip(old, found):
+    for o, f in zip(old, found):  # noqa: B905 (found is a window of old's length)
         if o.strip() and mapping.setdefault(_indent(o), _indent(f)) != _indent(f):
             return None
-    steps = sorted(((o2[len(o1):], f2[len(f1):]) for o1, f1 in mapping.items() for o2, f2 in mapping.items()
-                    if len(o2) > len(o1) and o2.startswith(o1) and f2.startswith(f1) and len(f2) > len(f1)),
-                   key=lambda step: len(step[0]))
+    steps = sorted(
+        (
+            (o2[len(o1) :], f2[len(f1) :])
+            for o1, f1 in mapping.items()
+            for o2, f2 in mapping.items()
+            if len(o2) > len(o1) and o2.startswith(o1) and f2.startswith(f1) and len(f2) > len(f1)
+        ),
+        key=lambda step: len(step[0]),
+    )
 
     def convert(rest: str) -> str:  # an indent in the LLM's units, in the file's units
         for unit, file_unit in steps[:1]:
@@ -150,13 +159,13 @@ def _reindent(old: list[str], found: list[str], new: list[str]) -> list[str] | N
         ind = _indent(line)
         deeper = next((k for k in known if ind.startswith(k)), None)
         if deeper is not None:
-            out.append(mapping[deeper] + convert(ind[len(deeper):]) + line[len(ind):])
+            out.append(mapping[deeper] + convert(ind[len(deeper) :]) + line[len(ind) :])
             continue
         outer = next((k for k in reversed(known) if k.startswith(ind)), None)  # a dedent past oldText
-        removed = convert(outer[len(ind):]) if outer is not None else ""
+        removed = convert(outer[len(ind) :]) if outer is not None else ""
         if outer is None or not mapping[outer].endswith(removed):
             return None
-        out.append(mapping[outer][: len(mapping[outer]) - len(removed)] + line[len(ind):])
+        out.append(mapping[outer][: len(mapping[outer]) - len(removed)] + line[len(ind) :])
     return out
 
 
@@ -239,41 +248,52 @@ def _closest_region(text: str, old_text: str) -> str:
 def _apply_one(text: str, edit: Edit, index: int) -> tuple[str, str | None]:
     where = f"edit {index}"
     if edit.old_text == edit.new_text:
-        raise EditRefused(f"{where}: oldText and newText are identical, so it changes nothing; drop it, "
-                          "or put the changed text in newText")
+        raise EditRefused(
+            f"{where}: oldText and newText are identical, so it changes nothing; drop it, "
+            "or put the changed text in newText"
+        )
     if not edit.old_text:
         if not text:
             return edit.new_text, None
-        raise EditRefused(f"{where}: oldText is empty; to add text at the end use mode append, "
-                          "or give the exact text to replace")
+        raise EditRefused(
+            f"{where}: oldText is empty; to add text at the end use mode append, or give the exact text to replace"
+        )
     if not text:
-        raise EditRefused(f"{where}: the file is empty, so oldText cannot match; to fill it use an edit with "
-                          "empty oldText, or mode overwrite")
-    for how, find in _STRATEGIES:
+        raise EditRefused(
+            f"{where}: the file is empty, so oldText cannot match; to fill it use an edit with "
+            "empty oldText, or mode overwrite"
+        )
+    for how, find in _STRATEGIES:  # noqa: B007 (`how` names the strategy that matched, below)
         matches = find(text, edit)
         if matches:
             break
     else:
         after = f" (after edits 1-{index - 1} were applied)" if index > 2 else " (after edit 1)" if index == 2 else ""
-        raise EditRefused(f"{where}: oldText was not found in the file{after}. {_closest_region(text, edit.old_text)}"
-                          "Copy oldText exactly from the current file (read it again if unsure) and retry.")
+        raise EditRefused(
+            f"{where}: oldText was not found in the file{after}. {_closest_region(text, edit.old_text)}"
+            "Copy oldText exactly from the current file (read it again if unsure) and retry."
+        )
     qualifier = f" {how}" if how else ""
     if len(matches) > 1 and not edit.replace_all:
         lines = list(dict.fromkeys(match.line for match in matches))
         listed = ", ".join(map(str, lines[:MAX_LISTED])) + (", ..." if len(lines) > MAX_LISTED else "")
-        raise EditRefused(f"{where}: oldText matches {len(matches)} places{qualifier} "
-                          f"(line{'s' if len(lines) > 1 else ''} {listed}); include more surrounding lines to "
-                          "make it unique, or set replaceAll to true to change every one")
+        raise EditRefused(
+            f"{where}: oldText matches {len(matches)} places{qualifier} "
+            f"(line{'s' if len(lines) > 1 else ''} {listed}); include more surrounding lines to "
+            "make it unique, or set replaceAll to true to change every one"
+        )
     chosen: list[_Match] = []
     for match in matches:
         if not chosen or match.start >= chosen[-1].stop:
             chosen.append(match)
     for match in chosen:
         if match.replacement is None:
-            raise EditRefused(f"{where}: oldText matches {_span(match)} only {how}, and newText's indentation "
-                              "cannot be mapped onto the file's (oldText's relative indentation differs from "
-                              "the file's, or newText dedents past it); copy oldText exactly from the file, "
-                              "indentation included, and indent newText the same way")
+            raise EditRefused(
+                f"{where}: oldText matches {_span(match)} only {how}, and newText's indentation "
+                "cannot be mapped onto the file's (oldText's relative indentation differs from "
+                "the file's, or newText dedents past it); copy oldText exactly from the file, "
+                "indentation included, and indent newText the same way"
+            )
     for match in reversed(chosen):
         text = text[: match.start] + str(match.replacement) + text[match.stop :]
     places = ", ".join(_span(match) for match in chosen[:MAX_LISTED]) + (", ..." if len(chosen) > MAX_LISTED else "")
@@ -319,50 +339,62 @@ def apply_mode(original: str, mode: str, content: str) -> EditOutcome:
         new = original + ("\n" if original and not original.endswith("\n") else "") + content
         note = f"appended {_count(content)} line{'s' if _count(content) != 1 else ''}"
     else:
-        raise EditRefused(f"unknown mode {mode!r}; use mode append or overwrite with `content`, "
-                          "or mode edit with `edits`")
+        raise EditRefused(
+            f"unknown mode {mode!r}; use mode append or overwrite with `content`, or mode edit with `edits`"
+        )
     return EditOutcome(new, (note,), check_suspicious(original, new))
 
 
 _COMMENT = r"(?://+|#+|--|;+|/\*+|\*|<!--|\{/\*|%)"
 _ELLIPSIS = r"(?:\.{3,}|…)"
-_NOUN = (r"(?:code|file|function|class|method|implementation|module|component|page|template|content|body|"
-         r"logic|lines?|config|section|imports|methods|functions|tests|styles|text)")
+_NOUN = (
+    r"(?:code|file|function|class|method|implementation|module|component|page|template|content|body|"
+    r"logic|lines?|config|section|imports|methods|functions|tests|styles|text)"
+)
 _CLOSE = r"\s*[.:]?\s*(?:\*/\}?|-->)?\s*$"
-_SUFFIX = (r"(?:here|goes\s+here|unchanged|is\s+unchanged|remains?(?:\s+the)?\s+same|stays\s+the\s+same|"
-           r"as\s+before|omitted)")
-_PLACEHOLDERS = tuple(re.compile(p, re.IGNORECASE) for p in (
-    # // ... rest of the code   # ... existing code ...   <!-- ... unchanged -->
-    rf"^\s*{_COMMENT}\s*{_ELLIPSIS}.*\b(?:existing|rest|unchanged|remaining|same|previous|omitted)\b",
-    rf"^\s*{_COMMENT}\s*{_ELLIPSIS}" + _CLOSE,  # <!-- ... -->   // ...   {/* ... */}
-    # ... existing code ...   ... rest of the file unchanged   (bare; JS `...rest` and doctest lines differ)
-    rf"^\s*{_ELLIPSIS}\s*(?:the\s+)?(?:existing|rest\s+of(?:\s+the)?|remaining|unchanged|previous|same)\s+"
-    rf"(?:\w+\s+)?{_NOUN}\b",
-    rf"^\s*{_ELLIPSIS}\s*(?:existing|unchanged|rest|same)\s*{_ELLIPSIS}\s*$",
-    # # existing code ...   // rest of the function unchanged...
-    rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:existing|remaining|previous|unchanged|same|rest\s+of(?:\s+the)?)\s+"
-    rf"(?:\w+\s+){{0,2}}?{_NOUN}\b.*{_ELLIPSIS}",
-    # (rest of code here)   [existing code]   # (remaining methods unchanged)
-    rf"^\s*(?:{_COMMENT}\s*)?[(\[]\s*(?:the\s+)?(?:rest\s+of|remaining|existing|previous|same)\s+\w[^)\]]*[)\]]"
-    + _CLOSE,
-    # # rest of file unchanged   // existing code   <!-- rest of the page -->
-    rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:rest\s+of\s+(?:the\s+)?(?:\w+\s+)?{_NOUN}|existing\s+code)"
-    rf"(?:\s+{_SUFFIX})?" + _CLOSE,
-    # // remaining methods unchanged   # previous code here
-    rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:remaining|previous|other|existing)\s+{_NOUN}\s+{_SUFFIX}" + _CLOSE,
-))
+_SUFFIX = (
+    r"(?:here|goes\s+here|unchanged|is\s+unchanged|remains?(?:\s+the)?\s+same|stays\s+the\s+same|"
+    r"as\s+before|omitted)"
+)
+_PLACEHOLDERS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        # // ... rest of the code   # ... existing code ...   <!-- ... unchanged -->
+        rf"^\s*{_COMMENT}\s*{_ELLIPSIS}.*\b(?:existing|rest|unchanged|remaining|same|previous|omitted)\b",
+        rf"^\s*{_COMMENT}\s*{_ELLIPSIS}" + _CLOSE,  # <!-- ... -->   // ...   {/* ... */}
+        # ... existing code ...   ... rest of the file unchanged   (bare; JS `...rest` and doctest lines differ)
+        rf"^\s*{_ELLIPSIS}\s*(?:the\s+)?(?:existing|rest\s+of(?:\s+the)?|remaining|unchanged|previous|same)\s+"
+        rf"(?:\w+\s+)?{_NOUN}\b",
+        rf"^\s*{_ELLIPSIS}\s*(?:existing|unchanged|rest|same)\s*{_ELLIPSIS}\s*$",
+        # # existing code ...   // rest of the function unchanged...
+        rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:existing|remaining|previous|unchanged|same|rest\s+of(?:\s+the)?)\s+"
+        rf"(?:\w+\s+){{0,2}}?{_NOUN}\b.*{_ELLIPSIS}",
+        # (rest of code here)   [existing code]   # (remaining methods unchanged)
+        rf"^\s*(?:{_COMMENT}\s*)?[(\[]\s*(?:the\s+)?(?:rest\s+of|remaining|existing|previous|same)\s+\w[^)\]]*[)\]]"
+        + _CLOSE,
+        # # rest of file unchanged   // existing code   <!-- rest of the page -->
+        rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:rest\s+of\s+(?:the\s+)?(?:\w+\s+)?{_NOUN}|existing\s+code)"
+        rf"(?:\s+{_SUFFIX})?" + _CLOSE,
+        # // remaining methods unchanged   # previous code here
+        rf"^\s*{_COMMENT}\s*(?:the\s+)?(?:remaining|previous|other|existing)\s+{_NOUN}\s+{_SUFFIX}" + _CLOSE,
+    )
+)
 
 
 def check_suspicious(original: str, new: str) -> tuple[str, ...]:
     """Warnings about `new`: placeholder lines that were not in `original`, or a large deletion."""
     warnings: list[str] = []
     before = {line.strip() for line in original.split("\n")}
-    found = [f'line {n} "{line.strip()}"' for n, line in enumerate(new.split("\n"), 1)
-             if line.strip() not in before and any(p.search(line) for p in _PLACEHOLDERS)]
+    found = [
+        f'line {n} "{line.strip()}"'
+        for n, line in enumerate(new.split("\n"), 1)
+        if line.strip() not in before and any(p.search(line) for p in _PLACEHOLDERS)
+    ]
     if found:
         more = f", and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
-        warnings.append(f"the new text has placeholder lines instead of real code: {', '.join(found[:MAX_LISTED])}"
-                        f"{more}")
+        warnings.append(
+            f"the new text has placeholder lines instead of real code: {', '.join(found[:MAX_LISTED])}{more}"
+        )
     total, removed = _count(original), _count(original) - _count(new)
     if total >= SHRINK_MIN_LINES and removed * 2 > total:
         warnings.append(f"this edit deletes {removed} of {total} lines")

@@ -92,8 +92,13 @@ class BatchResult:
 
 
 class Orchestrator:
-    def __init__(self, tools: Mapping[str, ToolDefinition], configs: Mapping[str, Mapping[str, Any]],
-                 context: ToolsContext, surface: Surface) -> None:
+    def __init__(
+        self,
+        tools: Mapping[str, ToolDefinition],
+        configs: Mapping[str, Mapping[str, Any]],
+        context: ToolsContext,
+        surface: Surface,
+    ) -> None:
         self.tools = tools
         self.configs = configs
         self.context = context
@@ -145,12 +150,16 @@ class Orchestrator:
             return f"There is no tool named `{call.name}` in this chat. Available tools: {available}."
         data = call.provider_data or {}
         if "invalid_arguments" in data:
-            return (f"You made an error in calling the `{call.name}` tool: {data.get('error')}. "
-                    f"The arguments must be one JSON object matching the tool's schema. Nothing was run.")
+            return (
+                f"You made an error in calling the `{call.name}` tool: {data.get('error')}. "
+                f"The arguments must be one JSON object matching the tool's schema. Nothing was run."
+            )
         found = arguments.problems(call.arguments, self.tools[call.name].spec().parameters)
         if found:
-            return (f"You made an error in calling the `{call.name}` tool: {'; '.join(found)}. "
-                    f"Nothing was run; call it again with corrected arguments.")
+            return (
+                f"You made an error in calling the `{call.name}` tool: {'; '.join(found)}. "
+                f"Nothing was run; call it again with corrected arguments."
+            )
         return None
 
     def _finish_unrun(self, call: ToolCall, status: Outcome, text: str) -> ToolResultPart:
@@ -204,8 +213,9 @@ class Orchestrator:
             run.add_output(_DEFAULT_OUTPUT[status].format(name=run.name))
         for output in run.outputs:
             shown = output.for_user if output.for_user is not None else output.for_llm
-            self.surface.show(ToolResultEvent(tool_call_id=run.function_call.id, name=run.name, status=status,
-                                              content=shown))
+            self.surface.show(
+                ToolResultEvent(tool_call_id=run.function_call.id, name=run.name, status=status, content=shown)
+            )
         content = "\n\n".join(output.for_llm for output in run.outputs)
         return ToolResultPart(tool_call_id=run.function_call.id, name=run.name, content=content, status=status)
 
@@ -216,16 +226,30 @@ class Orchestrator:
         approvals = self.context.approvals
         command = self._command_of(run)
         needs = await self._needs_approval(run)
-        if not must_prompt(needs_approval=needs, remembered=approvals.remembered(run.name, command),
-                           yolo=approvals.yolo, allowed_in_yolo=run.opts.get("allowed_in_yolo_mode", True) is not False,
-                           must_ask=run.must_ask):
+        if not must_prompt(
+            needs_approval=needs,
+            remembered=approvals.remembered(run.name, command),
+            yolo=approvals.yolo,
+            allowed_in_yolo=run.opts.get("allowed_in_yolo_mode", True) is not False,
+            must_ask=run.must_ask,
+        ):
             return None
         prompt = await self._invoke(run, run.definition.output.get("prompt"), self.context)
         prompt = str(prompt) if prompt else f"Run the `{run.name}` tool with {json.dumps(run.args)}?"
-        request = {"tool": run.name, "id": run.function_call.id, "prompt": prompt, "detail": run.approval_detail,
-                   "must_ask": run.must_ask,
-                   "always": None if run.must_ask else (f"Always accept `{command}` in this chat" if command is not None
-                                                       else f"Always accept `{run.name}` in this chat")}
+        request = {
+            "tool": run.name,
+            "id": run.function_call.id,
+            "prompt": prompt,
+            "detail": run.approval_detail,
+            "must_ask": run.must_ask,
+            "always": None
+            if run.must_ask
+            else (
+                f"Always accept `{command}` in this chat"
+                if command is not None
+                else f"Always accept `{run.name}` in this chat"
+            ),
+        }
         self._fire("ToolApprovalRequested", {"tool": run.name, "id": run.function_call.id, "prompt": prompt})
         reply = await self.context.editor.call("approve", request)
         reply = reply if isinstance(reply, Mapping) else {}
@@ -280,8 +304,11 @@ class Orchestrator:
         if isinstance(cmd, str):
             return await self._run_argv(run, cmd, timeout)
         try:
-            call = self._invoke(run, cmd, run.args, value) if isinstance(cmd, LuaFunction) \
+            call = (
+                self._invoke(run, cmd, run.args, value)
+                if isinstance(cmd, LuaFunction)
                 else self._call_python(run, cmd, value)
+            )
             # a tool that enforces its own timeout (run_command) gets a grace period to report it
             limit = timeout + min(timeout, 10.0)
             result = await asyncio.wait_for(call, limit)
@@ -302,6 +329,7 @@ class Orchestrator:
                     handed.set_result(result)
                 else:
                     log.warning("tool %s called output_handler again; ignored", run.name)
+
             loop.call_soon_threadsafe(settle)
 
         try:
@@ -356,18 +384,26 @@ class Orchestrator:
     async def _invoke_lua(self, run: ToolRun, fn: LuaFunction, args: Sequence[Any]) -> Any:
         # `tools` and `self` live on the Lua side; only data crosses.
         wire_args = [a for a in args if not isinstance(a, ToolsContext)]
-        reply = await self.context.editor.call("tool.invoke", {
-            "run_id": run.run_id, "tool": fn.tool, "path": fn.path, "args": _jsonable(wire_args),
-            "call": {"id": run.function_call.id, "name": run.name, "arguments": run.args},
-        })
+        reply = await self.context.editor.call(
+            "tool.invoke",
+            {
+                "run_id": run.run_id,
+                "tool": fn.tool,
+                "path": fn.path,
+                "args": _jsonable(wire_args),
+                "call": {"id": run.function_call.id, "name": run.name, "arguments": run.args},
+            },
+        )
         reply = reply if isinstance(reply, Mapping) else {}
         for output in reply.get("outputs") or []:
             run.add_output(output.get("for_llm", ""), output.get("for_user"))
         for message in reply.get("messages") or []:
             self.context.chat.add_message(message)
         if isinstance(reply.get("cmds"), list):
-            run.cmds = [LuaFunction(fn.tool, f"cmds.{i}") if kind == "function" else kind
-                        for i, kind in enumerate(reply["cmds"], start=1)]
+            run.cmds = [
+                LuaFunction(fn.tool, f"cmds.{i}") if kind == "function" else kind
+                for i, kind in enumerate(reply["cmds"], start=1)
+            ]
         if reply.get("error"):
             raise ToolError(str(reply["error"]))
         return reply.get("result")
@@ -413,4 +449,5 @@ def _first_cmd(run: ToolRun) -> Any:
 def _jsonable(value: Any) -> Any:
     def fallback(item: Any) -> Any:
         return {"lua": item.path} if isinstance(item, LuaFunction) else str(item)
+
     return json.loads(json.dumps(value, default=fallback))

@@ -40,8 +40,15 @@ CATALOG: dict[str, str] = {
 }
 ALIASES = {"cmd_runner": "run_command"}  # CodeCompanion's name for the command tool
 
-_FILE_TOOLS = ["create_file", "delete_file", "file_search", "get_changed_files", "grep_search",
-               "insert_edit_into_file", "read_file"]
+_FILE_TOOLS = [
+    "create_file",
+    "delete_file",
+    "file_search",
+    "get_changed_files",
+    "grep_search",
+    "insert_edit_into_file",
+    "read_file",
+]
 DEFAULT_GROUPS: dict[str, dict[str, Any]] = {
     "agent": {
         "description": "Agent: read, search, edit and create files, run commands",
@@ -49,13 +56,14 @@ DEFAULT_GROUPS: dict[str, dict[str, Any]] = {
         "system_prompt": (
             "You are an agent working in the user's project through tools. Read before you edit, make the "
             "smallest change that does the job, run the tests with run_command when there are any, and "
-            "report what you did. Paths are relative to the project root."),
+            "report what you did. Paths are relative to the project root."
+        ),
     },
     "files": {
         "description": "Read, search, create, edit and delete files in the project",
         "tools": _FILE_TOOLS,
         "system_prompt": "You can read, search, create, edit and delete files in the user's project with the "
-                         "tools given. Paths are relative to the project root.",
+        "tools given. Paths are relative to the project root.",
     },
 }
 DEFAULT_MAX_ROUNDS = 25
@@ -185,8 +193,10 @@ def _lua_refs(name: str, prefix: str, opts: Mapping[str, Any] | list[Any]) -> di
     """Option values that were Lua functions arrive as `{__lua = true}` markers."""
     if not isinstance(opts, Mapping):
         return {}
-    return {key: LuaFunction(name, f"{prefix}.{key}") if isinstance(value, Mapping) and value.get("__lua") else value
-            for key, value in opts.items()}
+    return {
+        key: LuaFunction(name, f"{prefix}.{key}") if isinstance(value, Mapping) and value.get("__lua") else value
+        for key, value in opts.items()
+    }
 
 
 def _list(value: Any) -> list[Any]:

@@ -39,8 +39,15 @@ STATES = ("staged", "unstaged", "merge-conflicts")
 
 _which = shutil.which  # tests replace this to hide git or rg
 
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX", "GIT_NAMESPACE",
-                      "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+_GIT_LOCATION_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_PREFIX",
+    "GIT_NAMESPACE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+)
 
 
 # --- globs ------------------------------------------------------------------------------
@@ -83,7 +90,7 @@ def _translate_glob(pattern: str, *, braces: bool) -> str:
             if j >= n:
                 out.append(re.escape(char))
             else:
-                body = pattern[i + 1:j]
+                body = pattern[i + 1 : j]
                 negate = body[:1] in ("!", "^")
                 if negate:
                     body = body[1:]
@@ -181,7 +188,7 @@ def _ignored(rules: Sequence[_Rule], rel: str, is_dir: bool) -> bool:
             continue
         if not rel.startswith(rule.base):
             continue
-        sub = rel[len(rule.base):]
+        sub = rel[len(rule.base) :]
         if rule.regex.fullmatch(sub if rule.anchored else sub.rpartition("/")[2]):
             ignored = not rule.negate
     return ignored
@@ -274,13 +281,31 @@ def _git_env() -> dict[str, str]:
 
 
 def _git_argv(git: str, *args: str) -> list[str]:
-    return [git, "--no-pager", "-c", "core.pager=cat", "-c", "core.fsmonitor=false",
-            "-c", "core.quotePath=false", "-c", "color.ui=false", *args]
+    return [
+        git,
+        "--no-pager",
+        "-c",
+        "core.pager=cat",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.quotePath=false",
+        "-c",
+        "color.ui=false",
+        *args,
+    ]
 
 
 async def _git(root: Path, git: str, *args: str, max_output: int = 32 * 1024 * 1024) -> RawProcessResult:
-    return await run_process_raw(_git_argv(git, *args), cwd=root, timeout=GIT_TIMEOUT, max_output=max_output,
-                                 env=_git_env(), merge_stderr=False, keep_tail=False)
+    return await run_process_raw(
+        _git_argv(git, *args),
+        cwd=root,
+        timeout=GIT_TIMEOUT,
+        max_output=max_output,
+        env=_git_env(),
+        merge_stderr=False,
+        keep_tail=False,
+    )
 
 
 # --- public -----------------------------------------------------------------------------
@@ -294,8 +319,9 @@ async def list_project_files(root: Path) -> list[str]:
         raise ToolError(f"not a directory: {root}")
     git = _which("git")
     if git:
-        result = await _git(root, git, "ls-files", "--cached", "--others", "--exclude-standard", "-z",
-                            max_output=256 * 1024 * 1024)
+        result = await _git(
+            root, git, "ls-files", "--cached", "--others", "--exclude-standard", "-z", max_output=256 * 1024 * 1024
+        )
         if result.ok and not result.truncated:
             names = dict.fromkeys(os.fsdecode(name) for name in result.output.split(b"\0") if name)
             return await asyncio.to_thread(_regular_files, str(root), names)
@@ -315,8 +341,9 @@ def _format_hit(path: str, lineno: int, text: str) -> str:
     return f"{path}:{lineno}: {text.rstrip(chr(13) + chr(10))[:MAX_LINE_CHARS]}"
 
 
-def _scan(root: str, files: Sequence[str], query: str, regex: re.Pattern[str] | None, max_results: int,
-          stop: threading.Event) -> tuple[list[str], bool]:
+def _scan(
+    root: str, files: Sequence[str], query: str, regex: re.Pattern[str] | None, max_results: int, stop: threading.Event
+) -> tuple[list[str], bool]:
     hits: list[str] = []
     for rel in files:
         if stop.is_set():
@@ -324,8 +351,9 @@ def _scan(root: str, files: Sequence[str], query: str, regex: re.Pattern[str] | 
         try:
             # no symlinks (ripgrep does not follow them either; their targets are listed
             # themselves), and never block on a FIFO that replaced a file
-            fd = os.open(os.path.join(root, rel),
-                         os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(
+                os.path.join(root, rel), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+            )
         except OSError:
             continue
         try:
@@ -345,15 +373,16 @@ def _scan(root: str, files: Sequence[str], query: str, regex: re.Pattern[str] | 
         if lines and lines[-1] == "":
             lines.pop()
         for lineno, line in enumerate(lines, 1):
-            if (regex.search(line) if regex is not None else query in line):
+            if regex.search(line) if regex is not None else query in line:
                 hits.append(_format_hit(rel, lineno, line))
                 if len(hits) > max_results:
                     return hits[:max_results], True
     return hits, False
 
 
-async def _grep_python(root: Path, query: str, is_regexp: bool, include_pattern: str | None, max_results: int,
-                       timeout: float) -> tuple[list[str], bool]:
+async def _grep_python(
+    root: Path, query: str, is_regexp: bool, include_pattern: str | None, max_results: int, timeout: float
+) -> tuple[list[str], bool]:
     regex = None
     if is_regexp:
         try:
@@ -385,13 +414,28 @@ def _filter_include(files: list[str], include_pattern: str) -> list[str]:
     return [path for path in files if included(path)]
 
 
-_RG_OPTIONS = ("--no-config", "--line-number", "--no-heading", "--with-filename", "--null", "--color", "never",
-               "--no-messages", "--hidden", "--no-require-git", "--max-filesize", "2M", "--sort", "path",
-               "--glob=!.git")
+_RG_OPTIONS = (
+    "--no-config",
+    "--line-number",
+    "--no-heading",
+    "--with-filename",
+    "--null",
+    "--color",
+    "never",
+    "--no-messages",
+    "--hidden",
+    "--no-require-git",
+    "--max-filesize",
+    "2M",
+    "--sort",
+    "path",
+    "--glob=!.git",
+)
 
 
-async def _grep_rg(rg: str, root: Path, query: str, is_regexp: bool, include_pattern: str | None,
-                   max_results: int, timeout: float) -> tuple[list[str], bool]:
+async def _grep_rg(
+    rg: str, root: Path, query: str, is_regexp: bool, include_pattern: str | None, max_results: int, timeout: float
+) -> tuple[list[str], bool]:
     argv = [rg, *_RG_OPTIONS]
     include = (include_pattern or "").strip()
     if include:
@@ -402,8 +446,9 @@ async def _grep_rg(rg: str, root: Path, query: str, is_regexp: bool, include_pat
     argv += ["-e", query, "--", "."]
     # a hit is a few hundred bytes once cut, but its line may be long before that
     budget = max(1024 * 1024, (max_results + 1) * 64 * 1024)
-    search = run_process_raw(argv, cwd=root, timeout=timeout, max_output=budget, env=safe_env(),
-                             merge_stderr=False, keep_tail=False)
+    search = run_process_raw(
+        argv, cwd=root, timeout=timeout, max_output=budget, env=safe_env(), merge_stderr=False, keep_tail=False
+    )
     project: set[str] | None = None
     if include:  # ripgrep's --glob overrides .gitignore: drop the files the project ignores
         result, files = await asyncio.gather(search, list_project_files(root))
@@ -434,8 +479,15 @@ async def _grep_rg(rg: str, root: Path, query: str, is_regexp: bool, include_pat
     return hits, result.truncated
 
 
-async def grep(root: Path, query: str, *, is_regexp: bool = False, include_pattern: str | None = None,
-               max_results: int = 100, timeout: float = 30.0) -> tuple[list[str], bool]:
+async def grep(
+    root: Path,
+    query: str,
+    *,
+    is_regexp: bool = False,
+    include_pattern: str | None = None,
+    max_results: int = 100,
+    timeout: float = 30.0,
+) -> tuple[list[str], bool]:
     """Lines of the project's text files that contain `query` (a regular expression when
     `is_regexp`), as `path:line: text`, in path order; `include_pattern` is a glob that
     limits the files. Returns (lines, truncated)."""
@@ -452,12 +504,24 @@ async def grep(root: Path, query: str, *, is_regexp: bool = False, include_patte
 
 
 _SECTIONS = {
-    "staged": ("Staged changes", ("diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv"),
-               "diff", "(no staged changes)"),
-    "unstaged": ("Unstaged changes", ("diff", "--no-color", "--no-ext-diff", "--no-textconv"),
-                 "diff", "(no unstaged changes)"),
-    "merge-conflicts": ("Merge conflicts", ("diff", "--name-only", "--diff-filter=U", "--no-color"),
-                        "", "(no files with merge conflicts)"),
+    "staged": (
+        "Staged changes",
+        ("diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv"),
+        "diff",
+        "(no staged changes)",
+    ),
+    "unstaged": (
+        "Unstaged changes",
+        ("diff", "--no-color", "--no-ext-diff", "--no-textconv"),
+        "diff",
+        "(no unstaged changes)",
+    ),
+    "merge-conflicts": (
+        "Merge conflicts",
+        ("diff", "--name-only", "--diff-filter=U", "--no-color"),
+        "",
+        "(no files with merge conflicts)",
+    ),
 }
 
 

@@ -76,7 +76,7 @@ class Workspace:
         shown = self._check_raw(raw)
         lexical = PurePosixPath(raw)  # collapses repeated '/' and '.', keeps '..'
         absolute = lexical.is_absolute()
-        start, parts = Path("/") if absolute else self.root, list(lexical.parts[1 if absolute else 0:])
+        start, parts = Path("/") if absolute else self.root, list(lexical.parts[1 if absolute else 0 :])
         if parts and parts[-1] != "..":
             parent, crossed = self._walk(start, parts[:-1], shown)
             real, final = self._walk(parent, parts[-1:], shown)
@@ -85,8 +85,10 @@ class Workspace:
             (real, crossed), link = self._walk(start, parts, shown), None
         if not real.is_relative_to(self.root):
             how = "leads through a symlink to outside" if crossed else "is outside"
-            raise PathRefused(f"path '{shown}' {how} the project root {self.root}; use a path relative to the "
-                              "project root (only files inside the project can be used)")
+            raise PathRefused(
+                f"path '{shown}' {how} the project root {self.root}; use a path relative to the "
+                "project root (only files inside the project can be used)"
+            )
         if link is not None and not link.is_relative_to(self.root):
             raise PathRefused(f"path '{shown}' is a symlink outside the project root {self.root}; use a project path")
         try:
@@ -98,8 +100,9 @@ class Workspace:
         joined = PurePosixPath(os.path.normpath(PurePosixPath(self.root) / lexical))  # '..' not following links
         named = joined.relative_to(self.root) if joined.is_relative_to(self.root) else None
         relative = (named or PurePosixPath(real.relative_to(self.root))).as_posix()
-        protected = self._protection([named, real.relative_to(self.root),
-                                      link.relative_to(self.root) if link else None], st)
+        protected = self._protection(
+            [named, real.relative_to(self.root), link.relative_to(self.root) if link else None], st
+        )
         return Target(raw, relative, real, st is not None, protected, link)
 
     def _check_raw(self, raw: object) -> str:
@@ -113,12 +116,16 @@ class Workspace:
             raise PathRefused(f"the path is {len(raw)} characters long (the limit is {MAX_PATH_CHARS}); {hint}")
         for ch in raw:
             if unicodedata.category(ch) in _INVISIBLE:
-                raise PathRefused(f"the path contains the control or invisible character U+{ord(ch):04X}; "
-                                  f"type it with plain visible characters and {hint}")
+                raise PathRefused(
+                    f"the path contains the control or invisible character U+{ord(ch):04X}; "
+                    f"type it with plain visible characters and {hint}"
+                )
         shown = raw if len(raw) <= 200 else f"{raw[:200]}..."
         if "\\" in raw or _DRIVE.match(raw):
-            raise PathRefused(f"path '{shown}' looks like a Windows path (backslash or drive letter); "
-                              f"use '/' between directories and {hint}")
+            raise PathRefused(
+                f"path '{shown}' looks like a Windows path (backslash or drive letter); "
+                f"use '/' between directories and {hint}"
+            )
         if raw.startswith("~") or _ENV_VAR.search(raw):
             raise PathRefused(f"path '{shown}': '~' and environment variables ('$...') are not expanded; {hint}")
         return shown
@@ -138,8 +145,10 @@ class Workspace:
                 current = candidate
                 continue
             except NotADirectoryError:
-                raise PathRefused(f"path '{shown}' goes through {self._show(current)}, which is a file, not a "
-                                  "directory; check the path") from None
+                raise PathRefused(
+                    f"path '{shown}' goes through {self._show(current)}, which is a file, not a "
+                    "directory; check the path"
+                ) from None
             except OSError as exc:
                 raise _refusal(exc, shown, "use") from None
             if not stat.S_ISLNK(st.st_mode):
@@ -152,8 +161,10 @@ class Workspace:
                 os.stat(candidate)
             except OSError as exc:
                 why = "whose target does not exist" if exc.errno == errno.ENOENT else f"that fails ({exc.strerror})"
-                raise PathRefused(f"path '{shown}' goes through {self._show(candidate)}, a symlink {why}; files "
-                                  "are never created through a symlink, use the real path instead") from None
+                raise PathRefused(
+                    f"path '{shown}' goes through {self._show(candidate)}, a symlink {why}; files "
+                    "are never created through a symlink, use the real path instead"
+                ) from None
             target = os.readlink(candidate)
             if target.startswith("/"):
                 current = Path("/")
@@ -203,8 +214,15 @@ class Workspace:
             raise PathRefused(f"'{shown}' is not valid UTF-8 text (bad byte at offset {exc.start})") from None
         return _file_text(data, text, stat.S_IMODE(st.st_mode), "\n")
 
-    def write_text(self, target: Target, text: str, *, expected_sha256: str | None = None,
-                   newline: str = "\n", final_newline: bool | None = None) -> FileText:
+    def write_text(
+        self,
+        target: Target,
+        text: str,
+        *,
+        expected_sha256: str | None = None,
+        newline: str = "\n",
+        final_newline: bool | None = None,
+    ) -> FileText:
         """Replace the file atomically; each line feed in `text` is written as `newline`."""
         if newline not in ("\n", "\r\n"):
             raise ValueError(f"newline must be '\\n' or '\\r\\n', not {newline!r}")
@@ -349,7 +367,7 @@ def _write_new(dir_fd: int, name: str, data: bytes, like: os.stat_result | None)
             os.fchmod(fd, stat.S_IMODE(like.st_mode))
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
         return stat.S_IMODE(os.fstat(fd).st_mode)
     except BaseException:
@@ -373,15 +391,24 @@ def _require_regular(st: os.stat_result, shown: str) -> None:
     if stat.S_ISLNK(mode):
         raise PathRefused(f"'{shown}' became a symlink after it was checked; resolve the path again")
     if not stat.S_ISREG(mode):
-        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        kind = (
+            "a named pipe (FIFO)"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "not a regular file"
+        )
         raise PathRefused(f"'{shown}' is {kind}; only regular files can be used")
 
 
 def _refusal(exc: OSError, shown: str, action: str) -> PathRefused:
     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-        return PathRefused(f"'{shown}' changed after it was checked: it, or a directory on its way, is now a symlink "
-                           "or a file; resolve the path again (nothing was changed)")
+        return PathRefused(
+            f"'{shown}' changed after it was checked: it, or a directory on its way, is now a symlink "
+            "or a file; resolve the path again (nothing was changed)"
+        )
     if exc.errno == errno.ENOENT:
         return PathRefused(f"'{shown}' or a directory on its way does not exist; check the path")
     if exc.errno in (errno.EACCES, errno.EPERM):

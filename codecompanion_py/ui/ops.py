@@ -185,11 +185,29 @@ class Commands(_Op, tag="commands", frozen=True):
     commands: tuple[AgentCommand, ...] = ()
 
 
-Op = Union[Ready, Begin, Text, Reasoning, ToolCall, ToolOutput, AgentTool, Plan, Show, Call, Fire, Error, Done,
-           ChooseModel, ChooseOption, ChooseSession, Commands]
+Op = Union[
+    Ready,
+    Begin,
+    Text,
+    Reasoning,
+    ToolCall,
+    ToolOutput,
+    AgentTool,
+    Plan,
+    Show,
+    Call,
+    Fire,
+    Error,
+    Done,
+    ChooseModel,
+    ChooseOption,
+    ChooseSession,
+    Commands,
+]
 
 OP_NAMES: tuple[str, ...] = tuple(
-    str(kind.__struct_config__.tag) for kind in Op.__args__  # type: ignore[attr-defined]
+    str(kind.__struct_config__.tag)
+    for kind in Op.__args__  # type: ignore[attr-defined]
 )
 
 
@@ -199,8 +217,11 @@ def fire(event: str, data: Mapping[str, Any] | None = None) -> Fire:
 
 
 def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: _without_none(value) if isinstance(value, Mapping) else value
-            for key, value in data.items() if value is not None}
+    return {
+        key: _without_none(value) if isinstance(value, Mapping) else value
+        for key, value in data.items()
+        if value is not None
+    }
 
 
 def encode(ops: Sequence[Op]) -> list[Any]:

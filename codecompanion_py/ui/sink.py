@@ -23,8 +23,9 @@ class Sink(Protocol):
 
 
 class RenderSink:
-    def __init__(self, send: Callable[[list[Op]], None], loop: asyncio.AbstractEventLoop,
-                 *, interval: float = FRAME_INTERVAL) -> None:
+    def __init__(
+        self, send: Callable[[list[Op]], None], loop: asyncio.AbstractEventLoop, *, interval: float = FRAME_INTERVAL
+    ) -> None:
         self._send = send
         self._loop = loop
         self._interval = interval

@@ -53,8 +53,7 @@ class EventView:
                 if event.content:
                     push(ops.Show(text=event.content))
             else:
-                push(ops.ToolOutput(id=event.tool_call_id, name=event.name, status=event.status,
-                                    text=event.content))
+                push(ops.ToolOutput(id=event.tool_call_id, name=event.name, status=event.status, text=event.content))
         elif isinstance(event, ToolProgressEvent):
             self._agent_tools.add(event.id)
             push(ops.AgentTool(id=event.id, title=event.title, status=event.status, locations=event.locations))

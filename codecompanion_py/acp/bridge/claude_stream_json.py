@@ -71,12 +71,31 @@ PERMISSION_OPTIONS = [
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 ]
 
-_KINDS = {"Bash": "execute", "BashOutput": "execute", "KillShell": "execute", "Read": "read", "Edit": "edit",
-          "MultiEdit": "edit", "Write": "edit", "NotebookEdit": "edit", "Glob": "search", "Grep": "search",
-          "LS": "search", "WebFetch": "fetch", "WebSearch": "fetch", "Task": "think", "ExitPlanMode": "switch_mode"}
+_KINDS = {
+    "Bash": "execute",
+    "BashOutput": "execute",
+    "KillShell": "execute",
+    "Read": "read",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "Write": "edit",
+    "NotebookEdit": "edit",
+    "Glob": "search",
+    "Grep": "search",
+    "LS": "search",
+    "WebFetch": "fetch",
+    "WebSearch": "fetch",
+    "Task": "think",
+    "ExitPlanMode": "switch_mode",
+}
 
-_STOP_REASONS = {"end_turn": "end_turn", "stop_sequence": "end_turn", "tool_use": "end_turn",
-                 "max_tokens": "max_tokens", "refusal": "refusal"}
+_STOP_REASONS = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "end_turn",
+    "max_tokens": "max_tokens",
+    "refusal": "refusal",
+}
 
 
 @dataclass(frozen=True)
@@ -131,8 +150,9 @@ def tool_fields(name: str, data: Any) -> dict[str, Any]:
     if isinstance(path, str):
         fields["locations"] = [{"path": path}]
         if name == "Edit" and isinstance(args.get("new_string"), str):
-            fields["content"] = [{"type": "diff", "path": path, "oldText": args.get("old_string"),
-                                  "newText": args["new_string"]}]
+            fields["content"] = [
+                {"type": "diff", "path": path, "oldText": args.get("old_string"), "newText": args["new_string"]}
+            ]
         elif name == "Write" and isinstance(args.get("content"), str):
             fields["content"] = [{"type": "diff", "path": path, "oldText": None, "newText": args["content"]}]
     return fields
@@ -151,8 +171,13 @@ def _plan(todos: Any) -> list[dict[str, Any]]:
     for todo in todos if isinstance(todos, list) else []:
         if isinstance(todo, dict) and todo.get("content"):
             status = todo.get("status")
-            entries.append({"content": str(todo["content"]), "priority": "medium",
-                            "status": status if status in ("pending", "in_progress", "completed") else "pending"})
+            entries.append(
+                {
+                    "content": str(todo["content"]),
+                    "priority": "medium",
+                    "status": status if status in ("pending", "in_progress", "completed") else "pending",
+                }
+            )
     return entries
 
 
@@ -167,8 +192,12 @@ def usage_of(usage: Any) -> dict[str, int] | None:
         result["cachedReadTokens"] = numbers["cache_read_input_tokens"]
     if "cache_creation_input_tokens" in numbers:
         result["cachedWriteTokens"] = numbers["cache_creation_input_tokens"]
-    result["totalTokens"] = (result["inputTokens"] + result["outputTokens"] + result.get("cachedReadTokens", 0)
-                             + result.get("cachedWriteTokens", 0))
+    result["totalTokens"] = (
+        result["inputTokens"]
+        + result["outputTokens"]
+        + result.get("cachedReadTokens", 0)
+        + result.get("cachedWriteTokens", 0)
+    )
     return result
 
 
@@ -182,15 +211,23 @@ def user_content(blocks: Any) -> list[dict[str, Any]]:
         if kind == "text":
             content.append({"type": "text", "text": str(block.get("text", ""))})
         elif kind == "image" and block.get("data"):
-            content.append({"type": "image", "source": {"type": "base64", "media_type": block.get("mimeType"),
-                                                        "data": block["data"]}})
+            content.append(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": block.get("mimeType"), "data": block["data"]},
+                }
+            )
         elif kind == "resource_link":
             content.append({"type": "text", "text": "@" + str(block.get("uri", ""))})
         elif kind == "resource" and isinstance(block.get("resource"), dict):
             resource = block["resource"]
             if isinstance(resource.get("text"), str):
-                content.append({"type": "text",
-                                "text": f'<context ref="{resource.get("uri", "")}">\n{resource["text"]}\n</context>'})
+                content.append(
+                    {
+                        "type": "text",
+                        "text": f'<context ref="{resource.get("uri", "")}">\n{resource["text"]}\n</context>',
+                    }
+                )
             else:
                 content.append({"type": "text", "text": "@" + str(resource.get("uri", ""))})
     return content
@@ -203,12 +240,20 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
 
     def init(self, opts: Mapping[str, Any]) -> ClaudeState:
         mode = str(opts.get("permission_mode") or "default")
-        return ClaudeState(argv=tuple(self.command(opts)), session_id=str(uuid.uuid4()), mode=mode,
-                           initial_mode=mode)
+        return ClaudeState(argv=tuple(self.command(opts)), session_id=str(uuid.uuid4()), mode=mode, initial_mode=mode)
 
     def command(self, opts: Mapping[str, Any]) -> list[str]:
-        argv = [*executable_argv(opts, "claude"), "-p", "--output-format", "stream-json", "--input-format",
-                "stream-json", "--verbose", "--permission-prompt-tool", "stdio"]
+        argv = [
+            *executable_argv(opts, "claude"),
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--input-format",
+            "stream-json",
+            "--verbose",
+            "--permission-prompt-tool",
+            "stdio",
+        ]
         if opts.get("partial_messages", True) not in (False, "false", "0", 0):
             argv.append("--include-partial-messages")
         if opts.get("model"):
@@ -250,19 +295,37 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
         if method is None:
             return self._answered(message, state)
         if method == "session/new":
-            return Reply({"sessionId": state.session_id,
-                          "modes": {"currentModeId": state.mode, "availableModes": MODES},
-                          "_meta": {"claudeCode": {"argv": list(state.argv)}}}, state)
+            return Reply(
+                {
+                    "sessionId": state.session_id,
+                    "modes": {"currentModeId": state.mode, "availableModes": MODES},
+                    "_meta": {"claudeCode": {"argv": list(state.argv)}},
+                },
+                state,
+            )
         if method == "session/prompt":
             if state.prompt_id is not None:
                 return Error("a prompt is already running in this session", state, INVALID_PARAMS)
             content = user_content(params.get("prompt"))
             if not content:
                 return Error("the prompt is empty", state, INVALID_PARAMS)
-            line = _line({"type": "user", "message": {"role": "user", "content": content},
-                          "parent_tool_use_id": None, "session_id": state.cli_session_id or "default"})
-            return Write(line, replace(state, prompt_id=message["id"], cancelling=False,
-                                       prompt_session=str(params.get("sessionId") or state.session_id)))
+            line = _line(
+                {
+                    "type": "user",
+                    "message": {"role": "user", "content": content},
+                    "parent_tool_use_id": None,
+                    "session_id": state.cli_session_id or "default",
+                }
+            )
+            return Write(
+                line,
+                replace(
+                    state,
+                    prompt_id=message["id"],
+                    cancelling=False,
+                    prompt_session=str(params.get("sessionId") or state.session_id),
+                ),
+            )
         if method == "session/cancel":
             if state.prompt_id is None or state.cancelling:
                 return Skip(state)
@@ -301,8 +364,10 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             decision = {"behavior": "deny", "message": "The user cancelled the turn.", "interrupt": True}
         else:
             decision = {"behavior": "deny", "message": "The user rejected this tool use."}
-        reply = {"type": "control_response",
-                 "response": {"subtype": "success", "request_id": control_id, "response": decision}}
+        reply = {
+            "type": "control_response",
+            "response": {"subtype": "success", "request_id": control_id, "response": decision},
+        }
         return Write(_line(reply), state)
 
     def _control(self, state: ClaudeState, body: dict[str, Any]) -> tuple[str, ClaudeState]:
@@ -319,9 +384,14 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
         if not isinstance(event, dict):
             return Skip(state)
         kind = event.get("type")
-        handler = {"stream_event": self._stream_event, "assistant": self._assistant, "user": self._user,
-                   "result": self._result, "system": self._system,
-                   "control_request": self._control_request}.get(kind)  # type: ignore[arg-type]
+        handler = {
+            "stream_event": self._stream_event,
+            "assistant": self._assistant,
+            "user": self._user,
+            "result": self._result,
+            "system": self._system,
+            "control_request": self._control_request,
+        }.get(kind)  # type: ignore[arg-type]
         return handler(event, state) if handler else Skip(state)
 
     def _sid(self, state: ClaudeState) -> str:
@@ -361,16 +431,20 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             if kind in ("text", "thinking") and not streamed and not nested and not state.cancelling:
                 text = block.get("text") if kind == "text" else block.get("thinking")
                 if text:
-                    out.append(text_chunk(sid, str(text), "agent_message_chunk" if kind == "text"
-                                          else "agent_thought_chunk"))
+                    out.append(
+                        text_chunk(sid, str(text), "agent_message_chunk" if kind == "text" else "agent_thought_chunk")
+                    )
             elif kind == "tool_use" and block.get("id"):
                 name, args = str(block.get("name") or ""), block.get("input")
                 tools[str(block["id"])] = (name, args)
                 if name == "TodoWrite" and isinstance(args, dict):
                     out.append(session_update(sid, "plan", entries=_plan(args.get("todos"))))
                 else:
-                    out.append(session_update(sid, "tool_call", toolCallId=str(block["id"]), status="pending",
-                                              **tool_fields(name, args)))
+                    out.append(
+                        session_update(
+                            sid, "tool_call", toolCallId=str(block["id"]), status="pending", **tool_fields(name, args)
+                        )
+                    )
         state = replace(state, tools=tools)
         return Messages(out, state) if out else Skip(state)
 
@@ -399,8 +473,14 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             return Skip(state)
         prompt_id = state.prompt_id
         cancelling = state.cancelling
-        state = replace(state, prompt_id=None, cancelling=False, streamed=frozenset(), stream_message="",
-                        cli_session_id=event.get("session_id") or state.cli_session_id)
+        state = replace(
+            state,
+            prompt_id=None,
+            cancelling=False,
+            streamed=frozenset(),
+            stream_message="",
+            cli_session_id=event.get("session_id") or state.cli_session_id,
+        )
         subtype = event.get("subtype")
         if cancelling:
             result: dict[str, Any] = {"stopReason": "cancelled"}
@@ -422,20 +502,29 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
         if event.get("subtype") != "init":
             return Skip(state)
         state = replace(state, cli_session_id=str(event.get("session_id") or "") or state.cli_session_id)
-        commands = [{"name": str(c).lstrip("/"), "description": ""} for c in event.get("slash_commands") or []
-                    if isinstance(c, str) and c]
+        commands = [
+            {"name": str(c).lstrip("/"), "description": ""}
+            for c in event.get("slash_commands") or []
+            if isinstance(c, str) and c
+        ]
         if not commands:
             return Skip(state)
-        return Messages([session_update(self._sid(state), "available_commands_update", availableCommands=commands)],
-                        state)
+        return Messages(
+            [session_update(self._sid(state), "available_commands_update", availableCommands=commands)], state
+        )
 
     def _control_request(self, event: dict[str, Any], state: ClaudeState) -> Inbound:
         control_id = event.get("request_id")
         body = event.get("request") if isinstance(event.get("request"), dict) else {}
         if body.get("subtype") != "can_use_tool":
-            reply = {"type": "control_response", "response": {
-                "subtype": "error", "request_id": control_id,
-                "error": f"unsupported control request {body.get('subtype')!r}"}}
+            reply = {
+                "type": "control_response",
+                "response": {
+                    "subtype": "error",
+                    "request_id": control_id,
+                    "error": f"unsupported control request {body.get('subtype')!r}",
+                },
+            }
             return SkipAndWrite(_line(reply), state)
         name, args = str(body.get("tool_name") or ""), body.get("input")
         call_id = str(body.get("tool_use_id") or f"permission-{control_id}")
@@ -444,7 +533,9 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
         tool_call = {"toolCallId": call_id, "status": "pending", **tool_fields(name, args)}
         permissions = {**state.permissions, ask_id: (control_id, args, body.get("permission_suggestions"))}
         state = replace(state, permissions=permissions)
-        ask = request(ask_id, "session/request_permission",
-                      {"sessionId": self._sid(state), "toolCall": tool_call, "options": PERMISSION_OPTIONS})
+        ask = request(
+            ask_id,
+            "session/request_permission",
+            {"sessionId": self._sid(state), "toolCall": tool_call, "options": PERMISSION_OPTIONS},
+        )
         return Messages([ask], state)
-

@@ -114,8 +114,11 @@ def usage_of(usage: Any) -> dict[str, int] | None:
     if not numbers:
         return None
     result = {"inputTokens": numbers.get("input_tokens", 0), "outputTokens": numbers.get("output_tokens", 0)}
-    for ours, theirs in (("cachedReadTokens", "cached_input_tokens"), ("cachedWriteTokens", "cache_write_input_tokens"),
-                         ("thoughtTokens", "reasoning_output_tokens")):
+    for ours, theirs in (
+        ("cachedReadTokens", "cached_input_tokens"),
+        ("cachedWriteTokens", "cache_write_input_tokens"),
+        ("thoughtTokens", "reasoning_output_tokens"),
+    ):
         if theirs in numbers:
             result[ours] = numbers[theirs]
     result["totalTokens"] = result["inputTokens"] + result["outputTokens"]
@@ -132,8 +135,12 @@ class CodexExecAdapter(BridgeAdapter):
         extra_args = shlex.split(extra) if isinstance(extra, str) else [str(p) for p in extra or []]
         sandbox = str(opts.get("sandbox") or "default")
         model = str(opts["model"]) if opts.get("model") else None
-        return CodexState(base=tuple(executable_argv(opts, "codex")), model=model, extra=tuple(extra_args),
-                          default_mode=sandbox if sandbox in MODE_IDS else "default")
+        return CodexState(
+            base=tuple(executable_argv(opts, "codex")),
+            model=model,
+            extra=tuple(extra_args),
+            default_mode=sandbox if sandbox in MODE_IDS else "default",
+        )
 
     def command(self, opts: Mapping[str, Any]) -> Launch:
         return ONE_SHOT
@@ -168,9 +175,10 @@ class CodexExecAdapter(BridgeAdapter):
             session_id = f"codex-{uuid.uuid4().hex}"
             cwd = params.get("cwd") if isinstance(params.get("cwd"), str) else None
             sessions = {**state.sessions, session_id: CodexSession(cwd, mode=state.default_mode)}
-            return Reply({"sessionId": session_id, "modes": {"currentModeId": state.default_mode,
-                                                             "availableModes": MODES}},
-                         replace(state, sessions=sessions))
+            return Reply(
+                {"sessionId": session_id, "modes": {"currentModeId": state.default_mode, "availableModes": MODES}},
+                replace(state, sessions=sessions),
+            )
         if method == "session/set_mode":
             session_id, mode = params.get("sessionId"), params.get("modeId")
             if session_id not in state.sessions:
@@ -228,8 +236,17 @@ class CodexExecAdapter(BridgeAdapter):
             context.state = current
             await context.emit(messages)
 
-        return OneShot(run, replace(state, prompt_id=request_id, prompt_session=session_id, cancelling=False,
-                                    last_error=None, open_items=frozenset()))
+        return OneShot(
+            run,
+            replace(
+                state,
+                prompt_id=request_id,
+                prompt_session=session_id,
+                cancelling=False,
+                last_error=None,
+                open_items=frozenset(),
+            ),
+        )
 
     # --- codex -> ACP -----------------------------------------------------------------
 
@@ -249,8 +266,9 @@ class CodexExecAdapter(BridgeAdapter):
             sessions = {**state.sessions, sid: replace(session, thread_id=event["thread_id"])}
             return Skip(replace(state, sessions=sessions))
         if kind == "turn.completed":
-            return self._finish(state, {"stopReason": "cancelled" if state.cancelling else "end_turn"},
-                                usage_of(event.get("usage")))
+            return self._finish(
+                state, {"stopReason": "cancelled" if state.cancelling else "end_turn"}, usage_of(event.get("usage"))
+            )
         if kind == "turn.failed":
             error = event.get("error")
             detail = error.get("message") if isinstance(error, dict) else error
@@ -268,8 +286,7 @@ class CodexExecAdapter(BridgeAdapter):
             return Skip(state)
         if usage and result["stopReason"] != "cancelled":
             result["usage"] = usage
-        return Messages([response(state.prompt_id, result)],
-                        replace(state, prompt_id=None, cancelling=False))
+        return Messages([response(state.prompt_id, result)], replace(state, prompt_id=None, cancelling=False))
 
     def _fail(self, state: CodexState, detail: str) -> Inbound:
         if state.prompt_id is None:
@@ -287,27 +304,58 @@ class CodexExecAdapter(BridgeAdapter):
         if item_type == "reasoning":
             return self._chunk(state, sid, item.get("text"), "agent_thought_chunk") if done else Skip(state)
         if item_type == "error":
-            return self._chunk(state, sid, f"Warning: {item.get('message')}", "agent_thought_chunk") \
-                if done else Skip(state)
+            return (
+                self._chunk(state, sid, f"Warning: {item.get('message')}", "agent_thought_chunk")
+                if done
+                else Skip(state)
+            )
         if item_type == "todo_list":
-            entries = [{"content": str(t.get("text", "")), "priority": "medium",
-                        "status": "completed" if t.get("completed") else "pending"}
-                       for t in item.get("items") or [] if isinstance(t, dict)]
+            entries = [
+                {
+                    "content": str(t.get("text", "")),
+                    "priority": "medium",
+                    "status": "completed" if t.get("completed") else "pending",
+                }
+                for t in item.get("items") or []
+                if isinstance(t, dict)
+            ]
             return Messages([session_update(sid, "plan", entries=entries)], state)
         fields = self._tool_fields(item_type, item)
         if fields is None or not item_id:
             return Skip(state)
         if item_id not in state.open_items:
             if not done:
-                return Messages([session_update(sid, "tool_call", toolCallId=item_id, status="in_progress", **fields)],
-                                replace(state, open_items=state.open_items | {item_id}))
-            return Messages([session_update(sid, "tool_call", toolCallId=item_id, status=self._status(item_type, item),
-                                            **fields, **self._output(item_type, item))], state)
+                return Messages(
+                    [session_update(sid, "tool_call", toolCallId=item_id, status="in_progress", **fields)],
+                    replace(state, open_items=state.open_items | {item_id}),
+                )
+            return Messages(
+                [
+                    session_update(
+                        sid,
+                        "tool_call",
+                        toolCallId=item_id,
+                        status=self._status(item_type, item),
+                        **fields,
+                        **self._output(item_type, item),
+                    )
+                ],
+                state,
+            )
         if not done:
             return Skip(state)
-        return Messages([session_update(sid, "tool_call_update", toolCallId=item_id,
-                                        status=self._status(item_type, item), **self._output(item_type, item))],
-                        replace(state, open_items=state.open_items - {item_id}))
+        return Messages(
+            [
+                session_update(
+                    sid,
+                    "tool_call_update",
+                    toolCallId=item_id,
+                    status=self._status(item_type, item),
+                    **self._output(item_type, item),
+                )
+            ],
+            replace(state, open_items=state.open_items - {item_id}),
+        )
 
     def _chunk(self, state: CodexState, sid: str, text: Any, kind: str) -> Inbound:
         if not isinstance(text, str) or not text:
@@ -329,14 +377,24 @@ class CodexExecAdapter(BridgeAdapter):
         if item_type == "file_change":
             changes = [c for c in item.get("changes") or [] if isinstance(c, dict) and c.get("path")]
             paths = [str(c["path"]) for c in changes]
-            return {"title": "Edit " + ", ".join(paths) if paths else "Edit files", "kind": "edit",
-                    "locations": [{"path": p} for p in paths], "rawInput": {"changes": changes}}
+            return {
+                "title": "Edit " + ", ".join(paths) if paths else "Edit files",
+                "kind": "edit",
+                "locations": [{"path": p} for p in paths],
+                "rawInput": {"changes": changes},
+            }
         if item_type == "mcp_tool_call":
-            return {"title": f"{item.get('server', 'mcp')}.{item.get('tool', 'tool')}", "kind": "other",
-                    "rawInput": item.get("arguments")}
+            return {
+                "title": f"{item.get('server', 'mcp')}.{item.get('tool', 'tool')}",
+                "kind": "other",
+                "rawInput": item.get("arguments"),
+            }
         if item_type == "web_search":
-            return {"title": f"Search the web: {item.get('query', '')}", "kind": "fetch",
-                    "rawInput": {"query": item.get("query")}}
+            return {
+                "title": f"Search the web: {item.get('query', '')}",
+                "kind": "fetch",
+                "rawInput": {"query": item.get("query")},
+            }
         return None
 
     @staticmethod
@@ -348,8 +406,9 @@ class CodexExecAdapter(BridgeAdapter):
             raw = {"exit_code": item.get("exit_code"), "output": text}
             text = f"```\n{text.rstrip()}\n```" if text.strip() else ""
         elif item_type == "file_change":
-            text = "\n".join(f"{c.get('kind', 'update')} {c.get('path')}" for c in item.get("changes") or []
-                             if isinstance(c, dict))
+            text = "\n".join(
+                f"{c.get('kind', 'update')} {c.get('path')}" for c in item.get("changes") or [] if isinstance(c, dict)
+            )
         elif item_type == "mcp_tool_call":
             raw = item.get("result") or item.get("error")
             text = json.dumps(raw) if raw is not None else ""

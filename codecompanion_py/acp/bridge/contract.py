@@ -80,6 +80,7 @@ Message = dict[str, Any]
 @dataclass(frozen=True)
 class Write:
     """Write `data` to the native process (started first if need be)."""
+
     data: Data
     state: Any
 
@@ -88,18 +89,21 @@ class Write:
 class Skip:
     """Nothing to send. A request answered with Skip gets `{}` (session/new: a fresh
     session id), plus modes and config options where those belong."""
+
     state: Any
 
 
 @dataclass(frozen=True)
 class Pending:
     """The answer will come later, as a response message the adapter emits."""
+
     state: Any
 
 
 @dataclass(frozen=True)
 class Reply:
     """The request's result, now."""
+
     result: Any
     state: Any
 
@@ -107,6 +111,7 @@ class Reply:
 @dataclass(frozen=True)
 class Messages:
     """ACP messages to emit (notifications, responses, requests to the client)."""
+
     messages: Sequence[Message]
     state: Any
 
@@ -135,6 +140,7 @@ class ReplyAndWrite:
 @dataclass(frozen=True)
 class Error:
     """The request cannot be honoured: the client gets a JSON-RPC error."""
+
     reason: Any
     state: Any
     code: int = INTERNAL_ERROR
@@ -144,6 +150,7 @@ class Error:
 class OneShot:
     """Run `await fn(context)` for this request (one native process per prompt). If the
     request is still unanswered when `fn` returns, the bridge answers it with an error."""
+
     fn: Callable[[OneShotContext], Awaitable[Any]]
     state: Any
 
@@ -151,6 +158,7 @@ class OneShot:
 @dataclass(frozen=True)
 class SkipAndWrite:
     """No ACP messages, but write `data` back to the native process (a control reply)."""
+
     data: Data
     state: Any
 
@@ -158,18 +166,21 @@ class SkipAndWrite:
 @dataclass(frozen=True)
 class Partial:
     """The line was kept for later; nothing complete yet."""
+
     state: Any
 
 
 @dataclass(frozen=True)
 class Ok:
     """list_sessions / fork_session succeeded with `value`."""
+
     value: Any
     state: Any
 
 
-Outbound = Union[Write, Skip, Pending, Reply, Messages, MessagesAndReply, MessagesAndWrite, ReplyAndWrite,
-                 Error, OneShot]
+Outbound = Union[
+    Write, Skip, Pending, Reply, Messages, MessagesAndReply, MessagesAndWrite, ReplyAndWrite, Error, OneShot
+]
 Inbound = Union[Messages, MessagesAndWrite, SkipAndWrite, Partial, Skip]
 
 
@@ -177,37 +188,40 @@ Inbound = Union[Messages, MessagesAndWrite, SkipAndWrite, Partial, Skip]
 class NativeExited:
     """Given to `handle_adapter_message` when the persistent native process has died (not
     when the bridge stopped it). Requests still waiting afterwards fail with `description`."""
+
     code: int | None
     description: str
 
 
 # --- secrets kept from children -----------------------------------------------------------
 
-SESSION_SECRETS: frozenset[str] = frozenset({
-    # A running Claude Code marks its children (a nested `claude` refuses to start or
-    # attaches to the parent's IDE and session) and passes session credentials to them.
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_CODE_SSE_PORT",
-    "CLAUDE_CODE_SESSION_ID",
-    "CLAUDE_SESSION_ID",
-    "CLAUDE_CODE_CHILD_SESSION",
-    "CLAUDE_CODE_EXECPATH",
-    "CLAUDE_CODE_SESSION_KIND",
-    "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
-    "CLAUDE_SESSION_INGRESS_TOKEN_FILE",
-    "CLAUDE_CODE_WEBSOCKET_AUTH_FILE_DESCRIPTOR",
-    "CLAUDE_CODE_OAUTH_TOKEN_FILE_DESCRIPTOR",
-    "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR",
-    "CLAUDE_CODE_MESSAGING_SOCKET",
-    "CLAUDE_CODE_MESSAGING_TOKEN",
-    # A running Codex marks the commands it runs (sandbox flags, its thread).
-    "CODEX_SANDBOX",
-    "CODEX_SANDBOX_NETWORK_DISABLED",
-    "CODEX_THREAD_ID",
-    "CODEX_SESSION_ID",
-    "CODEX_CI",
-})
+SESSION_SECRETS: frozenset[str] = frozenset(
+    {
+        # A running Claude Code marks its children (a nested `claude` refuses to start or
+        # attaches to the parent's IDE and session) and passes session credentials to them.
+        "CLAUDECODE",
+        "CLAUDE_CODE_ENTRYPOINT",
+        "CLAUDE_CODE_SSE_PORT",
+        "CLAUDE_CODE_SESSION_ID",
+        "CLAUDE_SESSION_ID",
+        "CLAUDE_CODE_CHILD_SESSION",
+        "CLAUDE_CODE_EXECPATH",
+        "CLAUDE_CODE_SESSION_KIND",
+        "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
+        "CLAUDE_SESSION_INGRESS_TOKEN_FILE",
+        "CLAUDE_CODE_WEBSOCKET_AUTH_FILE_DESCRIPTOR",
+        "CLAUDE_CODE_OAUTH_TOKEN_FILE_DESCRIPTOR",
+        "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR",
+        "CLAUDE_CODE_MESSAGING_SOCKET",
+        "CLAUDE_CODE_MESSAGING_TOKEN",
+        # A running Codex marks the commands it runs (sandbox flags, its thread).
+        "CODEX_SANDBOX",
+        "CODEX_SANDBOX_NETWORK_DISABLED",
+        "CODEX_THREAD_ID",
+        "CODEX_SESSION_ID",
+        "CODEX_CI",
+    }
+)
 
 
 # --- the base class -----------------------------------------------------------------------
@@ -276,8 +290,7 @@ def overrides(adapter: BridgeAdapter, method: str) -> bool:
     return getattr(type(adapter), method, None) is not getattr(BridgeAdapter, method)
 
 
-def child_environment(adapter: BridgeAdapter, opts: Mapping[str, Any],
-                      base: Mapping[str, str]) -> dict[str, str]:
+def child_environment(adapter: BridgeAdapter, opts: Mapping[str, Any], base: Mapping[str, str]) -> dict[str, str]:
     """The native process's environment: `base` less SESSION_SECRETS, then the adapter's
     `env(opts)`, then `opts["env"]` (explicit options win); None unsets a name."""
     env = {name: value for name, value in base.items() if name not in SESSION_SECRETS}
@@ -335,8 +348,12 @@ def text_chunk(session_id: str, text: str, kind: str = "agent_message_chunk") ->
 
 def is_response(message: Any, request_id: Any = None) -> bool:
     """A response message (to `request_id`, when given)."""
-    return (isinstance(message, dict) and "method" not in message and "id" in message
-            and (request_id is None or message["id"] == request_id))
+    return (
+        isinstance(message, dict)
+        and "method" not in message
+        and "id" in message
+        and (request_id is None or message["id"] == request_id)
+    )
 
 
 def outcome_of(message: Message) -> dict[str, Any]:

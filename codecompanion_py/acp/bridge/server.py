@@ -109,16 +109,22 @@ class OneShotContext:
     async def emit(self, messages: Iterable[Message]) -> None:
         await self._bridge.emit(list(messages))
 
-    async def run(self, argv: Sequence[str], *, stdin: Any = None, cwd: str | None = None,
-                  keep_stdin: bool = False) -> RunResult:
+    async def run(
+        self, argv: Sequence[str], *, stdin: Any = None, cwd: str | None = None, keep_stdin: bool = False
+    ) -> RunResult:
         """Start `argv`, write `stdin` (then close it unless `keep_stdin`), feed each output
         line to `translate_inbound`, and return once it has exited."""
         bridge = self._bridge
         if self.cancelled:
             return RunResult(None, True, f"{bridge.adapter.title} was cancelled before it started", started=False)
         try:
-            proc = await NativeProcess.start(bridge.adapter.title, argv, cwd=cwd or bridge.cwd,
-                                             env=bridge.child_env(), install_hint=bridge.adapter.install)
+            proc = await NativeProcess.start(
+                bridge.adapter.title,
+                argv,
+                cwd=cwd or bridge.cwd,
+                env=bridge.child_env(),
+                install_hint=bridge.adapter.install,
+            )
         except NativeStartError as error:
             return RunResult(None, False, str(error), started=False)
         self.process = proc
@@ -206,8 +212,9 @@ class ManagedProcess:
     async def _run(self) -> None:
         bridge = self._bridge
         try:
-            self.native = await NativeProcess.start(self.name, self.argv, cwd=self.cwd, env=bridge.child_env(),
-                                                    install_hint=bridge.adapter.install)
+            self.native = await NativeProcess.start(
+                self.name, self.argv, cwd=self.cwd, env=bridge.child_env(), install_hint=bridge.adapter.install
+            )
         except NativeStartError as error:
             bridge.managed.discard(self)
             await bridge.adapter_message(ProcessExited(self, None, str(error)))
@@ -236,8 +243,9 @@ class BridgeHandle:
     def cwd(self) -> str:
         return self._bridge.cwd
 
-    def start_process(self, argv: Sequence[str], *, name: str | None = None, cwd: str | None = None,
-                      tag: Any = None) -> ManagedProcess:
+    def start_process(
+        self, argv: Sequence[str], *, name: str | None = None, cwd: str | None = None, tag: Any = None
+    ) -> ManagedProcess:
         return ManagedProcess(self._bridge, name or self._bridge.adapter.title, argv, cwd or self._bridge.cwd, tag)
 
     def deliver(self, message: Any) -> None:
@@ -252,8 +260,15 @@ class BridgeHandle:
 
 
 class Bridge:
-    def __init__(self, adapter: BridgeAdapter, opts: Mapping[str, Any], reader: asyncio.StreamReader,
-                 writer: Any, *, base_env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        adapter: BridgeAdapter,
+        opts: Mapping[str, Any],
+        reader: asyncio.StreamReader,
+        writer: Any,
+        *,
+        base_env: Mapping[str, str] | None = None,
+    ) -> None:
         self.adapter = adapter
         self.opts = dict(opts)
         self.base_env = dict(os.environ if base_env is None else base_env)
@@ -268,8 +283,9 @@ class Bridge:
         else:
             self.launch = None
             self.argv = [str(part) for part in launch]
-        self.connection = Connection(reader, writer, on_request=self._on_request,
-                                     on_notification=self._on_notification, name="the ACP client")
+        self.connection = Connection(
+            reader, writer, on_request=self._on_request, on_notification=self._on_notification, name="the ACP client"
+        )
         self.native: NativeProcess | None = None
         self.native_gone: str | None = None
         self.one_shots: dict[NativeProcess, None] = {}  # insertion-ordered: the newest last
@@ -384,9 +400,12 @@ class Bridge:
             capabilities["sessionCapabilities"] = sessions
         else:
             capabilities.pop("sessionCapabilities", None)
-        return {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": capabilities,
-                "authMethods": list(self.adapter.auth_methods(self.opts) or []),
-                "agentInfo": {"name": self.adapter.name, "title": self.adapter.title, "version": __version__}}
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": capabilities,
+            "authMethods": list(self.adapter.auth_methods(self.opts) or []),
+            "agentInfo": {"name": self.adapter.name, "title": self.adapter.title, "version": __version__},
+        }
 
     def _sessions_call(self, callback: str, method: str, params: Any) -> Any:
         args = params if isinstance(params, dict) else {}
@@ -428,8 +447,9 @@ class Bridge:
         if isinstance(result, Error):
             raise RpcError(result.code, str(result.reason))
         if isinstance(result, Skip):
-            return self._with_extras(method, {"sessionId": f"session-{uuid.uuid4().hex}"}
-                                     if method == "session/new" else {})
+            return self._with_extras(
+                method, {"sessionId": f"session-{uuid.uuid4().hex}"} if method == "session/new" else {}
+            )
         if isinstance(result, Reply):
             return self._with_extras(method, result.result)
         if isinstance(result, MessagesAndReply):
@@ -508,8 +528,13 @@ class Bridge:
             future.set_result(message.get("result"))
         elif isinstance(error, dict):
             code = error.get("code")
-            future.set_exception(RpcError(code if isinstance(code, int) else INTERNAL_ERROR,
-                                          str(error.get("message") or "error"), error.get("data")))
+            future.set_exception(
+                RpcError(
+                    code if isinstance(code, int) else INTERNAL_ERROR,
+                    str(error.get("message") or "error"),
+                    error.get("data"),
+                )
+            )
         else:
             future.set_exception(RpcError(INTERNAL_ERROR, str(error)))
 
@@ -565,8 +590,10 @@ class Bridge:
 
     async def _write(self, data: Any) -> None:
         if self.launch is ADAPTER_MANAGED:
-            raise RpcError(INTERNAL_ERROR, f"{self.adapter.name}: an adapter-managed adapter writes to its own "
-                                           "processes, not through Write")
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"{self.adapter.name}: an adapter-managed adapter writes to its own processes, not through Write",
+            )
         if self.launch is ONE_SHOT:
             running = [p for p in self.one_shots if p.returncode is None]
             if not running:
@@ -590,8 +617,9 @@ class Bridge:
             if self.closing:
                 raise RpcError(INTERNAL_ERROR, "the bridge is closing")
             try:
-                native = await NativeProcess.start(self.adapter.title, self.argv, cwd=self.cwd, env=self.child_env(),
-                                                   install_hint=self.adapter.install)
+                native = await NativeProcess.start(
+                    self.adapter.title, self.argv, cwd=self.cwd, env=self.child_env(), install_hint=self.adapter.install
+                )
             except NativeStartError as error:
                 raise RpcError(INTERNAL_ERROR, str(error)) from None
             self.native = native
@@ -636,8 +664,9 @@ class Bridge:
                     future.set_exception(RpcError(INTERNAL_ERROR, f"{type(error).__name__}: {error}"))
             finally:
                 if future is not None and not future.done():
-                    future.set_exception(RpcError(INTERNAL_ERROR,
-                                                  f"{self.adapter.title} ended without answering {method}"))
+                    future.set_exception(
+                        RpcError(INTERNAL_ERROR, f"{self.adapter.title} ended without answering {method}")
+                    )
 
         task = self.spawn(run())
         self._runs.add(task)
@@ -661,7 +690,7 @@ class _BlockingWriter:
     def write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view):]
+            view = view[os.write(self._fd, view) :]
 
     async def drain(self) -> None:
         return None
@@ -682,6 +711,7 @@ async def open_stdio() -> tuple[asyncio.StreamReader, Any]:
     try:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
     except ValueError:  # a regular file: read it in a thread
+
         def pump() -> None:
             with stdin:
                 for chunk in iter(lambda: stdin.read(65536), b""):

@@ -18,12 +18,17 @@ import msgspec
 
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import call_handler
-from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
 from .openai import build_tools as _openai_tools
+from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
 
 PROVIDER_KEY = "anthropic"
-_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls",
-                 "refusal": "content_filter"}
+_STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
 _CACHE = {"type": "ephemeral"}
 
 
@@ -137,8 +142,11 @@ def _blocks(self: Any, message: Message) -> list[dict[str, Any]]:
         elif isinstance(part, TextPart) and part.text:
             blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ImagePart):
-            source = ({"type": "url", "url": part.url} if part.url else
-                      {"type": "base64", "media_type": part.media_type, "data": part.data})
+            source = (
+                {"type": "url", "url": part.url}
+                if part.url
+                else {"type": "base64", "media_type": part.media_type, "data": part.data}
+            )
             blocks.append({"type": "image", "source": source})
         elif isinstance(part, ToolResultPart):
             blocks.append(call_handler(self, "format_response", part, part.content))
@@ -170,8 +178,16 @@ def build_tools(self: Any, tools: Sequence[ToolSpec | dict[str, Any]] | None) ->
     wire = _openai_tools(self, tools)  # validates names, schemas and duplicates once
     if not wire:
         return None
-    return {"tools": [{"name": f["function"]["name"], "description": f["function"]["description"],
-                       "input_schema": f["function"]["parameters"]} for f in wire["tools"]]}
+    return {
+        "tools": [
+            {
+                "name": f["function"]["name"],
+                "description": f["function"]["description"],
+                "input_schema": f["function"]["parameters"],
+            }
+            for f in wire["tools"]
+        ]
+    }
 
 
 def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
@@ -241,8 +257,13 @@ def _whole_message(frame: _Frame, tools: Any) -> dict[str, Any]:
         elif block.type == "tool_use" and tools is not None:
             arguments = msgspec.json.encode(block.input if block.input is not None else {}).decode()
             tools.add(index, id=block.id, name=block.name, arguments=arguments)
-    return whole_response(text, reasoning, finish_reason=_STOP_REASONS.get(frame.stop_reason or "", frame.stop_reason),
-                          usage=_usage(frame.usage) if frame.usage else None, reasoning_end=signature)
+    return whole_response(
+        text,
+        reasoning,
+        finish_reason=_STOP_REASONS.get(frame.stop_reason or "", frame.stop_reason),
+        usage=_usage(frame.usage) if frame.usage else None,
+        reasoning_end=signature,
+    )
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:
@@ -264,16 +285,32 @@ ADAPTER: dict[str, Any] = {
     "url": "https://api.anthropic.com/v1/messages",
     "env": {"api_key": "ANTHROPIC_API_KEY"},
     "headers": {"content-type": "application/json", "x-api-key": "${api_key}", "anthropic-version": "2023-06-01"},
-    "opts": {"stream": True, "tools": True, "vision": True, "cache_prompt": True, "required_env": ["api_key"],
-             "models_url": "https://api.anthropic.com/v1/models"},
+    "opts": {
+        "stream": True,
+        "tools": True,
+        "vision": True,
+        "cache_prompt": True,
+        "required_env": ["api_key"],
+        "models_url": "https://api.anthropic.com/v1/models",
+    },
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "claude-sonnet-4-5",
-                  "choices": ["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-7-sonnet-latest"]},
+        "model": {
+            "order": 1,
+            "mapping": "parameters",
+            "type": "enum",
+            "default": "claude-sonnet-4-5",
+            "choices": ["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-7-sonnet-latest"],
+        },
         "max_tokens": {"order": 2, "mapping": "parameters", "type": "integer", "default": 8192},
         "temperature": {"order": 3, "mapping": "parameters", "type": "number", "optional": True, "default": None},
-        "extended_thinking": {"order": 4, "mapping": "parameters", "type": "boolean", "default": False,
-                              "desc": "Let the model think before it answers (shown as reasoning)."},
+        "extended_thinking": {
+            "order": 4,
+            "mapping": "parameters",
+            "type": "boolean",
+            "default": False,
+            "desc": "Let the model think before it answers (shown as reasoning).",
+        },
         "thinking_budget": {"order": 5, "mapping": "parameters", "type": "integer", "default": 4096},
     },
     "handlers": HANDLERS,

@@ -115,8 +115,10 @@ def oauth_token(adapter: Any = None) -> str:
         for key, entry in entries.items() if isinstance(entries, dict) else ():
             if key.startswith("github.com") and isinstance(entry, dict) and entry.get("oauth_token"):
                 return str(entry["oauth_token"])
-    raise ConfigError(f"copilot: no GitHub Copilot login found in {folder}/apps.json or hosts.json; sign in "
-                      "with copilot.vim (:Copilot setup) or copilot.lua (:Copilot auth), or set GH_COPILOT_TOKEN")
+    raise ConfigError(
+        f"copilot: no GitHub Copilot login found in {folder}/apps.json or hosts.json; sign in "
+        "with copilot.vim (:Copilot setup) or copilot.lua (:Copilot auth), or set GH_COPILOT_TOKEN"
+    )
 
 
 # --- the Copilot token ------------------------------------------------------------------
@@ -164,10 +166,23 @@ def _exchanged(key: str, done: asyncio.Future[dict[str, Any]]) -> None:
 
 
 async def _exchange(adapter: Any, url: str, github: str) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {github}", "Accept": "application/json", "User-Agent": _PLUGIN_VERSION,
-               "Editor-Version": _EDITOR_VERSION, "Editor-Plugin-Version": _PLUGIN_VERSION}
-    request = HttpRequest(url=url, body=b"", headers=headers, method="GET", stream=False,
-                          provider="Copilot token exchange", auth_hint=_LOGIN_HINT, read_timeout=TOKEN_TIMEOUT)
+    headers = {
+        "Authorization": f"Bearer {github}",
+        "Accept": "application/json",
+        "User-Agent": _PLUGIN_VERSION,
+        "Editor-Version": _EDITOR_VERSION,
+        "Editor-Plugin-Version": _PLUGIN_VERSION,
+    }
+    request = HttpRequest(
+        url=url,
+        body=b"",
+        headers=headers,
+        method="GET",
+        stream=False,
+        provider="Copilot token exchange",
+        auth_hint=_LOGIN_HINT,
+        read_timeout=TOKEN_TIMEOUT,
+    )
     try:
         async with _client(adapter) as client:
             data = await client.fetch_json(request)
@@ -176,7 +191,9 @@ async def _exchange(adapter: Any, url: str, github: str) -> dict[str, Any]:
             raise AuthenticationError(
                 f"copilot: GitHub refused the Copilot token exchange (HTTP {error.status}); sign in again "
                 "with copilot.vim / copilot.lua, and check that this account has Copilot",
-                status=error.status, provider="Copilot") from None
+                status=error.status,
+                provider="Copilot",
+            ) from None
         raise
     except AdapterError:
         raise ProviderError("copilot: the token endpoint answered without a token") from None
@@ -210,11 +227,24 @@ async def model_entries(adapter: Any) -> dict[str, dict[str, Any]]:
     cached = _models.get(api)
     if cached and cached[0] > time.monotonic():
         return cached[1]
-    headers = {"Authorization": f"Bearer {exchanged['token']}", "Copilot-Integration-Id": "vscode-chat",
-               "Editor-Version": _EDITOR_VERSION, "Editor-Plugin-Version": _PLUGIN_VERSION,
-               "X-GitHub-Api-Version": _MODELS_API_VERSION, "Accept": "application/json"}
-    request = HttpRequest(url=f"{api}/models", body=b"", headers=headers, method="GET", stream=False,
-                          provider="Copilot", auth_hint=_LOGIN_HINT, read_timeout=MODELS_TIMEOUT)
+    headers = {
+        "Authorization": f"Bearer {exchanged['token']}",
+        "Copilot-Integration-Id": "vscode-chat",
+        "Editor-Version": _EDITOR_VERSION,
+        "Editor-Plugin-Version": _PLUGIN_VERSION,
+        "X-GitHub-Api-Version": _MODELS_API_VERSION,
+        "Accept": "application/json",
+    }
+    request = HttpRequest(
+        url=f"{api}/models",
+        body=b"",
+        headers=headers,
+        method="GET",
+        stream=False,
+        provider="Copilot",
+        auth_hint=_LOGIN_HINT,
+        read_timeout=MODELS_TIMEOUT,
+    )
     entries: dict[str, dict[str, Any]] = {}
     try:
         async with _client(adapter) as client:
@@ -310,8 +340,9 @@ def _set_request_headers(self: Any, messages: Sequence[Message]) -> None:
     # `prepare` drops a header the user set to None: such a header stays out.
     if "X-Initiator" in self.headers and messages:
         last = messages[-1]
-        self.headers["X-Initiator"] = "agent" if last.role == "tool" or (
-            last.tool_results and not last.text) else "user"
+        self.headers["X-Initiator"] = (
+            "agent" if last.role == "tool" or (last.tool_results and not last.text) else "user"
+        )
     if any(isinstance(p, ImagePart) for m in messages for p in m.parts):
         self.headers["Copilot-Vision-Request"] = "true"
 
@@ -342,8 +373,7 @@ def _as_responses(message: Message) -> Message:
     for part in message.parts:
         if isinstance(part, ReasoningPart) and part.provider_data:
             item = (part.provider_data.get(PROVIDER_KEY) or {}).get("responses")
-            part = msgspec.structs.replace(
-                part, provider_data={openai_responses.PROVIDER_KEY: item} if item else None)
+            part = msgspec.structs.replace(part, provider_data={openai_responses.PROVIDER_KEY: item} if item else None)
         parts.append(part)
     return Message(role=message.role, parts=tuple(parts))
 
@@ -425,25 +455,39 @@ def format_response(self: Any, tool_call: ToolCall | ToolResultPart, output: str
 
 HANDLERS: dict[str, Any] = {
     "lifecycle": {"setup": setup, "on_exit": on_exit},
-    "request": {"build_parameters": build_parameters, "build_messages": build_messages,
-                "build_tools": build_tools, "build_body": build_body},
+    "request": {
+        "build_parameters": build_parameters,
+        "build_messages": build_messages,
+        "build_tools": build_tools,
+        "build_body": build_body,
+    },
     "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
     "tools": {"format_calls": format_calls, "format_response": format_response},
 }
 
-ADAPTER: dict[str, Any] = deep_merge(openai.ADAPTER, {
-    "name": "copilot",
-    "formatted_name": "Copilot",
-    "url": "${api}/${endpoint}",
-    # resolved in this order: the exchange, then the api it names, then the model's endpoint
-    "env": {"api_key": _token, "api": _api, "endpoint": _endpoint},
-    "headers": {"Authorization": "Bearer ${api_key}", "Copilot-Integration-Id": "vscode-chat",
-                "Editor-Version": _EDITOR_VERSION, "Editor-Plugin-Version": _PLUGIN_VERSION,
-                "X-Initiator": "user"},
-    "opts": {"models_url": "${api}/models", "required_env": ["api_key"],
-             "auth_hint": _LOGIN_HINT},
-    "schema": {"model": {"default": "gpt-4.1", "choices": ["gpt-4.1", "gpt-5-mini", "gpt-5-codex",
-                                                             "claude-sonnet-4.5", "gemini-2.5-pro"]},
-               "reasoning_effort": {"mapping": None}},
-})
+ADAPTER: dict[str, Any] = deep_merge(
+    openai.ADAPTER,
+    {
+        "name": "copilot",
+        "formatted_name": "Copilot",
+        "url": "${api}/${endpoint}",
+        # resolved in this order: the exchange, then the api it names, then the model's endpoint
+        "env": {"api_key": _token, "api": _api, "endpoint": _endpoint},
+        "headers": {
+            "Authorization": "Bearer ${api_key}",
+            "Copilot-Integration-Id": "vscode-chat",
+            "Editor-Version": _EDITOR_VERSION,
+            "Editor-Plugin-Version": _PLUGIN_VERSION,
+            "X-Initiator": "user",
+        },
+        "opts": {"models_url": "${api}/models", "required_env": ["api_key"], "auth_hint": _LOGIN_HINT},
+        "schema": {
+            "model": {
+                "default": "gpt-4.1",
+                "choices": ["gpt-4.1", "gpt-5-mini", "gpt-5-codex", "claude-sonnet-4.5", "gemini-2.5-pro"],
+            },
+            "reasoning_effort": {"mapping": None},
+        },
+    },
+)
 ADAPTER["handlers"] = HANDLERS

@@ -19,12 +19,19 @@ import msgspec
 from ...errors import AdapterError
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import call_handler
-from .wire import parse_inline
 from .openai import build_tools as _openai_tools
+from .wire import parse_inline
 
 PROVIDER_KEY = "gemini"
-_FINISH = {"STOP": "stop", "MAX_TOKENS": "length", "SAFETY": "content_filter", "RECITATION": "content_filter",
-           "PROHIBITED_CONTENT": "content_filter", "BLOCKLIST": "content_filter", "SPII": "content_filter"}
+_FINISH = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "SAFETY": "content_filter",
+    "RECITATION": "content_filter",
+    "PROHIBITED_CONTENT": "content_filter",
+    "BLOCKLIST": "content_filter",
+    "SPII": "content_filter",
+}
 _ESCAPES = re.compile(r"\\([nrt\"'\\])")
 _UNESCAPED = {"n": "\n", "r": "\r", "t": "\t", '"': '"', "'": "'", "\\": "\\"}
 
@@ -91,7 +98,9 @@ def decode(data: Any) -> _Response:
 
 
 def _merged(items: list[dict[str, Any]]) -> _Response:
-    parts = [p for item in items for c in item.get("candidates") or [] for p in (c.get("content") or {}).get("parts", [])]
+    parts = [
+        p for item in items for c in item.get("candidates") or [] for p in (c.get("content") or {}).get("parts", [])
+    ]
     last = dict(items[-1])
     candidate = dict((last.get("candidates") or [{}])[0])
     candidate["content"] = {"parts": parts}
@@ -126,8 +135,11 @@ def _method(self: Any) -> str:
 
 def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Message]) -> dict[str, Any]:
     params = dict(params)
-    config = {wire: params.pop(key) for key, wire in (("temperature", "temperature"), ("top_p", "topP"),
-                                                        ("max_tokens", "maxOutputTokens")) if key in params}
+    config = {
+        wire: params.pop(key)
+        for key, wire in (("temperature", "temperature"), ("top_p", "topP"), ("max_tokens", "maxOutputTokens"))
+        if key in params
+    }
     budget = params.pop("thinking_budget", None)
     if params.pop("show_thoughts", True):
         config["thinkingConfig"] = {"includeThoughts": True}
@@ -224,7 +236,7 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     reasoning: list[str] = []
     finish = None
     for candidate in response.candidates or ():
-        for part in (candidate.content.parts if candidate.content else ()):
+        for part in candidate.content.parts if candidate.content else ():
             if part.function_call is not None:
                 if tools is not None:
                     _add_call(tools, part)
@@ -257,9 +269,13 @@ def _add_call(tools: Any, part: _Part) -> None:
 
 def _usage(raw: _UsageMetadata) -> Usage:
     output = raw.candidates_token_count + (raw.thoughts_token_count or 0)
-    return Usage(prompt_tokens=raw.prompt_token_count, completion_tokens=output,
-                 total_tokens=raw.total_token_count or raw.prompt_token_count + output,
-                 reasoning_tokens=raw.thoughts_token_count, cached_tokens=raw.cached_content_token_count)
+    return Usage(
+        prompt_tokens=raw.prompt_token_count,
+        completion_tokens=output,
+        total_tokens=raw.total_token_count or raw.prompt_token_count + output,
+        reasoning_tokens=raw.thoughts_token_count,
+        cached_tokens=raw.cached_content_token_count,
+    )
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:
@@ -279,17 +295,31 @@ ADAPTER: dict[str, Any] = {
     "url": "https://generativelanguage.googleapis.com/v1beta/models/${model}:${method}",
     "env": {"api_key": "GEMINI_API_KEY", "model": "schema.model.default", "method": _method},
     "headers": {"Content-Type": "application/json", "x-goog-api-key": "${api_key}"},
-    "opts": {"stream": True, "tools": True, "vision": True, "required_env": ["api_key"],
-             "models_url": "https://generativelanguage.googleapis.com/v1beta/models?pageSize=200"},
+    "opts": {
+        "stream": True,
+        "tools": True,
+        "vision": True,
+        "required_env": ["api_key"],
+        "models_url": "https://generativelanguage.googleapis.com/v1beta/models?pageSize=200",
+    },
     "features": {"text": True, "tokens": True},
     "schema": {
         # the model is part of the url, not the body
-        "model": {"order": 1, "type": "enum", "default": "gemini-2.5-flash",
-                  "choices": ["gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"]},
+        "model": {
+            "order": 1,
+            "type": "enum",
+            "default": "gemini-2.5-flash",
+            "choices": ["gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"],
+        },
         "temperature": {"order": 2, "mapping": "parameters", "type": "number", "optional": True, "default": None},
         "max_tokens": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
-        "show_thoughts": {"order": 4, "mapping": "parameters", "type": "boolean", "default": True,
-                          "desc": "Ask for thought summaries, shown as reasoning."},
+        "show_thoughts": {
+            "order": 4,
+            "mapping": "parameters",
+            "type": "boolean",
+            "default": True,
+            "desc": "Ask for thought summaries, shown as reasoning.",
+        },
         "thinking_budget": {"order": 5, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
     },
     "handlers": HANDLERS,

@@ -16,8 +16,8 @@ import msgspec
 
 from ...messages import ImagePart, Message, ToolCall, ToolResultPart, Usage
 from ..handlers import call_handler
-from .wire import frame_decoder, parse_inline
 from .openai import build_tools
+from .wire import frame_decoder, parse_inline
 
 DEFAULT_HOST = "http://localhost:11434"
 
@@ -142,8 +142,14 @@ ADAPTER: dict[str, Any] = {
         "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "llama3.1", "choices": []},
         "temperature": {"order": 2, "mapping": "parameters", "type": "number", "optional": True, "default": None},
         "num_ctx": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
-        "think": {"order": 4, "mapping": "parameters", "type": "boolean", "optional": True, "default": None,
-                  "desc": "Ask a thinking model to show its reasoning."},
+        "think": {
+            "order": 4,
+            "mapping": "parameters",
+            "type": "boolean",
+            "optional": True,
+            "default": None,
+            "desc": "Ask a thinking model to show its reasoning.",
+        },
     },
     "handlers": HANDLERS,
 }

@@ -233,8 +233,12 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     usage = chunk.usage
     for choice in chunk.choices or ():
         if choice.error is not None or choice.finish_reason == "error":  # a failure, never a finished answer
-            return {"status": "error", "output": _error_text(choice.error) if choice.error is not None
-                    else 'the stream ended with finish_reason "error"'}
+            return {
+                "status": "error",
+                "output": _error_text(choice.error)
+                if choice.error is not None
+                else 'the stream ended with finish_reason "error"',
+            }
         usage = usage or choice.usage
         delta = choice.delta or choice.message
         if delta is not None:
@@ -343,18 +347,42 @@ ADAPTER: dict[str, Any] = {
     "url": "https://api.openai.com/v1/chat/completions",
     "env": {"api_key": "OPENAI_API_KEY"},
     "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
-    "opts": {"stream": True, "tools": True, "vision": True, "stream_format": "sse", "required_env": ["api_key"],
-             "models_url": "https://api.openai.com/v1/models"},
+    "opts": {
+        "stream": True,
+        "tools": True,
+        "vision": True,
+        "stream_format": "sse",
+        "required_env": ["api_key"],
+        "models_url": "https://api.openai.com/v1/models",
+    },
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "gpt-4.1", "choices": _MODELS,
-                  "desc": "ID of the model to use."},
-        "temperature": {"order": 2, "mapping": "parameters", "type": "number", "optional": True, "default": None,
-                        "desc": "Sampling temperature, 0 to 2."},
+        "model": {
+            "order": 1,
+            "mapping": "parameters",
+            "type": "enum",
+            "default": "gpt-4.1",
+            "choices": _MODELS,
+            "desc": "ID of the model to use.",
+        },
+        "temperature": {
+            "order": 2,
+            "mapping": "parameters",
+            "type": "number",
+            "optional": True,
+            "default": None,
+            "desc": "Sampling temperature, 0 to 2.",
+        },
         "top_p": {"order": 3, "mapping": "parameters", "type": "number", "optional": True, "default": None},
         "max_tokens": {"order": 4, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
-        "reasoning_effort": {"order": 5, "mapping": "parameters", "type": "string", "optional": True,
-                             "default": None, "choices": ["minimal", "low", "medium", "high"]},
+        "reasoning_effort": {
+            "order": 5,
+            "mapping": "parameters",
+            "type": "string",
+            "optional": True,
+            "default": None,
+            "choices": ["minimal", "low", "medium", "high"],
+        },
     },
     "handlers": HANDLERS,
 }

@@ -17,8 +17,8 @@ from typing import Any
 import msgspec
 
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
-from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
 from .openai import build_tools as _openai_tools
+from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
 
 PROVIDER_KEY = "openai_responses"
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
@@ -95,10 +95,13 @@ decode = frame_decoder(_Event)
 
 
 def _usage(raw: _Usage) -> Usage:
-    return Usage(prompt_tokens=raw.input_tokens, completion_tokens=raw.output_tokens,
-                 total_tokens=raw.total_tokens or raw.input_tokens + raw.output_tokens,
-                 cached_tokens=raw.input_tokens_details.cached_tokens if raw.input_tokens_details else None,
-                 reasoning_tokens=raw.output_tokens_details.reasoning_tokens if raw.output_tokens_details else None)
+    return Usage(
+        prompt_tokens=raw.input_tokens,
+        completion_tokens=raw.output_tokens,
+        total_tokens=raw.total_tokens or raw.input_tokens + raw.output_tokens,
+        cached_tokens=raw.input_tokens_details.cached_tokens if raw.input_tokens_details else None,
+        reasoning_tokens=raw.output_tokens_details.reasoning_tokens if raw.output_tokens_details else None,
+    )
 
 
 # --- request --------------------------------------------------------------------------
@@ -137,8 +140,14 @@ def _items(message: Message) -> list[dict[str, Any]]:
         for part in message.parts:
             data = (part.provider_data or {}).get(PROVIDER_KEY) if isinstance(part, ReasoningPart) else None
             if data and data.get("encrypted_content"):  # only our own reasoning can go back
-                items.append({"type": "reasoning", "id": data["id"], "encrypted_content": data["encrypted_content"],
-                              "summary": [{"type": "summary_text", "text": part.text}] if part.text else []})
+                items.append(
+                    {
+                        "type": "reasoning",
+                        "id": data["id"],
+                        "encrypted_content": data["encrypted_content"],
+                        "summary": [{"type": "summary_text", "text": part.text}] if part.text else [],
+                    }
+                )
         if message.text:
             items.append({"role": "assistant", "content": [{"type": "output_text", "text": message.text}]})
         items.extend(format_calls(None, message.tool_calls))
@@ -163,8 +172,15 @@ def build_tools(self: Any, tools: Sequence[ToolSpec | dict[str, Any]] | None) ->
 
 
 def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
-    return [{"type": "function_call", "call_id": c.id, "name": c.name,
-             "arguments": msgspec.json.encode(c.arguments).decode()} for c in tool_calls]
+    return [
+        {
+            "type": "function_call",
+            "call_id": c.id,
+            "name": c.name,
+            "arguments": msgspec.json.encode(c.arguments).decode(),
+        }
+        for c in tool_calls
+    ]
 
 
 def format_response(self: Any, tool_call: ToolCall | ToolResultPart, output: str) -> dict[str, Any]:
@@ -232,8 +248,13 @@ def _whole_response(event: _Event, tools: Any) -> dict[str, Any]:
             reasoning_end = _reasoning_data(item)
         elif item.type == "function_call" and tools is not None:
             tools.add(index, id=item.call_id, name=item.name, arguments=item.arguments)
-    return whole_response(text, reasoning, finish_reason=_finish(event),
-                          usage=_usage(event.usage) if event.usage else None, reasoning_end=reasoning_end)
+    return whole_response(
+        text,
+        reasoning,
+        finish_reason=_finish(event),
+        usage=_usage(event.usage) if event.usage else None,
+        reasoning_end=reasoning_end,
+    )
 
 
 def parse_tokens(self: Any, data: Any) -> int | None:
@@ -255,14 +276,30 @@ ADAPTER: dict[str, Any] = {
     "url": "https://api.openai.com/v1/responses",
     "env": {"api_key": "OPENAI_API_KEY"},
     "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
-    "opts": {"stream": True, "tools": True, "vision": True, "required_env": ["api_key"],
-             "models_url": "https://api.openai.com/v1/models"},
+    "opts": {
+        "stream": True,
+        "tools": True,
+        "vision": True,
+        "required_env": ["api_key"],
+        "models_url": "https://api.openai.com/v1/models",
+    },
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "gpt-5-mini",
-                  "choices": ["gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-4.1", "o3", "o4-mini"]},
-        "reasoning_effort": {"order": 2, "mapping": "parameters", "type": "string", "optional": True,
-                             "default": "medium", "choices": ["minimal", "low", "medium", "high"]},
+        "model": {
+            "order": 1,
+            "mapping": "parameters",
+            "type": "enum",
+            "default": "gpt-5-mini",
+            "choices": ["gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-4.1", "o3", "o4-mini"],
+        },
+        "reasoning_effort": {
+            "order": 2,
+            "mapping": "parameters",
+            "type": "string",
+            "optional": True,
+            "default": "medium",
+            "choices": ["minimal", "low", "medium", "high"],
+        },
         "max_tokens": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
     },
     "handlers": HANDLERS,

@@ -33,8 +33,14 @@ def _preview(data: Any) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def whole_response(text: list[str], reasoning: list[str], *, finish_reason: str | None, usage: Any,
-                   reasoning_end: dict[str, Any] | None = None) -> dict[str, Any]:
+def whole_response(
+    text: list[str],
+    reasoning: list[str],
+    *,
+    finish_reason: str | None,
+    usage: Any,
+    reasoning_end: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The `parse_chat` result for a whole, non-streamed response."""
     result: dict[str, Any] = {
         "status": "success",

@@ -17,8 +17,9 @@ def setup(self: ToolRun, tools: Any) -> None:
         raise ToolError(f"{self.target.relative} already exists; use insert_edit_into_file to change it")
     # a new file gets "\n" line endings even when the LLM sends "\r\n" (some models do)
     self.content = self.args["content"].replace("\r\n", "\n")
-    self.approval_detail = "\n".join(filter(None, [self.approval_detail,
-                                                   unified_diff(self.target.relative, "", self.content)]))
+    self.approval_detail = "\n".join(
+        filter(None, [self.approval_detail, unified_diff(self.target.relative, "", self.content)])
+    )
 
 
 async def create(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
@@ -31,9 +32,12 @@ async def create(self: ToolRun, args: dict[str, Any], input: Any, output_handler
 TOOL = ToolDefinition(
     name="create_file",
     schema=function_schema(
-        "create_file", "Create a new file in the project with the given content. Parent folders are created.",
+        "create_file",
+        "Create a new file in the project with the given content. Parent folders are created.",
         {"filepath": FILEPATH, "content": {"type": "string", "description": "The whole content of the file"}},
-        ["filepath", "content"], strict=True),
+        ["filepath", "content"],
+        strict=True,
+    ),
     cmds=[create],
     handlers={"setup": setup},
     output={"prompt": lambda self, tools: f"Create {self.target.relative}?"},

@@ -27,8 +27,9 @@ async def delete(self: ToolRun, args: dict[str, Any], input: Any, output_handler
 
 TOOL = ToolDefinition(
     name="delete_file",
-    schema=function_schema("delete_file", "Delete a file in the project.", {"filepath": FILEPATH}, ["filepath"],
-                           strict=True),
+    schema=function_schema(
+        "delete_file", "Delete a file in the project.", {"filepath": FILEPATH}, ["filepath"], strict=True
+    ),
     cmds=[delete],
     handlers={"setup": setup},
     output={"prompt": lambda self, tools: f"Delete {self.target.relative}?"},

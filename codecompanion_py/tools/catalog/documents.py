@@ -68,7 +68,11 @@ def remember_read(run: ToolRun, document: Document) -> None:
 def check_not_stale(run: ToolRun, document: Document) -> None:
     """Refuse to edit a file that changed since the LLM last read it."""
     seen = run.context.reads.get(str(document.target.real))
-    if seen is not None and seen != document.version and seen.startswith(_BUFFER) == document.version.startswith(_BUFFER):
+    if (
+        seen is not None
+        and seen != document.version
+        and seen.startswith(_BUFFER) == document.version.startswith(_BUFFER)
+    ):
         raise ToolError(f"{document.target.relative} changed since you last read it; read it again before editing")
 
 
@@ -81,16 +85,30 @@ async def store(context: ToolsContext, document: Document, text: str) -> str:
     for the LLM saying where the edit went."""
     relative = document.target.relative
     if document.buffer is not None:
-        reply = await context.editor.call("buffer.set", {
-            "bufnr": document.buffer["bufnr"], "changedtick": document.buffer["changedtick"],
-            "lines": _buffer_lines(text), "save": True})
+        reply = await context.editor.call(
+            "buffer.set",
+            {
+                "bufnr": document.buffer["bufnr"],
+                "changedtick": document.buffer["changedtick"],
+                "lines": _buffer_lines(text),
+                "save": True,
+            },
+        )
         context.reads[str(document.target.real)] = _buffer_version(text)
         saved = isinstance(reply, Mapping) and reply.get("saved")
-        where = "in the open buffer and saved" if saved else \
-            "in the open buffer, which has unsaved changes of the user, so it was not saved to disk"
+        where = (
+            "in the open buffer and saved"
+            if saved
+            else "in the open buffer, which has unsaved changes of the user, so it was not saved to disk"
+        )
     else:
-        written = context.workspace.write_text(document.target, text, expected_sha256=document.version,
-                                               newline=document.newline, final_newline=document.final_newline)
+        written = context.workspace.write_text(
+            document.target,
+            text,
+            expected_sha256=document.version,
+            newline=document.newline,
+            final_newline=document.final_newline,
+        )
         context.reads[str(document.target.real)] = written.sha256
         where = "on disk"
     context.fire("FileEdited", {"path": str(document.target.real), "relative": relative})

@@ -20,8 +20,28 @@ from .schema import function_schema
 MAX_BYTES = 2_000_000
 MAX_CHARS = 100_000
 _SKIP = {"script", "style", "noscript", "template", "svg", "head", "iframe"}
-_BLOCK = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "section", "article",
-          "header", "footer", "table", "ul", "ol", "blockquote"}
+_BLOCK = {
+    "p",
+    "div",
+    "br",
+    "li",
+    "tr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "pre",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "table",
+    "ul",
+    "ol",
+    "blockquote",
+}
 
 
 class _TextExtractor(HTMLParser):
@@ -81,8 +101,13 @@ async def fetch(self: ToolRun, args: dict[str, Any], input: Any, output_handler:
 
 TOOL = ToolDefinition(
     name="fetch_webpage",
-    schema=function_schema("fetch_webpage", "Fetch a web page and return its text.",
-                           {"url": {"type": "string", "description": "An http(s) URL"}}, ["url"], strict=True),
+    schema=function_schema(
+        "fetch_webpage",
+        "Fetch a web page and return its text.",
+        {"url": {"type": "string", "description": "An http(s) URL"}},
+        ["url"],
+        strict=True,
+    ),
     cmds=[fetch],
     output={"prompt": lambda self, tools: f"Fetch {self.args['url']}?"},
     opts={"requires_approval": True},

@@ -23,9 +23,13 @@ async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler
 TOOL = ToolDefinition(
     name="file_search",
     schema=function_schema(
-        "file_search", "Find files in the project by glob pattern, e.g. `**/*.py` or `src/**/test_*.lua`.",
-        {"query": {"type": "string", "description": "A glob pattern"},
-         "max_results": {"type": "integer", "description": "At most this many results"}},
-        ["query"]),
+        "file_search",
+        "Find files in the project by glob pattern, e.g. `**/*.py` or `src/**/test_*.lua`.",
+        {
+            "query": {"type": "string", "description": "A glob pattern"},
+            "max_results": {"type": "integer", "description": "At most this many results"},
+        },
+        ["query"],
+    ),
     cmds=[search],
 )

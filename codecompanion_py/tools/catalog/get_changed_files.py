@@ -20,7 +20,10 @@ async def changes(self: ToolRun, args: dict[str, Any], input: Any, output_handle
 TOOL = ToolDefinition(
     name="get_changed_files",
     schema=function_schema(
-        "get_changed_files", "Show the git diffs of the project: staged, unstaged and files with merge conflicts.",
-        {"source_control_state": {"type": "array", "items": {"type": "string", "enum": STATES}}}, []),
+        "get_changed_files",
+        "Show the git diffs of the project: staged, unstaged and files with merge conflicts.",
+        {"source_control_state": {"type": "array", "items": {"type": "string", "enum": STATES}}},
+        [],
+    ),
     cmds=[changes],
 )

@@ -13,11 +13,22 @@ from .schema import function_schema
 
 async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     limit = int(self.opts.get("max_results", 100))
-    lines, truncated = await grep(self.context.workspace.root, args["query"], is_regexp=bool(args.get("is_regexp")),
-                                  include_pattern=args.get("include_pattern") or None, max_results=limit)
+    lines, truncated = await grep(
+        self.context.workspace.root,
+        args["query"],
+        is_regexp=bool(args.get("is_regexp")),
+        include_pattern=args.get("include_pattern") or None,
+        max_results=limit,
+    )
     lines, hidden = _without_protected(self, lines)
-    note = (f"\n({hidden} matching lines in protected files (.env*, keys, credentials) are not shown; "
-            "read_file can open such a file after the user agrees)") if hidden else ""
+    note = (
+        (
+            f"\n({hidden} matching lines in protected files (.env*, keys, credentials) are not shown; "
+            "read_file can open such a file after the user agrees)"
+        )
+        if hidden
+        else ""
+    )
     if not lines:
         return {"status": "success", "data": f"No matches for `{args['query']}`." + note}
     more = f"\n(only the first {limit} matches are listed)" if truncated else ""
@@ -48,10 +59,14 @@ def _without_protected(self: ToolRun, lines: list[str]) -> tuple[list[str], int]
 TOOL = ToolDefinition(
     name="grep_search",
     schema=function_schema(
-        "grep_search", "Search the project's files for text (or a regular expression); returns path:line: text.",
-        {"query": {"type": "string"},
-         "is_regexp": {"type": "boolean", "description": "Treat the query as a regular expression"},
-         "include_pattern": {"type": "string", "description": "Only search files matching this glob"}},
-        ["query"]),
+        "grep_search",
+        "Search the project's files for text (or a regular expression); returns path:line: text.",
+        {
+            "query": {"type": "string"},
+            "is_regexp": {"type": "boolean", "description": "Treat the query as a regular expression"},
+            "include_pattern": {"type": "string", "description": "Only search files matching this glob"},
+        },
+        ["query"],
+    ),
     cmds=[search],
 )

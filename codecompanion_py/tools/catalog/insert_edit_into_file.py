@@ -27,8 +27,10 @@ async def setup(self: ToolRun, tools: Any) -> None:
     if mode == "edit":
         raw_edits = self.args.get("edits")
         if not isinstance(raw_edits, list) or not raw_edits:
-            raise ToolError("`edits` must be a non-empty list of {oldText, newText, replaceAll} objects "
-                            "(or use mode append/overwrite with `content`)")
+            raise ToolError(
+                "`edits` must be a non-empty list of {oldText, newText, replaceAll} objects "
+                "(or use mode append/overwrite with `content`)"
+            )
         edits = [Edit.from_args(_unix_edit(raw), i) for i, raw in enumerate(raw_edits, 1)]
         outcome = apply_edits(self.document.text, edits)
     else:
@@ -55,8 +57,10 @@ def _unix(text: str) -> str:
 def _unix_edit(raw: Any) -> Any:
     if not isinstance(raw, dict):
         return raw  # Edit.from_args explains what is wrong with it
-    return {key: _unix(value) if key in ("oldText", "newText") and isinstance(value, str) else value
-            for key, value in raw.items()}
+    return {
+        key: _unix(value) if key in ("oldText", "newText") and isinstance(value, str) else value
+        for key, value in raw.items()
+    }
 
 
 async def write(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
@@ -77,14 +81,26 @@ TOOL = ToolDefinition(
         "Edit a file in the project. Each edit replaces oldText, copied exactly from the file with enough "
         "surrounding lines to be unique, by newText. Never use placeholders like '... existing code ...'. "
         "mode append adds `content` at the end; mode overwrite replaces the whole file with `content`.",
-        {"filepath": FILEPATH,
-         "edits": {"type": "array", "items": {"type": "object", "properties": {
-             "oldText": {"type": "string"}, "newText": {"type": "string"}, "replaceAll": {"type": "boolean"}},
-             "required": ["oldText", "newText"]}},
-         "mode": {"type": "string", "enum": list(MODES)},
-         "content": {"type": "string", "description": "For mode append or overwrite"},
-         "explanation": {"type": "string", "description": "One sentence: why this edit"}},
-        ["filepath"]),
+        {
+            "filepath": FILEPATH,
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "oldText": {"type": "string"},
+                        "newText": {"type": "string"},
+                        "replaceAll": {"type": "boolean"},
+                    },
+                    "required": ["oldText", "newText"],
+                },
+            },
+            "mode": {"type": "string", "enum": list(MODES)},
+            "content": {"type": "string", "description": "For mode append or overwrite"},
+            "explanation": {"type": "string", "description": "One sentence: why this edit"},
+        },
+        ["filepath"],
+    ),
     cmds=[write],
     handlers={"setup": setup},
     output={"prompt": prompt},

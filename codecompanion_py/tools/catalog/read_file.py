@@ -21,10 +21,12 @@ async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: 
     end = args.get("end_line_number_base_zero", -1)
     end = len(lines) - 1 if end is None or int(end) < 0 else min(int(end), len(lines) - 1)
     if start < 0 or (lines and start > end):
-        raise ToolError(f"invalid line range {start}-{end}: {document.target.relative} has {len(lines)} lines "
-                        "(numbered from 0; use -1 for the end of the file)")
+        raise ToolError(
+            f"invalid line range {start}-{end}: {document.target.relative} has {len(lines)} lines "
+            "(numbered from 0; use -1 for the end of the file)"
+        )
     documents.remember_read(self, document)
-    body = "\n".join(lines[start:end + 1])
+    body = "\n".join(lines[start : end + 1])
     fence = "````" if "```" in body else "```"
     header = f"{document.target.relative}, lines {start}-{end} of {len(lines)} (0-based):"
     return {"status": "success", "data": f"{header}\n{fence}\n{body}\n{fence}"}
@@ -39,10 +41,13 @@ TOOL = ToolDefinition(
     schema=function_schema(
         "read_file",
         "Read lines of a file in the project. Lines are numbered from 0; end -1 means the end of the file.",
-        {"filepath": FILEPATH,
-         "start_line_number_base_zero": {"type": "integer", "description": "First line to read, from 0"},
-         "end_line_number_base_zero": {"type": "integer", "description": "Last line to read; -1 for the end"}},
-        ["filepath"]),
+        {
+            "filepath": FILEPATH,
+            "start_line_number_base_zero": {"type": "integer", "description": "First line to read, from 0"},
+            "end_line_number_base_zero": {"type": "integer", "description": "Last line to read; -1 for the end"},
+        },
+        ["filepath"],
+    ),
     cmds=[read],
     handlers={"setup": setup},
     output={"success": success, "prompt": lambda self, tools: f"Read {self.target.relative}?"},

@@ -35,12 +35,21 @@ def prompt(self: ToolRun, tools: Any) -> str:
 TOOL = ToolDefinition(
     name="run_command",
     schema=function_schema(
-        "run_command", "Run a shell command in the project root, e.g. the test suite, and get its output.",
-        {"cmd": {"type": "string", "description": "The command line to run"},
-         "flag": {"type": ["string", "null"], "description": "'testing' when the command runs tests, else null"}},
-        ["cmd", "flag"], strict=True),
+        "run_command",
+        "Run a shell command in the project root, e.g. the test suite, and get its output.",
+        {
+            "cmd": {"type": "string", "description": "The command line to run"},
+            "flag": {"type": ["string", "null"], "description": "'testing' when the command runs tests, else null"},
+        },
+        ["cmd", "flag"],
+        strict=True,
+    ),
     cmds=[run],
     output={"prompt": prompt},
-    opts={"requires_approval": True, "require_cmd_approval": True, "allowed_in_yolo_mode": False,
-          "timeout": DEFAULT_TIMEOUT_MS},
+    opts={
+        "requires_approval": True,
+        "require_cmd_approval": True,
+        "allowed_in_yolo_mode": False,
+        "timeout": DEFAULT_TIMEOUT_MS,
+    },
 )
