@@ -1,4 +1,5 @@
-# Everything a fresh machine with only Python 3 needs: `make test`, `make demo`, `make bench`.
+# Everything a fresh machine with only Python 3 needs: `make test`, `make demo`, `make bench`,
+# and `make lint` (ruff, mypy and the Lua check).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -7,14 +8,16 @@ STAMP := $(VENV)/.installed
 AGENT_PACKAGES := @zed-industries/codex-acp@0.16.0 @zed-industries/claude-agent-acp@0.23.1
 AGENTS_STAMP := $(VENV)/agents/.installed
 
-.PHONY: test demo bench venv agents clean
+LUA_FILES := $(wildcard lua/codecompanion_py/*.lua plugin/*.lua)
+
+.PHONY: test lint demo bench venv agents clean
 
 venv: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
 agents: $(STAMP)
@@ -27,6 +30,16 @@ agents: $(STAMP)
 
 test: $(STAMP) agents
 	$(PY) -m pytest -q
+
+# luacheck when it is installed (Debian's lua-check); Neovim's own LuaJIT always compiles
+# every file and refuses global writes and unknown globals.
+lint: $(STAMP)
+	$(PY) -m ruff check codecompanion_py tests bench scripts rplugin
+	$(PY) -m ruff format --check codecompanion_py tests bench scripts rplugin
+	$(PY) -m mypy
+	@if command -v luacheck >/dev/null 2>&1; then luacheck -q $(LUA_FILES); \
+	else echo "luacheck not found: the Lua files are checked by Neovim's compiler only"; fi
+	$(VENV)/bin/nvim -l scripts/check_lua.lua $(LUA_FILES)
 
 demo: $(STAMP)
 	$(PY) -m codecompanion_py.demo.launch
