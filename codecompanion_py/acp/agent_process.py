@@ -14,6 +14,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from ..errors import ConfigError
 from ..processes import KILL_GRACE, close_pipes, signal_group, start_in_group, terminate_group
@@ -22,6 +23,8 @@ from .jsonrpc import MAX_LINE
 log = logging.getLogger("codecompanion_py.acp")
 
 STDERR_LINES = 20
+
+_P = TypeVar("_P", bound="AgentProcess")
 
 
 class AgentProcess:
@@ -39,8 +42,8 @@ class AgentProcess:
 
     @classmethod
     async def start(
-        cls, name: str, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], install_hint: str = ""
-    ) -> AgentProcess:
+        cls: type[_P], name: str, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], install_hint: str = ""
+    ) -> _P:
         if not argv:
             raise cls.start_error(f"{name}: no command to start")
         try:

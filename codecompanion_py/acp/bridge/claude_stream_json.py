@@ -50,6 +50,7 @@ from .contract import (
     Write,
     error_response,
     executable_argv,
+    json_object,
     outcome_of,
     request,
     response,
@@ -116,8 +117,9 @@ class ClaudeState:
     """Messages whose text or thinking already went out as deltas."""
     tools: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
     """tool_use id -> (tool name, input)."""
-    permissions: Mapping[str, tuple[str, Any, Any]] = field(default_factory=dict)
-    """our session/request_permission id -> (control request_id, tool input, suggestions)."""
+    permissions: Mapping[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+    """our session/request_permission id -> (control request_id as Claude sent it, tool input,
+    suggestions)."""
 
 
 def _line(message: Mapping[str, Any]) -> str:
@@ -291,7 +293,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
 
     def translate_outbound(self, message: dict[str, Any], state: ClaudeState) -> Outbound:
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = json_object(message.get("params"))
         if method is None:
             return self._answered(message, state)
         if method == "session/new":
@@ -407,7 +409,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             return Skip(replace(state, stream_message=str(ident or "")))
         if inner.get("type") != "content_block_delta" or event.get("parent_tool_use_id") or state.cancelling:
             return Skip(state)
-        delta = inner.get("delta") if isinstance(inner.get("delta"), dict) else {}
+        delta = json_object(inner.get("delta"))
         if delta.get("type") == "text_delta" and delta.get("text"):
             chunk = text_chunk(self._sid(state), str(delta["text"]))
         elif delta.get("type") == "thinking_delta" and delta.get("thinking"):
@@ -417,7 +419,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
         return Messages([chunk], replace(state, streamed=state.streamed | {state.stream_message}))
 
     def _assistant(self, event: dict[str, Any], state: ClaudeState) -> Inbound:
-        message = event.get("message") if isinstance(event.get("message"), dict) else {}
+        message = json_object(event.get("message"))
         blocks = message.get("content")
         streamed = str(message.get("id") or "") in state.streamed
         nested = bool(event.get("parent_tool_use_id"))
@@ -449,7 +451,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
         return Messages(out, state) if out else Skip(state)
 
     def _user(self, event: dict[str, Any], state: ClaudeState) -> Inbound:
-        message = event.get("message") if isinstance(event.get("message"), dict) else {}
+        message = json_object(event.get("message"))
         blocks = message.get("content")
         out = []
         for block in blocks if isinstance(blocks, list) else []:
@@ -515,7 +517,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
 
     def _control_request(self, event: dict[str, Any], state: ClaudeState) -> Inbound:
         control_id = event.get("request_id")
-        body = event.get("request") if isinstance(event.get("request"), dict) else {}
+        body = json_object(event.get("request"))
         if body.get("subtype") != "can_use_tool":
             reply = {
                 "type": "control_response",

@@ -53,6 +53,7 @@ from .contract import (
     Skip,
     error_response,
     executable_argv,
+    json_object,
     prompt_text,
     response,
     session_update,
@@ -168,7 +169,7 @@ class CodexExecAdapter(BridgeAdapter):
 
     def translate_outbound(self, message: dict[str, Any], state: CodexState) -> Outbound:
         method = message.get("method")
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
+        params = json_object(message.get("params"))
         if method is None:
             return Skip(state)  # we never ask the client anything
         if method == "session/new":
@@ -180,12 +181,12 @@ class CodexExecAdapter(BridgeAdapter):
                 replace(state, sessions=sessions),
             )
         if method == "session/set_mode":
-            session_id, mode = params.get("sessionId"), params.get("modeId")
-            if session_id not in state.sessions:
-                return Error(f"unknown session {session_id!r}", state, INVALID_PARAMS)
+            target, mode = params.get("sessionId"), params.get("modeId")
+            if not isinstance(target, str) or target not in state.sessions:
+                return Error(f"unknown session {target!r}", state, INVALID_PARAMS)
             if mode not in MODE_IDS:
                 return Error(f"unknown mode {mode!r}", state, INVALID_PARAMS)
-            sessions = {**state.sessions, session_id: replace(state.sessions[session_id], mode=mode)}
+            sessions = {**state.sessions, target: replace(state.sessions[target], mode=mode)}
             return Reply({}, replace(state, sessions=sessions))
         if method == "session/prompt":
             return self._prompt(message, params, state)
@@ -202,7 +203,7 @@ class CodexExecAdapter(BridgeAdapter):
             return Error(f"method not found: {method}", state, METHOD_NOT_FOUND)
         return Skip(state)
 
-    def _prompt(self, message: dict[str, Any], params: dict[str, Any], state: CodexState) -> Outbound:
+    def _prompt(self, message: dict[str, Any], params: Mapping[str, Any], state: CodexState) -> Outbound:
         session_id = params.get("sessionId")
         session = state.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:

@@ -356,6 +356,12 @@ def is_response(message: Any, request_id: Any = None) -> bool:
     )
 
 
+def json_object(value: Any) -> Mapping[str, Any]:
+    """`value` when it is a JSON object, else an empty one: for the fields of messages
+    whose shape nobody promised."""
+    return value if isinstance(value, dict) else {}
+
+
 def outcome_of(message: Message) -> dict[str, Any]:
     """The `outcome` of the client's answer to session/request_permission; an error or
     anything malformed counts as cancelled."""

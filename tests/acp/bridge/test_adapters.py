@@ -21,6 +21,7 @@ from codecompanion_py.acp.bridge.contract import (
     Write,
 )
 from codecompanion_py.acp.bridge.native import to_bytes
+from codecompanion_py.acp.jsonrpc import INVALID_PARAMS
 
 FIXTURES = Path(__file__).with_name("fixtures")
 
@@ -365,6 +366,15 @@ def test_codex_sessions_modes_and_bad_requests():
     assert isinstance(busy, Error) and "already running" in busy.reason
     assert isinstance(adapter.translate_outbound({"id": 6, "method": "session/load", "params": {}}, state), Error)
     assert feed(adapter, running, ["garbage", "{}", '{"type":"item.completed","item":{"type":"mystery"}}'])[0] == []
+
+
+def test_codex_set_mode_with_a_malformed_session_id_is_invalid_params():
+    # an unhashable sessionId used to raise TypeError in the `in` test (an internal error)
+    adapter, state, _ = codex()
+    for bad in ([], {"id": 1}, None, 3):
+        refused = adapter.translate_outbound({"id": 2, "method": "session/set_mode",
+                                              "params": {"sessionId": bad, "modeId": "read-only"}}, state)
+        assert isinstance(refused, Error) and refused.code == INVALID_PARAMS and "unknown session" in refused.reason
 
 
 def test_codex_cancel_marks_the_turn_and_drops_late_items():
