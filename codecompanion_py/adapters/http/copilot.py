@@ -285,7 +285,8 @@ async def _endpoint(adapter: Any) -> str:
 def _supports(adapter: Any) -> dict[str, Any]:
     """The current model's `capabilities.supports`, when its list has been fetched."""
     api = (adapter.env_replaced or {}).get("api")
-    entry = (_models.get(api) or (0, {}))[1].get(str(adapter.model)) or {}
+    cached = _models.get(api) if isinstance(api, str) else None
+    entry = (cached or (0, {}))[1].get(str(adapter.model)) or {}
     supports = (entry.get("capabilities") or {}).get("supports")
     return supports if isinstance(supports, dict) else {}
 
@@ -423,9 +424,10 @@ def _opaque(data: Any) -> str | None:
 def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None:
     if _responses(self):
         result = openai_responses.parse_chat(self, data, tools)
-        item = ((result or {}).get("reasoning_end") or {}).get(openai_responses.PROVIDER_KEY)
-        if item:
-            result["reasoning_end"] = {PROVIDER_KEY: {"responses": item}}
+        if result is not None:
+            item = (result.get("reasoning_end") or {}).get(openai_responses.PROVIDER_KEY)
+            if item:
+                result["reasoning_end"] = {PROVIDER_KEY: {"responses": item}}
         return result
     result = openai.parse_chat(self, data, tools)
     if result is not None and result.get("status") == "success":

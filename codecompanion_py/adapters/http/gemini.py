@@ -239,7 +239,7 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
         for part in candidate.content.parts if candidate.content else ():
             if part.function_call is not None:
                 if tools is not None:
-                    _add_call(tools, part)
+                    _add_call(tools, part.function_call, part.thought_signature)
             elif part.text:
                 (reasoning if part.thought else text).append(part.text)
         if candidate.finish_reason:
@@ -253,12 +253,11 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     }
 
 
-def _add_call(tools: Any, part: _Part) -> None:
-    call = part.function_call
+def _add_call(tools: Any, call: _FunctionCall, thought_signature: str | None) -> None:
     key = len(tools)
     data: dict[str, Any] = {}
-    if part.thought_signature:
-        data["thought_signature"] = part.thought_signature
+    if thought_signature:
+        data["thought_signature"] = thought_signature
     if call.id:
         data["id"] = call.id
     arguments = msgspec.json.encode(_unescape_args(call.args or {})).decode()

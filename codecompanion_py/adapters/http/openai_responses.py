@@ -138,7 +138,9 @@ def _items(message: Message) -> list[dict[str, Any]]:
         items.append(format_response(None, result, result.content))
     if message.role == "assistant":
         for part in message.parts:
-            data = (part.provider_data or {}).get(PROVIDER_KEY) if isinstance(part, ReasoningPart) else None
+            if not isinstance(part, ReasoningPart):
+                continue
+            data = (part.provider_data or {}).get(PROVIDER_KEY)
             if data and data.get("encrypted_content"):  # only our own reasoning can go back
                 items.append(
                     {
