@@ -15,6 +15,14 @@ Choice = Literal["accept", "always", "reject", "cancel"]
 CHOICES: tuple[Choice, ...] = ("accept", "always", "reject", "cancel")
 
 
+def choice_of(value: object) -> Choice:
+    """The editor's answer as a Choice; no answer, or one we do not know, cancels."""
+    for choice in CHOICES:
+        if value == choice:
+            return choice
+    return "cancel"
+
+
 @dataclass
 class Answer:
     choice: Choice

@@ -23,10 +23,14 @@ import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ConfigError
 from ..messages import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from .catalog.documents import Document
+    from .workspace import Target
 
 Outcome = Literal["success", "error", "rejected", "cancelled"]
 
@@ -122,8 +126,27 @@ class ToolOutput:
     for_user: str | None = None
 
 
+class ToolState:
+    """What a tool's setup works out and keeps on its run for its cmds and outputs, as
+    CodeCompanion's tools keep their state on `self`. Declared here for the type checker
+    only: these are not dataclass fields, so each is unset (reading it is an AttributeError)
+    until the tool sets it. These are the built-in file tools'; a Python user tool may set
+    attributes of its own the same way."""
+
+    target: Target
+    """The file the call is about (every file tool's setup)."""
+    document: Document
+    """The file as it was read for the edit (insert_edit_into_file)."""
+    new_text: str
+    """The file's text after the edit (insert_edit_into_file)."""
+    notes: tuple[str, ...]
+    """What the LLM is told about how its edits matched (insert_edit_into_file)."""
+    content: str
+    """The new file's text (create_file)."""
+
+
 @dataclass
-class ToolRun:
+class ToolRun(ToolState):
     """One call of a tool: the `self` its functions receive."""
 
     definition: ToolDefinition

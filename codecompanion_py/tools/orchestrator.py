@@ -28,7 +28,7 @@ from ..errors import ToolError
 from ..events import ToolResultEvent
 from ..messages import ToolCall, ToolResultPart
 from . import arguments
-from .approvals import Answer, Approvals, must_prompt
+from .approvals import Answer, Approvals, choice_of, must_prompt
 from .contract import LuaFunction, Outcome, ToolDefinition, ToolRun
 from .process import run_process
 
@@ -253,8 +253,7 @@ class Orchestrator:
         self._fire("ToolApprovalRequested", {"tool": run.name, "id": run.function_call.id, "prompt": prompt})
         reply = await self.context.editor.call("approve", request)
         reply = reply if isinstance(reply, Mapping) else {}
-        choice = reply.get("choice") if reply.get("choice") in ("accept", "always", "reject", "cancel") else "cancel"
-        answer = Answer(choice=choice, reason=reply.get("reason") or None)
+        answer = Answer(choice=choice_of(reply.get("choice")), reason=reply.get("reason") or None)
         if answer.choice == "always" and not run.must_ask:
             approvals.remember(run.name, command)
         self._fire("ToolApprovalFinished", {"tool": run.name, "id": run.function_call.id, "choice": answer.choice})
@@ -344,10 +343,8 @@ class Orchestrator:
         return result if result is not None else await handed
 
     async def _run_argv(self, run: ToolRun, cmd: list[str] | str, timeout: float) -> dict[str, Any]:
-        env = {}
-        if run.definition.env is not None:
-            env = await self._invoke(run, run.definition.env) or {}
-        template_values = {str(k): str(v) for k, v in dict(env).items()} if isinstance(env, Mapping) else {}
+        env = await self._invoke(run, run.definition.env)  # None when the tool has no env
+        template_values = {str(k): str(v) for k, v in env.items()} if isinstance(env, Mapping) else {}
         if isinstance(cmd, list):
             cmd = [string.Template(part).safe_substitute(template_values) for part in cmd]
         result = await run_process(cmd, cwd=self.context.workspace.root, timeout=timeout)
