@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Hashable
+from typing import Any
 
 import msgspec
 
@@ -30,7 +31,7 @@ class _PendingCall:
         self.name: str | None = None
         self.fragments: list[str] = []
         self.position = position
-        self.provider_data: dict | None = None
+        self.provider_data: dict[str, Any] | None = None
 
 
 class ToolCallAssembler:
@@ -72,7 +73,7 @@ class ToolCallAssembler:
             )
         )
 
-    def set_provider_data(self, key: Hashable, data: dict) -> None:
+    def set_provider_data(self, key: Hashable, data: dict[str, Any]) -> None:
         """Opaque data that must go back with this call (e.g. a thought signature)."""
         self._calls[key].provider_data = data
 
@@ -91,7 +92,7 @@ class ToolCallAssembler:
         return calls
 
 
-def _complete(call_id: str, name: str, raw: str, provider_data: dict | None) -> list[ToolCall]:
+def _complete(call_id: str, name: str, raw: str, provider_data: dict[str, Any] | None) -> list[ToolCall]:
     try:
         call = ToolCall.from_json(id=call_id, name=name, arguments=raw)
         return [msgspec.structs.replace(call, provider_data=provider_data) if provider_data else call]
@@ -113,10 +114,10 @@ def _complete(call_id: str, name: str, raw: str, provider_data: dict | None) -> 
         ]
 
 
-def _split_objects(raw: str) -> list[dict]:
+def _split_objects(raw: str) -> list[dict[str, Any]]:
     """`{"a":1}{"b":2}` -> two dicts; anything else that is not a run of objects -> []."""
     decoder = json.JSONDecoder()
-    pieces: list[dict] = []
+    pieces: list[dict[str, Any]] = []
     position, end = 0, len(raw)
     while position < end:
         while position < end and raw[position].isspace():

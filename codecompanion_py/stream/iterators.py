@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -112,11 +112,11 @@ class HttpStreamIterator(BaseStreamIterator):
         self.settings = settings
         self.client = client
         self._stack = AsyncExitStack()
-        self._chunks: Any = None
+        self._chunks: AsyncIterator[bytes] | None = None
         self._request: Any = None
         self.ready: HTTPAdapter | None = None
 
-    async def _open(self) -> None:
+    async def _open(self) -> AsyncIterator[bytes]:
         # Imported here: building a request needs the adapter machinery, not every consumer does.
         from ..adapters.request import build_request
 
@@ -127,11 +127,13 @@ class HttpStreamIterator(BaseStreamIterator):
         response = await self._stack.enter_async_context(self.client.open(self._request))
         # The transport stream itself: aiter_raw() adds generator layers per chunk that
         # only count bytes.
-        self._chunks = response.stream.__aiter__()
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)  # the response of an AsyncClient
+        return stream.__aiter__()
 
     async def _get_next_chunk(self) -> bytes | None:
         if self._chunks is None:
-            await self._open()
+            self._chunks = await self._open()
         # A plain try, not a context manager: this runs once per network chunk.
         try:
             return await self._chunks.__anext__()

@@ -22,10 +22,15 @@ from ..events import FinalEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolCa
 from ..messages import Message, ReasoningPart, TextPart, Usage
 from .assembler import ToolCallAssembler
 from .ndjson import NDJSONDecoder
-from .sse import SSEDecoder
+from .sse import ServerSentEvent, SSEDecoder
 
 _DONE = b"[DONE]"
 _TOOL_REASONS = frozenset(("tool_calls", "function_call", "tool_use"))
+
+
+def _payload(frame: ServerSentEvent | bytes) -> bytes:
+    """A frame's data: the `data` lines of an SSE event, an NDJSON line as it is."""
+    return frame.data if isinstance(frame, ServerSentEvent) else frame
 
 
 class StreamNormalizer:
@@ -41,7 +46,6 @@ class StreamNormalizer:
         self._parse_tokens = get_handler(adapter, "parse_tokens")
         ndjson = getattr(adapter, "opts", {}).get("stream_format") == "ndjson"
         self._decoder: SSEDecoder | NDJSONDecoder = NDJSONDecoder() if ndjson else SSEDecoder()
-        self._ndjson = ndjson
         self.tools = ToolCallAssembler()
         self._text: list[str] = []
         self._reasoning: list[str] = []  # the open reasoning block
@@ -71,7 +75,7 @@ class StreamNormalizer:
         frames = self._decoder.feed(chunk)
         try:
             for frame in frames:
-                events.extend(self.feed_frame(frame if self._ndjson else frame.data))
+                events.extend(self.feed_frame(_payload(frame)))
         except CodeCompanionError as error:
             self.failure = error
         return events
@@ -149,7 +153,7 @@ class StreamNormalizer:
             events.extend(self.feed_frame(b"".join(self._body)))
         elif not self.done:
             for item in self._decoder.flush():
-                events.extend(self.feed_frame(item if self._ndjson else item.data))
+                events.extend(self.feed_frame(_payload(item)))
         calls = self.tools.finish()
         events.extend(
             ToolCallEvent(id=c.id, name=c.name, is_final=True, arguments=c.arguments, index=n)
