@@ -350,11 +350,12 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
 
     def _answered(self, message: dict[str, Any], state: ClaudeState) -> Outbound:
         """The client answered one of our permission requests."""
-        pending = state.permissions.get(message.get("id"))  # type: ignore[arg-type]
+        ask_id = message.get("id")
+        pending = state.permissions.get(ask_id) if isinstance(ask_id, str) else None
         if pending is None:
             return Skip(state)
         control_id, tool_input, suggestions = pending
-        permissions = {k: v for k, v in state.permissions.items() if k != message.get("id")}
+        permissions = {k: v for k, v in state.permissions.items() if k != ask_id}
         state = replace(state, permissions=permissions)
         outcome = outcome_of(message)
         option = outcome.get("optionId") if outcome.get("outcome") == "selected" else None
@@ -386,6 +387,8 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
         if not isinstance(event, dict):
             return Skip(state)
         kind = event.get("type")
+        if not isinstance(kind, str):
+            return Skip(state)
         handler = {
             "stream_event": self._stream_event,
             "assistant": self._assistant,
@@ -393,7 +396,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             "result": self._result,
             "system": self._system,
             "control_request": self._control_request,
-        }.get(kind)  # type: ignore[arg-type]
+        }.get(kind)
         return handler(event, state) if handler else Skip(state)
 
     def _sid(self, state: ClaudeState) -> str:

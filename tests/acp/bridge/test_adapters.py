@@ -252,6 +252,14 @@ def test_claude_junk_is_skipped_and_unknown_control_requests_are_refused():
         "subtype": "error", "request_id": "h1", "error": "unsupported control request 'hook_callback'"}}]
 
 
+def test_claude_line_whose_type_is_not_a_string_is_skipped():
+    # an unhashable `type` used to raise TypeError in the handler lookup
+    adapter, state = claude()
+    state = prompted(adapter, state)
+    for line in ('{"type":[]}', '{"type":{"a":1}}', '{"type":null}', '{"type":3}'):
+        assert isinstance(adapter.translate_inbound(line, state), Skip)
+
+
 def test_claude_mode_before_and_after_the_process_starts():
     adapter, state = claude()
     early = adapter.translate_outbound({"id": 1, "method": "session/set_mode",
