@@ -121,10 +121,8 @@ def _acp_bridge(args: argparse.Namespace) -> int:
     if args.model:
         opts["model"] = args.model
     if args.env:
-        opts["env"] = {
-            **(opts.get("env") if isinstance(opts.get("env"), dict) else {}),  # type: ignore[dict-item]
-            **dict(args.env),
-        }
+        env = opts.get("env")
+        opts["env"] = {**(env if isinstance(env, dict) else {}), **dict(args.env)}
     return asyncio.run(serve_stdio(adapter, opts))
 
 

@@ -463,9 +463,9 @@ async def run_process_raw(
             signal_group(pgid, signal.SIGKILL)
         if any(not task.done() or task.cancelled() for task in readers):
             close_pipes(proc)  # pipes a stray process still holds
-        for task in (*readers, feeder):
-            if task is not None and task.done() and not task.cancelled():
-                task.exception()  # retrieved: a read or write error just ends that stream early
+        for io_task in (*readers, feeder):
+            if io_task is not None and io_task.done() and not io_task.cancelled():
+                io_task.exception()  # retrieved: a read or write error just ends that stream early
 
     data = out.render()
     for note in notes:

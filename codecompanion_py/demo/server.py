@@ -155,6 +155,7 @@ class ScriptedServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        assert task is not None  # asyncio.start_server runs each connection's handler as a task
         self._tasks.add(task)
         try:
             while not self._closing:

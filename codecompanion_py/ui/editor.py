@@ -30,6 +30,7 @@ class PendingCalls:
         return call_id, future
 
     def settle(self, reply: Mapping[str, Any]) -> None:
+        # the id is whatever Lua sent back: one that is not ours finds nothing
         future = self._waiting.pop(reply.get("id"), None)  # type: ignore[arg-type]
         if future is None or future.done():
             return

@@ -13,7 +13,7 @@ autocmd data (`Fire.data`) is cleaned the same way by `fire()`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, get_args
 
 import msgspec
 
@@ -205,10 +205,7 @@ Op = Union[
     Commands,
 ]
 
-OP_NAMES: tuple[str, ...] = tuple(
-    str(kind.__struct_config__.tag)
-    for kind in Op.__args__  # type: ignore[attr-defined]
-)
+OP_NAMES: tuple[str, ...] = tuple(str(kind.__struct_config__.tag) for kind in get_args(Op))
 
 
 def fire(event: str, data: Mapping[str, Any] | None = None) -> Fire:
@@ -226,4 +223,4 @@ def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def encode(ops: Sequence[Op]) -> list[Any]:
     """The batch as Lua receives it: plain tables, absent fields left out."""
-    return msgspec.to_builtins(ops)  # type: ignore[no-any-return]
+    return msgspec.to_builtins(ops)  # type: ignore[no-any-return]  # to_builtins is typed Any; ops encode to a list
