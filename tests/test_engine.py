@@ -50,8 +50,9 @@ class RecordingBridge:
             return found
 
     def wait_done(self, count: int = 1, chat_id: Any = 1) -> ops.Done:
-        done = self.wait(lambda: [op for op in self.ops(chat_id) if isinstance(op, ops.Done)][count - 1:],
-                         f"Done #{count}")
+        done = self.wait(
+            lambda: [op for op in self.ops(chat_id) if isinstance(op, ops.Done)][count - 1 :], f"Done #{count}"
+        )
         return done[0]
 
 
@@ -82,12 +83,22 @@ def engine():
 
 
 def configure(engine, url: str) -> None:
-    engine.call("config.set", {
-        "adapters": {"http": {"local": {"__extends": "openai_compatible", "env": {"url": url}}},
-                     "acp": {"fake": {"formatted_name": "Fake Agent", "defaults": {"timeout": 10000},
-                                      "commands": {"default": [sys.executable, FAKE_AGENT]}}}},
-        "interactions": {"chat": {"adapter": "local"}},
-    })
+    engine.call(
+        "config.set",
+        {
+            "adapters": {
+                "http": {"local": {"__extends": "openai_compatible", "env": {"url": url}}},
+                "acp": {
+                    "fake": {
+                        "formatted_name": "Fake Agent",
+                        "defaults": {"timeout": 10000},
+                        "commands": {"default": [sys.executable, FAKE_AGENT]},
+                    }
+                },
+            },
+            "interactions": {"chat": {"adapter": "local"}},
+        },
+    )
 
 
 def test_an_http_chat_sends_typed_ops_in_order(engine, tmp_path):
@@ -98,8 +109,11 @@ def test_an_http_chat_sends_typed_ops_in_order(engine, tmp_path):
     assert done == ops.Done(status="success")
     shown = engine.recorded.ops()
     assert isinstance(shown[0], ops.Ready) and shown[0].adapter.name == "local" and shown[0].adapter.type == "http"
-    assert [op.event for op in shown if isinstance(op, ops.Fire)] == ["RequestStarted", "RequestStreaming",
-                                                                      "RequestFinished"]
+    assert [op.event for op in shown if isinstance(op, ops.Fire)] == [
+        "RequestStarted",
+        "RequestStreaming",
+        "RequestFinished",
+    ]
     assert "".join(op.text for op in shown if isinstance(op, ops.Text)) == "Hello"
 
 

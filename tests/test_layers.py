@@ -23,7 +23,8 @@ def test_nothing_outside_nvim_imports_pynvim():
     engine_side = [name for name in modules() if not name.startswith("codecompanion_py.nvim")]
     assert "codecompanion_py.engine" in engine_side and "codecompanion_py.ui.view" in engine_side
     code = "import importlib, sys\nsys.modules['pynvim'] = None\n" + "".join(
-        f"importlib.import_module({name!r})\n" for name in engine_side)
+        f"importlib.import_module({name!r})\n" for name in engine_side
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
 

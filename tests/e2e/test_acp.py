@@ -220,8 +220,19 @@ from codecompanion_py.demo.server import ScriptedServer, ServerThread  # noqa: E
 
 from ..acp.real_agents import codex_acp, codex_home, codex_llm  # noqa: E402
 
-PATCH = "\n".join(["apply_patch <<'PATCH'", "*** Begin Patch", "*** Update File: notes.txt", "@@",
-                   "-first line", "+changed by codex", "*** End Patch", "PATCH", ""])
+PATCH = "\n".join(
+    [
+        "apply_patch <<'PATCH'",
+        "*** Begin Patch",
+        "*** Update File: notes.txt",
+        "@@",
+        "-first line",
+        "+changed by codex",
+        "*** End Patch",
+        "PATCH",
+        "",
+    ]
+)
 
 
 @pytest.mark.skipif(codex_acp() is None, reason="codex-acp is not installed: `make agents` needs npm")
@@ -246,8 +257,10 @@ def test_a_real_codex_agent_edits_a_loaded_file_through_an_approval(editor, proj
         assert prompt["prompt"].startswith("Codex wants to: Edit") and prompt["items"][0] == "Yes"
         assert (project / "notes.txt").read_text() == "changed by codex\n"
         notes = editor.nvim.call("bufnr", str(project / "notes.txt"))
-        editor.wait_for(lambda: editor.nvim.api.buf_get_lines(notes, 0, -1, False) == ["changed by codex"],
-                        what="the loaded buffer re-read")
+        editor.wait_for(
+            lambda: editor.nvim.api.buf_get_lines(notes, 0, -1, False) == ["changed by codex"],
+            what="the loaded buffer re-read",
+        )
         text = editor.text(chat)
         assert "## CodeCompanion (Codex)" in text and "Updated notes.txt for you." in text
         assert "+changed by codex" in text  # the diff was shown
@@ -270,3 +283,40 @@ def test_a_real_codex_agent_edits_a_loaded_file_through_an_approval(editor, proj
         assert processes(b"codex-acp")
         editor.nvim.command(f"bwipeout! {chat}")
         editor.wait_for(lambda: not processes(b"codex-acp"), what="codex stopped with its chat")
+
+
+# --- a real agent: Claude Code over ACP, its LLM played by our server --------------------
+
+from ..acp.real_agents import claude_agent_acp, claude_env, claude_llm  # noqa: E402
+
+
+@pytest.mark.skipif(claude_agent_acp() is None, reason="claude-agent-acp is not installed: `make agents` needs npm")
+def test_a_real_claude_agent_writes_a_file_and_its_tool_line_is_updated_in_place(editor, project, tmp_path):
+    target = project / "made_by_claude.txt"
+    editor.lua("vim.env.IS_SANDBOX = nil")  # before the engine starts; see tests/acp/real_agents.py
+    responder = claude_llm("Write", {"file_path": str(target), "content": "hello from claude\n"}, "Wrote it.")
+    with ServerThread(ScriptedServer(responder)) as server:
+        env_lua = ", ".join(f'{key} = "{value}"' for key, value in claude_env(tmp_path, server.url).items())
+        editor.nvim.command(f"cd {project}")
+        editor.lua(RECORD_UI)
+        editor.lua("_G.cc_answers = ...", ["Allow"])
+        editor.setup(f"""{{
+          adapters = {{ acp = {{ claude_code = {{
+            commands = {{ default = {{ "{claude_agent_acp()}" }} }}, env = {{ {env_lua} }},
+            defaults = {{ timeout = 30000 }},
+          }} }} }},
+        }}""")
+        editor.nvim.command("CodeCompanionChat adapter=claude_code RUNTOOL write the file")
+        chat = editor.nvim.current.buffer.number
+        done = editor.wait_event("CodeCompanionChatDone", timeout=60)
+        assert done["data"]["status"] == "success", editor.text(chat)
+        assert target.read_text() == "hello from claude\n"
+        lines = editor.lines(chat)
+        tool_lines = [line for line in lines if line.startswith("**Tool**")]
+        # claude-agent-acp sends tool_call and then several tool_call_updates: one line, last status
+        assert len(tool_lines) == 1 and tool_lines[0].startswith("**Tool** ✓"), "\n".join(lines)
+        [answer] = [i for i, line in enumerate(lines) if line.strip() == "Wrote it."]
+        assert lines[answer - 1] == "" and lines[answer - 2] != ""  # its own paragraph
+        assert not [note for note in editor.lua("return _G.cc_notes") if "now using" in note]
+        editor.nvim.command(f"bwipeout! {chat}")
+        editor.wait_for(lambda: not processes(b"claude-agent-acp"), what="claude stopped with its chat")

@@ -17,56 +17,67 @@ def test_every_engine_op_has_a_lua_renderer(editor):
 
 def test_an_op_lua_does_not_know_is_reported_once(editor, project):  # noqa: F811
     chat = open_agent_chat(editor, project, "")
-    editor.lua("""
+    editor.lua(
+        """
       local chat = require("codecompanion_py.chat")
-      chat.apply(..., { { op = "no_such_op" }, { op = "no_such_op" } })""", chat)
+      chat.apply(..., { { op = "no_such_op" }, { op = "no_such_op" } })""",
+        chat,
+    )
     notes = [n for n in editor.lua("return _G.cc_notes") if "unknown UI op" in n]
-    assert notes == ['CodeCompanion: the engine sent an unknown UI op "no_such_op"; the Lua and Python parts '
-                     "of the plugin do not match (update both)"]
+    assert notes == [
+        'CodeCompanion: the engine sent an unknown UI op "no_such_op"; the Lua and Python parts '
+        "of the plugin do not match (update both)"
+    ]
 
 
 def test_absent_values_are_left_out_not_sent_as_null():
-    [begin, done] = ops.encode([ops.Begin(adapter=ops.AdapterInfo(name="codex", formatted_name="Codex",
-                                                                   type="acp")),
-                                ops.Done(status="success")])
+    [begin, done] = ops.encode(
+        [
+            ops.Begin(adapter=ops.AdapterInfo(name="codex", formatted_name="Codex", type="acp")),
+            ops.Done(status="success"),
+        ]
+    )
     assert begin == {"op": "begin", "adapter": {"name": "codex", "formatted_name": "Codex", "type": "acp"}}
     assert done == {"op": "done", "status": "success"}
     assert ops.encode([ops.fire("ToolApprovalRequested", {"tool": "Read", "id": None})]) == [
-        {"op": "fire", "event": "ToolApprovalRequested", "data": {"tool": "Read"}}]
+        {"op": "fire", "event": "ToolApprovalRequested", "data": {"tool": "Read"}}
+    ]
 
 
 def reply_of(editor, chat) -> str:
     text = editor.text(chat)
-    return text[text.index("## CodeCompanion (Fake Agent)"):]
+    return text[text.index("## CodeCompanion (Fake Agent)") :]
 
 
 def test_claude_tool_updates_rewrite_one_block_and_text_gets_its_own_paragraph(editor, project):  # noqa: F811
     chat = open_agent_chat(editor, project, "replay claude_tool_updates")
     editor.wait_event("CodeCompanionChatDone")
-    assert reply_of(editor, chat) == "\n".join([
-        "## CodeCompanion (Fake Agent)",
-        "",
-        "I'll read the notes.",
-        "",
-        "**Tool** ✓ Read notes.txt",
-        f"  ↳ `{project}/notes.txt:1`",
-        "",
-        "```",
-        "first line",
-        "```",
-        "",
-        'The notes say "first line".',
-        "",
-        "**Plan**",
-        "",
-        "- [x] Read the notes",
-        "",
-        "Done.",
-        "",
-        "## Me",
-        "",
-        "",
-    ])
+    assert reply_of(editor, chat) == "\n".join(
+        [
+            "## CodeCompanion (Fake Agent)",
+            "",
+            "I'll read the notes.",
+            "",
+            "**Tool** ✓ Read notes.txt",
+            f"  ↳ `{project}/notes.txt:1`",
+            "",
+            "```",
+            "first line",
+            "```",
+            "",
+            'The notes say "first line".',
+            "",
+            "**Plan**",
+            "",
+            "- [x] Read the notes",
+            "",
+            "Done.",
+            "",
+            "## Me",
+            "",
+            "",
+        ]
+    )
     # the agent's model is known only once its session started: that is no change of model
     assert not [n for n in editor.lua("return _G.cc_notes") if "now using" in n]
 
@@ -74,18 +85,20 @@ def test_claude_tool_updates_rewrite_one_block_and_text_gets_its_own_paragraph(e
 def test_output_that_is_fenced_already_is_not_fenced_again(editor, project):  # noqa: F811
     chat = open_agent_chat(editor, project, "replay codex_bridge_command")
     editor.wait_event("CodeCompanionChatDone")
-    assert reply_of(editor, chat) == "\n".join([
-        "## CodeCompanion (Fake Agent)",
-        "",
-        "**Tool** ✓ ls",
-        "",
-        "```",
-        "notes.txt",
-        "```",
-        "",
-        "There is one file.",
-        "",
-        "## Me",
-        "",
-        "",
-    ])
+    assert reply_of(editor, chat) == "\n".join(
+        [
+            "## CodeCompanion (Fake Agent)",
+            "",
+            "**Tool** ✓ ls",
+            "",
+            "```",
+            "notes.txt",
+            "```",
+            "",
+            "There is one file.",
+            "",
+            "## Me",
+            "",
+            "",
+        ]
+    )
