@@ -6,6 +6,12 @@ the built-in `demo` adapter, which needs nothing. The launcher starts the demo a
 scripted server (`demo/provider.py`) whichever adapter it picks, so `demo` can also be
 chosen in the chat, and gives Neovim its url in CODECOMPANION_DEMO_URL; Neovim runs as
 the launcher's child, and the server stops when Neovim exits.
+
+Neovim starts in a small demo project (a temporary directory with `hello.py`, open in the
+left window), so the file tools stay confined to it, with the `files` tools on in every
+chat (`tools.opts.default_tools`) and a first message typed under `## Me`: `<CR>` sends
+it, and the demo adapter reads `hello.py`, asks before editing it (the diff shown), edits
+it and says how to undo.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from pathlib import Path
 import httpx
 
 from ..adapters.http.demo import URL_ENV
-from .provider import serve
+from .provider import DEMO_FILE, HELLO_PY, serve
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,18 +93,39 @@ def choose_adapter() -> tuple[str, str | None]:
     return "ollama", definition
 
 
+# The demo chat's file tools: the `files` group (read, search, create, edit, delete).
+DEMO_TOOLS = 'tools = { opts = { default_tools = { "files" } } }'
+SUGGESTION = f"Tidy up {DEMO_FILE}"
+
+
 def setup_lua(name: str, definition: str | None) -> str:
     adapters = f"adapters = {{ http = {{ {name} = function() return {definition} end }} }}, " if definition else ""
-    return f"{{ {adapters}interactions = {{ chat = {{ adapter = {_lua_str(name)} }} }} }}"
+    return f"{{ {adapters}interactions = {{ chat = {{ adapter = {_lua_str(name)}, {DEMO_TOOLS} }} }} }}"
 
 
-def run_nvim(argv: list[str], env: dict[str, str]) -> int:
+def make_project(root: Path) -> Path:
+    """The demo project: a directory with `hello.py`, where Neovim starts."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / DEMO_FILE).write_text(HELLO_PY)
+    return root
+
+
+def nvim_argv(init: Path, args: list[str]) -> list[str]:
+    """Neovim with `hello.py` (or the user's arguments, their paths made absolute: Neovim
+    starts in the demo project), a chat beside it and the suggested first message typed
+    in the chat (not sent)."""
+    given = [os.path.abspath(a) if not a.startswith(("-", "+")) and os.path.exists(a) else a for a in args]
+    suggest = f"lua vim.api.nvim_buf_set_lines(0, 2, 3, false, {{ {_lua_str(SUGGESTION)} }})"
+    return [nvim_binary(), "-u", str(init), *(given or [DEMO_FILE]), "+CodeCompanionChat", "-c", suggest]
+
+
+def run_nvim(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> int:
     """Neovim in this terminal until it exits; its exit code. Ctrl-C reaches the whole
     foreground group (in a `:!command`, say): Neovim handles it, the launcher ignores it and
     keeps the demo server up."""
     previous = signal.signal(signal.SIGINT, lambda *_: None)  # not SIG_IGN: Neovim would inherit that
     try:
-        return subprocess.call(argv, env=env)
+        return subprocess.call(argv, env=env, cwd=cwd)
     finally:
         signal.signal(signal.SIGINT, previous)
 
@@ -108,9 +135,10 @@ def main() -> None:
     init = write_init(home / "init.lua", setup_lua(*choose_adapter()))
     env = runtime_env(home)
     update_remote_plugins(init, env)
+    project = make_project(home / "project")
     with serve() as server:
         env[URL_ENV] = server.url
-        code = run_nvim([nvim_binary(), "-u", str(init), "+CodeCompanionChat", *sys.argv[1:]], env)
+        code = run_nvim(nvim_argv(init, sys.argv[1:]), env, cwd=project)
     raise SystemExit(code)
 
 

@@ -465,9 +465,82 @@ local function open_window(buf)
   return win
 end
 
+local KEYMAP_PREFIX = "CodeCompanion: "
+local HINT = "Press ? for keymaps"
+local MODE_NAMES = { n = "normal", i = "insert", v = "visual", x = "visual", s = "select", o = "operator" }
+
+-- The chat's keymaps as mapped in `buf` (those whose desc starts with "CodeCompanion: "),
+-- one line each: the key, what it does and, when not normal mode only, its modes.
+function M.keymap_lines(buf)
+  local found, order = {}, {}
+  for _, mode in ipairs({ "n", "i", "v", "x", "o" }) do
+    for _, map in ipairs(api.nvim_buf_get_keymap(buf, mode)) do
+      local desc = map.desc or ""
+      if desc:sub(1, #KEYMAP_PREFIX) == KEYMAP_PREFIX then
+        local key = map.lhs .. "\t" .. desc
+        if not found[key] then
+          found[key] = { lhs = map.lhs, desc = desc:sub(#KEYMAP_PREFIX + 1), modes = {} }
+          table.insert(order, found[key])
+        end
+        table.insert(found[key].modes, MODE_NAMES[mode] or mode)
+      end
+    end
+  end
+  table.sort(order, function(a, b)
+    return a.lhs:lower() < b.lhs:lower() or (a.lhs:lower() == b.lhs:lower() and a.lhs < b.lhs)
+  end)
+  local width = 0
+  for _, entry in ipairs(order) do
+    width = math.max(width, vim.fn.strdisplaywidth(entry.lhs))
+  end
+  local lines = {}
+  for _, entry in ipairs(order) do
+    local modes = table.concat(entry.modes, ", ")
+    local pad = string.rep(" ", width - vim.fn.strdisplaywidth(entry.lhs))
+    local where = modes == "normal" and "" or (" (" .. modes .. ")")
+    table.insert(lines, (" %s%s  %s%s"):format(entry.lhs, pad, entry.desc, where))
+  end
+  return lines
+end
+
+-- `?`: the chat's keymaps in a floating window; q, <Esc> or ? closes it.
+function M.show_keymaps(buf)
+  local lines = M.keymap_lines(buf)
+  local width = 0
+  for _, line in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(line))
+  end
+  local float_buf = api.nvim_create_buf(false, true)
+  api.nvim_buf_set_lines(float_buf, 0, -1, false, lines)
+  vim.bo[float_buf].modifiable = false
+  vim.bo[float_buf].bufhidden = "wipe"
+  local height = math.min(#lines, math.max(1, vim.o.lines - 4))
+  width = math.min(width + 2, math.max(10, vim.o.columns - 4))
+  local win = api.nvim_open_win(float_buf, true, {
+    relative = "editor", width = width, height = height, style = "minimal", border = "rounded",
+    row = math.floor((vim.o.lines - height) / 2), col = math.floor((vim.o.columns - width) / 2),
+    title = " Chat keymaps ", title_pos = "center",
+  })
+  local function close()
+    if api.nvim_win_is_valid(win) then
+      api.nvim_win_close(win, true)
+    end
+  end
+  for _, lhs in ipairs({ "q", "<Esc>", "?" }) do
+    vim.keymap.set("n", lhs, close, { buffer = float_buf, nowait = true, desc = "close" })
+  end
+  api.nvim_create_autocmd("WinLeave", { buffer = float_buf, once = true, callback = close })
+  return win
+end
+
+-- The one-line hint on the first `## Me` header: virtual text, so never part of what is sent.
+local function show_hint(buf)
+  api.nvim_buf_set_extmark(buf, ns, 0, 0, { virt_text = { { "  " .. HINT, "Comment" } }, virt_text_pos = "eol" })
+end
+
 local function set_keymaps(buf)
   local function map(mode, lhs, fn, desc)
-    vim.keymap.set(mode, lhs, fn, { buffer = buf, desc = "CodeCompanion: " .. desc, nowait = true })
+    vim.keymap.set(mode, lhs, fn, { buffer = buf, desc = KEYMAP_PREFIX .. desc, nowait = true })
   end
   map("n", "<CR>", function() M.submit(buf) end, "send")
   map({ "n", "i" }, "<C-s>", function()
@@ -480,6 +553,7 @@ local function set_keymaps(buf)
   map("n", "gtx", function() rpc.notify("chat.clear_approvals", { chat_id = buf }) end, "forget tool approvals")
   map("n", "gm", function() rpc.notify("chat.agent_options", { chat_id = buf }) end, "agent mode, model and options")
   map("n", "gR", function() rpc.notify("chat.sessions", { chat_id = buf }) end, "resume an earlier agent session")
+  map("n", "?", function() M.show_keymaps(buf) end, "show keymaps")
 end
 
 ---@param opts? { adapter?: string, model?: string, prompt?: string }
@@ -507,6 +581,7 @@ function M.open(opts)
   }
   M.chats[buf] = chat
   set_keymaps(buf)
+  show_hint(buf)
   vim.bo[buf].omnifunc = "v:lua.require'codecompanion_py.chat'.omnifunc"
   api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,

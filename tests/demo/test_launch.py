@@ -10,7 +10,7 @@ from codecompanion_py.adapters.http.demo import URL_ENV
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo import launch
 from codecompanion_py.demo.launch import choose_adapter, setup_lua
-from codecompanion_py.demo.provider import serve
+from codecompanion_py.demo.provider import HELLO_PY, serve
 from codecompanion_py.demo.server import ScriptedServer, ServerThread, json_reply
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.events import FinalEvent
@@ -52,8 +52,9 @@ async def test_the_demo_adapter_talks_to_the_server_named_in_the_environment(mon
         with serve() as server:
             monkeypatch.setenv(URL_ENV, server.url)
             reply = await agenerate("demo", [Message.of("user", "Show me the demo")], client=client)
-            events = await replay_stream(HttpStreamIterator(resolve("demo"), [Message.of("user", "streamed")],
-                                                            client=client))
+            events = await replay_stream(
+                HttpStreamIterator(resolve("demo"), [Message.of("user", "streamed")], client=client)
+            )
     finally:
         await client.aclose()
     assert "Hello from the **demo** adapter" in reply.text and "> Show me the demo" in reply.text
@@ -69,26 +70,33 @@ async def test_without_the_server_the_demo_adapter_names_the_variable(monkeypatc
 
 
 def test_the_adapter_module_does_not_import_the_server():
-    code = ("import sys; import codecompanion_py.adapters as a; a.resolve('demo'); "
-            "print([m for m in sys.modules if m.startswith('codecompanion_py.demo')])")
+    code = (
+        "import sys; import codecompanion_py.adapters as a; a.resolve('demo'); "
+        "print([m for m in sys.modules if m.startswith('codecompanion_py.demo')])"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
-def test_the_launcher_runs_neovim_with_the_server_url_and_stops_the_server_after(monkeypatch, tmp_path):
+def test_the_launcher_runs_neovim_in_the_demo_project_with_the_server_url_and_stops_the_server_after(
+    monkeypatch, tmp_path
+):
     for key in KEYS:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(launch, "choose_adapter", lambda: ("demo", None))
     monkeypatch.setattr(launch, "update_remote_plugins", lambda init, env: None)
     monkeypatch.setattr(launch, "nvim_binary", lambda: "nvim")
     monkeypatch.setattr(launch.tempfile, "mkdtemp", lambda prefix: str(tmp_path))
-    monkeypatch.setattr(sys, "argv", ["launch", "notes.md"])
+    monkeypatch.setattr(sys, "argv", ["launch"])
     seen = {}
 
-    def fake_nvim(argv, env):
-        seen["argv"], seen["url"] = argv, env[URL_ENV]
-        answer = httpx.post(env[URL_ENV] + "/v1/chat/completions",
-                            json={"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]})
+    def fake_nvim(argv, env, cwd):
+        seen["argv"], seen["url"], seen["cwd"] = argv, env[URL_ENV], cwd
+        seen["file"] = (cwd / "hello.py").read_text()
+        answer = httpx.post(
+            env[URL_ENV] + "/v1/chat/completions",
+            json={"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]},
+        )
         seen["reply"] = answer.json()["choices"][0]["message"]["content"]
         return 3
 
@@ -96,21 +104,41 @@ def test_the_launcher_runs_neovim_with_the_server_url_and_stops_the_server_after
     with pytest.raises(SystemExit) as exited:
         launch.main()
     assert exited.value.code == 3
-    assert seen["argv"] == ["nvim", "-u", str(tmp_path / "init.lua"), "+CodeCompanionChat", "notes.md"]
-    assert 'adapter = "demo"' in (tmp_path / "init.lua").read_text()
+    assert seen["cwd"] == tmp_path / "project" and seen["file"] == HELLO_PY
+    nvim, u, init, first, chat, c, suggest = seen["argv"]
+    assert (nvim, u, init, first, chat, c) == (
+        "nvim",
+        "-u",
+        str(tmp_path / "init.lua"),
+        "hello.py",
+        "+CodeCompanionChat",
+        "-c",
+    )
+    assert suggest == 'lua vim.api.nvim_buf_set_lines(0, 2, 3, false, { "Tidy up hello.py" })'
+    init_lua = (tmp_path / "init.lua").read_text()
+    assert 'adapter = "demo"' in init_lua and 'default_tools = { "files" }' in init_lua
     assert "Hello from the **demo** adapter" in seen["reply"]
     with pytest.raises(httpx.ConnectError):
         httpx.get(seen["url"] + "/v1/models")
 
 
+def test_the_users_arguments_replace_hello_py_with_their_paths_made_absolute(monkeypatch, tmp_path):
+    monkeypatch.setattr(launch, "nvim_binary", lambda: "nvim")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.md").write_text("notes\n")
+    argv = launch.nvim_argv(tmp_path / "init.lua", ["notes.md", "+10", "missing.txt"])
+    assert argv[3:6] == [str(tmp_path / "notes.md"), "+10", "missing.txt"]
+    assert "hello.py" not in argv[3:6] and argv[6] == "+CodeCompanionChat"
+
+
 def test_the_provider_serves_on_its_own_and_prints_the_setting():
-    proc = subprocess.Popen([sys.executable, "-m", "codecompanion_py.demo.provider"], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "codecompanion_py.demo.provider"], stdout=subprocess.PIPE, text=True)
     try:
         name, _, url = proc.stdout.readline().strip().partition("=")
         assert name == URL_ENV and url.startswith("http://127.0.0.1:")
-        answer = httpx.post(url + "/v1/chat/completions",
-                            json={"model": "demo-1", "messages": [{"role": "user", "content": "hello"}]})
+        answer = httpx.post(
+            url + "/v1/chat/completions", json={"model": "demo-1", "messages": [{"role": "user", "content": "hello"}]}
+        )
         assert "> hello" in answer.json()["choices"][0]["message"]["content"]
     finally:
         proc.kill()

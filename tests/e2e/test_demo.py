@@ -1,0 +1,136 @@
+"""`make demo` in real Neovim: the launcher's setup table, its demo project and its first
+message, the demo provider's scripted tool loop through the real plugin (a read, an edit
+that asks first with the diff, a report), and the chat's hint and `?` keymap list."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codecompanion_py.demo.launch import make_project, nvim_argv, setup_lua
+from codecompanion_py.demo.provider import HELLO_PY, TIDY_GREET, serve
+
+from .test_tools import RECORD_UI
+
+pytestmark = pytest.mark.nvim
+
+HINT = "Press ? for keymaps"
+
+
+@pytest.fixture
+def demo(editor, tmp_path):
+    """Neovim as `make demo` opens it: in the demo project, `hello.py` open, a chat beside
+    it with the suggested message typed, the launcher's setup table (the `demo` adapter is
+    pointed at a server of this test, to see the requests)."""
+    project = make_project(tmp_path / "project")
+    with serve() as server:
+        editor.lua(RECORD_UI)
+        definition = f'require("codecompanion_py.adapters").extend("demo", {{ env = {{ url = "{server.url}" }} }})'
+        editor.setup(setup_lua("demo_here", definition))
+        editor.nvim.command(f"cd {project}")
+        *_, first, chat, c, suggest = nvim_argv(tmp_path / "init.lua", [])
+        assert (first, chat, c) == ("hello.py", "+CodeCompanionChat", "-c")
+        editor.nvim.command(f"edit {first}")
+        editor.nvim.command(chat[1:])
+        editor.nvim.command(suggest)
+        yield editor, project, server
+
+
+def sent_messages(server) -> list[list[dict]]:
+    return [request.json()["messages"] for request in server.requests]
+
+
+def test_accepting_the_demo_edit_changes_the_file_shows_the_diff_and_reports_how_to_undo(demo):
+    editor, project, server = demo
+    chat = editor.nvim.current.buffer.number
+    assert editor.lines(chat) == ["## Me", "", "Tidy up hello.py"]
+    assert "  " + HINT in editor.virtual_text()
+    editor.lua("_G.cc_answers = { 'Accept' }")
+    editor.nvim.input("<CR>")
+    done = editor.wait_event("CodeCompanionChatDone", timeout=60)
+    assert done["data"]["status"] == "success"
+
+    # one approval, for the edit (the read asks nothing), answered "Accept"
+    [prompt] = editor.lua("return _G.cc_prompts")
+    assert prompt["prompt"].startswith("Apply this edit to hello.py?")
+    assert prompt["items"][0] == "Accept" and "Reject" in prompt["items"]
+    # the open buffer was edited and saved
+    edited = (project / "hello.py").read_text()
+    assert TIDY_GREET in edited and edited != HELLO_PY
+    text = editor.text(chat)
+    assert '-    return "Hello, " + name + "!"' in text and '+    return f"Hello, {name}!"' in text  # the diff
+    assert "Done: hello.py was edited in the open buffer and saved." in text
+    assert "press `u`" in text and editor.lines(chat)[-3:] == ["## Me", "", ""]
+    names = editor.event_names()
+    assert "CodeCompanionToolApprovalRequested" in names and "CodeCompanionFileEdited" in names
+
+    # three requests: the message, the read's result, the edit's result; the hint never sent
+    first, second, third = sent_messages(server)
+    assert first[-1] == {"role": "user", "content": "Tidy up hello.py"}
+    assert HINT not in json.dumps(sent_messages(server))
+    assert second[-1]["role"] == "tool" and 'return "Hello, " + name + "!"' in second[-1]["content"]
+    assert third[-1]["role"] == "tool" and "was edited" in third[-1]["content"]
+
+    # the edit is one undo step in the file's buffer
+    hello = editor.nvim.call("bufnr", str(project / "hello.py"))
+    editor.nvim.command(f"buffer {hello}")
+    editor.nvim.command("undo")
+    assert editor.nvim.api.buf_get_lines(hello, 0, -1, False) == HELLO_PY.removesuffix("\n").split("\n")
+
+
+def test_rejecting_the_demo_edit_leaves_the_file_and_the_chat_ends_cleanly(demo):
+    editor, project, server = demo
+    chat = editor.nvim.current.buffer.number
+    editor.lua("_G.cc_answers = { 'Reject', 'not today' }")
+    editor.nvim.input("<CR>")
+    done = editor.wait_event("CodeCompanionChatDone", timeout=60)
+    assert done["data"]["status"] == "success"
+
+    assert (project / "hello.py").read_text() == HELLO_PY
+    assert "CodeCompanionFileEdited" not in editor.event_names()
+    text = editor.text(chat)
+    assert "You rejected the edit, so `hello.py` is unchanged. Your reason: *not today*." in text
+    assert editor.lines(chat)[-3:] == ["## Me", "", ""] and editor.nvim.current.buffer.options["modifiable"]
+    result = sent_messages(server)[-1][-1]
+    assert result["role"] == "tool" and "rejected" in result["content"] and "not today" in result["content"]
+
+    # the next message runs the loop again in the same chat
+    editor.type_prompt("Once more")
+    editor.lua("_G.cc_answers = { 'Accept' }")
+    editor.nvim.input("<CR>")
+    editor.wait_event("CodeCompanionChatDone", count=2, timeout=60)
+    assert TIDY_GREET in (project / "hello.py").read_text()
+
+
+def floats() -> str:
+    return """
+      local out = {}
+      for _, win in ipairs(vim.api.nvim_list_wins()) do
+        if vim.api.nvim_win_get_config(win).relative ~= "" then
+          table.insert(out, vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false))
+        end
+      end
+      return out"""
+
+
+def test_question_mark_lists_the_chats_keymaps_from_the_mapped_ones(demo):
+    editor, _, _ = demo
+    chat = editor.nvim.current.buffer.number
+    vt = editor.virtual_text()
+    assert vt == ["  " + HINT]
+    # a keymap added to the chat with the prefix is listed too: the list is read from the mappings
+    editor.lua("vim.keymap.set('n', 'gX', function() end, { buffer = 0, desc = 'CodeCompanion: my own' })")
+    editor.nvim.input("?")
+    [listed] = editor.wait_for(lambda: editor.lua(floats()) or None, what="the keymap window")
+    keys = {line.split()[0]: line for line in listed}
+    for key in ("<CR>", "q", "ga", "gty", "gtx", "?", "gX"):
+        assert key in keys, listed
+    assert "send" in keys["<CR>"] and "stop" in keys["q"] and "YOLO" in keys["gty"] and "my own" in keys["gX"]
+    assert keys["<C-S>"].endswith("(normal, insert)")
+    assert not any("CodeCompanion: " in line for line in listed)
+
+    editor.nvim.input("q")  # closes the list; the chat is untouched
+    editor.wait_for(lambda: editor.lua(floats()) == [], what="the keymap window closed")
+    assert editor.nvim.current.buffer.number == chat and editor.lines(chat) == ["## Me", "", "Tidy up hello.py"]
+    assert editor.event_names().count("CodeCompanionChatStopped") == 0
