@@ -50,7 +50,12 @@ local function append(chat, text)
   end
   local lines = vim.split(text, "\n", { plain = true })
   vim.bo[buf].modifiable = true
-  api.nvim_buf_set_text(buf, row, col, row, col, lines)
+  if #lines > 1 and lines[1] == "" then
+    -- whole new lines: set below the last one, so a fold that ends there keeps its last line
+    api.nvim_buf_set_lines(buf, row + 1, row + 1, false, vim.list_slice(lines, 2))
+  else
+    api.nvim_buf_set_text(buf, row, col, row, col, lines)
+  end
   vim.bo[buf].modifiable = chat.status ~= "streaming"
   local end_row = row + #lines - 1
   chat.end_pos = { end_row, (#lines == 1 and col or 0) + #lines[#lines] }
@@ -159,8 +164,9 @@ local function is_fenced(text)
   return fence ~= nil and text:sub(-#fence - 1) == "\n" .. fence
 end
 
--- Show text in the chat (approval details, tool output), folding long blocks.
-function M.show(chat, text, title)
+-- Show text in the chat (approval details, tool output), folding long blocks unless
+-- `opts.fold` is false (what the user is asked to approve stays open).
+function M.show(chat, text, title, opts)
   if title then
     paragraph(chat, title)
   end
@@ -169,7 +175,7 @@ function M.show(chat, text, title)
   paragraph(chat, body)
   local end_row = select(1, last_position(chat.bufnr))
   local start_row = end_row - select(2, body:gsub("\n", ""))
-  if end_row - start_row > FOLD_AFTER then
+  if end_row - start_row > FOLD_AFTER and not (opts and opts.fold == false) then
     for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
       api.nvim_win_call(win, function()
         vim.wo[win].foldmethod = "manual"
@@ -292,6 +298,17 @@ function M.apply(chat_id, ops)
       unknown_reported[tostring(op.op)] = true
       vim.notify(("CodeCompanion: the engine sent an unknown UI op %q; the Lua and Python parts of the plugin "
         .. "do not match (update both)"):format(tostring(op.op)), vim.log.levels.ERROR)
+    end
+  end
+end
+
+-- The engine's host ended (rpc.lua saw its job exit): each chat opens again in the next host, and
+-- a chat that was waiting for a reply ends that turn with the reason and gets its buffer back.
+function M.engine_lost(reason)
+  for _, chat in pairs(M.chats) do
+    chat.engine_ready = false
+    if chat.status == "streaming" then
+      render.done(chat, { status = "error", message = reason })
     end
   end
 end

@@ -66,7 +66,8 @@ end
 
 function methods.approve(chat, args, reply)
   if type(args.detail) == "string" and args.detail ~= "" then
-    require("codecompanion_py.chat").show(chat, args.detail)
+    require("codecompanion_py.chat").show(chat, args.detail, nil, { fold = false })
+    vim.cmd("redraw") -- the diff on screen before the question takes the command line
   end
   local labels, choices = approval_choices(args)
   local prompt = args.prompt

@@ -102,3 +102,17 @@ def test_output_that_is_fenced_already_is_not_fenced_again(editor, project):  # 
             "",
         ]
     )
+
+
+def test_long_output_is_folded_whole_and_text_after_it_stays_outside(editor, project):  # noqa: F811
+    chat = open_agent_chat(editor, project, "replay long_output")
+    editor.wait_event("CodeCompanionChatDone")
+    lines = editor.lines(chat)
+    opening = lines.index("test_a PASSED") - 1  # the fence line, 0-based
+    closing = lines.index("5 passed") + 1
+    assert lines[opening].startswith("```") and lines[closing] == lines[opening]
+    fold = editor.lua(
+        "local row = ...; return { vim.fn.foldclosed(row), vim.fn.foldclosedend(row) }", opening + 1
+    )
+    assert fold == [opening + 1, closing + 1]  # 1-based: the whole block, its closing fence included
+    assert lines[closing + 2] == "All five pass."
