@@ -19,3 +19,7 @@ end, {
     return { "adapter=", "model=" }
   end,
 })
+
+vim.api.nvim_create_user_command("CodeCompanionInstall", function()
+  require("codecompanion_py.rpc").install()
+end, { desc = "Install the Python engine into the plugin's .venv (runs build.lua, in the background)" })

@@ -1,12 +1,191 @@
--- The only caller of the Python entry points.
+-- The only caller of the Python engine.
 --   notify(method, payload): fire and forget (chat.open, chat.submit, chat.stop, ...)
 --   request(method, payload): waits for an answer (health)
+--
+-- The engine runs in one of two hosts, chosen on first use:
+--   * its own, an RPC job started from the plugin's venv (`<plugin root>/.venv`, made by build.lua or
+--     :CodeCompanionInstall; `opts.python` names another Python): `python -m codecompanion_py.nvim.host`.
+--     g:python3_host_prog and :UpdateRemotePlugins play no part. A host that dies is noticed: the user is
+--     told once, streaming chats get their buffers back, and the next command starts a new host.
+--   * Neovim's Python provider, for those who registered the remote plugin with :UpdateRemotePlugins
+--     (its functions exist): `CodeCompanionPyNotify` / `CodeCompanionPyRequest`, as before.
 local M = {}
 
 local config_sent = false
 
+-- The plugin's root: the directory that holds lua/codecompanion_py/ (this file is lua/codecompanion_py/rpc.lua).
+local ROOT = vim.fn.fnamemodify(debug.getinfo(1, "S").source:gsub("^@", ""), ":p:h:h:h")
+local WINDOWS = vim.fn.has("win32") == 1
+
+-- The engine's own host while it runs: its job channel and its Python; `stopping` when Neovim stops it.
+local host = { chan = nil, python = nil, stopping = false }
+
 function M.config_changed()
   config_sent = false
+end
+
+function M.root()
+  return ROOT
+end
+
+-- The Python that runs the engine's host, and whether the user chose it (`opts.python`).
+function M.python()
+  local opts = require("codecompanion_py").config.opts or {}
+  if type(opts.python) == "string" and opts.python ~= "" then
+    return vim.fn.expand(opts.python), true
+  end
+  return ROOT .. (WINDOWS and "/.venv/Scripts/python.exe" or "/.venv/bin/python"), false
+end
+
+-- What to run to install the engine, in Neovim and in a shell.
+local function shell_path(path)
+  return path:match("^[%w%.%-_/~+,:@]+$") and path or vim.fn.shellescape(path)
+end
+
+function M.install_hint()
+  return ("Run :CodeCompanionInstall (or in a shell: cd %s && python3 -m venv .venv && .venv/bin/pip install -e .)")
+    :format(shell_path(ROOT))
+end
+
+-- Installs the engine into <root>/.venv without blocking (build.lua; progress through vim.notify).
+function M.install()
+  local chunk, err = loadfile(ROOT .. "/build.lua")
+  if not chunk then
+    vim.notify("CodeCompanion: " .. tostring(err), vim.log.levels.ERROR)
+    return
+  end
+  chunk()
+end
+
+-- The remote plugin is registered when its functions exist or are defined on first call (FuncUndefined).
+local function rplugin_registered()
+  return vim.fn.exists("*CodeCompanionPyNotify") == 1 or vim.fn.exists("#FuncUndefined#CodeCompanionPyNotify") == 1
+end
+
+-- Errors meant for the user as they are: no position, the "CodeCompanion: " prefix.
+local function fail(message)
+  error("CodeCompanion: " .. message, 0)
+end
+
+-- The engine's package and what it imports at startup: one of these missing means an install to make.
+local ENGINE_MODULES = { codecompanion_py = true, pynvim = true, httpx = true, msgspec = true, greenlet = true,
+  msgpack = true }
+
+local function host_exited(chan, code, python, chosen, stderr)
+  if host.chan ~= chan then
+    return -- a host that was replaced already
+  end
+  host.chan = nil
+  config_sent = false
+  if host.stopping or vim.v.exiting ~= vim.NIL then
+    return
+  end
+  local lines = vim.tbl_filter(function(line) return vim.trim(line) ~= "" end, stderr)
+  local missing
+  for _, line in ipairs(lines) do
+    local module = line:match("No module named '([%w_]+)")
+    if module and ENGINE_MODULES[module] then
+      missing = missing or ("No module named '%s'"):format(module)
+    end
+  end
+  local reason
+  if missing then
+    reason = chosen
+        and ("the engine cannot start: %s (opts.python = %s). Install it there: %s -m pip install -e %s")
+        :format(missing, python, python, shell_path(ROOT))
+      or ("the engine is not installed in %s (%s). %s"):format(python, missing, M.install_hint())
+  else
+    reason = ("the Python engine stopped (exit code %d%s); the next command starts it again")
+      :format(code, #lines > 0 and (": " .. lines[#lines]) or "")
+  end
+  vim.notify("CodeCompanion: " .. reason, vim.log.levels.ERROR)
+  require("codecompanion_py.chat").engine_lost(reason)
+end
+
+local function start_host()
+  if vim.g.codecompanion_py_build == "running" then
+    fail("the Python engine is still being installed; try again when the install says it is done")
+  end
+  local python, chosen = M.python()
+  if vim.fn.executable(python) ~= 1 then
+    if chosen then
+      fail(("opts.python = %s is not an executable Python; point it at one that has codecompanion-py installed, "
+        .. "or remove it to use the plugin's own venv"):format(python))
+    end
+    fail(("the Python engine is not installed (no %s). %s"):format(python, M.install_hint()))
+  end
+  host.stopping = false
+  local chan
+  local tail = { "" } -- the last lines of its stderr, to say why it stopped
+  local ok, result = pcall(vim.fn.jobstart, { python, "-m", "codecompanion_py.nvim.host" }, {
+    rpc = true,
+    on_stderr = function(_, data)
+      tail[#tail] = tail[#tail] .. (data[1] or "")
+      for i = 2, #data do
+        table.insert(tail, data[i])
+      end
+      while #tail > 40 do
+        table.remove(tail, 1)
+      end
+    end,
+    on_exit = function(_, code)
+      host_exited(chan, code, python, chosen, tail)
+    end,
+  })
+  if not ok or result <= 0 then
+    fail(("could not start %s: %s"):format(python, ok and ("jobstart returned " .. result) or result))
+  end
+  chan = result
+  host.chan, host.python = chan, python
+  return chan
+end
+
+-- The engine's channel (its host started when needed), or nil when the remote plugin serves.
+local function connect()
+  if host.chan then
+    return host.chan
+  end
+  if rplugin_registered() then
+    return nil
+  end
+  return start_host()
+end
+
+-- Agents are processes of the engine's: they must not outlive Neovim.
+local exit_hook = false
+local function kill_agents_on_exit()
+  if exit_hook then
+    return
+  end
+  exit_hook = true
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    callback = function()
+      if host.chan then
+        host.stopping = true
+        pcall(vim.rpcrequest, host.chan, "request", "kill_agents", vim.empty_dict())
+        pcall(vim.fn.jobstop, host.chan) -- closes its stdin and sends SIGTERM: the host ends
+      elseif rplugin_registered() then
+        pcall(vim.fn.CodeCompanionPyRequest, "kill_agents", vim.empty_dict())
+      end
+    end,
+  })
+end
+
+local function send(method, payload)
+  local chan = connect()
+  if chan then
+    vim.rpcnotify(chan, "notify", method, payload)
+  else
+    vim.fn.CodeCompanionPyNotify(method, payload)
+  end
+end
+
+local function ensure_config()
+  kill_agents_on_exit()
+  if not config_sent then
+    config_sent = true
+    send("config.set", M.payload_for_config())
+  end
 end
 
 -- Functions cannot cross the RPC: adapter factories are called here, Lua-defined tools
@@ -49,50 +228,51 @@ function M.payload_for_config()
   return data
 end
 
--- Agents are processes of the engine's: they must not outlive Neovim.
-local exit_hook = false
-local function kill_agents_on_exit()
-  if exit_hook then
-    return
-  end
-  exit_hook = true
-  vim.api.nvim_create_autocmd("VimLeavePre", {
-    callback = function()
-      pcall(vim.fn.CodeCompanionPyRequest, "kill_agents", vim.empty_dict())
-    end,
-  })
-end
-
-local function ensure_config()
-  kill_agents_on_exit()
-  if not config_sent then
-    config_sent = true
-    vim.fn.CodeCompanionPyNotify("config.set", M.payload_for_config())
-  end
-end
-
 -- Returns false, after telling the user, when the Python engine cannot be reached.
 function M.notify(method, payload)
   local ok, err = pcall(function()
     ensure_config()
-    vim.fn.CodeCompanionPyNotify(method, payload or vim.empty_dict())
+    send(method, payload or vim.empty_dict())
   end)
   if not ok then
     config_sent = false
-    vim.notify("CodeCompanion: the Python engine is not available (" .. tostring(err)
-      .. "). Run :checkhealth codecompanion_py", vim.log.levels.ERROR)
+    local message = tostring(err)
+    if not message:find("^CodeCompanion: ") then
+      message = "CodeCompanion: the Python engine is not available (" .. message
+        .. "). Run :checkhealth codecompanion_py"
+    end
+    vim.notify(message, vim.log.levels.ERROR)
   end
   return ok
 end
 
--- For answers to the engine: no config check, errors raised to the caller.
+-- For answers to the engine: no config check, no new host (the engine that asked is the one
+-- to answer), errors raised to the caller.
 function M.notify_raw(method, payload)
-  vim.fn.CodeCompanionPyNotify(method, payload)
+  if host.chan then
+    vim.rpcnotify(host.chan, "notify", method, payload)
+  elseif rplugin_registered() then
+    vim.fn.CodeCompanionPyNotify(method, payload)
+  else
+    error("the Python engine is not running", 0)
+  end
 end
 
 function M.request(method, payload)
   ensure_config()
+  local chan = connect()
+  if chan then
+    return vim.rpcrequest(chan, "request", method, payload or vim.empty_dict())
+  end
   return vim.fn.CodeCompanionPyRequest(method, payload or vim.empty_dict())
+end
+
+-- The engine's own host while it runs ({ chan, pid, python }), for :checkhealth and tests; nil otherwise.
+function M.host()
+  if not host.chan then
+    return nil
+  end
+  return { chan = host.chan, pid = vim.fn.jobpid(host.chan), python = host.python }
 end
 
 return M

@@ -1,0 +1,357 @@
+"""The plugin installed as a user installs it: a clone of this repository, the real build step
+(build.lua: a venv at <clone>/.venv with the plugin pip-installed into it), and Neovim with no
+`g:python3_host_prog` and no `:UpdateRemotePlugins`. The engine then runs in the plugin's own RPC
+job (`python -m codecompanion_py.nvim.host`), started on the first command.
+
+Each build is real (venv, pip, PyPI through pip's cache): about 6-8 s here. The remote-plugin path
+that the other e2e tests use keeps working beside this one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pynvim
+import pytest
+
+from codecompanion_py.demo.launch import nvim_binary
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, sse_reply
+from tests.e2e.conftest import RECORD_EVENTS, Editor
+
+pytestmark = pytest.mark.nvim
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_TIMEOUT = 240.0  # a cold pip cache on a slow network; a warm one takes seconds
+
+# What the tests read back: every vim.notify message, and the User events.
+RECORD_MESSAGES = """
+_G.cc_messages = {}
+vim.notify = function(msg, level) table.insert(_G.cc_messages, { msg = tostring(msg), level = level }) end
+"""
+
+DEMO_SETUP = '{ interactions = { chat = { adapter = "demo" } } }'
+
+
+def lua_str(text: str | Path) -> str:
+    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def plugin_clone(dest: Path) -> Path:
+    """A git clone of this repository, as a plugin manager makes one, carrying the work tree's
+    current files (committed or not), so that what gets installed is the code under test."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "clone", "--quiet", str(REPO), str(dest)], check=True, timeout=120)
+    listed = (
+        subprocess.run(
+            ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for rel in filter(None, listed):
+        source, target = REPO / rel, dest / rel
+        if source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+        elif target.is_file():
+            target.unlink()  # deleted in the work tree
+    return dest
+
+
+@pytest.fixture
+def isolated(tmp_path, monkeypatch) -> Path:
+    """Neovim's data and config under tmp_path: no remote-plugin manifest, no user config."""
+    for name in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    return tmp_path
+
+
+class Session(Editor):
+    def messages(self) -> list[str]:
+        return [m["msg"] for m in self.lua("return _G.cc_messages")]
+
+    def wait_message(self, fragment: str, timeout: float = 15.0) -> str:
+        def found():
+            return next((m for m in self.messages() if fragment in m), None)
+
+        return wait(found, timeout, lambda: f"a message with {fragment!r}; messages: {self.messages()}")
+
+    def chat(self) -> dict:
+        return self.lua("return require('codecompanion_py.chat').chats[vim.api.nvim_get_current_buf()]")
+
+    def host(self) -> dict | None:
+        return self.lua("return require('codecompanion_py.rpc').host()")
+
+    def build_state(self) -> str | None:
+        return self.nvim.vars.get("codecompanion_py_build")
+
+
+def wait(predicate, timeout: float, what):
+    """Poll `predicate` until it is truthy (and return that); fail after `timeout` seconds with
+    `what` (a string, or a callable that describes the state left)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what() if callable(what) else what}")
+        time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def neovim(init: Path, cwd: Path, *extra: str):
+    """Headless Neovim with `init`, its working directory `cwd` (not this checkout, whose
+    codecompanion_py/ would otherwise be what `python -m` imports); quits it at the end and
+    checks that the engine's host went with it."""
+    argv = [nvim_binary(), "--embed", "--headless", "--cmd", f"call chdir({lua_str(cwd)})", *extra, "-u", str(init)]
+    nvim = pynvim.attach("child", argv=argv)
+    pid = nvim.call("getpid")
+    session = Session(nvim)
+    session.lua(RECORD_EVENTS)
+    hosts: list[int] = []
+    try:
+        yield session, hosts
+        job = session.host()
+        if job:
+            hosts.append(job["pid"])
+    finally:
+        with contextlib.suppress(Exception):
+            nvim.command("qa!", async_=True)
+        with contextlib.suppress(AssertionError):
+            wait(lambda: not _alive(pid), 15, "Neovim to quit")
+        nvim.close()
+    for host_pid in hosts:  # the VimLeavePre hook stopped the job: no host outlives Neovim
+        wait(lambda pid=host_pid: not _alive(pid), 10, f"the engine host {host_pid} to exit with Neovim")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def assert_no_remote_plugin(session: Session) -> None:
+    assert session.nvim.vars.get("python3_host_prog") is None
+    assert session.lua("return vim.fn.exists('#FuncUndefined#CodeCompanionPyNotify')") == 0
+    assert not list(Path(os.environ["XDG_DATA_HOME"]).rglob("rplugin.vim"))
+
+
+def chat_and_get_the_demo_reply(session: Session, root: Path, prompt: str = "hello", count: int = 1) -> None:
+    session.nvim.command(f"CodeCompanionChat {prompt}")
+    done = session.wait_event("CodeCompanionChatDone", count=count, timeout=30)
+    assert done["data"]["status"] == "success", session.messages()
+    assert "Hello from the **demo** adapter" in session.text()
+    host = session.host()
+    assert host and host["python"] == str(root / ".venv" / "bin" / "python")
+
+
+# --- (a) lazy.nvim ------------------------------------------------------------------------
+
+LAZY_INIT = """
+-- What lazy.nvim does for `{ "codecompanion-py/codecompanion-py", opts = {...} }` on its first
+-- install: it runs the plugin's build.lua inside a coroutine before the plugin is on the
+-- runtimepath, resumes it on each tick and logs what it yields; the plugin is loaded meanwhile.
+local plugin = { name = "codecompanion-py", dir = @DIR@ }
+assert(not vim.o.runtimepath:find(plugin.dir, 1, true), "the plugin must not be on the runtimepath yet")
+_G.build_log = {}
+local build = coroutine.create(function() assert(loadfile(plugin.dir .. "/build.lua"))() end)
+local function step()
+  local ok, msg = coroutine.resume(build)
+  if not ok then
+    table.insert(_G.build_log, { msg = "error: " .. tostring(msg), level = vim.log.levels.ERROR })
+  elseif type(msg) == "table" then
+    table.insert(_G.build_log, msg)
+  end
+  if coroutine.status(build) ~= "dead" then
+    vim.defer_fn(step, 5)
+  end
+end
+step()
+vim.opt.runtimepath:prepend(plugin.dir)
+require("codecompanion_py").setup(@SETUP@)
+"""
+
+
+def test_lazy_style_build_then_chat_with_no_remote_plugin(isolated):
+    root = plugin_clone(isolated / "lazy" / "codecompanion-py")
+    init = isolated / "init.lua"
+    init.write_text(RECORD_MESSAGES + LAZY_INIT.replace("@DIR@", lua_str(root)).replace("@SETUP@", DEMO_SETUP))
+    with neovim(init, isolated) as (session, _):
+        # the build runs while Neovim goes on answering
+        assert session.build_state() == "running"
+        wait(lambda: session.build_state() in ("done", "failed"), BUILD_TIMEOUT, "the build")
+        log = session.lua("return _G.build_log")
+        assert session.build_state() == "done", log
+        trace, info = vim_levels(session, "TRACE"), vim_levels(session, "INFO")
+        assert any("Successfully installed" in m["msg"] and m["level"] == trace for m in log), log
+        assert log[-1]["level"] == info and "the Python engine is installed" in log[-1]["msg"]
+        assert (root / ".venv" / "bin" / "python").exists()
+
+        assert_no_remote_plugin(session)
+        chat_and_get_the_demo_reply(session, root)
+        assert session.messages() == []
+
+
+def vim_levels(session: Session, name: str) -> int:
+    return session.lua(f"return vim.log.levels.{name}")
+
+
+# --- (b) a native package, built from a shell -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def packaged(tmp_path_factory) -> Path:
+    """A native package (`pack/x/start/`) built as the README says for a shell:
+    `nvim -l build.lua` in the plugin's directory."""
+    site = tmp_path_factory.mktemp("site")
+    root = plugin_clone(site / "pack" / "x" / "start" / "codecompanion-py")
+    out = subprocess.run(
+        [nvim_binary(), "-l", "build.lua"], cwd=root, capture_output=True, text=True, timeout=BUILD_TIMEOUT
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "the Python engine is installed" in out.stdout.splitlines()[-1], out.stdout
+    return site
+
+
+def package_init(path: Path, setup: str) -> Path:
+    path.write_text(RECORD_MESSAGES + f'require("codecompanion_py").setup({setup})\n')
+    return path
+
+
+def test_native_package_in_packpath_works_with_no_remote_plugin(isolated, packaged):
+    init = package_init(isolated / "init.lua", DEMO_SETUP)
+    root = packaged / "pack" / "x" / "start" / "codecompanion-py"
+    with neovim(init, isolated, "--cmd", f"set packpath^={packaged}") as (session, _):
+        assert session.lua("return require('codecompanion_py.rpc').root()") == str(root)
+        assert_no_remote_plugin(session)
+        chat_and_get_the_demo_reply(session, root)
+        assert session.messages() == []
+
+
+# --- (c) no venv, or a venv without the engine ------------------------------------------------
+
+OPT_INIT = """
+vim.opt.packpath:prepend({site})
+vim.cmd.packadd("codecompanion-py")
+require("codecompanion_py").setup({setup})
+"""
+
+
+def test_without_the_venv_the_first_command_says_what_to_run(isolated):
+    site = isolated / "site"
+    root = plugin_clone(site / "pack" / "x" / "opt" / "codecompanion-py")
+    init = isolated / "init.lua"
+    init.write_text(RECORD_MESSAGES + OPT_INIT.format(site=lua_str(site), setup=DEMO_SETUP))
+    with neovim(init, isolated) as (session, _):
+        session.nvim.command("CodeCompanionChat hello")  # no Lua error: a message
+        message = session.wait_message("not installed")
+        assert ":CodeCompanionInstall" in message
+        assert f"in a shell: cd {root} && python3 -m venv .venv && .venv/bin/pip install -e .)" in message
+        assert str(root / ".venv" / "bin" / "python") in message
+        assert session.chat()["status"] == "idle"  # the prompt stays, to send once installed
+        assert session.nvim.current.buffer.options["modifiable"]
+        assert session.host() is None
+
+
+def test_a_venv_without_the_engine_is_reported_then_installed_from_neovim(isolated):
+    site = isolated / "site"
+    root = plugin_clone(site / "pack" / "x" / "opt" / "codecompanion-py")
+    # a venv left half made: a Python, no pip, no engine
+    subprocess.run(
+        [shutil.which("python3") or "python3", "-m", "venv", "--without-pip", str(root / ".venv")],
+        check=True,
+        timeout=60,
+    )
+    init = isolated / "init.lua"
+    init.write_text(RECORD_MESSAGES + OPT_INIT.format(site=lua_str(site), setup=DEMO_SETUP))
+    with neovim(init, isolated) as (session, _):
+        session.nvim.command("CodeCompanionChat hello")
+        message = session.wait_message("not installed in")
+        assert "No module named 'codecompanion_py'" in message and ":CodeCompanionInstall" in message
+        session.wait_for(lambda: session.chat()["status"] == "idle", what="the chat to be unlocked")
+        assert session.host() is None
+
+        session.nvim.command("CodeCompanionInstall")  # returns at once; the install goes on
+        wait(lambda: session.build_state() in ("done", "failed"), BUILD_TIMEOUT, "the install")
+        assert session.build_state() == "done", session.messages()
+        session.wait_message("the Python engine is installed")
+
+        session.type_prompt("hello again")
+        session.nvim.input("<CR>")
+        done = session.wait_event("CodeCompanionChatDone", count=2, timeout=30)
+        assert done["data"]["status"] == "success"
+        assert "Hello from the **demo** adapter" in session.text()
+        assert session.host()["python"] == str(root / ".venv" / "bin" / "python")
+
+
+# --- (d) the host dies mid-reply ----------------------------------------------------------------
+
+
+def chunk(content: str | None = None, finish: str | None = None) -> dict:
+    delta = {} if content is None else {"content": content}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def test_killed_host_unlocks_the_chat_and_the_next_message_starts_a_new_one(isolated, packaged):
+    hanging = sse_reply([chunk("Half an ans")], done=False)
+    hanging = Reply(headers=hanging.headers, chunks=hanging.chunks, hang=True)
+    finished = sse_reply([chunk("A whole answer."), chunk(finish="stop")])
+    with ServerThread(ScriptedServer.sequence([hanging, finished])) as server:
+        setup = f"""{{
+          adapters = {{ http = {{ testllm = function()
+            return require("codecompanion_py.adapters").extend("openai_compatible", {{
+              env = {{ url = "{server.url}" }}, schema = {{ model = {{ default = "test-model" }} }},
+            }})
+          end }} }},
+          interactions = {{ chat = {{ adapter = "testllm" }} }},
+        }}"""
+        init = package_init(isolated / "init.lua", setup)
+        with neovim(init, isolated, "--cmd", f"set packpath^={packaged}") as (session, hosts):
+            session.nvim.command("CodeCompanionChat first question")
+            session.wait_for(lambda: "Half an ans" in session.text(), what="the reply to start")
+            assert session.chat()["status"] == "streaming"
+            first = session.host()["pid"]
+            hosts.append(first)
+
+            os.kill(first, signal.SIGKILL)
+            message = session.wait_message("the Python engine stopped")
+            assert "the next command starts it again" in message
+            session.wait_for(lambda: session.chat()["status"] == "idle", what="the chat to be unlocked")
+            assert session.nvim.current.buffer.options["modifiable"]
+            assert f"> **Error:** {message.removeprefix('CodeCompanion: ')}" in session.text()
+            assert session.lines()[-3:] == ["## Me", "", ""]
+            assert session.host() is None
+            assert [m for m in session.messages() if "stopped" in m] == [message]  # told once
+
+            session.type_prompt("second question")
+            session.nvim.input("<CR>")
+            done = session.wait_event("CodeCompanionChatDone", count=2, timeout=30)
+            assert done["data"]["status"] == "success"
+            assert session.text().rstrip().endswith("A whole answer.\n\n## Me")
+            second = session.host()["pid"]
+            assert second != first
+            assert server.requests[-1].json()["messages"][-1] == {"role": "user", "content": "second question"}
