@@ -2,7 +2,7 @@
 
     codecompanion-py chat --adapter NAME [--url URL] [--model M] [--events] PROMPT
     codecompanion-py replay --adapter NAME FILE
-    codecompanion-py health
+    codecompanion-py health [--json]
     codecompanion-py acp-bridge NAME [--executable CMD] [--model M] [--opt KEY=VALUE]... [--env NAME=VALUE]...
 
 `--events` and `replay` print canonical events as NDJSON, one object per line with a
@@ -12,25 +12,43 @@ once per call, complete, with its parsed `arguments`.
 `acp-bridge` serves ACP on stdin/stdout for a CLI agent that does not speak it: NAME is
 `claude` (Claude Code stream-json), `codex` (`codex exec --json`) or `package.module:Class`
 (a BridgeAdapter). `--opt` values are JSON when they parse as JSON, strings otherwise.
+
+`chat` without `--model`: for adapters whose server decides which models exist
+(`openai_compatible`, `ollama` and adapters extended from them: a models endpoint and no
+model list in the schema) the server is asked (`GET /v1/models`, `/api/tags`) and its
+first model is used; otherwise, or when the server cannot say, the adapter's default. A
+line on stderr names the model and why. `--url` for an adapter that appends a path to
+its base url (`${url}/v1/chat/completions`): a url that already ends in that path, or
+the start of it (`http://host/v1`), is trimmed, with a warning on stderr.
+
+`health` prints a table (exit status 1 when something is broken), `--json` the report.
+
+Mistakes on the command line (an unknown adapter, a file that cannot be read or is not a
+response body) are one line on stderr, `error: ...`, and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, NoReturn, TextIO
+from urllib.parse import urlsplit
 
 import msgspec
 
 from . import adapters, health
-from .client import HttpClient
+from .acp import adapters as acp_adapters
+from .adapters.base import HTTPAdapter, prepare, substitute
+from .adapters.models import parse_models
+from .client import HttpClient, HttpRequest
 from .errors import CodeCompanionError
 from .events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent, ToolCallEvent
 from .messages import Message
-from .stream.iterators import HttpStreamIterator, replay_body
+from .stream.iterators import HttpStreamIterator, looks_streamed, replay_body
 
 _encode = msgspec.json.Encoder().encode
 
@@ -46,18 +64,123 @@ def write_events(events: Iterable[StreamEvent], out: TextIO) -> None:
             out.write(_encode(event).decode() + "\n")
 
 
+class UsageError(Exception):
+    """A mistake on the command line: one line on stderr, exit status 2."""
+
+
+def _note(text: str) -> None:
+    print(f"codecompanion-py: {text}", file=sys.stderr)
+
+
+def _http_adapter(name: str, model: str | None = None) -> HTTPAdapter:
+    if name not in adapters.available() and acp_adapters.is_acp(name):
+        raise UsageError(
+            f"{name!r} is a coding agent (ACP), not an HTTP adapter: chat with it in Neovim "
+            f"(:CodeCompanionChat adapter={name}); here the adapters are {', '.join(adapters.available())}"
+        )
+    return adapters.resolve(name, model=model)
+
+
+_PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
+
+
+def appended_path(adapter: HTTPAdapter) -> str | None:
+    """The path the adapter adds after `${url}` (`/v1/chat/completions`), when it is fixed."""
+    head, sep, tail = adapter.url.partition("${url}")
+    if not sep or head:
+        return None
+    known: dict[str, Any] = {}
+    for name in _PLACEHOLDER.findall(tail):
+        value = adapter.env.get(name)
+        if not (isinstance(value, str) and value.startswith("/")):
+            return None  # a path from the environment or a command: not known here
+        known[name] = value
+    path = substitute(tail, known) if known else tail
+    return path if path.startswith("/") else None
+
+
+def fix_url(adapter: HTTPAdapter, url: str) -> str:
+    """`url` less the part of the adapter's appended path it already ends with."""
+    url = url.rstrip("/")
+    path = appended_path(adapter)
+    parts = urlsplit(url)
+    if not path or parts.query or parts.fragment:
+        return url
+    segments = path.split("/")[1:]
+    for count in range(len(segments), 0, -1):
+        tail = "/" + "/".join(segments[:count])
+        if parts.path.endswith(tail):
+            fixed = url[: -len(tail)]
+            print(
+                f"warning: --url {url} already ends in {tail}, which the {adapter.name} adapter appends "
+                f"({path}); using {fixed}",
+                file=sys.stderr,
+            )
+            return fixed
+    return url
+
+
+def _set_url(adapter: HTTPAdapter, url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UsageError(f"--url {url} is not an http:// or https:// url")
+    if "${url}" in adapter.url:
+        adapter.env["url"] = fix_url(adapter, url)
+    else:
+        adapter.url = url
+
+
+def _server_decides_models(adapter: HTTPAdapter) -> bool:
+    """A local or self-hosted server (openai_compatible, ollama): a models endpoint and no
+    list of models in the schema, so the schema's default is only a guess."""
+    entry = adapter.schema.get("model")
+    choices = entry.get("choices") if isinstance(entry, dict) else None
+    return bool(adapter.opts.get("models_url")) and not choices
+
+
+async def server_models(adapter: HTTPAdapter, client: HttpClient) -> tuple[str, list[str]]:
+    """The models endpoint's url and the names it lists, in the server's order."""
+    ready = await prepare(adapter, client=client)
+    try:
+        url = substitute(str(adapter.opts["models_url"]), ready.env_replaced)
+    except KeyError as missing:
+        raise CodeCompanionError(f"the models url needs {missing}, which is not set") from None
+    headers = {k: v for k, v in ready.headers.items() if k.lower() != "content-type"}
+    request = HttpRequest(url=url, body=b"", headers=headers, method="GET", stream=False, provider=ready.formatted_name)
+    async with client.open(request) as response:
+        return url, parse_models(await response.aread())
+
+
+async def _choose_model(adapter: HTTPAdapter, client: HttpClient) -> None:
+    """No --model: ask the server when it decides, else the adapter's default; say which."""
+    default = adapter.model
+    if not _server_decides_models(adapter):
+        _note(f"model {default} (the {adapter.name} adapter's default; choose another with --model)")
+        return
+    try:
+        url, names = await server_models(adapter, client)
+    except (CodeCompanionError, ValueError) as error:
+        _note(f"model {default} (the adapter's default: the server's model list could not be read: {error})")
+        return
+    if not names:
+        _note(f"model {default} (the adapter's default: {url} lists no models)")
+        return
+    adapter.set_model(names[0])
+    others = f" of {len(names)}" if len(names) > 1 else ""
+    _note(f"model {names[0]} (the first{others} listed at {url}; choose another with --model)")
+
+
 async def _chat(args: argparse.Namespace) -> int:
-    adapter = adapters.resolve(args.adapter, model=args.model)
+    adapter = _http_adapter(args.adapter, model=args.model)
     if args.url:
-        if "${url}" in adapter.url:
-            adapter.env["url"] = args.url
-        else:
-            adapter.url = args.url
+        _set_url(adapter, args.url)
     if args.no_stream:
         adapter.opts["stream"] = False
     client = HttpClient()
     status = 0
     try:
+        if not args.model:
+            await _choose_model(adapter, client)
         stream = HttpStreamIterator(adapter, [Message.of("user", args.prompt)], client=client)
         async for event in stream:
             if args.events:
@@ -80,8 +203,21 @@ async def _chat(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    adapter = adapters.resolve(args.adapter)
-    events = replay_body(adapter, Path(args.file).read_bytes())
+    adapter = _http_adapter(args.adapter)
+    try:
+        body = Path(args.file).read_bytes()
+    except OSError as error:
+        raise UsageError(f"cannot read {args.file}: {error.strerror or error}") from None
+    if not body.strip():
+        raise UsageError(f"{args.file} is empty")
+    if not looks_streamed(adapter, body):
+        try:
+            msgspec.json.decode(body)
+        except msgspec.DecodeError as error:
+            raise UsageError(
+                f"{args.file} is not a response body: not valid JSON ({error}), nor SSE or NDJSON"
+            ) from None
+    events = replay_body(adapter, body)
     write_events(events, sys.stdout)
     return 1 if any(isinstance(e, ErrorEvent) for e in events) else 0
 
@@ -139,8 +275,26 @@ def _parser() -> argparse.ArgumentParser:
     replay = commands.add_parser("replay", help="parse a recorded raw response body")
     replay.add_argument("--adapter", required=True)
     replay.add_argument("file")
-    commands.add_parser("health", help="report versions, adapters and which API keys are set")
-    bridge = commands.add_parser("acp-bridge", help="serve ACP on stdio for a CLI agent that does not speak it")
+    health_command = commands.add_parser("health", help="report versions, adapters, agents and which keys are set")
+    health_command.add_argument("--json", action="store_true", help="print the report as JSON")
+    _bridge_arguments(
+        commands.add_parser("acp-bridge", help="serve ACP on stdio for a CLI agent that does not speak it")
+    )
+    return parser
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise ValueError(message)
+
+
+def bridge_arguments(argv: list[str]) -> argparse.Namespace:
+    """`acp-bridge` arguments read as the bridge reads them, for health to follow an agent's
+    command to the CLI it drives; a bad command line is a ValueError, nothing is printed."""
+    return _bridge_arguments(_RaisingParser(prog="codecompanion-py acp-bridge", add_help=False)).parse_args(argv)
+
+
+def _bridge_arguments(bridge: argparse.ArgumentParser) -> argparse.ArgumentParser:
     bridge.add_argument("name", help="claude, codex, or package.module:Class")
     bridge.add_argument("--executable", help="the native command to run instead of the default (split like a shell)")
     bridge.add_argument("--model")
@@ -149,7 +303,7 @@ def _parser() -> argparse.ArgumentParser:
         "--env", action="append", type=_env_pair, metavar="NAME=VALUE", help="environment for the native process"
     )
     bridge.add_argument("--verbose", action="store_true", help="log debug output to stderr")
-    return parser
+    return bridge
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,9 +315,13 @@ def main(argv: list[str] | None = None) -> int:
             return _replay(args)
         if args.command == "acp-bridge":
             return _acp_bridge(args)
-        print(_encode(health.report()).decode())
-        return 0
-    except CodeCompanionError as error:
+        report = health.report()
+        if args.json:
+            print(_encode(report).decode())
+        else:
+            sys.stdout.write(health.format_table(report))
+        return 1 if health.broken(report) else 0
+    except (CodeCompanionError, UsageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
