@@ -1,33 +1,69 @@
 -- :checkhealth codecompanion_py
 local M = {}
 
+local function sorted_keys(tbl)
+  local keys = vim.tbl_keys(tbl)
+  table.sort(keys)
+  return keys
+end
+
+-- One agent: its command (for agents run through our bridge, the CLI the bridge drives),
+-- where it was found and the version it reports.
+local function agent_line(h, name, agent)
+  local command = ("`%s`"):format(agent.command)
+  if agent.bridge then
+    command = command .. (" (through `codecompanion-py acp-bridge %s`)"):format(agent.bridge)
+  end
+  if not agent.found then
+    local hint = agent.install ~= "" and (" (%s)"):format(agent.install) or ""
+    h.info(("%s: %s not on PATH%s"):format(name, command, hint))
+  elseif agent.version then
+    h.ok(("%s: %s %s (%s)"):format(name, command, agent.version, agent.path or agent.command))
+  elseif agent.version_error and agent.version_error:match("^cannot run") then
+    h.warn(("%s: %s is on PATH but %s"):format(name, command, agent.version_error))
+  elseif agent.version_error then
+    h.ok(("%s: %s found (%s); version unknown: %s"):format(name, command, agent.path or "", agent.version_error))
+  else
+    h.ok(("%s: %s found"):format(name, command))
+  end
+end
+
 function M.check()
   local h = vim.health
   h.start("codecompanion_py: Python host")
-  local prog = vim.g.python3_host_prog
-  if prog and prog ~= "" then
-    if vim.fn.executable(vim.fn.expand(prog)) == 1 then
-      h.ok("g:python3_host_prog = " .. prog)
-    else
-      h.error("g:python3_host_prog is not executable: " .. prog)
-    end
-  else
-    h.warn("g:python3_host_prog is not set; Neovim will use the first python3 on PATH",
-      { "Point it at the virtual environment that has codecompanion-py installed" })
+  local rpc = require("codecompanion_py.rpc")
+  local running = rpc.host()
+  local registered = vim.fn.exists("*CodeCompanionPyNotify") == 1
+    or vim.fn.exists("#FuncUndefined#CodeCompanionPyNotify") == 1
+  if vim.g.codecompanion_py_build == "running" then
+    h.warn("the engine is being installed (build.lua); run :checkhealth again when it is done")
+    return
   end
-  -- Remote-plugin functions are defined on first call (FuncUndefined), so just call it.
-  local ok, report = pcall(require("codecompanion_py.rpc").request, "health")
-  if not ok then
-    if tostring(report):match("Unknown function") then
-      h.error("the remote plugin is not registered", { "Run :UpdateRemotePlugins and restart Neovim" })
-    else
-      h.error("the Python engine did not answer: " .. tostring(report),
-        { "Check that g:python3_host_prog has codecompanion-py and pynvim installed" })
+  if running then
+    h.ok(("the engine runs as Neovim's job (pid %s) with %s"):format(running.pid, running.python))
+  elseif registered then
+    h.ok("the engine is served by the remote plugin registered with :UpdateRemotePlugins")
+  else
+    local python, chosen = rpc.python()
+    if vim.fn.executable(python) ~= 1 then
+      if chosen then
+        h.error(("opts.python = %s is not executable"):format(python),
+          { "Point opts.python at a Python that has codecompanion-py installed, or remove it" })
+      else
+        h.error(("the engine is not installed: no %s"):format(python), { rpc.install_hint() })
+      end
+      return
     end
+    h.ok(("the engine's Python: %s (%s)"):format(python, chosen and "opts.python" or "the plugin's venv"))
+  end
+  local ok, report = pcall(rpc.request, "health")
+  if not ok then
+    h.error("the Python engine did not answer: " .. tostring(report), { rpc.install_hint() })
     return
   end
   h.ok(("Python %s (%s)"):format(report.python, report.executable))
-  for pkg, version in pairs(report.versions) do
+  for _, pkg in ipairs(sorted_keys(report.versions)) do
+    local version = report.versions[pkg]
     if version == vim.NIL or version == nil then
       h.error(pkg .. " is not installed")
     else
@@ -36,26 +72,21 @@ function M.check()
   end
   h.start("codecompanion_py: adapters")
   h.info("available: " .. table.concat(report.adapters, ", "))
-  for name, err in pairs(report.adapter_errors or {}) do
-    h.error(("adapter %s: %s"):format(name, err))
+  local errors = report.adapter_errors or {}
+  for _, name in ipairs(sorted_keys(errors)) do
+    h.error(("adapter %s: %s"):format(name, errors[name]))
   end
   h.start("codecompanion_py: coding agents (ACP)")
-  local names = vim.tbl_keys(report.agents or {})
-  table.sort(names)
-  for _, name in ipairs(names) do
-    local agent = report.agents[name]
-    if agent.found then
-      h.ok(("%s: `%s` found"):format(name, agent.command))
-    else
-      h.info(("%s: `%s` not on PATH (%s)"):format(name, agent.command, agent.install))
-    end
+  local agents = report.agents or {}
+  for _, name in ipairs(sorted_keys(agents)) do
+    agent_line(h, name, agents[name])
   end
-  h.start("codecompanion_py: API keys (values are never shown)")
-  for key, present in pairs(report.keys) do
-    if present then
-      h.ok(key .. " is set")
+  h.start("codecompanion_py: environment variables (values are never shown)")
+  for _, key in ipairs(sorted_keys(report.keys or {})) do
+    if report.keys[key] == true then
+      h.ok(key .. ": set")
     else
-      h.info(key .. " is not set")
+      h.info(key .. ": not set")
     end
   end
 end
