@@ -4,7 +4,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Real ACP agents for the integration tests (skipped, with the reason, without npm).
+# Real ACP agents for the integration tests, from npm into .venv/agents, once: Codex (about
+# 220 MB) and Claude Code (about 85 MB). `make test AGENTS=0` (or AGENTS=0 in the
+# environment) does not install them; without them, or without npm, their tests are
+# skipped with the reason.
+AGENTS ?= 1
 AGENT_PACKAGES := @zed-industries/codex-acp@0.16.0 @zed-industries/claude-agent-acp@0.23.1
 AGENTS_STAMP := $(VENV)/agents/.installed
 
@@ -22,11 +26,16 @@ $(STAMP): pyproject.toml
 
 agents: $(STAMP)
 	@if [ -f $(AGENTS_STAMP) ]; then :; \
+	elif [ "$(AGENTS)" = "0" ]; then \
+		echo "AGENTS=0: the real ACP agents are not installed; their tests will be skipped"; \
 	elif command -v npm >/dev/null 2>&1; then \
-		echo "installing $(AGENT_PACKAGES) into $(VENV)/agents"; \
+		echo "installing two real ACP agents for the integration tests into $(VENV)/agents, once:"; \
+		echo "  $(AGENT_PACKAGES)"; \
+		echo "  about 300 MB from the npm registry (Codex about 220 MB, Claude Code about 85 MB)"; \
+		echo "  to skip them (their tests are then skipped): make test AGENTS=0"; \
 		npm install --silent --no-audit --no-fund --prefix $(VENV)/agents $(AGENT_PACKAGES) && touch $(AGENTS_STAMP) \
 			|| echo "npm could not install the agents: the real-agent tests will be skipped"; \
-	else echo "npm not found: the real-agent tests will be skipped"; fi
+	else echo "npm not found: the real ACP agents are not installed; their tests will be skipped"; fi
 
 test: $(STAMP) agents
 	$(PY) -m pytest -q
