@@ -7,7 +7,14 @@
     interactions = { chat = ... }          -- the newer spelling of `strategies`
     opts = { log_level = "ERROR", system_prompt = "..." }
 
-Adapter tables are registered with the adapter registry; the rest is kept here.
+`adapters.http.opts` holds what applies to every HTTP request: `connect_timeout` and
+`read_timeout` (seconds), `retries` (tries after a failed one, default 2; 0: none),
+`retry_max_wait` (the longest `retry-after` honoured, seconds, default 60),
+`max_line_bytes` (one SSE/NDJSON line or event, default 16 MiB) and `max_response_bytes`
+(a whole response, default 256 MiB); see client.py.
+
+Adapter tables are registered with the adapter registry (and the HTTP client options
+become the defaults of every HttpClient made after `load()`); the rest is kept here.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import adapters
+from . import adapters, client
 from .acp import adapters as acp_adapters
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
@@ -32,6 +39,7 @@ class Config:
     log_level: str = "ERROR"
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
+    http: client.ClientSettings = field(default_factory=client.ClientSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
 
 
@@ -82,7 +90,29 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     http_opts = _table(http.get("opts"), "adapters.http.opts")
     config.connect_timeout = float(http_opts.get("connect_timeout", config.connect_timeout))
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
+    config.http = _client_settings(http_opts)
+    client.configure(config.http)
     return config
+
+
+def _client_settings(opts: Mapping[str, Any]) -> client.ClientSettings:
+    base = client.ClientSettings()
+    values: dict[str, Any] = {}
+    for key, kind, least in (
+        ("retries", int, 0),
+        ("retry_max_wait", float, 0),
+        ("max_line_bytes", int, 1),
+        ("max_response_bytes", int, 1),
+    ):
+        value = opts.get(key, getattr(base, key))
+        try:
+            number = kind(value)
+        except (TypeError, ValueError):
+            number = None
+        if number is None or isinstance(value, bool) or number < least:
+            raise ConfigError(f"adapters.http.opts.{key} must be a number of at least {least}, not {value!r}")
+        values[key] = number
+    return client.ClientSettings(**values)
 
 
 # CodeCompanion's level names, as Python's logging spells them.

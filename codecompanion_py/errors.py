@@ -6,12 +6,16 @@
     │                            not executable)
     ├── AdapterError             data that does not fit the canonical model or a wire format
     │   └── StreamError          the provider reported an error inside a 200 stream
-    ├── ProviderError            the request did not produce a response
+    ├── ProviderError            the request did not produce a (whole, usable) response;
+    │   │                        also an HTML page where the API should answer
     │   ├── HTTPStatusError      the provider answered with an HTTP error status
     │   │   ├── AuthenticationError   401 / 403
     │   │   └── RateLimitError        429
+    │   ├── ResponseTooLarge     a line, an event or the whole response over its cap
     │   └── TransportError       connect or read failed or timed out
-    │       └── RequestTimeout
+    │       ├── RequestTimeout
+    │       └── IncompleteResponse    the body ended (or the connection was reset) before
+    │                                 the stream's own end marker: the reply is cut off
     ├── AgentError               an ACP agent crashed, hung, or answered with an error
     ├── RpcError                 a JSON-RPC error answer (code, message, data), ours to
     │                            send or the peer's to us
@@ -75,12 +79,23 @@ class RateLimitError(HTTPStatusError):
     pass
 
 
+class ResponseTooLarge(ProviderError):
+    """A line, an event or the whole response went over its configured cap; reading
+    stopped there."""
+
+
 class TransportError(ProviderError):
     pass
 
 
 class RequestTimeout(TransportError):
     pass
+
+
+class IncompleteResponse(TransportError):
+    """The response ended before the stream's own end marker (`[DONE]`, a finish reason,
+    `message_stop`, `"done": true`...): cut off by a proxy, a reset connection or a crash.
+    What it said is not the whole reply; its tool calls are never run."""
 
 
 class AgentError(CodeCompanionError):
@@ -132,11 +147,13 @@ __all__ = [
     "ConnectionClosed",
     "EditRefused",
     "HTTPStatusError",
+    "IncompleteResponse",
     "NativeStartError",
     "PathRefused",
     "ProviderError",
     "RateLimitError",
     "RequestTimeout",
+    "ResponseTooLarge",
     "RpcError",
     "StreamError",
     "ToolError",

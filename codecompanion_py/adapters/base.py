@@ -5,6 +5,16 @@
 `file:` paths, dotted paths into the adapter, functions), substitutes `${name}` in the
 url, headers and parameters, and maps `schema` settings into the request parameters.
 Resolved values live only in `env_replaced`, which no repr, log or error shows.
+
+Keys. An environment variable set to an empty string counts as not set (no `Bearer `
+header with nothing after it), and so does a command that prints nothing; a required
+one is then "not set", naming the variable or the command. A command's output loses one
+trailing line ending, as a shell's `$(...)` does; a line break inside it is refused. A
+url or header value that would hold a CR, LF or NUL (a key from a CRLF env file, a
+second line of output) is refused with an error that names where the value comes from,
+never the value. `secrets` lists the resolved values that are credentials (those in
+credential headers, and env entries named like a key or token): the client replaces
+them with `***` in every error text.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ if TYPE_CHECKING:
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_LINE_BREAK = re.compile(r"[\r\n\x00]")
+_SECRET_NAME = re.compile(r"key|token|secret|password|authorization|credential", re.IGNORECASE)
 DEFAULT_CMD_TIMEOUT = 20.0
 
 
@@ -48,6 +60,8 @@ class HTTPAdapter:
     features: dict[str, Any] = field(default_factory=dict)
     handlers: dict[str, Any] = field(default_factory=dict)
     env_replaced: dict[str, Any] = field(default_factory=dict)
+    secrets: tuple[str, ...] = field(default=(), compare=False)
+    """Set by `prepare()`: the resolved values that are credentials, never to be shown."""
     client: HttpClient | None = field(default=None, compare=False)
     """Set by `prepare()` on the copy it returns: the HttpClient the request goes through,
     for `env` callables that make requests of their own (Copilot's token exchange). Not
@@ -188,13 +202,13 @@ async def resolve_env_string(owner: str, key: str, spec: str, timeout: float = D
         except OSError as exc:
             raise ConfigError(f"{owner}: env {key!r} could not read {path}: {exc.strerror}") from None
     if spec in os.environ:
-        return os.environ[spec]
+        return os.environ[spec] if os.environ[spec].strip() else None  # empty: no value
     if _ENV_NAME.match(spec):
         return None  # an environment variable that is not set
     return spec
 
 
-async def _run_env_command(owner: str, key: str, command: str, timeout: float) -> str:
+async def _run_env_command(owner: str, key: str, command: str, timeout: float) -> str | None:
     # Its own process group, so a timeout kills the command's children too (they would
     # otherwise keep the pipe open). The full environment: the command may need a secret.
     proc = await start_in_group(
@@ -211,7 +225,19 @@ async def _run_env_command(owner: str, key: str, command: str, timeout: float) -
         raise ConfigError(f"{owner}: env {key!r} command timed out after {timeout:g}s") from None
     if proc.returncode != 0:
         raise ConfigError(f"{owner}: env {key!r} command failed with exit code {proc.returncode}")
-    return out.decode(errors="replace").strip()
+    # One trailing line ending goes, as in a shell's $(...); one inside is a second line.
+    text = out.decode(errors="replace").removesuffix("\n").removesuffix("\r").strip(" \t")
+    if _LINE_BREAK.search(text):
+        raise ConfigError(
+            f"{owner}: env {key!r} command (`{_program(command)} ...`) printed more than one line; "
+            "it must print the value alone, on one line"
+        )
+    return text or None  # printed nothing: no value
+
+
+def _program(command: str) -> str:
+    words = command.split()
+    return words[0] if words else "?"
 
 
 def _lookup_path(adapter: HTTPAdapter, path: str) -> Any:
@@ -244,12 +270,15 @@ async def prepare(
     ready.client = client
     values = await resolve_env(ready)
     ready.env_replaced = values
+    ready.secrets = _secrets(ready, values)
     _require(ready, values)
     map_schema_to_params(ready, settings)
     try:
-        ready.url = substitute(ready.url, values)
+        url = substitute(ready.url, values)
     except KeyError as missing:
         raise ConfigError(f"{ready.name}: the url needs {_describe(ready, missing.args[0])}") from None
+    _check_one_line(ready, "url", ready.url, url)
+    ready.url = url
     headers: dict[str, str] = {}
     for name, value in ready.headers.items():
         if value is None:  # an extend() removing a header its base sends
@@ -258,6 +287,7 @@ async def prepare(
             headers[name] = substitute(str(value), values)
         except KeyError:
             continue  # an optional credential that is not set: send no such header
+        _check_one_line(ready, f"{name} header", str(value), headers[name])
     ready.headers = headers
     ready.parameters = _substitute_tree(ready.parameters, values)
     if call_handler(ready, "setup") is False:
@@ -267,8 +297,52 @@ async def prepare(
 
 def _require(adapter: HTTPAdapter, values: Mapping[str, Any]) -> None:
     for key in adapter.opts.get("required_env", ()):
-        if values.get(key) is None:
-            raise ConfigError(f"{adapter.name}: {_describe(adapter, key)} is not set")
+        if values.get(key) is None or values.get(key) == "":
+            raise ConfigError(f"{adapter.name}: {_describe(adapter, key)} {_unset(adapter, key)}")
+
+
+def _unset(adapter: HTTPAdapter, key: str) -> str:
+    spec = adapter.env.get(key)
+    if isinstance(spec, str) and _ENV_NAME.match(spec) and spec in os.environ:
+        return "is empty (set it to the key, or unset it)"
+    if isinstance(spec, str) and spec.startswith("cmd:"):
+        return f"is not set: the command (`{_program(spec[4:])} ...`) printed nothing"
+    return "is not set"
+
+
+def _source(adapter: HTTPAdapter, key: str) -> str:
+    """Where env `key`'s value comes from, in words; never the value."""
+    spec = adapter.env.get(key)
+    if isinstance(spec, str):
+        if spec.startswith("cmd:"):
+            return f"the output of env.{key}'s command (`{_program(spec[4:])} ...`)"
+        if spec.startswith("file:"):
+            return f"the file {spec[5:].strip()} (env.{key})"
+        if _ENV_NAME.match(spec) or spec in os.environ:
+            return f"the {spec} environment variable (env.{key})"
+    return f"env.{key}"
+
+
+def _check_one_line(adapter: HTTPAdapter, where: str, template: str, value: str) -> None:
+    """Refuse a url or header value with CR, LF or NUL, naming its source, never its value."""
+    if not _LINE_BREAK.search(value):
+        return
+    keys = [k for k in _PLACEHOLDER.findall(template) if _LINE_BREAK.search(str(adapter.env_replaced.get(k, "")))]
+    sources = ", ".join(_source(adapter, k) for k in keys) or f"the adapter's {where}"
+    raise ConfigError(
+        f"{adapter.name}: {sources} has a line break (CR or LF) or a NUL character in it, which cannot go in "
+        f"the {where}: a key is one line (an env file saved with CRLF line endings, a command printing two lines?)"
+    )
+
+
+def _secrets(adapter: HTTPAdapter, values: Mapping[str, Any]) -> tuple[str, ...]:
+    """The resolved values that are credentials: in a credential header, or named like one."""
+    keys = {k for k in values if _SECRET_NAME.search(k)}
+    for name, template in adapter.headers.items():
+        if template is not None and _SECRET_NAME.search(name):
+            keys.update(_PLACEHOLDER.findall(str(template)))
+    found = {values[k] for k in keys if isinstance(values.get(k), str) and values[k]}
+    return tuple(sorted(found))
 
 
 def _describe(adapter: HTTPAdapter, key: str) -> str:

@@ -2,6 +2,8 @@
 
 The body is the keep-merge (first writer wins) of, in order: `build_parameters`,
 `build_messages`, `build_tools`, the adapter's static `body`, and `build_body(payload)`.
+The request carries the adapter's `secrets` (scrubbed from every error about it) and its
+`opts.retries` when set (the client's otherwise).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import msgspec
 
 from ..client import HttpClient, HttpRequest
+from ..errors import ConfigError
 from ..messages import Message, ToolSpec
 from .base import _ENV_NAME, HTTPAdapter, merge_keep, prepare
 from .handlers import call_handler
@@ -46,8 +49,21 @@ async def build_request(
         provider=ready.formatted_name,
         auth_hint=_auth_hint(ready),
         model=str(ready.model) if ready.model else None,
+        secrets=ready.secrets,
+        retries=_retries(ready),
     )
     return ready, request
+
+
+def _retries(adapter: HTTPAdapter) -> int | None:
+    """`opts.retries` of the adapter, when it sets one (else the client's)."""
+    value = adapter.opts.get("retries")
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{adapter.name}: opts.retries must be a number, not {value!r}") from None
 
 
 def _auth_hint(adapter: HTTPAdapter) -> str | None:

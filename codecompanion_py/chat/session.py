@@ -20,7 +20,7 @@ from ..acp import adapters as acp_adapters
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..errors import ConfigError
-from ..events import ErrorEvent, FinalEvent
+from ..events import ErrorEvent, FinalEvent, NoticeEvent
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator
 from ..tools.approvals import Approvals
@@ -201,7 +201,7 @@ class ChatSession:
         streaming = False
         try:
             async for event in stream:
-                if not streaming:
+                if not streaming and not isinstance(event, NoticeEvent):  # a retry's notice is no reply yet
                     streaming = True
                     view.fire("RequestStreaming", info)
                 view.show(event)

@@ -5,6 +5,14 @@ source is exhausted), awaits the normalizer's `normalize_chunk()`, and hands out
 one by one. It always ends with exactly one `FinalEvent` or `ErrorEvent`, then closes:
 engine errors become an `ErrorEvent`, never an exception in the consumer.
 Cancellation (`asyncio.CancelledError`) propagates; `close()` releases the connection.
+
+`HttpStreamIterator` tries the request itself (`HttpClient.attempt`): a failure the client
+says is worth retrying becomes a `NoticeEvent` ("...: retrying in 2 s, 1 of 2"), handed
+out before the wait, and the next event comes from the next try. Once the first byte of a
+response is in, nothing is retried. Every error and notice it reports is scrubbed of the
+request's secrets. A body that ends before the stream's end marker is an
+`IncompleteResponse` error (see the normalizer); a connection reset or closed mid-body
+says after how many bytes; an HTML page where the API should answer says to check the URL.
 """
 
 from __future__ import annotations
@@ -21,9 +29,9 @@ import msgspec
 
 from ..adapters.base import HTTPAdapter
 from ..adapters.handlers import call_handler
-from ..client import HttpClient
-from ..errors import AdapterError, CodeCompanionError
-from ..events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
+from ..client import HttpClient, HttpRequest, Retrying, looks_like_html, not_the_api, scrub, scrub_error
+from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, TransportError
+from ..events import ErrorEvent, FinalEvent, NoticeEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, TextPart, ToolCall, ToolSpec
 from .normalizer import StreamNormalizer
 
@@ -71,6 +79,8 @@ class BaseStreamIterator:
                 if chunk is None:
                     self._exhausted = True
                     queue.extend(self.normalizer.finish())
+                elif chunk.__class__ is NoticeEvent:  # said beside the stream (a retry), not parsed
+                    queue.append(chunk)
                 else:
                     queue.extend(await self.normalizer.normalize_chunk(chunk))
                     failure = getattr(self.normalizer, "failure", None)
@@ -113,37 +123,95 @@ class HttpStreamIterator(BaseStreamIterator):
         self.client = client
         self._stack = AsyncExitStack()
         self._chunks: AsyncIterator[bytes] | None = None
-        self._request: Any = None
+        self._request: HttpRequest | None = None
         self.ready: HTTPAdapter | None = None
+        self._attempt = 0  # failed tries so far
+        self._wait: float | None = None  # seconds to wait before the next try
+        self._html = False  # the response says it is an HTML page
+        self._first = True  # no body chunk yet
 
-    async def _open(self) -> AsyncIterator[bytes]:
+    async def _prepare(self) -> HttpRequest:
         # Imported here: building a request needs the adapter machinery, not every consumer does.
         from ..adapters.request import build_request
 
-        self.ready, self._request = await build_request(
+        self.ready, request = await build_request(
             self.adapter, self.messages, tools=self.tools, settings=self.settings, client=self.client
         )
-        self.normalizer = StreamNormalizer(self.ready, streaming=self._request.stream)
-        response = await self._stack.enter_async_context(self.client.open(self._request))
+        self._request = request
+        self.normalizer = StreamNormalizer(
+            self.ready,
+            streaming=request.stream,
+            max_line=self.client.max_line_bytes,
+            max_response=self.client.max_response_bytes,
+        )
+        return request
+
+    async def _open(self) -> AsyncIterator[bytes] | NoticeEvent:
+        """The response's bytes, or the notice of a retry (after which the next call waits
+        and tries again)."""
+        request = self._request or await self._prepare()
+        if self._wait is not None:
+            wait, self._wait = self._wait, None
+            await self.client.sleep(wait)
+        try:
+            response = await self._stack.enter_async_context(self.client.attempt(request, self._attempt))
+        except Retrying as retry:
+            self._attempt = retry.attempt
+            self._wait = retry.delay
+            return NoticeEvent(text=scrub(retry.notice, request), title="retrying")
+        self._html = "text/html" in response.headers.get("content-type", "").lower()
         # The transport stream itself: aiter_raw() adds generator layers per chunk that
         # only count bytes.
         stream = response.stream
         assert isinstance(stream, httpx.AsyncByteStream)  # the response of an AsyncClient
         return stream.__aiter__()
 
-    async def _get_next_chunk(self) -> bytes | None:
+    async def _get_next_chunk(self) -> bytes | NoticeEvent | None:
         if self._chunks is None:
-            self._chunks = await self._open()
+            opened = await self._open()
+            if isinstance(opened, NoticeEvent):
+                return opened
+            self._chunks = opened
         # A plain try, not a context manager: this runs once per network chunk.
         try:
-            return await self._chunks.__anext__()
+            chunk = await self._chunks.__anext__()
         except StopAsyncIteration:
             return None
         except httpx.HTTPError as exc:
-            raise self.client.map_error(self._request, exc) from None
+            raise self._broken(exc) from None
+        if self._first:
+            self._first = False
+            # An HTML page, said to be one or looking like one (an SSE stream mislabelled
+            # text/html starts with `data:` or `:` and is parsed as usual).
+            if looks_like_html(chunk) or (self._html and chunk.lstrip()[:1] == b"<"):
+                assert self._request is not None
+                raise not_the_api(self._request, chunk)
+        return chunk
+
+    def _broken(self, exc: httpx.HTTPError) -> TransportError:
+        """The error for a body that failed after it began."""
+        request = self._request
+        assert request is not None
+        received = getattr(self.normalizer, "received", 0)
+        provider = request.provider or "provider"
+        if isinstance(exc, httpx.ReadError):
+            return IncompleteResponse(f"{provider}: the connection was reset by the server after {received} bytes")
+        if isinstance(exc, httpx.RemoteProtocolError):
+            return IncompleteResponse(
+                f"{provider}: the server closed the connection in the middle of the response, after {received} bytes"
+            )
+        return self.client.map_error(request, exc)
+
+    def _fail(self, error: CodeCompanionError) -> None:
+        scrub_error(error, self._request)
+        super()._fail(error)
 
     def partial_message(self) -> Message | None:
-        return self.normalizer.partial_message() if self.normalizer is not None else None
+        """The text that arrived before the stream failed or was stopped, marked incomplete."""
+        if self.normalizer is None:
+            return None
+        message: Message | None = self.normalizer.partial_message(str(self.error) if self.error else None)
+        return message
 
     async def close(self) -> None:
         if self._closed:

@@ -8,6 +8,20 @@ in different frames) and `reasoning_end` (opaque data that closes the current re
 block, such as a thinking signature, kept in that part's `provider_data`). Tool-call
 fragments go into the `ToolCallAssembler` passed as `tools`. Streaming and
 non-streaming responses take the same path.
+
+The end of a stream. A streamed response is whole only once the provider has said so: a
+`[DONE]` frame, a result with a `finish_reason` (OpenAI's finishing choice, Anthropic's
+`message_delta`, Gemini's candidate with a finishReason, Ollama's `"done": true`, the
+Responses API's `response.completed` / `.incomplete`), or a result with `"done": True`
+(Anthropic's `message_stop`). A body that ends before that was cut off (a proxy, a reset
+connection, a crash): `finish()` raises `IncompleteResponse` ("the response was cut off
+after N bytes"), so its tool calls are never run and its text is not shown as complete;
+`partial_message()` keeps the text, marked. An adapter whose server sends no end marker
+at all sets `opts.require_stream_end = false`.
+
+Limits: `max_line` caps one SSE/NDJSON line or event and `max_response` the whole body
+(bytes; `ResponseTooLarge` past either). A frame that is not valid UTF-8 is decoded with
+replacement characters rather than failing.
 """
 
 from __future__ import annotations
@@ -17,12 +31,13 @@ from typing import Any
 import msgspec
 
 from ..adapters.handlers import get_handler
-from ..errors import AdapterError, CodeCompanionError, StreamError
+from ..client import defaults, provider_message
+from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, ResponseTooLarge, StreamError
 from ..events import FinalEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolCallEvent, UsageEvent
 from ..messages import Message, ReasoningPart, TextPart, Usage
 from .assembler import ToolCallAssembler
 from .ndjson import NDJSONDecoder
-from .sse import ServerSentEvent, SSEDecoder
+from .sse import ServerSentEvent, SSEDecoder, size_text
 
 _DONE = b"[DONE]"
 _TOOL_REASONS = frozenset(("tool_calls", "function_call", "tool_use"))
@@ -34,7 +49,14 @@ def _payload(frame: ServerSentEvent | bytes) -> bytes:
 
 
 class StreamNormalizer:
-    def __init__(self, adapter: Any, *, streaming: bool = True) -> None:
+    def __init__(
+        self,
+        adapter: Any,
+        *,
+        streaming: bool = True,
+        max_line: int | None = None,
+        max_response: int | None = None,
+    ) -> None:
         self.adapter = adapter
         self.streaming = streaming
         self._body: list[bytes] = []
@@ -44,8 +66,19 @@ class StreamNormalizer:
             raise AdapterError(f"{self.provider}: the adapter has no parse_chat handler")
         self._parse_chat = parse_chat
         self._parse_tokens = get_handler(adapter, "parse_tokens")
-        ndjson = getattr(adapter, "opts", {}).get("stream_format") == "ndjson"
-        self._decoder: SSEDecoder | NDJSONDecoder = NDJSONDecoder() if ndjson else SSEDecoder()
+        opts = getattr(adapter, "opts", {})
+        ndjson = opts.get("stream_format") == "ndjson"
+        settings = defaults()
+        self.max_line = settings.max_line_bytes if max_line is None else max_line
+        self.max_response = settings.max_response_bytes if max_response is None else max_response
+        self._decoder: SSEDecoder | NDJSONDecoder = (
+            NDJSONDecoder(self.max_line) if ndjson else SSEDecoder(self.max_line)
+        )
+        self.require_end = opts.get("require_stream_end", True) is not False
+        self.ended = False  # the provider said the response is complete
+        self.received = 0  # bytes of body so far
+        self.frames = 0  # frames parsed so far
+        self._head = b""  # the body's first bytes, to say what it was when it was no stream
         self.tools = ToolCallAssembler()
         self._text: list[str] = []
         self._reasoning: list[str] = []  # the open reasoning block
@@ -68,11 +101,22 @@ class StreamNormalizer:
         stops there, so the events before it in the same chunk are still returned."""
         if self.failure is not None:
             raise self.failure
+        if not self.received:
+            self._head = chunk[:512]
+        self.received += len(chunk)
+        if self.max_response and self.received > self.max_response:
+            raise ResponseTooLarge(
+                f"{self.provider}: the response is larger than {size_text(self.max_response)} "
+                f"(adapters.http.opts.max_response_bytes); reading stopped after {self.received} bytes"
+            )
         if not self.streaming:
             self._body.append(chunk)
             return []
         events: list[StreamEvent] = []
-        frames = self._decoder.feed(chunk)
+        try:
+            frames = self._decoder.feed(chunk)
+        except ResponseTooLarge as error:
+            raise self._too_long(error) from None
         try:
             for frame in frames:
                 events.extend(self.feed_frame(_payload(frame)))
@@ -84,14 +128,23 @@ class StreamNormalizer:
         """One frame's payload (or a whole non-streamed body)."""
         if self.done:
             return []
+        self.frames += 1
         if data == _DONE:
-            self.done = True
+            self.done = self.ended = True
             return []
-        result = self._parse_chat(self.adapter, data, self.tools)
+        try:
+            result = self._parse_chat(self.adapter, data, self.tools)
+        except UnicodeDecodeError:  # msgspec's answer to invalid UTF-8: decode it leniently
+            repaired = _valid_utf8(data)
+            if repaired is None:
+                raise
+            result = self._parse_chat(self.adapter, repaired, self.tools)
         events: list[StreamEvent] = []
         if result is not None:
             if result.get("status") == "error":
                 raise StreamError(str(result.get("output") or "unknown error"), provider=self.provider)
+            if result.get("finish_reason") or result.get("done"):
+                self.ended = True
             output = result.get("output") or {}
             reasoning = output.get("reasoning")
             if reasoning:
@@ -152,8 +205,14 @@ class StreamNormalizer:
         if not self.streaming:
             events.extend(self.feed_frame(b"".join(self._body)))
         elif not self.done:
-            for item in self._decoder.flush():
+            try:
+                items = self._decoder.flush()
+            except ResponseTooLarge as error:
+                raise self._too_long(error) from None
+            for item in items:
                 events.extend(self.feed_frame(_payload(item)))
+        if self.streaming and self.require_end and not self.ended:
+            raise IncompleteResponse(self._cut_off())
         calls = self.tools.finish()
         events.extend(
             ToolCallEvent(id=c.id, name=c.name, is_final=True, arguments=c.arguments, index=n)
@@ -177,11 +236,47 @@ class StreamNormalizer:
         events.append(FinalEvent(message=message, finish_reason=reason, usage=self.usage))
         return events
 
-    def partial_message(self) -> Message | None:
-        """What has arrived so far as text and reasoning (tool calls need the whole stream)."""
+    def _too_long(self, error: ResponseTooLarge) -> ResponseTooLarge:
+        return ResponseTooLarge(
+            f"{self.provider}: {error} (adapters.http.opts.max_line_bytes); reading stopped after {self.received} bytes"
+        )
+
+    def _cut_off(self) -> str:
+        """What `IncompleteResponse` says: how much came, and what it was when no frame did."""
+        if not self.received:
+            return f"{self.provider}: the response was empty (0 bytes): it ended before the provider said anything"
+        if not self.frames and self._head.lstrip()[:1] in (b"{", b"[", b"<"):  # JSON or HTML, not SSE
+            return (
+                f"{self.provider}: the answer is not an event stream ({self.received} bytes): "
+                f"{provider_message(self._head)}"
+            )
+        unrun = "; its tool calls were not run" if self.tools else ""
+        return (
+            f"{self.provider}: the response was cut off after {self.received} bytes, before the provider "
+            f"marked it complete: what arrived is not the whole reply{unrun}"
+        )
+
+    def partial_message(self, error: str | None = None) -> Message | None:
+        """What has arrived so far as text and reasoning (tool calls need the whole stream),
+        marked incomplete (`provider_data = {"incomplete": True, "error": ...}`)."""
         if not self._text:
             return None
-        return Message(role="assistant", parts=(*self._reasoning_so_far(), TextPart(text="".join(self._text))))
+        mark: dict[str, Any] = {"incomplete": True}
+        if error:
+            mark["error"] = error
+        text = TextPart(text="".join(self._text), provider_data=mark)
+        return Message(role="assistant", parts=(*self._reasoning_so_far(), text))
+
+
+def _valid_utf8(data: Any) -> bytes | None:
+    """`data` with each invalid UTF-8 sequence replaced by U+FFFD; None when it was valid."""
+    if not isinstance(data, (bytes, bytearray)):
+        return None
+    try:
+        bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        return bytes(data).decode("utf-8", "replace").encode("utf-8")
+    return None
 
 
 def merge_usage(old: Usage | None, new: Usage) -> Usage:

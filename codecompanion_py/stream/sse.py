@@ -22,11 +22,17 @@ Each chunk is handled with ``bytes.split``; between calls the decoder keeps only
 pieces of an incomplete last line (as a list, so a long line arriving in many small
 chunks is joined once instead of being re-copied on every call) and the fields of the
 frame in progress.
+
+``max_line`` (bytes, 0 for none) caps both one line and the data of one frame: a server
+that sends a line without end (or a frame without its blank line) cannot grow the decoder
+past it; ``feed`` raises ``ResponseTooLarge`` instead.
 """
 
 from __future__ import annotations
 
-__all__ = ["SSEDecoder", "ServerSentEvent"]
+from ..errors import ResponseTooLarge
+
+__all__ = ["SSEDecoder", "ServerSentEvent", "line_too_long", "size_text"]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -54,14 +60,28 @@ class ServerSentEvent:
 class SSEDecoder:
     """Feed the response body in chunks cut anywhere; get back the completed frames."""
 
-    __slots__ = ("_pending", "_data", "_event", "_id", "_at_start", "_after_cr", "_special")
+    __slots__ = (
+        "_pending",
+        "_pending_size",
+        "_data",
+        "_data_size",
+        "_event",
+        "_id",
+        "_at_start",
+        "_after_cr",
+        "_special",
+        "_limit",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, max_line: int = 0) -> None:
+        self._limit = max_line  # the longest line, and the most data in one frame; 0: no cap
         self._reset()
 
     def _reset(self) -> None:
         self._pending: list[bytes] = []  # pieces of the incomplete last line, no CR or LF in them
+        self._pending_size = 0
         self._data: list[bytes] = []  # the data lines of the frame in progress
+        self._data_size = 0
         self._event: str | None = None
         self._id: str | None = None
         self._at_start = True  # nothing but a (possible) BOM prefix seen yet
@@ -90,27 +110,38 @@ class SSEDecoder:
             if len(lines) == 1:  # no line ending in this chunk (or an empty chunk)
                 if chunk:
                     self._pending.append(chunk)
+                    self._pending_size += len(chunk)
+                    if self._limit and self._pending_size > self._limit:
+                        raise line_too_long(self._limit)
                 return []
             pending = self._pending
             if pending:
+                if self._limit and self._pending_size + len(lines[0]) > self._limit:
+                    raise line_too_long(self._limit)
                 pending.append(lines[0])
                 lines[0] = b"".join(pending)
                 pending.clear()
             last = lines.pop()
+            self._pending_size = len(last)
             if last:
                 pending.append(last)
+                if self._limit and len(last) > self._limit:
+                    raise line_too_long(self._limit)
 
         events: list[ServerSentEvent] = []
         data = self._data
+        size = self._data_size
         event = self._event
         for line in lines:
             if not line:  # blank line: dispatch the frame
                 if data:
                     events.append(ServerSentEvent(data[0] if len(data) == 1 else b"\n".join(data), event, self._id))
                     data = []
+                    size = 0
                 event = None
             elif line[:6] == b"data: ":  # the common field, checked first
                 data.append(line[6:])
+                size += len(line)
             elif line[0] != 0x3A:  # lines opening with b":" are comments
                 colon = line.find(b":")
                 if colon < 0:
@@ -123,13 +154,17 @@ class SSEDecoder:
                         value = value[1:]
                 if name == b"data":
                     data.append(value)
+                    size += len(value)
                 elif name == b"event":
                     event = value.decode("utf-8", "replace")
                 elif name == b"id":
                     if b"\x00" not in value:
                         self._id = value.decode("utf-8", "replace")
                 # `retry` and unknown fields are ignored
+        if self._limit and size > self._limit:
+            raise line_too_long(self._limit, frame=True)
         self._data = data
+        self._data_size = size
         self._event = event
         return events
 
@@ -138,8 +173,10 @@ class SSEDecoder:
         data but no closing blank line, and reset the decoder for a new stream."""
         self._after_cr = False
         self._special = self._at_start
-        events = self.feed(b"\n\n") if self._pending or self._data else []
-        self._reset()
+        try:
+            events = self.feed(b"\n\n") if self._pending or self._data else []
+        finally:
+            self._reset()
         return events
 
     def _head(self, chunk: bytes) -> bytes:
@@ -175,6 +212,22 @@ class SSEDecoder:
             self._after_cr = self._special = True
         lines = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
         last = lines.pop()
+        self._pending_size = len(last)
         if last:
             pending.append(last)
+        if self._limit and (self._pending_size > self._limit or (lines and len(lines[0]) > self._limit)):
+            raise line_too_long(self._limit)
         return lines
+
+
+def line_too_long(limit: int, *, frame: bool = False) -> ResponseTooLarge:
+    what = "the data of one event" if frame else "a line"
+    return ResponseTooLarge(f"{what} in the response is longer than {size_text(limit)}")
+
+
+def size_text(limit: int) -> str:
+    """`16 MiB`, `512 KiB` or `100 bytes`: a cap as the user configured it."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if limit >= 1 << shift and limit % (1 << shift) == 0:
+            return f"{limit >> shift} {unit}"
+    return f"{limit} bytes"

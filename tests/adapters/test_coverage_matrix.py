@@ -268,7 +268,8 @@ def test_through_the_handlers(case):
 
 @pytest.fixture
 async def client():
-    http = HttpClient(read_timeout=5, connect_timeout=2)
+    # No retries: these tests check what each error says; tests/reliability tests retrying.
+    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
     yield http
     await http.aclose()
 
@@ -575,7 +576,8 @@ def test_concatenated_arguments_are_split_for_anthropic_and_responses():
     responses = (b'event: response.output_item.added\ndata: {"type":"response.output_item.added","output_index":0,'
                  b'"item":{"type":"function_call","id":"fc_1","call_id":"call_R","name":"read_file","arguments":""}}\n\n'
                  b'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta",'
-                 b'"output_index":0,"delta":"{\\"path\\":\\"a.py\\"}{\\"path\\":\\"b.py\\"}"}\n\n')
+                 b'"output_index":0,"delta":"{\\"path\\":\\"a.py\\"}{\\"path\\":\\"b.py\\"}"}\n\n'
+                 b'event: response.completed\ndata: {"type":"response.completed","response":{"status":"completed"}}\n\n')
     for adapter, body, first_id in (("anthropic", anthropic, "toolu_C"), ("openai_responses", responses, "call_R")):
         calls = replay_body(resolve(adapter), body)[-1].message.tool_calls
         assert [(c.id, c.arguments) for c in calls] == [(first_id, {"path": "a.py"}), (f"{first_id}_1", {"path": "b.py"})]

@@ -16,7 +16,7 @@ CASES = {
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'),
     "gemini": (
         b'data: {"candidates":[{"content":{"parts":[{"executableCode":{"code":"1+1"}},{"text":"ok","newField":true}],'
-        b'"role":"model"},"safetyRatings":[],"citationMetadata":{}}],"usageMetadata":{"promptTokenCount":1,'
+        b'"role":"model"},"finishReason":"STOP","safetyRatings":[],"citationMetadata":{}}],"usageMetadata":{"promptTokenCount":1,'
         b'"candidatesTokenCount":1,"totalTokenCount":2,"promptTokensDetails":[]},"modelVersion":"x"}\r\n\r\n'),
     "ollama": (b'{"model":"m","message":{"role":"assistant","content":"ok","images":null,"extra":1},"done":false}\n'
                b'{"model":"m","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","context":[1,2]}\n'),

@@ -50,7 +50,8 @@ async def server_for():
 
 @pytest.fixture
 async def client():
-    http = HttpClient(read_timeout=0.5, connect_timeout=1)
+    # No retries: these tests check what each failure says; tests/reliability tests retrying.
+    http = HttpClient(read_timeout=0.5, connect_timeout=1, retries=0)
     yield http
     await http.aclose()
 

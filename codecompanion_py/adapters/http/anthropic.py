@@ -4,7 +4,9 @@ Streamed frames carry their type in the JSON (`message_start`, `content_block_st
 `content_block_delta`, `content_block_stop`, `message_delta`, `message_stop`, `ping`,
 `error`); the `event:` line is redundant and ignored. Deltas describe themselves
 (`text_delta`, `thinking_delta`, `signature_delta`, `input_json_delta`), so parsing needs
-no state but the tool-call assembler. Thinking blocks keep their signature (and redacted
+no state but the tool-call assembler. The stream's end marker is `message_stop` (or the
+`message_delta` with the stop reason before it): a body that ends without either was cut
+off, and its tool calls are not run. Thinking blocks keep their signature (and redacted
 blocks their data) in `provider_data["anthropic"]`: Anthropic requires them back,
 unchanged, on later turns when tools are used; other providers never see them.
 """
@@ -237,10 +239,13 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     elif kind == "message_delta":
         if frame.delta is not None and frame.delta.stop_reason:
             result["finish_reason"] = _STOP_REASONS.get(frame.delta.stop_reason, frame.delta.stop_reason)
+            result["done"] = True
         if frame.usage is not None:
             result["usage"] = _usage(frame.usage)
+    elif kind == "message_stop":
+        result["done"] = True  # the stream's end marker
     else:
-        return None  # ping, content_block_stop, message_stop, and event types added later
+        return None  # ping, content_block_stop, and event types added later
     return result
 
 

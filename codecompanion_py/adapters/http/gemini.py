@@ -1,6 +1,8 @@
 """Google Gemini (`models/{model}:streamGenerateContent?alt=sse`, or `:generateContent`).
 
-Each SSE frame (CRLF-framed) is a whole `GenerateContentResponse`. Function calls come as
+Each SSE frame (CRLF-framed) is a whole `GenerateContentResponse`; the stream's end marker
+is a candidate with a `finishReason` (a body that ends before one was cut off, and its
+function calls are not run). Function calls come as
 complete `functionCall` parts with no id (one is made up) and end with finishReason
 `STOP`, so the reason is inferred from the parts. `{"text": ..., "thought": true}` parts
 are reasoning. A `thoughtSignature` on a function-call part must go back on that same
@@ -245,12 +247,15 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
         if candidate.finish_reason:
             finish = _FINISH.get(candidate.finish_reason, candidate.finish_reason.lower())
     usage = response.usage_metadata
-    return {
+    result: dict[str, Any] = {
         "status": "success",
         "output": {"role": "assistant", "content": "".join(text) or None, "reasoning": "".join(reasoning) or None},
         "finish_reason": finish,
         "usage": _usage(usage) if usage else None,
     }
+    if finish:
+        result["done"] = True  # the stream's end marker
+    return result
 
 
 def _add_call(tools: Any, call: _FunctionCall, thought_signature: str | None) -> None:

@@ -2,7 +2,8 @@
 
 Text arrives in `message.content`, reasoning in `message.thinking` (with `"think": true`),
 tool calls whole (arguments an object, no id) in `message.tool_calls`; the last line has
-`done: true`, `done_reason` and the counts `prompt_eval_count` / `eval_count`. A failure
+`done: true` (the stream's end marker: a body that ends before it was cut off, and its
+tool calls are not run), `done_reason` and the counts `prompt_eval_count` / `eval_count`. A failure
 mid-stream is a line `{"error": "..."}`. Images go as raw base64 in `message.images`.
 """
 
@@ -112,6 +113,7 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
         "usage": None,
     }
     if line.done:
+        result["done"] = True  # the stream's end marker
         result["finish_reason"] = line.done_reason or "stop"
         prompt, output = line.prompt_eval_count or 0, line.eval_count or 0
         result["usage"] = Usage(prompt_tokens=prompt, completion_tokens=output, total_tokens=prompt + output)

@@ -1,6 +1,8 @@
 """OpenAI Chat Completions (`POST /v1/chat/completions`), streamed or not.
 
-Streamed frames are `data: {chat.completion.chunk}` ending with `data: [DONE]`. Tool calls
+Streamed frames are `data: {chat.completion.chunk}` ending with `data: [DONE]`; the chunk
+with a `finish_reason` or `[DONE]` is the stream's end marker (a body that ends before
+either was cut off, and its tool calls are not run). Tool calls
 stream as fragments keyed by `index`: the first carries `id` and `function.name`, the rest
 only pieces of `function.arguments`. With `stream_options.include_usage` an extra last
 chunk has `"choices": []` and the `usage`. A top-level `error` object inside a 200 stream
@@ -259,12 +261,15 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
                     tools.add(key, id=call.id, name=fn.name if fn else None, arguments=fn.arguments if fn else None)
         if choice.finish_reason:
             finish_reason = choice.finish_reason
-    return {
+    result: dict[str, Any] = {
         "status": "success",
         "output": {"role": "assistant", "content": content, "reasoning": reasoning},
         "finish_reason": finish_reason,
         "usage": usage_from(usage) if usage else None,
     }
+    if finish_reason:
+        result["done"] = True  # the stream's end marker ([DONE], which may follow, is another)
+    return result
 
 
 def _error_text(error: _Error | str) -> str:

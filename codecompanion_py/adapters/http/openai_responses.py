@@ -2,7 +2,9 @@
 
 Streamed frames are typed events: `response.output_text.delta`, `response.output_item.added`
 and `.done`, `response.function_call_arguments.delta`, `response.reasoning_summary_text.delta`,
-`response.completed` / `.incomplete` / `.failed`, and `error`. Tool calls are keyed by
+`response.completed` / `.incomplete` / `.failed`, and `error`. The first two end the stream
+(`.failed` and `error` end it as errors); a body that ends before any of them was cut off,
+and its tool calls are not run. Tool calls are keyed by
 `output_index`; their id for the canonical model is the `call_id` (what a
 `function_call_output` must name), not the item's own `fc_...` id. With `store: false`
 reasoning items come back with `encrypted_content`, kept with the item id in
@@ -217,6 +219,7 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
             error = response.error or _Error(message="the response failed")
             return {"status": "error", "output": error.message}
         result["finish_reason"] = _finish(response)
+        result["done"] = True  # the stream's end marker
         result["usage"] = _usage(response.usage) if response.usage else None
     elif kind == "error":
         error = event.error or _Error(message=event.message or "", code=event.code)
