@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from . import adapters, config, health
+from . import adapters, config, health, processes
 from .acp import adapters as acp_adapters
 from .adapters.models import list_models
 from .chat.acp_session import AcpChatSession
@@ -100,9 +100,12 @@ class Engine:
         raise ValueError(f"unknown request {method!r}")
 
     def kill_agents(self) -> None:
-        """SIGKILL every agent's process group, at once, from any thread."""
+        """SIGKILL every agent's process group, at once, from any thread; and with them
+        every other group the engine started (commands and what they left running in the
+        background, terminals): nothing we started may outlive the editor."""
         for session in list(self.sessions.values()):
             session.kill_now()
+        processes.kill_all_groups()
 
     def shutdown(self) -> None:
         self.kill_agents()

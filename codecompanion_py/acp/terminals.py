@@ -1,9 +1,11 @@
 """Terminals an agent asks the editor to run (`terminal/*`).
 
-Each is a real process in its own group, in the project, with the engine's environment
-less its secrets plus what the agent asks for. Output (stdout and stderr interleaved) is
-kept within the agent's `outputByteLimit`, dropping from the beginning at a character
-boundary as the protocol asks. Releasing a terminal kills what is still running.
+Each is a real process in its own group, in the project, with the safe part of the
+engine's environment (`processes.safe_env`) plus what the agent asks for; it dies with the
+engine (`processes.die_with_parent`, and its group is killed at the engine's exit).
+Output (stdout and stderr interleaved) is kept within the agent's `outputByteLimit`,
+dropping from the beginning at a character boundary as the protocol asks. Releasing a
+terminal kills what is still running.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import RpcError
-from ..processes import safe_env, signal_group, start_in_group, strip_ansi, terminate_group, to_argv
+from ..processes import (
+    die_with_parent,
+    safe_env,
+    signal_group,
+    start_in_group,
+    strip_ansi,
+    terminate_group,
+    to_argv,
+)
 from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 
 DEFAULT_OUTPUT_LIMIT = 1_000_000
@@ -93,6 +103,7 @@ class Terminals:
                 argv,
                 cwd=cwd,
                 env=env,
+                preexec_fn=die_with_parent(),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,

@@ -27,10 +27,11 @@ from typing import Any, Protocol
 from ..errors import ToolError
 from ..events import ToolResultEvent
 from ..messages import ToolCall, ToolResultPart
+from ..processes import safe_env
 from . import arguments
 from .approvals import Answer, Approvals, choice_of, must_prompt
 from .contract import LuaFunction, Outcome, ToolDefinition, ToolRun
-from .process import run_process
+from .process import env_allow, run_process
 
 log = logging.getLogger("codecompanion_py.tools")
 
@@ -347,7 +348,8 @@ class Orchestrator:
         template_values = {str(k): str(v) for k, v in env.items()} if isinstance(env, Mapping) else {}
         if isinstance(cmd, list):
             cmd = [string.Template(part).safe_substitute(template_values) for part in cmd]
-        result = await run_process(cmd, cwd=self.context.workspace.root, timeout=timeout)
+        env_vars = safe_env(allow=env_allow(run.opts))
+        result = await run_process(cmd, cwd=self.context.workspace.root, timeout=timeout, env=env_vars)
         return {"status": "success" if result.ok else "error", "data": result.output}
 
     # --- callbacks --------------------------------------------------------------------

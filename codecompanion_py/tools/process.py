@@ -1,7 +1,8 @@
 """Running commands for `run_command` and for tools whose `cmds` are argv lists: the
 output as text for the LLM.
 
-The child runs in its own process group, with secrets removed from its environment and
+The child runs in its own process group, with only the environment variables that cannot
+carry a credential (`processes.safe_env`, plus what the tool's `opts.env_allow` names) and
 its output capped (`codecompanion_py.processes.run_process_raw`); here that output is
 decoded (invalid UTF-8 replaced) and cleaned of terminal escapes.
 """
@@ -11,7 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ..errors import ToolError
 from ..processes import run_process_raw, strip_ansi
 
 
@@ -49,4 +52,18 @@ async def run_process(
     return ProcessResult(raw.argv, raw.exit_code, output, raw.timed_out, raw.truncated)
 
 
-__all__ = ["ProcessResult", "run_process"]
+def env_allow(opts: Mapping[str, Any]) -> list[str]:
+    """The tool option `env_allow`: environment variables (names, or patterns such as
+    `NPM_CONFIG_*`) the user lets this tool's commands see beyond the safe ones. A Lua
+    list arrives as a list; a single name is accepted too."""
+    value = opts.get("env_allow")
+    if value is None or value == {}:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(name, str) for name in value):
+        raise ToolError("the tool option `env_allow` must be a list of environment variable names")
+    return list(value)
+
+
+__all__ = ["ProcessResult", "env_allow", "run_process"]

@@ -3,9 +3,15 @@
 * `list_project_files`: the project's files, .gitignore respected: `git ls-files` inside a
   work tree, else a walk of the tree that reads .gitignore files itself.
 * `find_files`: those files matching a glob.
-* `grep`: matching lines as `path:line: text`, by ripgrep when it is installed, else in
-  Python (in a worker thread, so the event loop keeps running).
+* `grep`: matching lines as `path:line: text`, by ripgrep when it is installed (on PATH,
+  or next to the running Python: a virtualenv's bin), else in Python.
 * `changed_files`: `git diff` of the staged and unstaged changes and the conflicted files.
+
+What the LLM sends (a regex, a glob) is never matched on the engine: ripgrep, or a Python
+worker process (`tools.scan`) for the fallback and for globs, does it, and is killed at
+the search's deadline (`DEFAULT_SEARCH_TIMEOUT`); the call then says the search took too
+long. `re` holds the GIL while it matches, so a catastrophic pattern in a thread of ours
+would freeze the engine and the editor's `q` and `:qa!` with it.
 
 git and rg run with fixed options only: what the LLM sends is always an option's value
 or follows `-e`, never an option itself. git runs without pager, fsmonitor, external diff
@@ -15,29 +21,37 @@ drivers or textconv filters, and without taking optional locks.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
 import stat
-import threading
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import ToolError
 from ..processes import RawProcessResult, run_process_raw, safe_env
+from .scan import WORKER, format_hit, normalize_glob, translate_glob
 
-MAX_GREP_FILE_SIZE = 2 * 1024 * 1024
-"""Files larger than this are not searched."""
-BINARY_SNIFF = 8 * 1024
-"""A NUL byte in this many first bytes makes a file binary (not searched)."""
-MAX_LINE_CHARS = 300
-"""A matching line is cut to this many characters."""
 GIT_TIMEOUT = 60.0
+DEFAULT_SEARCH_TIMEOUT = 10.0
+"""Seconds a search (listing the files included) may take before it is stopped."""
 
 STATES = ("staged", "unstaged", "merge-conflicts")
 
-_which = shutil.which  # tests replace this to hide git or rg
+
+def _which(name: str) -> str | None:
+    """The program `name` on PATH, else next to the running Python: `pip install ripgrep`
+    puts rg in the virtualenv's bin, which need not be on PATH. (Tests replace this to hide
+    git or rg.)"""
+    found = shutil.which(name)
+    if found is None and sys.executable:
+        found = shutil.which(name, path=os.path.dirname(sys.executable))
+    return found
+
 
 _GIT_LOCATION_VARS = (
     "GIT_DIR",
@@ -48,97 +62,6 @@ _GIT_LOCATION_VARS = (
     "GIT_COMMON_DIR",
     "GIT_OBJECT_DIRECTORY",
 )
-
-
-# --- globs ------------------------------------------------------------------------------
-
-
-def _translate_glob(pattern: str, *, braces: bool) -> str:
-    """A regex (for fullmatch) for a '/'-separated glob: `*` and `?` stay within a path
-    segment, `**` as a whole segment spans any number of them (none included), `[...]` is a
-    character class (`[!...]` negated) and, with `braces`, `{a,b}` is an alternative."""
-    out: list[str] = []
-    depth = 0
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if char == "*":
-            j = i
-            while j < n and pattern[j] == "*":
-                j += 1
-            whole_segment = (i == 0 or pattern[i - 1] == "/") and (j == n or pattern[j] == "/")
-            if j - i >= 2 and whole_segment:
-                if j < n:  # "**/": any directories, or none
-                    out.append("(?:.*/)?")
-                    j += 1
-                else:  # trailing "**": anything below
-                    out.append(".*")
-            else:
-                out.append("[^/]*")
-            i = j
-            continue
-        if char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            j = i + 1
-            if j < n and pattern[j] in "!^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(char))
-            else:
-                body = pattern[i + 1 : j]
-                negate = body[:1] in ("!", "^")
-                if negate:
-                    body = body[1:]
-                body = "".join("\\" + c if c in "\\[]^&~|" else c for c in body)
-                out.append(f"[^/{body}]" if negate else f"[{body}]")
-                i = j
-        elif char == "\\" and i + 1 < n:
-            out.append(re.escape(pattern[i + 1]))
-            i += 1
-        elif braces and char == "{":
-            depth += 1
-            out.append("(?:")
-        elif braces and char == "}" and depth:
-            depth -= 1
-            out.append(")")
-        elif braces and char == "," and depth:
-            out.append("|")
-        else:
-            out.append(re.escape(char))
-        i += 1
-    if depth:  # unbalanced braces are literal
-        return _translate_glob(pattern, braces=False)
-    return "".join(out)
-
-
-def _normalize_glob(pattern: str) -> str:
-    pattern = pattern.strip()
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
-    pattern = pattern.lstrip("/")
-    if pattern.endswith("/"):
-        pattern += "**"
-    return pattern
-
-
-def _glob_matcher(pattern: str) -> Callable[[str], bool]:
-    """A test of relative paths for a user's glob. A pattern without '/' matches the file
-    name at any depth (`*.md`); one with '/' matches the whole path from the root."""
-    pattern = _normalize_glob(pattern)
-    if not pattern:
-        raise ToolError("empty glob pattern")
-    try:
-        regex = re.compile(_translate_glob(pattern, braces=True), re.DOTALL)
-    except re.error as error:
-        raise ToolError(f"invalid glob pattern {pattern!r}: {error}") from None
-    if "/" in pattern:
-        return lambda path: regex.fullmatch(path) is not None
-    return lambda path: regex.fullmatch(path.rpartition("/")[2]) is not None
 
 
 # --- .gitignore for the walking fallback ------------------------------------------------
@@ -174,7 +97,7 @@ def _parse_ignore(text: str, base: str) -> list[_Rule]:
         anchored = "/" in line
         line = line.lstrip("/")
         try:
-            regex = re.compile(_translate_glob(line, braces=False), re.DOTALL)
+            regex = re.compile(translate_glob(line, braces=False), re.DOTALL)
         except re.error:
             continue
         rules.append(_Rule(base, regex, negate, dir_only, anchored))
@@ -328,90 +251,82 @@ async def list_project_files(root: Path) -> list[str]:
     return await asyncio.to_thread(_walk, str(root))
 
 
-async def find_files(root: Path, pattern: str, *, max_results: int = 500) -> tuple[list[str], bool]:
-    """Project files matching the glob `pattern`: `*.md` (a file name at any depth),
-    `**/*.py`, `src/**/test_*.py`, `docs/*.{md,txt}`. Returns (sorted matches, truncated)."""
-    matches = _glob_matcher(pattern)
-    found = [path for path in await list_project_files(root) if matches(path)]
-    limit = max(0, max_results)
-    return found[:limit], len(found) > limit
-
-
-def _format_hit(path: str, lineno: int, text: str) -> str:
-    return f"{path}:{lineno}: {text.rstrip(chr(13) + chr(10))[:MAX_LINE_CHARS]}"
-
-
-def _scan(
-    root: str, files: Sequence[str], query: str, regex: re.Pattern[str] | None, max_results: int, stop: threading.Event
+async def find_files(
+    root: Path, pattern: str, *, max_results: int = 500, timeout: float = DEFAULT_SEARCH_TIMEOUT
 ) -> tuple[list[str], bool]:
-    hits: list[str] = []
-    for rel in files:
-        if stop.is_set():
-            break
-        try:
-            # no symlinks (ripgrep does not follow them either; their targets are listed
-            # themselves), and never block on a FIFO that replaced a file
-            fd = os.open(
-                os.path.join(root, rel), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-            )
-        except OSError:
-            continue
-        try:
-            with os.fdopen(fd, "rb") as handle:
-                info = os.fstat(handle.fileno())
-                if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_GREP_FILE_SIZE:
-                    continue
-                data = handle.read(MAX_GREP_FILE_SIZE + 1)
-        except OSError:
-            continue
-        if len(data) > MAX_GREP_FILE_SIZE or b"\0" in data[:BINARY_SNIFF]:
-            continue
-        text = data.decode("utf-8", errors="replace")
-        if regex is None and query not in text:
-            continue
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        for lineno, line in enumerate(lines, 1):
-            if regex.search(line) if regex is not None else query in line:
-                hits.append(_format_hit(rel, lineno, line))
-                if len(hits) > max_results:
-                    return hits[:max_results], True
-    return hits, False
+    """Project files matching the glob `pattern`: `*.md` (a file name at any depth),
+    `**/*.py`, `src/**/test_*.py`, `docs/*.{md,txt}`. Returns (sorted matches, truncated).
+    The glob is matched in a worker process, stopped after `timeout` seconds."""
+    if not normalize_glob(pattern):
+        raise ToolError("empty glob pattern")
+
+    async def search() -> tuple[list[str], bool]:
+        files = await list_project_files(root)
+        request = {"root": str(root), "files": files, "include": pattern, "max_results": max(0, max_results)}
+        return await _in_worker(Path(root), request, timeout)
+
+    return await _deadline(search(), timeout)
+
+
+async def _deadline(search: Any, timeout: float) -> tuple[list[str], bool]:
+    """`search` (a coroutine), stopped after `timeout` seconds, the listing of the project
+    included: its process groups are killed (and a walking thread is left to end)."""
+    try:
+        result: tuple[list[str], bool] = await asyncio.wait_for(search, timeout)
+    except asyncio.TimeoutError:
+        raise _too_long(timeout) from None
+    return result
+
+
+def _too_long(timeout: float) -> ToolError:
+    return ToolError(
+        f"the search took too long (more than {timeout:g} s) and was stopped: simplify the pattern, "
+        "or narrow the files with include_pattern"
+    )
+
+
+async def _in_worker(root: Path, request: dict[str, Any], timeout: float) -> tuple[list[str], bool]:
+    """`scan.search(request)` in a Python worker process, stopped at `timeout` seconds."""
+    if not sys.executable:
+        raise ToolError("cannot search: no Python interpreter to run the search in")
+    budget = 1024 * 1024 + (int(request.get("max_results", 100)) + 1) * 32 * 1024
+    result = await run_process_raw(
+        [sys.executable, "-I", "-S", "-c", WORKER],
+        cwd=root,
+        timeout=timeout,
+        max_output=budget,
+        env=safe_env(),
+        stdin=json.dumps(request, ensure_ascii=True).encode("ascii"),
+        merge_stderr=False,
+        keep_tail=False,
+    )
+    if result.timed_out:
+        raise _too_long(timeout)
+    try:
+        answer = json.loads(result.output) if result.exit_code == 0 else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        lines = result.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        raise ToolError(f"the search failed: {lines[-1] if lines else f'exit code {result.exit_code}'}")
+    if "error" in answer:
+        raise ToolError(str(answer["error"]))
+    return [str(hit) for hit in answer["hits"]], bool(answer["truncated"])
 
 
 async def _grep_python(
     root: Path, query: str, is_regexp: bool, include_pattern: str | None, max_results: int, timeout: float
 ) -> tuple[list[str], bool]:
-    regex = None
-    if is_regexp:
-        try:
-            regex = re.compile(query)
-        except re.error as error:
-            raise ToolError(f"invalid regular expression {query!r}: {error}") from None
     files = await list_project_files(root)
-    if include_pattern and include_pattern.strip():
-        files = _filter_include(files, include_pattern)
-    files.sort(key=lambda path: path.split("/"))  # ripgrep's --sort path: directory by directory
-    stop = threading.Event()
-    work = asyncio.ensure_future(asyncio.to_thread(_scan, str(root), files, query, regex, max_results, stop))
-    try:
-        done, _ = await asyncio.wait([work], timeout=timeout)
-    finally:
-        if not work.done():
-            stop.set()  # the thread ends at the next file
-    if not done:
-        raise ToolError(f"search timed out after {timeout:g} s; narrow it with include_pattern")
-    return work.result()
-
-
-def _filter_include(files: list[str], include_pattern: str) -> list[str]:
-    pattern = include_pattern.strip()
-    if pattern.startswith("!"):  # as ripgrep's --glob: an exclusion
-        excluded = _glob_matcher(pattern[1:])
-        return [path for path in files if not excluded(path)]
-    included = _glob_matcher(pattern)
-    return [path for path in files if included(path)]
+    request = {
+        "root": str(root),
+        "files": files,
+        "include": include_pattern,
+        "query": query,
+        "is_regexp": is_regexp,
+        "max_results": max_results,
+    }
+    return await _in_worker(root, request, timeout)
 
 
 _RG_OPTIONS = (
@@ -440,7 +355,7 @@ async def _grep_rg(
     include = (include_pattern or "").strip()
     if include:
         negate = include.startswith("!")
-        argv.append(f"--glob={'!' if negate else ''}{_normalize_glob(include[1:] if negate else include)}")
+        argv.append(f"--glob={'!' if negate else ''}{normalize_glob(include[1:] if negate else include)}")
     if not is_regexp:
         argv.append("--fixed-strings")
     argv += ["-e", query, "--", "."]
@@ -456,7 +371,7 @@ async def _grep_rg(
     else:
         result = await search
     if result.timed_out:
-        raise ToolError(f"search timed out after {timeout:g} s; narrow it with include_pattern")
+        raise _too_long(timeout)
     hits: list[str] = []
     for raw in result.output.split(b"\n"):  # a line cut by the cap is only shorter
         path, sep, rest = raw.partition(b"\0")
@@ -468,7 +383,7 @@ async def _grep_rg(
             rel = rel[2:]
         if project is not None and rel not in project:
             continue
-        hits.append(_format_hit(rel, int(number), text.decode("utf-8", errors="replace")))
+        hits.append(format_hit(rel, int(number), text.decode("utf-8", errors="replace")))
     if not hits and result.exit_code not in (0, 1):
         message = result.stderr.decode("utf-8", errors="replace").strip() or f"exit code {result.exit_code}"
         if is_regexp and "regex" in message.lower():
@@ -486,11 +401,12 @@ async def grep(
     is_regexp: bool = False,
     include_pattern: str | None = None,
     max_results: int = 100,
-    timeout: float = 30.0,
+    timeout: float = DEFAULT_SEARCH_TIMEOUT,
 ) -> tuple[list[str], bool]:
     """Lines of the project's text files that contain `query` (a regular expression when
     `is_regexp`), as `path:line: text`, in path order; `include_pattern` is a glob that
-    limits the files. Returns (lines, truncated)."""
+    limits the files. Returns (lines, truncated). Past `timeout` seconds the search is
+    stopped, and ToolError says it took too long."""
     root = Path(root)
     if not query:
         raise ToolError("empty search query")
@@ -499,8 +415,8 @@ async def grep(
     max_results = max(0, max_results)
     rg = _which("rg")
     if rg:
-        return await _grep_rg(rg, root, query, is_regexp, include_pattern, max_results, timeout)
-    return await _grep_python(root, query, is_regexp, include_pattern, max_results, timeout)
+        return await _deadline(_grep_rg(rg, root, query, is_regexp, include_pattern, max_results, timeout), timeout)
+    return await _deadline(_grep_python(root, query, is_regexp, include_pattern, max_results, timeout), timeout)
 
 
 _SECTIONS = {

@@ -189,7 +189,7 @@ class Workspace:
             if name in _CREDENTIAL_FILES:
                 return f"a credentials file ({name})"
         if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-            return "has other hard links"
+            return "a file with other hard links"
         return None
 
     def read_bytes(self, target: Target, *, max_bytes: int = 2_000_000) -> tuple[bytes, os.stat_result]:

@@ -232,7 +232,7 @@ def test_directory_symlink_inside_is_followed(proj: Project) -> None:
     (".ssh/config", "inside .ssh"),
     ("home/.SSH/authorized_keys", "inside .ssh"),
     (".codecompanion/settings.json", "inside .codecompanion"),
-    ("hardlink.txt", "has other hard links"),
+    ("hardlink.txt", "a file with other hard links"),
 ])
 def test_protected_paths_are_accepted_but_flagged(proj: Project, raw: str, reason: str) -> None:
     assert proj.ws.resolve(raw).protected == reason
@@ -475,7 +475,7 @@ def test_final_component_swapped_for_symlink_during_write_is_refused(
 
 def test_writing_a_hard_linked_file_leaves_the_other_name_unchanged(proj: Project) -> None:
     target = proj.ws.resolve("hardlink.txt")
-    assert target.protected == "has other hard links"
+    assert target.protected == "a file with other hard links"
     proj.ws.write_text(target, "new inside\n")
     assert (proj.outside / "shared.txt").read_bytes() == b"shared outside\n"
     assert (proj.root / "hardlink.txt").read_bytes() == b"new inside\n"

@@ -1,17 +1,21 @@
-"""file_search: files of the project matching a glob (.gitignore respected)."""
+"""file_search: files of the project matching a glob (.gitignore respected), matched in a
+worker process stopped after `opts.timeout` milliseconds (10 s)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..contract import ToolDefinition, ToolRun
-from ..search import find_files
+from ..search import DEFAULT_SEARCH_TIMEOUT, find_files
 from .schema import function_schema
+
+DEFAULT_TIMEOUT_MS = int(DEFAULT_SEARCH_TIMEOUT * 1000)
 
 
 async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     limit = max(1, int(args.get("max_results") or self.opts.get("max_results", 500)))
-    found, truncated = await find_files(self.context.workspace.root, args["query"], max_results=limit)
+    timeout = float(self.opts.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000
+    found, truncated = await find_files(self.context.workspace.root, args["query"], max_results=limit, timeout=timeout)
     if not found:
         return {"status": "success", "data": f"No files match `{args['query']}`."}
     # when truncated, `found` is only the first `limit` of the matches: do not call that the count
@@ -32,4 +36,5 @@ TOOL = ToolDefinition(
         ["query"],
     ),
     cmds=[search],
+    opts={"timeout": DEFAULT_TIMEOUT_MS},
 )

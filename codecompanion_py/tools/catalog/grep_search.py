@@ -1,4 +1,8 @@
-"""grep_search: lines of project files matching text or a regex (ripgrep when present)."""
+"""grep_search: lines of project files matching text or a regex (ripgrep when present).
+
+The search runs in another process (ripgrep, or a Python worker) and is stopped after
+`opts.timeout` milliseconds (10 s): a pattern that backtracks for ever gets an answer
+that says so, and the engine keeps running meanwhile."""
 
 from __future__ import annotations
 
@@ -7,8 +11,10 @@ from typing import Any
 
 from ...errors import PathRefused
 from ..contract import ToolDefinition, ToolRun
-from ..search import grep
+from ..search import DEFAULT_SEARCH_TIMEOUT, grep
 from .schema import function_schema
+
+DEFAULT_TIMEOUT_MS = int(DEFAULT_SEARCH_TIMEOUT * 1000)
 
 
 async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
@@ -19,6 +25,7 @@ async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler
         is_regexp=bool(args.get("is_regexp")),
         include_pattern=args.get("include_pattern") or None,
         max_results=limit,
+        timeout=float(self.opts.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000,
     )
     lines, hidden = _without_protected(self, lines)
     note = (
@@ -69,4 +76,5 @@ TOOL = ToolDefinition(
         ["query"],
     ),
     cmds=[search],
+    opts={"timeout": DEFAULT_TIMEOUT_MS},
 )

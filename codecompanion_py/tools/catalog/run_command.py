@@ -2,30 +2,65 @@
 the project, after the user approves.
 
 No shell unless the command needs one; its own process group, killed as a group on
-timeout or when the user stops; secrets removed from its environment; output capped with
-head and tail kept. "Always accept" covers only that exact command, and YOLO mode still
-asks.
+timeout or when the user stops; only the environment variables that cannot carry a
+credential (`processes.safe_env`) plus the ones the user allows in the tool's
+`opts.env_allow`; output capped with head and tail kept. "Always accept" covers only that
+exact command, and YOLO mode still asks.
+
+What the approval shows is what runs: the command with the blanks the shell ignores
+collapsed (`processes.normalize_command`), so padding cannot push a part of it out of the
+prompt; a command with characters the prompt cannot show (a no-break space, a carriage
+return, a bidi control) is refused; a long or multi-line command is also shown whole in
+the chat above the prompt.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ...errors import ToolError
+from ...processes import hidden_character, normalize_command, safe_env
 from ..contract import ToolDefinition, ToolRun
-from ..process import run_process
+from ..process import env_allow, run_process
 from .schema import function_schema
 
 DEFAULT_TIMEOUT_MS = 300_000
+LONG_COMMAND = 100
+"""A command longer than this many characters is also shown whole in the chat."""
+
+
+def setup(self: ToolRun, tools: Any) -> None:
+    command = self.args.get("cmd")
+    if not isinstance(command, str):
+        raise ToolError("`cmd` must be a string")
+    hidden = hidden_character(command)
+    if hidden is not None:
+        raise ToolError(
+            f"the command contains the character U+{ord(hidden):04X}, which the approval prompt cannot show; "
+            "send it without that character (printf escapes can produce it)"
+        )
+    command = normalize_command(command)
+    if not command:
+        raise ToolError("empty command")
+    self.args["cmd"] = command  # what the prompt shows, "always accept" remembers, and runs
+    if "\n" in command or len(command) > LONG_COMMAND:
+        fence = _fence(command)
+        self.approval_detail = f"The command to run:\n{fence}sh\n{command}\n{fence}"
 
 
 async def run(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     command = args["cmd"]
     timeout = float(self.opts.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000
-    result = await run_process(command, cwd=self.context.workspace.root, timeout=timeout)
-    fence = "````" if "```" in result.output else "```"
+    env = safe_env(allow=env_allow(self.opts))
+    result = await run_process(command, cwd=self.context.workspace.root, timeout=timeout, env=env)
+    fence = _fence(result.output)
     code = "timed out" if result.timed_out else f"exit code {result.exit_code}"
     text = f"`{command}` ({code}):\n{fence}\n{result.output.rstrip()}\n{fence}"
     return {"status": "success" if result.ok else "error", "data": text}
+
+
+def _fence(text: str) -> str:
+    return "````" if "```" in text else "```"
 
 
 def prompt(self: ToolRun, tools: Any) -> str:
@@ -45,11 +80,13 @@ TOOL = ToolDefinition(
         strict=True,
     ),
     cmds=[run],
+    handlers={"setup": setup},
     output={"prompt": prompt},
     opts={
         "requires_approval": True,
         "require_cmd_approval": True,
         "allowed_in_yolo_mode": False,
         "timeout": DEFAULT_TIMEOUT_MS,
+        "env_allow": [],
     },
 )
