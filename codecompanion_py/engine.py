@@ -285,7 +285,7 @@ class Engine:
             await session.close()
 
     async def _health(self) -> dict[str, Any]:
-        return health.report()
+        return await health.report_async()
 
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())
