@@ -39,6 +39,9 @@ function M.check()
     h.warn("the engine is being installed (build.lua); run :checkhealth again when it is done")
     return
   end
+  if rpc.last_exit() then
+    h.warn("earlier in this session " .. rpc.last_exit())
+  end
   if running then
     h.ok(("the engine runs as Neovim's job (pid %s) with %s"):format(running.pid, running.python))
   elseif registered then

@@ -98,6 +98,7 @@ local function host_exited(chan, code, python, chosen, stderr)
     reason = ("the Python engine stopped (exit code %d%s); the next command starts it again")
       :format(code, #lines > 0 and (": " .. lines[#lines]) or "")
   end
+  host.last_exit = reason
   vim.notify("CodeCompanion: " .. reason, vim.log.levels.ERROR)
   require("codecompanion_py.chat").engine_lost(reason)
 end
@@ -265,6 +266,11 @@ function M.request(method, payload)
     return vim.rpcrequest(chan, "request", method, payload or vim.empty_dict())
   end
   return vim.fn.CodeCompanionPyRequest(method, payload or vim.empty_dict())
+end
+
+-- Why the engine's last host stopped without being asked to, or nil.
+function M.last_exit()
+  return host.last_exit
 end
 
 -- The engine's own host while it runs ({ chan, pid, python }), for :checkhealth and tests; nil otherwise.

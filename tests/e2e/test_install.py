@@ -346,6 +346,15 @@ def test_killed_host_unlocks_the_chat_and_the_next_message_starts_a_new_one(isol
             assert session.lines()[-3:] == ["## Me", "", ""]
             assert session.host() is None
             assert [m for m in session.messages() if "stopped" in m] == [message]  # told once
+            health = session.nvim.exec_lua("""
+              local report = {}
+              local h = vim.health
+              h.start, h.ok, h.info = function() end, function() end, function() end
+              h.warn = function(text) table.insert(report, text) end
+              h.error = function(text) table.insert(report, text) end
+              require("codecompanion_py.health").check()
+              return report""")
+            assert any("earlier in this session the Python engine stopped" in line for line in health), health
 
             session.type_prompt("second question")
             session.nvim.input("<CR>")
