@@ -13,18 +13,28 @@ def _clean():
 
 
 def test_codecompanion_shape_registers_adapters_and_picks_the_chat_adapter():
-    cfg = config.load({
-        "adapters": {"http": {"mine": {"__extends": "openai_compatible", "env": {"url": "http://127.0.0.1:1"}},
-                              "opts": {"read_timeout": 30}}},
-        "strategies": {"chat": {"adapter": "mine"}},
-    })
+    cfg = config.load(
+        {
+            "adapters": {
+                "http": {
+                    "mine": {"__extends": "openai_compatible", "env": {"url": "http://127.0.0.1:1"}},
+                    "opts": {"read_timeout": 30},
+                }
+            },
+            "strategies": {"chat": {"adapter": "mine"}},
+        }
+    )
     assert cfg.chat_adapter == "mine" and cfg.read_timeout == 30
     assert adapters.resolve("mine").env["url"] == "http://127.0.0.1:1"
 
 
 def test_interactions_wins_over_strategies_and_tables_are_kept():
-    cfg = config.load({"strategies": {"chat": {"adapter": "openai"}},
-                       "interactions": {"chat": {"adapter": {"name": "openai", "model": "o3"}}}})
+    cfg = config.load(
+        {
+            "strategies": {"chat": {"adapter": "openai"}},
+            "interactions": {"chat": {"adapter": {"name": "openai", "model": "o3"}}},
+        }
+    )
     assert adapters.resolve(cfg.chat_adapter).model == "o3"
 
 
@@ -39,14 +49,18 @@ def test_empty_lua_tables_and_bad_shapes():
 def test_engine_modules_do_not_import_pynvim():
     import subprocess
     import sys
-    code = ("import sys; sys.modules['pynvim'] = None\n"
-            "import codecompanion_py.chat.session, codecompanion_py.cli, codecompanion_py.generation, "
-            "codecompanion_py.engine, codecompanion_py.stream")
+
+    code = (
+        "import sys; sys.modules['pynvim'] = None\n"
+        "import codecompanion_py.chat.session, codecompanion_py.cli, codecompanion_py.generation, "
+        "codecompanion_py.engine, codecompanion_py.stream"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
 def test_health_reports_a_broken_user_adapter_by_name():
     from codecompanion_py import health
+
     adapters.register("broken", {"__extends": "missing_base"})
     report = health.report()
     assert "unknown adapter 'missing_base'" in report["adapter_errors"]["broken"]
@@ -75,8 +89,11 @@ def test_health_says_which_agents_are_installed(tmp_path, monkeypatch):
     finally:
         acp_adapters.clear_user_adapters()
     assert agents["mine"]["found"] is True
-    assert agents["codex"] == {"command": "surely-missing-codex-acp", "found": False,
-                               "install": "npm install -g @zed-industries/codex-acp"}
+    assert agents["codex"] == {
+        "command": "surely-missing-codex-acp",
+        "found": False,
+        "install": "npm install -g @zed-industries/codex-acp",
+    }
 
 
 def test_acp_adapters_come_from_setup():

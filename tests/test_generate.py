@@ -22,7 +22,9 @@ def test_generate_is_deterministic_by_default_and_returns_tool_calls():
         reply = generate(adapter, [Message.of("user", "weather?")], [ToolSpec(name="get_weather")])
         assert [c.arguments for c in reply.tool_calls] == [{"city": "Paris"}, {"city": "Rome"}]
         sent = server.requests[0].json()
-        assert sent["temperature"] == 0 and "stream" not in sent and sent["tools"][0]["function"]["name"] == "get_weather"
+        assert (
+            sent["temperature"] == 0 and "stream" not in sent and sent["tools"][0]["function"]["name"] == "get_weather"
+        )
         generate(adapter, [Message.of("user", "again")], temperature=0.7, seed=3)
         assert server.requests[1].json()["temperature"] == 0.7 and server.requests[1].json()["seed"] == 3
 
@@ -35,7 +37,9 @@ def test_generate_refuses_overrides_of_messages_and_stream():
 
 
 def test_generate_raises_on_malformed_and_failed_responses():
-    with served(json_reply({"choices": "not a list"}), Reply(status=401, chunks=[b'{"error":{"message":"no"}}'])) as server:
+    with served(
+        json_reply({"choices": "not a list"}), Reply(status=401, chunks=[b'{"error":{"message":"no"}}'])
+    ) as server:
         adapter = extend("openai_compatible", {"env": {"url": server.url}})
         with pytest.raises(AdapterError, match="malformed response"):
             generate(adapter, [Message.of("user", "x")])

@@ -261,7 +261,7 @@ def test_checkhealth_shows_bridge_clis_versions_and_sorted_keys(tmp_path):
     """The Lua side alone: the engine's answer replaced by a canned report."""
     out = checkhealth(
         tmp_path,
-        "{ request = function() return canned end,"
+        "{ request = function() return canned end, last_exit = function() return nil end,"
         " host = function() return { pid = 4242, python = '/plugin/.venv/bin/python' } end }",
     )
     assert "the engine runs as Neovim's job (pid 4242) with /plugin/.venv/bin/python" in out
@@ -281,7 +281,7 @@ def test_checkhealth_says_how_to_install_a_missing_engine(tmp_path):
     out = checkhealth(
         tmp_path,
         "{ request = function() error('must not be asked') end, host = function() return nil end,"
-        " python = function() return '/nowhere/.venv/bin/python', false end,"
+        " last_exit = function() return nil end, python = function() return '/nowhere/.venv/bin/python', false end,"
         " install_hint = function() return 'Run :CodeCompanionInstall' end }",
     )
     assert "the engine is not installed: no /nowhere/.venv/bin/python" in out

@@ -85,8 +85,11 @@ def test_parts_are_frozen():
 
 
 def test_tool_spec_validation():
-    spec = ToolSpec(name="weather", description="d",
-                    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    spec = ToolSpec(
+        name="weather",
+        description="d",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    )
     assert spec.parameters["required"] == ["city"]
     with pytest.raises(AdapterError, match=r"required \['zone'\] not in properties"):
         ToolSpec(name="w", parameters={"type": "object", "properties": {}, "required": ["zone"]})
@@ -103,8 +106,14 @@ def test_duplicate_tool_specs_are_refused():
 
 
 def test_messages_round_trip_through_json_with_tags():
-    msg = Message(role="user", parts=(TextPart(text="see"), ImagePart(data="QUJD", media_type="image/jpeg"),
-                                      ToolResultPart(tool_call_id="c", name="t", content="ok")))
+    msg = Message(
+        role="user",
+        parts=(
+            TextPart(text="see"),
+            ImagePart(data="QUJD", media_type="image/jpeg"),
+            ToolResultPart(tool_call_id="c", name="t", content="ok"),
+        ),
+    )
     encoded = msgspec.json.encode(msg)
     assert b'"type":"image"' in encoded
     assert msgspec.json.decode(encoded, type=Message) == msg

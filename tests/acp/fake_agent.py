@@ -64,8 +64,13 @@ def poll_cancel(timeout: float) -> bool:
 
 
 def update(update_kind: str, **fields) -> None:
-    send({"jsonrpc": "2.0", "method": "session/update",
-          "params": {"sessionId": SESSION, "update": {"sessionUpdate": update_kind, **fields}}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": SESSION, "update": {"sessionUpdate": update_kind, **fields}},
+        }
+    )
 
 
 def say(text: str, kind: str = "agent_message_chunk") -> None:
@@ -118,13 +123,20 @@ PERMISSION_OPTIONS = [
 def scenario_permission(cwd: str, rest: str) -> str:
     path = os.path.join(cwd, rest.split()[0] if rest.split() else "hello.txt")
     content = "hello from the agent\n"
-    tool_call("call-1", f"Write {os.path.basename(path)}", "edit", locations=[{"path": path}],
-              rawInput={"path": path})
-    answer = ask("session/request_permission", {
-        "sessionId": SESSION, "options": PERMISSION_OPTIONS,
-        "toolCall": {"toolCallId": "call-1", "title": f"Write {os.path.basename(path)}", "kind": "edit",
-                     "content": [{"type": "diff", "path": path, "oldText": None, "newText": content}]},
-    })
+    tool_call("call-1", f"Write {os.path.basename(path)}", "edit", locations=[{"path": path}], rawInput={"path": path})
+    answer = ask(
+        "session/request_permission",
+        {
+            "sessionId": SESSION,
+            "options": PERMISSION_OPTIONS,
+            "toolCall": {
+                "toolCallId": "call-1",
+                "title": f"Write {os.path.basename(path)}",
+                "kind": "edit",
+                "content": [{"type": "diff", "path": path, "oldText": None, "newText": content}],
+            },
+        },
+    )
     outcome = (answer.get("result") or {}).get("outcome") or {}
     if outcome.get("outcome") == "cancelled" or _cancelled[0]:
         update("tool_call_update", toolCallId="call-1", status="failed")
@@ -136,12 +148,20 @@ def scenario_permission(cwd: str, rest: str) -> str:
     update("tool_call_update", toolCallId="call-1", status="in_progress")
     written = ask("fs/write_text_file", {"sessionId": SESSION, "path": path, "content": content})
     if "error" in written:
-        update("tool_call_update", toolCallId="call-1", status="failed",
-               content=[{"type": "content", "content": {"type": "text", "text": written["error"]["message"]}}])
+        update(
+            "tool_call_update",
+            toolCallId="call-1",
+            status="failed",
+            content=[{"type": "content", "content": {"type": "text", "text": written["error"]["message"]}}],
+        )
         say("Write failed: " + written["error"]["message"])
         return "end_turn"
-    update("tool_call_update", toolCallId="call-1", status="completed",
-           content=[{"type": "diff", "path": path, "oldText": None, "newText": content}])
+    update(
+        "tool_call_update",
+        toolCallId="call-1",
+        status="completed",
+        content=[{"type": "diff", "path": path, "oldText": None, "newText": content}],
+    )
     say(f"Wrote {os.path.basename(path)}.")
     return "end_turn"
 
@@ -172,8 +192,10 @@ def scenario_write_outside(cwd: str, rest: str) -> str:
 
 def scenario_terminal(cwd: str, rest: str) -> str:
     code = rest or "print('terminal says hi')"
-    created = ask("terminal/create", {"sessionId": SESSION, "command": sys.executable, "args": ["-c", code],
-                                      "outputByteLimit": 1000})
+    created = ask(
+        "terminal/create",
+        {"sessionId": SESSION, "command": sys.executable, "args": ["-c", code], "outputByteLimit": 1000},
+    )
     terminal_id = created["result"]["terminalId"]
     tool_call("term-call", "Run python", "execute", content=[{"type": "terminal", "terminalId": terminal_id}])
     exited = ask("terminal/wait_for_exit", {"sessionId": SESSION, "terminalId": terminal_id})["result"]
@@ -185,8 +207,10 @@ def scenario_terminal(cwd: str, rest: str) -> str:
 
 
 def scenario_plan(cwd: str, rest: str) -> str:
-    entries = [{"content": "Read the code", "priority": "high", "status": "in_progress"},
-               {"content": "Write the fix", "priority": "medium", "status": "pending"}]
+    entries = [
+        {"content": "Read the code", "priority": "high", "status": "in_progress"},
+        {"content": "Write the fix", "priority": "medium", "status": "pending"},
+    ]
     update("plan", entries=entries)
     entries[0]["status"], entries[1]["status"] = "completed", "in_progress"
     update("plan", entries=entries)
@@ -226,11 +250,22 @@ def scenario_crash(cwd: str, rest: str) -> str:
 
 
 def scenario_junk(cwd: str, rest: str) -> str:
-    sys.stdout.write("this is not json\n[1, 2, 3]\n{\"jsonrpc\": \"2.0\"}\n\n")
+    sys.stdout.write('this is not json\n[1, 2, 3]\n{"jsonrpc": "2.0"}\n\n')
     update("some_future_update_kind", whatever=True)
-    send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SESSION, "update": {
-        "sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "still fine"},
-        "unknownField": {"nested": 1}}}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {
+                "sessionId": SESSION,
+                "update": {
+                    "sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": "still fine"},
+                    "unknownField": {"nested": 1},
+                },
+            },
+        }
+    )
     return "end_turn"
 
 
@@ -244,13 +279,31 @@ def scenario_replay(cwd: str, rest: str) -> str:
     return "end_turn"
 
 
-SCENARIOS = {"replay": scenario_replay, "permission": scenario_permission, "read": scenario_read, "terminal": scenario_terminal,
-             "plan": scenario_plan, "stream": scenario_stream, "slow": scenario_slow, "crash": scenario_crash,
-             "junk": scenario_junk, "write_outside": scenario_write_outside, "many": scenario_many}
+SCENARIOS = {
+    "replay": scenario_replay,
+    "permission": scenario_permission,
+    "read": scenario_read,
+    "terminal": scenario_terminal,
+    "plan": scenario_plan,
+    "stream": scenario_stream,
+    "slow": scenario_slow,
+    "crash": scenario_crash,
+    "junk": scenario_junk,
+    "write_outside": scenario_write_outside,
+    "many": scenario_many,
+}
 
 MODES = {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]}
-CONFIG = [{"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "fake-1",
-           "options": [{"value": "fake-1", "name": "Fake 1"}, {"value": "fake-2", "name": "Fake 2"}]}]
+CONFIG = [
+    {
+        "id": "model",
+        "name": "Model",
+        "category": "model",
+        "type": "select",
+        "currentValue": "fake-1",
+        "options": [{"value": "fake-1", "name": "Fake 1"}, {"value": "fake-2", "name": "Fake 2"}],
+    }
+]
 
 
 def main() -> None:
@@ -260,8 +313,9 @@ def main() -> None:
         import subprocess
 
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "fake_agent.py-child"],
-                         stdin=subprocess.DEVNULL)
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(600)", "fake_agent.py-child"], stdin=subprocess.DEVNULL
+        )
     while True:
         message = read()
         if not message or "method" not in message:
@@ -275,10 +329,16 @@ def main() -> None:
             continue
         result: dict | None = None
         if method == "initialize":
-            result = {"protocolVersion": 1, "agentInfo": {"name": "fake-agent", "version": "1.0"},
-                      "agentCapabilities": {"loadSession": True, "promptCapabilities": {"embeddedContext": True, "image": True},
-                                            "sessionCapabilities": {"list": {}}},
-                      "authMethods": [{"id": "fake-key", "name": "Fake key"}]}
+            result = {
+                "protocolVersion": 1,
+                "agentInfo": {"name": "fake-agent", "version": "1.0"},
+                "agentCapabilities": {
+                    "loadSession": True,
+                    "promptCapabilities": {"embeddedContext": True, "image": True},
+                    "sessionCapabilities": {"list": {}},
+                },
+                "authMethods": [{"id": "fake-key", "name": "Fake key"}],
+            }
         elif method == "authenticate":
             result = {}
         elif method in ("session/new", "session/load"):

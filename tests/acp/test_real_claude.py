@@ -14,8 +14,9 @@ from codecompanion_py.processes import group_alive
 from .real_agents import claude_agent_acp, claude_env, claude_llm
 from .test_real_codex import AllowOnce
 
-pytestmark = pytest.mark.skipif(claude_agent_acp() is None,
-                                reason="claude-agent-acp is not installed: `make agents` needs npm")
+pytestmark = pytest.mark.skipif(
+    claude_agent_acp() is None, reason="claude-agent-acp is not installed: `make agents` needs npm"
+)
 
 
 async def test_claude_writes_a_file_through_a_permission_request(tmp_path, monkeypatch):
@@ -23,13 +24,18 @@ async def test_claude_writes_a_file_through_a_permission_request(tmp_path, monke
     project = tmp_path / "proj"
     project.mkdir()
     target = project / "made_by_claude.txt"
-    server = ScriptedServer(claude_llm("Write", {"file_path": str(target), "content": "hello from claude\n"},
-                                       "Wrote it."))
+    server = ScriptedServer(
+        claude_llm("Write", {"file_path": str(target), "content": "hello from claude\n"}, "Wrote it.")
+    )
     await server.start()
     handler = AllowOnce()
-    adapter = AcpAdapter(name="claude_code", formatted_name="Claude Code",
-                         commands={"default": [str(claude_agent_acp())]}, env=claude_env(tmp_path, server.url),
-                         defaults={"timeout": 30000, "prompt_timeout": 60000})
+    adapter = AcpAdapter(
+        name="claude_code",
+        formatted_name="Claude Code",
+        commands={"default": [str(claude_agent_acp())]},
+        env=claude_env(tmp_path, server.url),
+        defaults={"timeout": 30000, "prompt_timeout": 60000},
+    )
     client = AcpClient(adapter, handler, cwd=str(project))
     try:
         await client.start()

@@ -19,14 +19,28 @@ from .test_client import Recorder
 
 pytestmark = pytest.mark.skipif(codex_acp() is None, reason="codex-acp is not installed: `make agents` needs npm")
 
-ADD_FILE = "\n".join(["apply_patch <<'PATCH'", "*** Begin Patch", "*** Add File: made_by_codex.txt",
-                      "+hello from codex", "*** End Patch", "PATCH", ""])
+ADD_FILE = "\n".join(
+    [
+        "apply_patch <<'PATCH'",
+        "*** Begin Patch",
+        "*** Add File: made_by_codex.txt",
+        "+hello from codex",
+        "*** End Patch",
+        "PATCH",
+        "",
+    ]
+)
 
 
 def codex(tmp_path, url: str) -> AcpAdapter:
     env = codex_home(tmp_path, url, approval="untrusted", sandbox="danger-full-access")
-    return AcpAdapter(name="codex", formatted_name="Codex", commands={"default": [str(codex_acp())]}, env=env,
-                      defaults={"timeout": 30000, "prompt_timeout": 60000})
+    return AcpAdapter(
+        name="codex",
+        formatted_name="Codex",
+        commands={"default": [str(codex_acp())]},
+        env=env,
+        defaults={"timeout": 30000, "prompt_timeout": 60000},
+    )
 
 
 class AllowOnce(Recorder):

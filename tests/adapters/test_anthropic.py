@@ -27,7 +27,10 @@ def final_of(events):
 
 def test_thinking_then_text_with_signature_and_merged_usage(anthropic, fixture_bytes):
     events = replay_body(anthropic, fixture_bytes("anthropic/thinking_streaming.txt"))
-    assert "".join(e.content for e in events if isinstance(e, ReasoningEvent)) == "The user wants a greeting. Keep it short."
+    assert (
+        "".join(e.content for e in events if isinstance(e, ReasoningEvent))
+        == "The user wants a greeting. Keep it short."
+    )
     assert "".join(e.content for e in events if isinstance(e, TokenEvent)) == "Hello there! 👋"
     final = final_of(events)
     reasoning = final.message.parts[0]
@@ -75,20 +78,32 @@ def test_history_round_trips_to_the_wire_with_signatures_tools_images_and_cache_
     reply = final_of(replay_body(anthropic, fixture_bytes("anthropic/tools_no_streaming.json"))).message
     history = [
         Message.of("system", "be brief"),
-        Message(role="user", parts=(TextPart(text="weather in this city?"), ImagePart(data="QUJD", media_type="image/jpeg"))),
+        Message(
+            role="user", parts=(TextPart(text="weather in this city?"), ImagePart(data="QUJD", media_type="image/jpeg"))
+        ),
         reply,
         Message(role="tool", parts=(ToolResultPart(tool_call_id="toolu_A", name="get_weather", content="sunny"),)),
-        Message(role="tool", parts=(ToolResultPart(tool_call_id="toolu_B", name="get_weather", content="boom", status="error"),)),
+        Message(
+            role="tool",
+            parts=(ToolResultPart(tool_call_id="toolu_B", name="get_weather", content="boom", status="error"),),
+        ),
     ]
     body = call_handler(anthropic, "build_messages", history)
     assert body["system"] == [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]
     user, assistant, results = body["messages"]
-    assert user["content"][1] == {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "QUJD"},
-                                  "cache_control": {"type": "ephemeral"}}
-    assert assistant == {"role": "assistant", "content": [
-        {"type": "thinking", "thinking": "Need the weather.", "signature": "sigABC"},
-        {"type": "text", "text": "Let me check."},
-        {"type": "tool_use", "id": "toolu_A", "name": "get_weather", "input": {"location": "Rome"}}]}
+    assert user["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/jpeg", "data": "QUJD"},
+        "cache_control": {"type": "ephemeral"},
+    }
+    assert assistant == {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "Need the weather.", "signature": "sigABC"},
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool_use", "id": "toolu_A", "name": "get_weather", "input": {"location": "Rome"}},
+        ],
+    }
     # two tool messages merge into one user turn, since turns must alternate
     assert results["role"] == "user" and [b["tool_use_id"] for b in results["content"]] == ["toolu_A", "toolu_B"]
     assert results["content"][1]["is_error"] is True
@@ -96,16 +111,22 @@ def test_history_round_trips_to_the_wire_with_signatures_tools_images_and_cache_
 
 
 def test_reasoning_from_another_provider_is_kept_as_text(anthropic):
-    msg = Message(role="assistant", parts=(ReasoningPart(text="thought elsewhere", provider_data={"gemini": {"x": 1}}),
-                                           TextPart(text="answer")))
+    msg = Message(
+        role="assistant",
+        parts=(ReasoningPart(text="thought elsewhere", provider_data={"gemini": {"x": 1}}), TextPart(text="answer")),
+    )
     blocks = call_handler(anthropic, "build_messages", [Message.of("user", "q"), msg])["messages"][1]["content"]
     assert blocks == [{"type": "text", "text": "thought elsewhere"}, {"type": "text", "text": "answer"}]
 
 
 async def test_request_headers_body_and_extended_thinking(anthropic, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    ready, request = await build_request(anthropic, [Message.of("user", "hi")], tools=[ToolSpec(name="t")],
-                                         settings={"extended_thinking": True, "thinking_budget": 2048, "temperature": 0.3})
+    ready, request = await build_request(
+        anthropic,
+        [Message.of("user", "hi")],
+        tools=[ToolSpec(name="t")],
+        settings={"extended_thinking": True, "thinking_budget": 2048, "temperature": 0.3},
+    )
     body = msgspec.json.decode(request.body)
     assert request.headers["x-api-key"] == "sk-ant-test" and request.headers["anthropic-version"] == "2023-06-01"
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
@@ -117,11 +138,13 @@ async def test_request_headers_body_and_extended_thinking(anthropic, monkeypatch
 async def test_streams_over_real_http_and_401_names_the_variable(fixture_bytes, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
     body = fixture_bytes("anthropic/thinking_streaming.txt")
-    crlf_tiny = [body.replace(b"\n", b"\r\n")[i:i + 11] for i in range(0, len(body) * 2, 11)]
-    server = ScriptedServer.sequence([
-        Reply(headers={"content-type": "text/event-stream"}, chunks=[c for c in crlf_tiny if c]),
-        Reply(status=401, chunks=[fixture_bytes("anthropic/error_401.json")]),
-    ])
+    crlf_tiny = [body.replace(b"\n", b"\r\n")[i : i + 11] for i in range(0, len(body) * 2, 11)]
+    server = ScriptedServer.sequence(
+        [
+            Reply(headers={"content-type": "text/event-stream"}, chunks=[c for c in crlf_tiny if c]),
+            Reply(status=401, chunks=[fixture_bytes("anthropic/error_401.json")]),
+        ]
+    )
     await server.start()
     client = HttpClient()
     try:

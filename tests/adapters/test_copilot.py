@@ -49,17 +49,32 @@ def fresh(monkeypatch, tmp_path):
 def login(folder: Path, filename: str = "apps.json", token: str = GITHUB_TOKEN) -> None:
     folder = folder / "github-copilot"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / filename).write_text(json.dumps({
-        "ghe.example.com:Iv1.0000": {"user": "someone", "oauth_token": "gho_enterprise_not_this_one"},
-        "github.com:Iv1.b507a08c87ecfe98": {"user": "someone", "oauth_token": token,
-                                            "githubAppId": "Iv1.b507a08c87ecfe98"}}))
+    (folder / filename).write_text(
+        json.dumps(
+            {
+                "ghe.example.com:Iv1.0000": {"user": "someone", "oauth_token": "gho_enterprise_not_this_one"},
+                "github.com:Iv1.b507a08c87ecfe98": {
+                    "user": "someone",
+                    "oauth_token": token,
+                    "githubAppId": "Iv1.b507a08c87ecfe98",
+                },
+            }
+        )
+    )
 
 
 class FakeCopilot:
     """GitHub's token endpoint and Copilot's API on one local server."""
 
-    def __init__(self, *, expires_in: float = 1800, token_status: int = 200, models_status: int = 200,
-                 chat: bytes | None = None, chat_failures: int = 0):
+    def __init__(
+        self,
+        *,
+        expires_in: float = 1800,
+        token_status: int = 200,
+        models_status: int = 200,
+        chat: bytes | None = None,
+        chat_failures: int = 0,
+    ):
         self.exchanges = 0
         self.chat_failures = chat_failures  # the first chat requests answered with a 401
         self.expires_in = expires_in
@@ -73,8 +88,14 @@ class FakeCopilot:
             self.exchanges += 1
             if self.token_status != 200:
                 return json_reply({"message": "Bad credentials"}, status=self.token_status)
-            return json_reply({"token": f"tid=copilot-{self.exchanges}", "expires_at": int(copilot._now() + self.expires_in),
-                               "refresh_in": 1500, "endpoints": {"api": self.server.url + "/api"}})
+            return json_reply(
+                {
+                    "token": f"tid=copilot-{self.exchanges}",
+                    "expires_at": int(copilot._now() + self.expires_in),
+                    "refresh_in": 1500,
+                    "endpoints": {"api": self.server.url + "/api"},
+                }
+            )
         if request.path == "/api/models":
             if self.models_status != 200:
                 return json_reply({"error": "unavailable"}, status=self.models_status)
@@ -84,7 +105,9 @@ class FakeCopilot:
                 self.chat_failures -= 1
                 return json_reply({"error": {"message": "unauthorized: token expired"}}, status=401)
             if not request.json().get("stream"):
-                return Reply(headers={"content-type": "application/json"}, chunks=[fixture("chat_opaque_no_streaming.json")])
+                return Reply(
+                    headers={"content-type": "application/json"}, chunks=[fixture("chat_opaque_no_streaming.json")]
+                )
             return _streamed(self.chat)
         if request.path == "/api/responses":
             return _streamed(fixture("responses_streaming.txt"))
@@ -104,12 +127,19 @@ class FakeCopilot:
         await self.server.close()
 
     def adapter(self, model: str = "gpt-4.1", **opts):
-        return extend("copilot", {"schema": {"model": {"default": model}},
-                                  "opts": {"token_url": self.server.url + "/copilot_internal/v2/token", **opts}})
+        return extend(
+            "copilot",
+            {
+                "schema": {"model": {"default": model}},
+                "opts": {"token_url": self.server.url + "/copilot_internal/v2/token", **opts},
+            },
+        )
 
 
 def _streamed(body: bytes) -> Reply:
-    return Reply(headers={"content-type": "text/event-stream"}, chunks=[body[i:i + 97] for i in range(0, len(body), 97)])
+    return Reply(
+        headers={"content-type": "text/event-stream"}, chunks=[body[i : i + 97] for i in range(0, len(body), 97)]
+    )
 
 
 async def chat(adapter, messages=None, tools=None) -> list:
@@ -147,8 +177,11 @@ async def test_the_login_is_exchanged_and_the_chat_streams_with_the_editor_heade
         assert request.headers["editor-plugin-version"].startswith("codecompanion-py/")
         assert request.headers["x-initiator"] == "user" and "copilot-vision-request" not in request.headers
         body = request.json()
-        assert body["model"] == "gpt-4.1" and body["stream"] is True and body["messages"] == [
-            {"role": "user", "content": "hi"}]
+        assert (
+            body["model"] == "gpt-4.1"
+            and body["stream"] is True
+            and body["messages"] == [{"role": "user", "content": "hi"}]
+        )
         assert body["tools"][0]["function"]["name"] == "read_file"
     assert isinstance(events[-1], FinalEvent), events[-1]
     assert reasoning(events) == "**Reading the project**\n\nThe README names the entry point."
@@ -306,8 +339,11 @@ async def test_the_exchange_and_the_models_list_go_through_the_request_client(tm
 async def test_tool_results_are_sent_as_the_agent_and_images_ask_for_vision(tmp_path):
     login(tmp_path / "config")
     call = ToolCall(id="call_R1", name="read_file", arguments={"path": "README.md"})
-    follow_up = [Message.of("user", "read it"), Message(role="assistant", parts=(call,)),
-                 Message(role="tool", parts=(ToolResultPart(tool_call_id="call_R1", name="read_file", content="# hi"),))]
+    follow_up = [
+        Message.of("user", "read it"),
+        Message(role="assistant", parts=(call,)),
+        Message(role="tool", parts=(ToolResultPart(tool_call_id="call_R1", name="read_file", content="# hi"),)),
+    ]
     with_image = [Message(role="user", parts=(TextPart(text="what is this?"), ImagePart(data="QUJD")))]
     async with FakeCopilot() as fake:
         await chat(fake.adapter(), follow_up, tools=TOOLS)
@@ -325,9 +361,13 @@ def test_reasoning_text_tool_calls_and_the_opaque_state_through_the_handlers():
     final = events[-1]
     assert isinstance(final, FinalEvent) and final.finish_reason == "tool_calls"
     assert [e.content for e in events if isinstance(e, ReasoningEvent)] == [
-        "**Reading the project**\n\nThe README names ", "the entry point."]
+        "**Reading the project**\n\nThe README names ",
+        "the entry point.",
+    ]
     assert [(c.id, c.name, c.arguments) for c in final.message.tool_calls] == [
-        ("call_R1", "read_file", {"path": "README.md"}), ("call_R2", "read_file", {"path": "main.py"})]
+        ("call_R1", "read_file", {"path": "README.md"}),
+        ("call_R2", "read_file", {"path": "main.py"}),
+    ]
     assert final.message.text == "Let me read both files."
     reasoning_part = final.message.parts[0]
     assert isinstance(reasoning_part, ReasoningPart)
@@ -339,15 +379,20 @@ def test_reasoning_text_tool_calls_and_the_opaque_state_through_the_handlers():
 def test_the_opaque_state_of_a_whole_body():
     final = replay_body(resolve("copilot"), fixture("chat_opaque_no_streaming.json"))[-1]
     assert isinstance(final, FinalEvent) and final.message.text == "Paris."
-    assert final.message.parts[0] == ReasoningPart(text="The capital of France.",
-                                                   provider_data={"copilot": {"reasoning_opaque": "WHOLE+opaque=="}})
+    assert final.message.parts[0] == ReasoningPart(
+        text="The capital of France.", provider_data={"copilot": {"reasoning_opaque": "WHOLE+opaque=="}}
+    )
 
 
 def test_an_opaque_state_without_reasoning_text_is_kept():
-    body = (b'data: {"choices":[{"index":0,"delta":{"content":"ok","reasoning_opaque":"ONLY"}}]}\n\n'
-            b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n')
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"ok","reasoning_opaque":"ONLY"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
     final = replay_body(resolve("copilot"), body)[-1]
-    assert final.message.text == "ok" and final.message.parts[0].provider_data == {"copilot": {"reasoning_opaque": "ONLY"}}
+    assert final.message.text == "ok" and final.message.parts[0].provider_data == {
+        "copilot": {"reasoning_opaque": "ONLY"}
+    }
     wire = call_handler(resolve("copilot"), "build_messages", [Message.of("user", "q"), final.message])["messages"]
     assert wire[1] == {"role": "assistant", "content": "ok", "reasoning_opaque": "ONLY"}
 
@@ -356,10 +401,18 @@ async def test_the_opaque_state_goes_back_on_the_next_turn(tmp_path):
     login(tmp_path / "config")
     async with FakeCopilot() as fake:
         adapter = fake.adapter("gemini-3-pro-preview")
-        reply = (await chat(adapter, [Message.of("system", "be brief"), Message.of("user", "what is this project?")],
-                            tools=TOOLS))[-1].message
-        results = Message(role="tool", parts=(ToolResultPart(tool_call_id="call_R1", name="read_file", content="# Demo"),
-                                              ToolResultPart(tool_call_id="call_R2", name="read_file", content="print()")))
+        reply = (
+            await chat(
+                adapter, [Message.of("system", "be brief"), Message.of("user", "what is this project?")], tools=TOOLS
+            )
+        )[-1].message
+        results = Message(
+            role="tool",
+            parts=(
+                ToolResultPart(tool_call_id="call_R1", name="read_file", content="# Demo"),
+                ToolResultPart(tool_call_id="call_R2", name="read_file", content="print()"),
+            ),
+        )
         history = [Message.of("system", "be brief"), Message.of("user", "what is this project?"), reply, results]
         await chat(adapter, history, tools=TOOLS)
         second = fake.last("/api/chat/completions")
@@ -367,13 +420,19 @@ async def test_the_opaque_state_goes_back_on_the_next_turn(tmp_path):
     assert second.headers["x-initiator"] == "agent"
     system, user, assistant, result1, result2 = second.json()["messages"]
     assert assistant == {
-        "role": "assistant", "content": "Let me read both files.",
-        "tool_calls": [{"id": "call_R1", "type": "function",
-                        "function": {"name": "read_file", "arguments": '{"path":"README.md"}'}},
-                       {"id": "call_R2", "type": "function",
-                        "function": {"name": "read_file", "arguments": '{"path":"main.py"}'}}],
+        "role": "assistant",
+        "content": "Let me read both files.",
+        "tool_calls": [
+            {
+                "id": "call_R1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path":"README.md"}'},
+            },
+            {"id": "call_R2", "type": "function", "function": {"name": "read_file", "arguments": '{"path":"main.py"}'}},
+        ],
         "reasoning_text": "**Reading the project**\n\nThe README names the entry point.",
-        "reasoning_opaque": OPAQUE}
+        "reasoning_opaque": OPAQUE,
+    }
     assert (result1["tool_call_id"], result2["tool_call_id"]) == ("call_R1", "call_R2")
 
 
@@ -384,8 +443,10 @@ def test_the_opaque_state_goes_only_to_copilot():
         wire = json.dumps(call_handler(resolve(name), "build_messages", history))
         assert OPAQUE not in wire, name
     # other providers' reasoning has no opaque state: nothing Copilot-only is sent
-    foreign = Message(role="assistant", parts=(ReasoningPart(text="hm", provider_data={"anthropic": {"signature": "s"}}),
-                                               TextPart(text="ok")))
+    foreign = Message(
+        role="assistant",
+        parts=(ReasoningPart(text="hm", provider_data={"anthropic": {"signature": "s"}}), TextPart(text="ok")),
+    )
     wire = call_handler(resolve("copilot"), "build_messages", [Message.of("user", "q"), foreign])["messages"]
     assert wire[1] == {"role": "assistant", "content": "ok"}
 
@@ -396,8 +457,9 @@ def test_the_opaque_state_goes_only_to_copilot():
 async def test_a_responses_only_model_is_sent_to_responses(tmp_path):
     login(tmp_path / "config")
     async with FakeCopilot() as fake:
-        events = await chat(fake.adapter("gpt-5-codex"), [Message.of("system", "be brief"), Message.of("user", "test")],
-                            tools=TOOLS)
+        events = await chat(
+            fake.adapter("gpt-5-codex"), [Message.of("system", "be brief"), Message.of("user", "test")], tools=TOOLS
+        )
         assert fake.paths() == ["/copilot_internal/v2/token", "/api/models", "/api/responses"]
         request = fake.last("/api/responses")
     assert request.headers["authorization"] == "Bearer tid=copilot-1"
@@ -406,14 +468,19 @@ async def test_a_responses_only_model_is_sent_to_responses(tmp_path):
     assert body["model"] == "gpt-5-codex" and body["stream"] is True and body["store"] is False
     assert body["instructions"] == "be brief" and "messages" not in body and "stream_options" not in body
     assert body["input"] == [{"role": "user", "content": [{"type": "input_text", "text": "test"}]}]
-    assert body["tools"][0] == {"type": "function", "name": "read_file", "description": "",
-                                "parameters": TOOLS[0].parameters}
+    assert body["tools"][0] == {
+        "type": "function",
+        "name": "read_file",
+        "description": "",
+        "parameters": TOOLS[0].parameters,
+    }
     final = events[-1]
     assert isinstance(final, FinalEvent), final
     assert reasoning(events) == "Check the tests first." and text(events) == "Running them."
     assert [(c.id, c.arguments) for c in final.message.tool_calls] == [("call_T1", {"path": "tests"})]
     assert final.message.parts[0].provider_data == {
-        "copilot": {"responses": {"id": "rs_c1", "encrypted_content": "COPILOT-encrypted=="}}}
+        "copilot": {"responses": {"id": "rs_c1", "encrypted_content": "COPILOT-encrypted=="}}
+    }
     assert final.usage.total_tokens == 42
 
 
@@ -422,15 +489,29 @@ async def test_responses_reasoning_goes_back_to_copilot_only(tmp_path):
     async with FakeCopilot() as fake:
         adapter = fake.adapter("gpt-5-codex")
         reply = (await chat(adapter, [Message.of("user", "test")], tools=TOOLS))[-1].message
-        theirs = Message(role="assistant", parts=(
-            ReasoningPart(text="x", provider_data={"openai_responses": {"id": "rs_o", "encrypted_content": "OPENAI=="}}),
-            TextPart(text="from OpenAI")))
+        theirs = Message(
+            role="assistant",
+            parts=(
+                ReasoningPart(
+                    text="x", provider_data={"openai_responses": {"id": "rs_o", "encrypted_content": "OPENAI=="}}
+                ),
+                TextPart(text="from OpenAI"),
+            ),
+        )
         results = Message(role="tool", parts=(ToolResultPart(tool_call_id="call_T1", name="run_tests", content="ok"),))
-        await chat(adapter, [Message.of("user", "hello"), theirs, Message.of("user", "test"), reply, results], tools=TOOLS)
+        await chat(
+            adapter, [Message.of("user", "hello"), theirs, Message.of("user", "test"), reply, results], tools=TOOLS
+        )
         items = fake.last("/api/responses").json()["input"]
     reasoning_items = [i for i in items if i.get("type") == "reasoning"]
-    assert reasoning_items == [{"type": "reasoning", "id": "rs_c1", "encrypted_content": "COPILOT-encrypted==",
-                                "summary": [{"type": "summary_text", "text": "Check the tests first."}]}]
+    assert reasoning_items == [
+        {
+            "type": "reasoning",
+            "id": "rs_c1",
+            "encrypted_content": "COPILOT-encrypted==",
+            "summary": [{"type": "summary_text", "text": "Check the tests first."}],
+        }
+    ]
     assert {"type": "function_call_output", "call_id": "call_T1", "output": "ok"} in items
     wire = json.dumps(call_handler(resolve("openai_responses"), "build_messages", [Message.of("user", "q"), reply]))
     assert "COPILOT-encrypted==" not in wire
@@ -471,8 +552,12 @@ async def test_a_model_copilot_does_not_stream_gets_a_whole_body(tmp_path):
 def test_endpoint_of_a_models_entry():
     models = {m["id"]: m for m in msgspec.json.decode(fixture("models.json"))["data"]}
     assert {name: copilot.endpoint_of(entry) for name, entry in models.items()} == {
-        "gpt-4.1": "chat/completions", "gpt-5-codex": "responses", "gemini-3-pro-preview": "chat/completions",
-        "o1-batch": "chat/completions", "text-embedding-3-small": "chat/completions"}
+        "gpt-4.1": "chat/completions",
+        "gpt-5-codex": "responses",
+        "gemini-3-pro-preview": "chat/completions",
+        "o1-batch": "chat/completions",
+        "text-embedding-3-small": "chat/completions",
+    }
     assert copilot.endpoint_of(None) == "chat/completions"
 
 

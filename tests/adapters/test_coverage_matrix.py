@@ -28,25 +28,57 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 # Every built-in provider adapter (`test_the_matrix_is_complete` keeps the list whole);
 # `demo` and `openai_compatible` are not providers, copilot has its own tests.
-ADAPTERS = ["anthropic", "openai", "openai_responses", "gemini", "ollama", "mistral", "deepseek", "openrouter",
-            "azure_openai", "githubmodels", "xai", "huggingface", "novita", "kimi"]
+ADAPTERS = [
+    "anthropic",
+    "openai",
+    "openai_responses",
+    "gemini",
+    "ollama",
+    "mistral",
+    "deepseek",
+    "openrouter",
+    "azure_openai",
+    "githubmodels",
+    "xai",
+    "huggingface",
+    "novita",
+    "kimi",
+]
 # Chat Completions from OpenAI (and Azure/GitHub serving OpenAI models) streams no reasoning.
 NO_REASONING = {"openai", "azure_openai", "githubmodels"}
 
-KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "openai_responses": "OPENAI_API_KEY",
-           "gemini": "GEMINI_API_KEY", "mistral": "MISTRAL_API_KEY", "deepseek": "DEEPSEEK_API_KEY",
-           "openrouter": "OPENROUTER_API_KEY", "azure_openai": "AZURE_OPENAI_API_KEY", "xai": "XAI_API_KEY",
-           "huggingface": "HUGGINGFACE_API_KEY", "novita": "NOVITA_API_KEY", "kimi": "MOONSHOT_API_KEY"}
+KEY_ENV = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai_responses": "OPENAI_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "azure_openai": "AZURE_OPENAI_API_KEY",
+    "xai": "XAI_API_KEY",
+    "huggingface": "HUGGINGFACE_API_KEY",
+    "novita": "NOVITA_API_KEY",
+    "kimi": "MOONSHOT_API_KEY",
+}
 # The header each provider reads the key from (Bearer unless named here); Ollama sends none.
 KEY_HEADER = {"anthropic": "x-api-key", "gemini": "x-goog-api-key", "azure_openai": "api-key"}
 # Where each adapter sends a streamed request, as its real URL template composes it.
 STREAM_PATH = {
-    "anthropic": "/v1/messages", "openai": "/v1/chat/completions", "openai_responses": "/v1/responses",
-    "gemini": "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", "ollama": "/api/chat",
-    "mistral": "/v1/chat/completions", "deepseek": "/chat/completions", "openrouter": "/api/v1/chat/completions",
+    "anthropic": "/v1/messages",
+    "openai": "/v1/chat/completions",
+    "openai_responses": "/v1/responses",
+    "gemini": "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    "ollama": "/api/chat",
+    "mistral": "/v1/chat/completions",
+    "deepseek": "/chat/completions",
+    "openrouter": "/api/v1/chat/completions",
     "azure_openai": "/openai/deployments/gpt-4.1/chat/completions?api-version=2024-10-21",
-    "githubmodels": "/inference/chat/completions", "xai": "/v1/chat/completions", "huggingface": "/v1/chat/completions",
-    "novita": "/v3/openai/chat/completions", "kimi": "/v1/chat/completions",
+    "githubmodels": "/inference/chat/completions",
+    "xai": "/v1/chat/completions",
+    "huggingface": "/v1/chat/completions",
+    "novita": "/v3/openai/chat/completions",
+    "kimi": "/v1/chat/completions",
 }
 GH_TOKEN = "gho_fakeGitHubCliToken0123456789"
 
@@ -94,131 +126,311 @@ class Case(NamedTuple):
 WEATHER = "get_weather"
 CASES = [
     # --- Anthropic Messages
-    Case("anthropic", "anthropic/thinking_streaming.txt", text="Hello there! 👋",
-         reasoning="The user wants a greeting. Keep it short.", usage=(42, 30, 72)),
-    Case("anthropic", "anthropic/tools_streaming.txt", text="Checking both cities.",
-         calls=(("toolu_01NR", WEATHER, {"location": "London"}), ("toolu_02XY", WEATHER, {"location": "Paris"}),
-                ("toolu_03NA", "list_files", {})), usage=(400, 65, 465)),
-    Case("anthropic", "anthropic/tools_no_streaming.json", text="Let me check.", reasoning="Need the weather.",
-         calls=(("toolu_A", WEATHER, {"location": "Rome"}),), usage=(50, 20, 70)),
+    Case(
+        "anthropic",
+        "anthropic/thinking_streaming.txt",
+        text="Hello there! 👋",
+        reasoning="The user wants a greeting. Keep it short.",
+        usage=(42, 30, 72),
+    ),
+    Case(
+        "anthropic",
+        "anthropic/tools_streaming.txt",
+        text="Checking both cities.",
+        calls=(
+            ("toolu_01NR", WEATHER, {"location": "London"}),
+            ("toolu_02XY", WEATHER, {"location": "Paris"}),
+            ("toolu_03NA", "list_files", {}),
+        ),
+        usage=(400, 65, 465),
+    ),
+    Case(
+        "anthropic",
+        "anthropic/tools_no_streaming.json",
+        text="Let me check.",
+        reasoning="Need the weather.",
+        calls=(("toolu_A", WEATHER, {"location": "Rome"}),),
+        usage=(50, 20, 70),
+    ),
     Case("anthropic", "anthropic/error_streaming.txt", error="Overloaded (overloaded_error)", partial="Partial"),
     # --- OpenAI Chat Completions
     Case("openai", "openai/text_streaming.txt", text="The capital of France is Paris — café ☕.", usage=(14, 8, 22)),
-    Case("openai", "openai/tools_streaming.txt",
-         calls=(("call_q2Uy", WEATHER, {"city": "London"}), ("call_b51i", "get_time", {"zone": "UTC"}),
-                ("call_n0args", "list_files", {})), usage=(364, 40, 404)),
+    Case(
+        "openai",
+        "openai/tools_streaming.txt",
+        calls=(
+            ("call_q2Uy", WEATHER, {"city": "London"}),
+            ("call_b51i", "get_time", {"zone": "UTC"}),
+            ("call_n0args", "list_files", {}),
+        ),
+        usage=(364, 40, 404),
+    ),
     Case("openai", "openai/text_no_streaming.json", text="Hello! How can I help?", usage=(9, 7, 16)),
-    Case("openai", "openai/tools_no_streaming.json",
-         calls=(("call_A", WEATHER, {"city": "Paris"}), ("call_B", WEATHER, {"city": "Rome"})), usage=(50, 30, 80)),
+    Case(
+        "openai",
+        "openai/tools_no_streaming.json",
+        calls=(("call_A", WEATHER, {"city": "Paris"}), ("call_B", WEATHER, {"city": "Rome"})),
+        usage=(50, 30, 80),
+    ),
     Case("openai", "openai/error_streaming.txt", error="Token limit reached", partial="Partial answer"),
     # --- OpenAI Responses
-    Case("openai_responses", "openai_responses/reasoning_tools_streaming.txt", text="Looking it up.",
-         reasoning="Need the capital lookup.",
-         calls=(("call_kL0P", "get_capital", {"country": "France"}), ("call_2", "get_time", {})), usage=(40, 25, 65)),
-    Case("openai_responses", "openai_responses/tools_no_streaming.json", reasoning="Two lookups needed.",
-         calls=(("call_41", WEATHER, {"city": "Oslo"}), ("call_42", WEATHER, {"city": "Bergen"})), usage=(60, 70, 130)),
-    Case("openai_responses", "openai_responses/incomplete_no_streaming.json", text="Cut sho", usage=(5, 16, 21),
-         finish="length"),
-    Case("openai_responses", "openai_responses/error_streaming.txt", error="You exceeded your current quota.",
-         partial="Partial"),
+    Case(
+        "openai_responses",
+        "openai_responses/reasoning_tools_streaming.txt",
+        text="Looking it up.",
+        reasoning="Need the capital lookup.",
+        calls=(("call_kL0P", "get_capital", {"country": "France"}), ("call_2", "get_time", {})),
+        usage=(40, 25, 65),
+    ),
+    Case(
+        "openai_responses",
+        "openai_responses/tools_no_streaming.json",
+        reasoning="Two lookups needed.",
+        calls=(("call_41", WEATHER, {"city": "Oslo"}), ("call_42", WEATHER, {"city": "Bergen"})),
+        usage=(60, 70, 130),
+    ),
+    Case(
+        "openai_responses",
+        "openai_responses/incomplete_no_streaming.json",
+        text="Cut sho",
+        usage=(5, 16, 21),
+        finish="length",
+    ),
+    Case(
+        "openai_responses",
+        "openai_responses/error_streaming.txt",
+        error="You exceeded your current quota.",
+        partial="Partial",
+    ),
     # --- Gemini
-    Case("gemini", "gemini/text_streaming.txt", text="The capital of France is Paris.\n",
-         reasoning="Considering the question.", usage=(13, 20, 33)),
-    Case("gemini", "gemini/tools_streaming.txt",
-         calls=((None, WEATHER, {"city": "London"}), (None, WEATHER, {"city": "Paris"}),
-                (None, "write_file", {"path": "a.py", "content": 'def f():\n    return "x"\n'})), usage=(29, 232, 261)),
+    Case(
+        "gemini",
+        "gemini/text_streaming.txt",
+        text="The capital of France is Paris.\n",
+        reasoning="Considering the question.",
+        usage=(13, 20, 33),
+    ),
+    Case(
+        "gemini",
+        "gemini/tools_streaming.txt",
+        calls=(
+            (None, WEATHER, {"city": "London"}),
+            (None, WEATHER, {"city": "Paris"}),
+            (None, "write_file", {"path": "a.py", "content": 'def f():\n    return "x"\n'}),
+        ),
+        usage=(29, 232, 261),
+    ),
     Case("gemini", "gemini/text_no_streaming.json", text="Hi there", usage=(4, 2, 6)),
-    Case("gemini", "gemini/tools_no_streaming.json",
-         calls=((None, WEATHER, {"city": "Lisbon"}), (None, WEATHER, {"city": "Porto"})), usage=(40, 30, 70)),
-    Case("gemini", "gemini/error_streaming.txt", error="The model is overloaded. Please try again later. (UNAVAILABLE)",
-         partial="Partial"),
+    Case(
+        "gemini",
+        "gemini/tools_no_streaming.json",
+        calls=((None, WEATHER, {"city": "Lisbon"}), (None, WEATHER, {"city": "Porto"})),
+        usage=(40, 30, 70),
+    ),
+    Case(
+        "gemini",
+        "gemini/error_streaming.txt",
+        error="The model is overloaded. Please try again later. (UNAVAILABLE)",
+        partial="Partial",
+    ),
     # --- Ollama (NDJSON)
     Case("ollama", "ollama/text_streaming.ndjson", text="Dynamic", reasoning="Let me think.", usage=(577, 90, 667)),
-    Case("ollama", "ollama/tools_streaming.ndjson",
-         calls=((None, "weather", {"location": "London, UK", "units": "celsius"}),
-                (None, "weather", {"location": "Paris, FR", "units": "fahrenheit"})), usage=(200, 30, 230)),
+    Case(
+        "ollama",
+        "ollama/tools_streaming.ndjson",
+        calls=(
+            (None, "weather", {"location": "London, UK", "units": "celsius"}),
+            (None, "weather", {"location": "Paris, FR", "units": "fahrenheit"}),
+        ),
+        usage=(200, 30, 230),
+    ),
     Case("ollama", "ollama/text_no_streaming.json", text="Hello! How are you today?", usage=(26, 298, 324)),
-    Case("ollama", "ollama/error_streaming.ndjson",
-         error="an error was encountered while running the model: unexpected EOF", partial="Part"),
+    Case(
+        "ollama",
+        "ollama/error_streaming.ndjson",
+        error="an error was encountered while running the model: unexpected EOF",
+        partial="Part",
+    ),
     # --- Mistral: whole tool calls in one chunk, thinking as typed content parts
     Case("mistral", "mistral/text_streaming.txt", text="Bonjour ! Ça va ?", usage=(10, 8, 18)),
-    Case("mistral", "mistral/tools_streaming.txt",
-         calls=(("D681PevKs", "retrieve_payment_status", {"transaction_id": "T1001"}),
-                ("K9wWdRy2m", "retrieve_payment_date", {"transaction_id": "T1001"})), usage=(167, 48, 215)),
-    Case("mistral", "mistral/reasoning_streaming.txt", text="The answer is 4.", reasoning="Simple arithmetic: 2+2=4.",
-         usage=(12, 28, 40)),
+    Case(
+        "mistral",
+        "mistral/tools_streaming.txt",
+        calls=(
+            ("D681PevKs", "retrieve_payment_status", {"transaction_id": "T1001"}),
+            ("K9wWdRy2m", "retrieve_payment_date", {"transaction_id": "T1001"}),
+        ),
+        usage=(167, 48, 215),
+    ),
+    Case(
+        "mistral",
+        "mistral/reasoning_streaming.txt",
+        text="The answer is 4.",
+        reasoning="Simple arithmetic: 2+2=4.",
+        usage=(12, 28, 40),
+    ),
     Case("mistral", "mistral/text_no_streaming.json", text="Bonjour !", usage=(9, 4, 13)),
-    Case("mistral", "mistral/error_streaming.txt", error="Service tier capacity exceeded for this model.",
-         partial="Partial"),
+    Case(
+        "mistral",
+        "mistral/error_streaming.txt",
+        error="Service tier capacity exceeded for this model.",
+        partial="Partial",
+    ),
     # --- DeepSeek: reasoning_content, keep-alive comments, usage in the finishing chunk
-    Case("deepseek", "deepseek/reasoning_streaming.txt", text="9.8 is greater.",
-         reasoning="9.11 vs 9.8: compare tenths, 1 < 8.", usage=(15, 48, 63)),
-    Case("deepseek", "deepseek/tools_streaming.txt",
-         calls=(("call_0_8a0c2d6e-9f7c-4a27-9d58-0d7f8c1b2a11", WEATHER, {"location": "Hangzhou"}),
-                ("call_1_5b3f7e0a-2c4d-4e6f-8a9b-0c1d2e3f4a5b", WEATHER, {"location": "Beijing"})), usage=(120, 38, 158)),
-    Case("deepseek", "deepseek/reasoning_no_streaming.json", text="9.8 is greater.", reasoning="Compare tenths: 1 < 8.",
-         usage=(15, 30, 45)),
-    Case("deepseek", "deepseek/error_streaming.txt", error="Server overloaded, please retry shortly", partial="Partial"),
+    Case(
+        "deepseek",
+        "deepseek/reasoning_streaming.txt",
+        text="9.8 is greater.",
+        reasoning="9.11 vs 9.8: compare tenths, 1 < 8.",
+        usage=(15, 48, 63),
+    ),
+    Case(
+        "deepseek",
+        "deepseek/tools_streaming.txt",
+        calls=(
+            ("call_0_8a0c2d6e-9f7c-4a27-9d58-0d7f8c1b2a11", WEATHER, {"location": "Hangzhou"}),
+            ("call_1_5b3f7e0a-2c4d-4e6f-8a9b-0c1d2e3f4a5b", WEATHER, {"location": "Beijing"}),
+        ),
+        usage=(120, 38, 158),
+    ),
+    Case(
+        "deepseek",
+        "deepseek/reasoning_no_streaming.json",
+        text="9.8 is greater.",
+        reasoning="Compare tenths: 1 < 8.",
+        usage=(15, 30, 45),
+    ),
+    Case(
+        "deepseek", "deepseek/error_streaming.txt", error="Server overloaded, please retry shortly", partial="Partial"
+    ),
     # --- OpenRouter: processing comments, `reasoning`, usage chunk with no choices, documented error event
-    Case("openrouter", "openrouter/reasoning_streaming.txt", text="Hi there!", reasoning="Greeting; reply warmly.",
-         usage=(13, 16, 29)),
-    Case("openrouter", "openrouter/tools_streaming.txt",
-         calls=(("call_Xy12", "read_file", {"path": "a.py"}), ("call_Zw34", "read_file", {"path": "b.py"})),
-         usage=(80, 36, 116)),
+    Case(
+        "openrouter",
+        "openrouter/reasoning_streaming.txt",
+        text="Hi there!",
+        reasoning="Greeting; reply warmly.",
+        usage=(13, 16, 29),
+    ),
+    Case(
+        "openrouter",
+        "openrouter/tools_streaming.txt",
+        calls=(("call_Xy12", "read_file", {"path": "a.py"}), ("call_Zw34", "read_file", {"path": "b.py"})),
+        usage=(80, 36, 116),
+    ),
     Case("openrouter", "openrouter/text_no_streaming.json", text="Routed hello.", usage=(11, 4, 15)),
     Case("openrouter", "openrouter/error_streaming.txt", error="Provider disconnected unexpectedly", partial="Partial"),
     # --- Azure OpenAI: a first chunk with no choices (prompt filter results)
     Case("azure_openai", "azure_openai/text_streaming.txt", text="Hello from Azure.", usage=(12, 5, 17)),
-    Case("azure_openai", "azure_openai/tools_streaming.txt",
-         calls=(("call_az1", WEATHER, {"city": "Seattle"}), ("call_az2", WEATHER, {"city": "Dublin"})),
-         usage=(90, 44, 134)),
+    Case(
+        "azure_openai",
+        "azure_openai/tools_streaming.txt",
+        calls=(("call_az1", WEATHER, {"city": "Seattle"}), ("call_az2", WEATHER, {"city": "Dublin"})),
+        usage=(90, 44, 134),
+    ),
     Case("azure_openai", "azure_openai/text_no_streaming.json", text="Hello from Azure.", usage=(12, 5, 17)),
-    Case("azure_openai", "azure_openai/error_streaming.txt",
-         error="The server had an error processing your request. Sorry about that!", partial="Partial"),
+    Case(
+        "azure_openai",
+        "azure_openai/error_streaming.txt",
+        error="The server had an error processing your request. Sorry about that!",
+        partial="Partial",
+    ),
     # --- GitHub Models
     Case("githubmodels", "githubmodels/text_streaming.txt", text="Hello from GitHub Models.", usage=(10, 6, 16)),
-    Case("githubmodels", "githubmodels/tools_streaming.txt",
-         calls=(("call_gh1", "search_code", {"query": "def main"}), ("call_gh2", "list_files", {})),
-         usage=(70, 30, 100)),
+    Case(
+        "githubmodels",
+        "githubmodels/tools_streaming.txt",
+        calls=(("call_gh1", "search_code", {"query": "def main"}), ("call_gh2", "list_files", {})),
+        usage=(70, 30, 100),
+    ),
     Case("githubmodels", "githubmodels/text_no_streaming.json", text="Hello from GitHub Models.", usage=(10, 6, 16)),
-    Case("githubmodels", "githubmodels/error_streaming.txt",
-         error="The model produced an invalid response. Please try again.", partial="Partial"),
+    Case(
+        "githubmodels",
+        "githubmodels/error_streaming.txt",
+        error="The model produced an invalid response. Please try again.",
+        partial="Partial",
+    ),
     # --- xAI: reasoning_content (grok-3-mini), whole function calls in one chunk
-    Case("xai", "xai/reasoning_streaming.txt", text="101 × 3 = 303", reasoning="The user asks 101*3 = 303.",
-         usage=(14, 7, 341)),
-    Case("xai", "xai/tools_streaming.txt",
-         calls=(("call_53167418", "get_temperature", {"location": "San Francisco", "unit": "celsius"}),
-                ("call_53167419", "get_ceiling", {"location": "San Francisco"})), usage=(300, 60, 360)),
+    Case(
+        "xai",
+        "xai/reasoning_streaming.txt",
+        text="101 × 3 = 303",
+        reasoning="The user asks 101*3 = 303.",
+        usage=(14, 7, 341),
+    ),
+    Case(
+        "xai",
+        "xai/tools_streaming.txt",
+        calls=(
+            ("call_53167418", "get_temperature", {"location": "San Francisco", "unit": "celsius"}),
+            ("call_53167419", "get_ceiling", {"location": "San Francisco"}),
+        ),
+        usage=(300, 60, 360),
+    ),
     Case("xai", "xai/text_no_streaming.json", text="Hi, I'm Grok.", usage=(9, 6, 200)),
     Case("xai", "xai/error_streaming.txt", error="The service is currently unavailable", partial="Partial"),
     # --- Hugging Face router (and TGI's string error events)
     Case("huggingface", "huggingface/text_streaming.txt", text="Hello from the router.", usage=(17, 6, 23)),
-    Case("huggingface", "huggingface/tools_streaming.txt",
-         calls=(("call_hf_a", "grep", {"pattern": "TODO"}), ("call_hf_b", "grep", {"pattern": "FIXME"})),
-         usage=(150, 40, 190)),
-    Case("huggingface", "huggingface/reasoning_streaming.txt", text="Yes.", reasoning="Think about it: yes.",
-         usage=(8, 12, 20)),
+    Case(
+        "huggingface",
+        "huggingface/tools_streaming.txt",
+        calls=(("call_hf_a", "grep", {"pattern": "TODO"}), ("call_hf_b", "grep", {"pattern": "FIXME"})),
+        usage=(150, 40, 190),
+    ),
+    Case(
+        "huggingface",
+        "huggingface/reasoning_streaming.txt",
+        text="Yes.",
+        reasoning="Think about it: yes.",
+        usage=(8, 12, 20),
+    ),
     Case("huggingface", "huggingface/text_no_streaming.json", text="Hello from the router.", usage=(17, 6, 23)),
-    Case("huggingface", "huggingface/error_streaming.txt",
-         error="Request failed during generation: Server error: CUDA out of memory", partial="Partial"),
+    Case(
+        "huggingface",
+        "huggingface/error_streaming.txt",
+        error="Request failed during generation: Server error: CUDA out of memory",
+        partial="Partial",
+    ),
     # --- Novita
     Case("novita", "novita/text_streaming.txt", text="Hello from Novita.", usage=(10, 5, 15)),
-    Case("novita", "novita/tools_streaming.txt",
-         calls=(("call_nv_1", WEATHER, {"city": "Tokyo"}), ("call_nv_2", WEATHER, {"city": "Osaka"})),
-         usage=(140, 36, 176)),
-    Case("novita", "novita/reasoning_streaming.txt", text="Sure.", reasoning="Short question, short answer.",
-         usage=(6, 14, 20)),
+    Case(
+        "novita",
+        "novita/tools_streaming.txt",
+        calls=(("call_nv_1", WEATHER, {"city": "Tokyo"}), ("call_nv_2", WEATHER, {"city": "Osaka"})),
+        usage=(140, 36, 176),
+    ),
+    Case(
+        "novita",
+        "novita/reasoning_streaming.txt",
+        text="Sure.",
+        reasoning="Short question, short answer.",
+        usage=(6, 14, 20),
+    ),
     Case("novita", "novita/text_no_streaming.json", text="Hello from Novita.", usage=(10, 5, 15)),
     Case("novita", "novita/error_streaming.txt", error="backend timeout", partial="Partial"),
     # --- Kimi: `functions.name:N` ids, usage inside the finishing choice
-    Case("kimi", "kimi/reasoning_streaming.txt", text="你好! Hello.", reasoning="The user greets me; answer briefly.",
-         usage=(19, 13, 32)),
-    Case("kimi", "kimi/tools_streaming.txt",
-         calls=(("functions.get_weather:0", WEATHER, {"city": "Beijing"}),
-                ("functions.get_time:1", "get_time", {"zone": "Asia/Shanghai"})), usage=(200, 41, 241)),
+    Case(
+        "kimi",
+        "kimi/reasoning_streaming.txt",
+        text="你好! Hello.",
+        reasoning="The user greets me; answer briefly.",
+        usage=(19, 13, 32),
+    ),
+    Case(
+        "kimi",
+        "kimi/tools_streaming.txt",
+        calls=(
+            ("functions.get_weather:0", WEATHER, {"city": "Beijing"}),
+            ("functions.get_time:1", "get_time", {"zone": "Asia/Shanghai"}),
+        ),
+        usage=(200, 41, 241),
+    ),
     Case("kimi", "kimi/text_no_streaming.json", text="1+1 = 2.", usage=(20, 7, 27)),
-    Case("kimi", "kimi/error_streaming.txt", error="The engine is currently overloaded, please try again later",
-         partial="Partial"),
+    Case(
+        "kimi",
+        "kimi/error_streaming.txt",
+        error="The engine is currently overloaded, please try again later",
+        partial="Partial",
+    ),
 ]
 
 
@@ -323,10 +535,15 @@ def point_at(monkeypatch, tmp_path):
 
 def reply_for(fixture: str, status: int = 200, size: int = 23, headers: dict[str, str] | None = None) -> Reply:
     body = (FIXTURES / fixture).read_bytes()
-    kind = {".txt": "text/event-stream", ".ndjson": "application/x-ndjson"}.get(Path(fixture).suffix, "application/json")
+    kind = {".txt": "text/event-stream", ".ndjson": "application/x-ndjson"}.get(
+        Path(fixture).suffix, "application/json"
+    )
     # Small network chunks that split frames, lines and UTF-8 sequences anywhere.
-    return Reply(status=status, headers={"content-type": kind, **(headers or {})},
-                 chunks=[body[i:i + size] for i in range(0, len(body), size)])
+    return Reply(
+        status=status,
+        headers={"content-type": kind, **(headers or {})},
+        chunks=[body[i : i + size] for i in range(0, len(body), size)],
+    )
 
 
 async def ask(adapter, client) -> list[Any]:
@@ -346,8 +563,12 @@ def check_sent(name: str, request, *, streamed: bool) -> None:
         expected = key_for(name) if name in KEY_HEADER else f"Bearer {key_for(name)}"
         assert request.headers[header] == expected
     body = request.json()
-    assert body["messages" if name not in ("gemini", "openai_responses") else
-                "contents" if name == "gemini" else "input"][-1]["role"] == "user"
+    assert (
+        body["messages" if name not in ("gemini", "openai_responses") else "contents" if name == "gemini" else "input"][
+            -1
+        ]["role"]
+        == "user"
+    )
     if name == "gemini":
         assert "stream" not in body
     else:
@@ -366,79 +587,193 @@ async def test_through_a_real_server(case, serve, client, point_at):
 # --- 3. HTTP error bodies: each provider's own, and every status in its shape --------
 
 HTTP_ERRORS = [  # (adapter, fixture, status, the whole message, error kind)
-    ("anthropic", "anthropic/error_401.json", 401,
-     "Anthropic rejected the API key (HTTP 401): invalid x-api-key; check the ANTHROPIC_API_KEY environment variable",
-     "AuthenticationError"),
-    ("anthropic", "anthropic/error_413.json", 413,
-     "Anthropic: request too large (HTTP 413): Request exceeds the maximum allowed number of bytes; the conversation "
-     "or its attachments are too large: remove some context or start a new chat", "HTTPStatusError"),
-    ("anthropic", "anthropic/error_529.json", 529,
-     "Anthropic: overloaded (HTTP 529): Overloaded; this is on the provider's side: try again later", "HTTPStatusError"),
-    ("openai", "openai/error_401.json", 401,
-     "OpenAI rejected the API key (HTTP 401): Incorrect API key provided: sk-abc***xyz. You can find your API key at "
-     "https://platform.openai.com/account/api-keys; check the OPENAI_API_KEY environment variable", "AuthenticationError"),
-    ("openai", "openai/error_429.json", 429,
-     "OpenAI: rate limited (HTTP 429): Rate limit reached for gpt-4.1 in organization org-abc on tokens per min (TPM): "
-     "Limit 30000, Used 29000, Requested 2000. Please try again in 2s; retry after 2s", "RateLimitError"),
-    ("openai_responses", "openai_responses/error_400.json", 400,
-     "OpenAI Responses: bad request (HTTP 400): Unsupported parameter: 'temperature' is not supported with this model.",
-     "HTTPStatusError"),
-    ("gemini", "gemini/error_404.json", 404,
-     "Gemini: not found (HTTP 404): models/nonexistent-model is not found for API version v1beta, or is not supported "
-     "for generateContent; check the model name 'gemini-2.5-flash' and the URL "
-     "{url}/v1beta/models/gemini-2.5-flash:streamGenerateContent", "HTTPStatusError"),
-    ("gemini", "gemini/error_400_key.json", 400,  # Gemini answers a bad key with 400
-     "Gemini rejected the API key (HTTP 400): API key not valid. Please pass a valid API key. (API_KEY_INVALID); "
-     "check the GEMINI_API_KEY environment variable", "AuthenticationError"),
-    ("gemini", "gemini/error_429.json", 429,  # the delay is in a RetryInfo detail, not a Retry-After header
-     "Gemini: rate limited (HTTP 429): You exceeded your current quota, please check your plan and billing details. "
-     "(retry in 34s)", "RateLimitError"),
-    ("ollama", "ollama/error_404.json", 404,
-     "Ollama: not found (HTTP 404): model \"nope\" not found, try pulling it first; check the model name 'llama3.1' "
-     "and the URL {url}/api/chat", "HTTPStatusError"),
-    ("ollama", "ollama/error_400.json", 400,
-     "Ollama: bad request (HTTP 400): registry.ollama.ai/library/llama3.1:latest does not support tools",
-     "HTTPStatusError"),
-    ("mistral", "mistral/error_401.json", 401,
-     "Mistral rejected the API key (HTTP 401): Unauthorized; check the MISTRAL_API_KEY environment variable",
-     "AuthenticationError"),
-    ("mistral", "mistral/error_422.json", 422, "Mistral: invalid parameters (HTTP 422): messages: Field required",
-     "HTTPStatusError"),
-    ("deepseek", "deepseek/error_402.json", 402,
-     "DeepSeek: payment required (HTTP 402): Insufficient Balance; check the credits or balance of the DeepSeek account",
-     "HTTPStatusError"),
-    ("openrouter", "openrouter/error_429.json", 429,  # the upstream provider's error, not just "Provider returned error"
-     "OpenRouter: rate limited (HTTP 429): Provider returned error (Venice: qwen/qwen3-coder:free is temporarily "
-     "rate-limited upstream. Please retry shortly.)", "RateLimitError"),
-    ("openrouter", "openrouter/error_402.json", 402,
-     "OpenRouter: payment required (HTTP 402): Insufficient credits. Add more using "
-     "https://openrouter.ai/settings/credits; check the credits or balance of the OpenRouter account", "HTTPStatusError"),
-    ("azure_openai", "azure_openai/error_404.json", 404,
-     "Azure OpenAI: not found (HTTP 404): The API deployment for this resource does not exist. If you created the "
-     "deployment within the last 5 minutes, please wait a moment and try again; check the model name 'gpt-4.1' and "
-     "the URL {url}/openai/deployments/gpt-4.1/chat/completions", "HTTPStatusError"),
-    ("azure_openai", "azure_openai/error_401.json", 401,
-     "Azure OpenAI rejected the API key (HTTP 401): Access denied due to invalid subscription key or wrong API "
-     "endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint "
-     "for your resource; check the AZURE_OPENAI_API_KEY environment variable", "AuthenticationError"),
-    ("githubmodels", "githubmodels/error_401.json", 401,
-     "GitHub Models rejected the API key (HTTP 401): Bad credentials; check the GitHub CLI login (`gh auth token`; "
-     "run `gh auth login`)", "AuthenticationError"),
-    ("githubmodels", "githubmodels/error_429.json", 429,
-     "GitHub Models: rate limited (HTTP 429): Rate limit of 15 per 60s exceeded for UserByModelByMinute. Please wait "
-     "42 seconds before retrying; retry after 42s", "RateLimitError"),
-    ("xai", "xai/error_400.json", 400,  # xAI answers a bad key with 400
-     "xAI rejected the API key (HTTP 400): Incorrect API key provided: xa***ys. You can obtain an API key from "
-     "https://console.x.ai; check the XAI_API_KEY environment variable", "AuthenticationError"),
-    ("huggingface", "huggingface/error_401.json", 401,
-     "Hugging Face rejected the API key (HTTP 401): Invalid credentials in Authorization header; check the "
-     "HUGGINGFACE_API_KEY environment variable", "AuthenticationError"),
-    ("novita", "novita/error_403.json", 403,
-     "Novita refused access (HTTP 403): This API key is not allowed to use the model deepseek/deepseek-v3.1; check "
-     "the NOVITA_API_KEY environment variable and that it may use this model", "AuthenticationError"),
-    ("kimi", "kimi/error_401.json", 401,
-     "Kimi rejected the API key (HTTP 401): Invalid Authentication; check the MOONSHOT_API_KEY environment variable",
-     "AuthenticationError"),
+    (
+        "anthropic",
+        "anthropic/error_401.json",
+        401,
+        "Anthropic rejected the API key (HTTP 401): invalid x-api-key; check the ANTHROPIC_API_KEY environment variable",
+        "AuthenticationError",
+    ),
+    (
+        "anthropic",
+        "anthropic/error_413.json",
+        413,
+        "Anthropic: request too large (HTTP 413): Request exceeds the maximum allowed number of bytes; the conversation "
+        "or its attachments are too large: remove some context or start a new chat",
+        "HTTPStatusError",
+    ),
+    (
+        "anthropic",
+        "anthropic/error_529.json",
+        529,
+        "Anthropic: overloaded (HTTP 529): Overloaded; this is on the provider's side: try again later",
+        "HTTPStatusError",
+    ),
+    (
+        "openai",
+        "openai/error_401.json",
+        401,
+        "OpenAI rejected the API key (HTTP 401): Incorrect API key provided: sk-abc***xyz. You can find your API key at "
+        "https://platform.openai.com/account/api-keys; check the OPENAI_API_KEY environment variable",
+        "AuthenticationError",
+    ),
+    (
+        "openai",
+        "openai/error_429.json",
+        429,
+        "OpenAI: rate limited (HTTP 429): Rate limit reached for gpt-4.1 in organization org-abc on tokens per min (TPM): "
+        "Limit 30000, Used 29000, Requested 2000. Please try again in 2s; retry after 2s",
+        "RateLimitError",
+    ),
+    (
+        "openai_responses",
+        "openai_responses/error_400.json",
+        400,
+        "OpenAI Responses: bad request (HTTP 400): Unsupported parameter: 'temperature' is not supported with this model.",
+        "HTTPStatusError",
+    ),
+    (
+        "gemini",
+        "gemini/error_404.json",
+        404,
+        "Gemini: not found (HTTP 404): models/nonexistent-model is not found for API version v1beta, or is not supported "
+        "for generateContent; check the model name 'gemini-2.5-flash' and the URL "
+        "{url}/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+        "HTTPStatusError",
+    ),
+    (
+        "gemini",
+        "gemini/error_400_key.json",
+        400,  # Gemini answers a bad key with 400
+        "Gemini rejected the API key (HTTP 400): API key not valid. Please pass a valid API key. (API_KEY_INVALID); "
+        "check the GEMINI_API_KEY environment variable",
+        "AuthenticationError",
+    ),
+    (
+        "gemini",
+        "gemini/error_429.json",
+        429,  # the delay is in a RetryInfo detail, not a Retry-After header
+        "Gemini: rate limited (HTTP 429): You exceeded your current quota, please check your plan and billing details. "
+        "(retry in 34s)",
+        "RateLimitError",
+    ),
+    (
+        "ollama",
+        "ollama/error_404.json",
+        404,
+        "Ollama: not found (HTTP 404): model \"nope\" not found, try pulling it first; check the model name 'llama3.1' "
+        "and the URL {url}/api/chat",
+        "HTTPStatusError",
+    ),
+    (
+        "ollama",
+        "ollama/error_400.json",
+        400,
+        "Ollama: bad request (HTTP 400): registry.ollama.ai/library/llama3.1:latest does not support tools",
+        "HTTPStatusError",
+    ),
+    (
+        "mistral",
+        "mistral/error_401.json",
+        401,
+        "Mistral rejected the API key (HTTP 401): Unauthorized; check the MISTRAL_API_KEY environment variable",
+        "AuthenticationError",
+    ),
+    (
+        "mistral",
+        "mistral/error_422.json",
+        422,
+        "Mistral: invalid parameters (HTTP 422): messages: Field required",
+        "HTTPStatusError",
+    ),
+    (
+        "deepseek",
+        "deepseek/error_402.json",
+        402,
+        "DeepSeek: payment required (HTTP 402): Insufficient Balance; check the credits or balance of the DeepSeek account",
+        "HTTPStatusError",
+    ),
+    (
+        "openrouter",
+        "openrouter/error_429.json",
+        429,  # the upstream provider's error, not just "Provider returned error"
+        "OpenRouter: rate limited (HTTP 429): Provider returned error (Venice: qwen/qwen3-coder:free is temporarily "
+        "rate-limited upstream. Please retry shortly.)",
+        "RateLimitError",
+    ),
+    (
+        "openrouter",
+        "openrouter/error_402.json",
+        402,
+        "OpenRouter: payment required (HTTP 402): Insufficient credits. Add more using "
+        "https://openrouter.ai/settings/credits; check the credits or balance of the OpenRouter account",
+        "HTTPStatusError",
+    ),
+    (
+        "azure_openai",
+        "azure_openai/error_404.json",
+        404,
+        "Azure OpenAI: not found (HTTP 404): The API deployment for this resource does not exist. If you created the "
+        "deployment within the last 5 minutes, please wait a moment and try again; check the model name 'gpt-4.1' and "
+        "the URL {url}/openai/deployments/gpt-4.1/chat/completions",
+        "HTTPStatusError",
+    ),
+    (
+        "azure_openai",
+        "azure_openai/error_401.json",
+        401,
+        "Azure OpenAI rejected the API key (HTTP 401): Access denied due to invalid subscription key or wrong API "
+        "endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint "
+        "for your resource; check the AZURE_OPENAI_API_KEY environment variable",
+        "AuthenticationError",
+    ),
+    (
+        "githubmodels",
+        "githubmodels/error_401.json",
+        401,
+        "GitHub Models rejected the API key (HTTP 401): Bad credentials; check the GitHub CLI login (`gh auth token`; "
+        "run `gh auth login`)",
+        "AuthenticationError",
+    ),
+    (
+        "githubmodels",
+        "githubmodels/error_429.json",
+        429,
+        "GitHub Models: rate limited (HTTP 429): Rate limit of 15 per 60s exceeded for UserByModelByMinute. Please wait "
+        "42 seconds before retrying; retry after 42s",
+        "RateLimitError",
+    ),
+    (
+        "xai",
+        "xai/error_400.json",
+        400,  # xAI answers a bad key with 400
+        "xAI rejected the API key (HTTP 400): Incorrect API key provided: xa***ys. You can obtain an API key from "
+        "https://console.x.ai; check the XAI_API_KEY environment variable",
+        "AuthenticationError",
+    ),
+    (
+        "huggingface",
+        "huggingface/error_401.json",
+        401,
+        "Hugging Face rejected the API key (HTTP 401): Invalid credentials in Authorization header; check the "
+        "HUGGINGFACE_API_KEY environment variable",
+        "AuthenticationError",
+    ),
+    (
+        "novita",
+        "novita/error_403.json",
+        403,
+        "Novita refused access (HTTP 403): This API key is not allowed to use the model deepseek/deepseek-v3.1; check "
+        "the NOVITA_API_KEY environment variable and that it may use this model",
+        "AuthenticationError",
+    ),
+    (
+        "kimi",
+        "kimi/error_401.json",
+        401,
+        "Kimi rejected the API key (HTTP 401): Invalid Authentication; check the MOONSHOT_API_KEY environment variable",
+        "AuthenticationError",
+    ),
 ]
 RETRY_AFTER = {"openai/error_429.json": "2", "githubmodels/error_429.json": "42"}
 
@@ -457,13 +792,28 @@ async def test_provider_error_bodies_over_http(adapter, fixture, status, expecte
 def native_error(adapter: str, status: int, message: str) -> dict[str, Any]:
     """An error body in the shape each provider documents."""
     if adapter == "anthropic":
-        kinds = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                 404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error", 500: "api_error",
-                 503: "api_error"}
+        kinds = {
+            400: "invalid_request_error",
+            401: "authentication_error",
+            403: "permission_error",
+            404: "not_found_error",
+            413: "request_too_large",
+            429: "rate_limit_error",
+            500: "api_error",
+            503: "api_error",
+        }
         return {"type": "error", "error": {"type": kinds[status], "message": message}, "request_id": "req_01"}
     if adapter == "gemini":
-        kinds = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-                 413: "INVALID_ARGUMENT", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+        kinds = {
+            400: "INVALID_ARGUMENT",
+            401: "UNAUTHENTICATED",
+            403: "PERMISSION_DENIED",
+            404: "NOT_FOUND",
+            413: "INVALID_ARGUMENT",
+            429: "RESOURCE_EXHAUSTED",
+            500: "INTERNAL",
+            503: "UNAVAILABLE",
+        }
         return {"error": {"code": status, "message": message, "status": kinds[status]}}
     if adapter in ("ollama", "huggingface"):
         return {"error": message}
@@ -492,20 +842,22 @@ def expected_wording(adapter: str, status: int, detail: str, url: str) -> str:
     else:
         key = f"the {KEY_ENV[adapter]} environment variable" if adapter in KEY_ENV else None
     if status == 401:
-        return f"{name} rejected the API key (HTTP 401): {detail}; " + (f"check {key}" if key else
-                                                                         "the adapter sends no API key")
+        return f"{name} rejected the API key (HTTP 401): {detail}; " + (
+            f"check {key}" if key else "the adapter sends no API key"
+        )
     if status == 403:
         return f"{name} refused access (HTTP 403): {detail}; " + (
-            f"check {key} and that it may use this model" if key else "the key may not be allowed to use this model")
+            f"check {key} and that it may use this model" if key else "the key may not be allowed to use this model"
+        )
     if status == 429:
         return f"{name}: rate limited (HTTP 429): {detail}; retry after 7s"
     path = STREAM_PATH[adapter].split("?")[0]
     return {
         400: f"{name}: bad request (HTTP 400): {detail}",
         404: f"{name}: not found (HTTP 404): {detail}; check the model name {resolve(adapter).model!r} and the URL "
-             f"{url}{path}",
+        f"{url}{path}",
         413: f"{name}: request too large (HTTP 413): {detail}; the conversation or its attachments are too large: "
-             f"remove some context or start a new chat",
+        f"remove some context or start a new chat",
         500: f"{name}: server error (HTTP 500): {detail}; this is on the provider's side: try again later",
         503: f"{name}: server error (HTTP 503): {detail}; this is on the provider's side: try again later",
     }[status]
@@ -520,8 +872,14 @@ async def test_every_status_has_a_clear_provider_specific_message(adapter, serve
     details = {s: f"problem {s} at {adapter}" for s in STATUSES}
     if adapter != "ollama":  # a server that echoes the key back: it must not reach the user
         details[401] = f"Incorrect API key provided: {key}"
-    replies = [Reply(status=s, headers={"content-type": "application/json", **({"retry-after": "7"} if s == 429 else {})},
-                     chunks=[json.dumps(native_error(adapter, s, details[s])).encode()]) for s in STATUSES]
+    replies = [
+        Reply(
+            status=s,
+            headers={"content-type": "application/json", **({"retry-after": "7"} if s == 429 else {})},
+            chunks=[json.dumps(native_error(adapter, s, details[s])).encode()],
+        )
+        for s in STATUSES
+    ]
     server = await serve(*replies)
     kinds = {401: "AuthenticationError", 403: "AuthenticationError", 429: "RateLimitError"}
     for status in STATUSES:
@@ -538,15 +896,21 @@ async def test_an_unset_key_is_named_as_unset_and_html_pages_are_summarised(serv
     to set; a gateway's HTML error page becomes its title, not markup."""
     monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
     page = b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body><h1>nginx</h1></body></html>"
-    server = await serve(Reply(status=401, chunks=[b'{"error":{"message":"Missing Authentication header"}}']),
-                         Reply(status=502, headers={"content-type": "text/html"}, chunks=[page]))
+    server = await serve(
+        Reply(status=401, chunks=[b'{"error":{"message":"Missing Authentication header"}}']),
+        Reply(status=502, headers={"content-type": "text/html"}, chunks=[page]),
+    )
     adapter = adapters.extend("openai_compatible", {"env": {"url": server.url}})
     unauthorized = (await ask(adapter, client))[0].message
-    assert unauthorized == ("OpenAI Compatible rejected the API key (HTTP 401): Missing Authentication header; "
-                            "check the OPENAI_COMPATIBLE_API_KEY environment variable (it is not set)")
+    assert unauthorized == (
+        "OpenAI Compatible rejected the API key (HTTP 401): Missing Authentication header; "
+        "check the OPENAI_COMPATIBLE_API_KEY environment variable (it is not set)"
+    )
     gateway = (await ask(adapter, client))[0].message
-    assert gateway == ("OpenAI Compatible: server error (HTTP 502): an HTML page: 502 Bad Gateway; "
-                       "this is on the provider's side: try again later")
+    assert gateway == (
+        "OpenAI Compatible: server error (HTTP 502): an HTML page: 502 Bad Gateway; "
+        "this is on the provider's side: try again later"
+    )
 
 
 # --- 4. concatenated arguments from parallel calls under one index -------------------
@@ -554,38 +918,62 @@ async def test_an_unset_key_is_named_as_unset_and_html_pages_are_summarised(serv
 CONCATENATED = FIXTURES / "openai/concatenated_args_streaming.txt"
 
 
-@pytest.mark.parametrize("adapter", ["openai", "mistral", "deepseek", "openrouter", "azure_openai", "githubmodels",
-                                     "xai", "huggingface", "novita", "kimi"])
+@pytest.mark.parametrize(
+    "adapter",
+    [
+        "openai",
+        "mistral",
+        "deepseek",
+        "openrouter",
+        "azure_openai",
+        "githubmodels",
+        "xai",
+        "huggingface",
+        "novita",
+        "kimi",
+    ],
+)
 def test_concatenated_arguments_are_split_for_every_openai_wire_provider(adapter):
     final = replay_body(resolve(adapter), CONCATENATED.read_bytes())[-1]
     assert isinstance(final, FinalEvent), final
     assert [(c.name, c.arguments) for c in final.message.tool_calls] == [
-        ("read_file", {"path": "a.py"}), ("read_file", {"path": "b.py"})]
+        ("read_file", {"path": "a.py"}),
+        ("read_file", {"path": "b.py"}),
+    ]
     assert len({c.id for c in final.message.tool_calls}) == 2
 
 
 def test_concatenated_arguments_are_split_for_anthropic_and_responses():
-    anthropic = (b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
-                 b'{"type":"tool_use","id":"toolu_C","name":"read_file","input":{}}}\n\n'
-                 b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
-                 b'{"type":"input_json_delta","partial_json":"{\\"path\\":\\"a.py\\"}{\\"path\\":"}}\n\n'
-                 b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
-                 b'{"type":"input_json_delta","partial_json":"\\"b.py\\"}"}}\n\n'
-                 b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"},'
-                 b'"usage":{"output_tokens":9}}\n\n')
-    responses = (b'event: response.output_item.added\ndata: {"type":"response.output_item.added","output_index":0,'
-                 b'"item":{"type":"function_call","id":"fc_1","call_id":"call_R","name":"read_file","arguments":""}}\n\n'
-                 b'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta",'
-                 b'"output_index":0,"delta":"{\\"path\\":\\"a.py\\"}{\\"path\\":\\"b.py\\"}"}\n\n'
-                 b'event: response.completed\ndata: {"type":"response.completed","response":{"status":"completed"}}\n\n')
+    anthropic = (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":'
+        b'{"type":"tool_use","id":"toolu_C","name":"read_file","input":{}}}\n\n'
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
+        b'{"type":"input_json_delta","partial_json":"{\\"path\\":\\"a.py\\"}{\\"path\\":"}}\n\n'
+        b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":'
+        b'{"type":"input_json_delta","partial_json":"\\"b.py\\"}"}}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"},'
+        b'"usage":{"output_tokens":9}}\n\n'
+    )
+    responses = (
+        b'event: response.output_item.added\ndata: {"type":"response.output_item.added","output_index":0,'
+        b'"item":{"type":"function_call","id":"fc_1","call_id":"call_R","name":"read_file","arguments":""}}\n\n'
+        b'event: response.function_call_arguments.delta\ndata: {"type":"response.function_call_arguments.delta",'
+        b'"output_index":0,"delta":"{\\"path\\":\\"a.py\\"}{\\"path\\":\\"b.py\\"}"}\n\n'
+        b'event: response.completed\ndata: {"type":"response.completed","response":{"status":"completed"}}\n\n'
+    )
     for adapter, body, first_id in (("anthropic", anthropic, "toolu_C"), ("openai_responses", responses, "call_R")):
         calls = replay_body(resolve(adapter), body)[-1].message.tool_calls
-        assert [(c.id, c.arguments) for c in calls] == [(first_id, {"path": "a.py"}), (f"{first_id}_1", {"path": "b.py"})]
+        assert [(c.id, c.arguments) for c in calls] == [
+            (first_id, {"path": "a.py"}),
+            (f"{first_id}_1", {"path": "b.py"}),
+        ]
 
 
 def test_arguments_that_cannot_be_split_are_reported_not_merged():
-    body = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":'
-            b'{"name":"read_file","arguments":"{\\"path\\":\\"a.py\\"}{\\"path\\":"}}]}}]}\n\ndata: [DONE]\n\n')
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":'
+        b'{"name":"read_file","arguments":"{\\"path\\":\\"a.py\\"}{\\"path\\":"}}]}}]}\n\ndata: [DONE]\n\n'
+    )
     for adapter in ("openai", "kimi"):
         (call,) = replay_body(resolve(adapter), body)[-1].message.tool_calls
         assert call.arguments == {}
@@ -595,20 +983,26 @@ def test_arguments_that_cannot_be_split_are_reported_not_merged():
 def test_parallel_calls_with_their_own_ids_under_one_index_keep_their_names():
     # Some OpenAI-compatible servers (LiteLLM over Ollama, Responses-to-Chat proxies) give
     # every parallel call index 0 but their own id and name.
-    body = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function",'
-            b'"function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]}}]}\n\n'
-            b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_b","type":"function",'
-            b'"function":{"name":"get_time","arguments":"{\\"zone\\":\\"UTC\\"}"}}]}}]}\n\ndata: [DONE]\n\n')
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function",'
+        b'"function":{"name":"get_weather","arguments":"{\\"city\\":\\"Paris\\"}"}}]}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_b","type":"function",'
+        b'"function":{"name":"get_time","arguments":"{\\"zone\\":\\"UTC\\"}"}}]}}]}\n\ndata: [DONE]\n\n'
+    )
     calls = replay_body(resolve("openai"), body)[-1].message.tool_calls
     assert [(c.id, c.name, c.arguments) for c in calls] == [
-        ("call_a", "get_weather", {"city": "Paris"}), ("call_b", "get_time", {"zone": "UTC"})]
+        ("call_a", "get_weather", {"city": "Paris"}),
+        ("call_b", "get_time", {"zone": "UTC"}),
+    ]
 
 
 def test_openrouter_finish_reason_error_is_a_failure_not_an_answer():
-    body = (b'data: {"choices":[{"index":0,"delta":{"content":"Part"}}]}\n\n'
-            b'data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error",'
-            b'"error":{"code":502,"message":"Upstream died"}}]}\n\n'
-            b'data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}\n\ndata: [DONE]\n\n')
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"Part"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error",'
+        b'"error":{"code":502,"message":"Upstream died"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}\n\ndata: [DONE]\n\n'
+    )
     events = replay_body(resolve("openrouter"), body)
     assert isinstance(events[-1], ErrorEvent) and events[-1].message == "OpenRouter: Upstream died"
     bare = body.split(b"\n\n")
@@ -620,8 +1014,13 @@ def test_openrouter_finish_reason_error_is_a_failure_not_an_answer():
 
 # --- 5. `codecompanion-py replay` for every adapter ----------------------------------
 
-REPLAY = {name: ([c for c in CASES if c.adapter == name and c.streamed and not c.error][0],
-                 [c for c in CASES if c.adapter == name and not c.streamed][0]) for name in ADAPTERS}
+REPLAY = {
+    name: (
+        [c for c in CASES if c.adapter == name and c.streamed and not c.error][0],
+        [c for c in CASES if c.adapter == name and not c.streamed][0],
+    )
+    for name in ADAPTERS
+}
 
 
 def run_replay(capsys, adapter: str, fixture: str) -> tuple[int, list[dict[str, Any]]]:
@@ -659,12 +1058,18 @@ def test_replay_command_reports_a_mid_stream_error(adapter, capsys):
 def test_the_installed_command_replays_for_every_adapter():
     """One process of the real console script per adapter pair would be slow; one run per
     wire format family, as a user types it."""
-    command = shutil.which("codecompanion-py", path=str(Path(sys.executable).parent)) or shutil.which("codecompanion-py")
+    command = shutil.which("codecompanion-py", path=str(Path(sys.executable).parent)) or shutil.which(
+        "codecompanion-py"
+    )
     if command is None:
         pytest.skip("the codecompanion-py console script is not installed")
     for case in (REPLAY["kimi"][0], REPLAY["xai"][1], REPLAY["ollama"][1], REPLAY["gemini"][0]):
-        result = subprocess.run([command, "replay", "--adapter", case.adapter, str(FIXTURES / case.fixture)],
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [command, "replay", "--adapter", case.adapter, str(FIXTURES / case.fixture)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr
         final = json.loads(result.stdout.splitlines()[-1])
         assert "".join(p.get("text", "") for p in final["message"]["parts"] if p["type"] == "text") == case.text
@@ -672,8 +1077,17 @@ def test_the_installed_command_replays_for_every_adapter():
 
 # --- the matrix ------------------------------------------------------------------------
 
-REQUIRED = ["text", "tool_call", "parallel_tool_calls", "reasoning", "usage", "error_mid_stream", "http_error_body",
-            "streaming", "whole_body"]
+REQUIRED = [
+    "text",
+    "tool_call",
+    "parallel_tool_calls",
+    "reasoning",
+    "usage",
+    "error_mid_stream",
+    "http_error_body",
+    "streaming",
+    "whole_body",
+]
 
 
 def coverage() -> dict[str, set[str]]:
@@ -688,8 +1102,10 @@ def coverage() -> dict[str, set[str]]:
 def test_the_matrix_is_complete():
     # copilot speaks the openai wire format behind a token exchange: tests/adapters/test_copilot.py
     assert set(ADAPTERS) == set(adapters.builtin_names()) - {"demo", "openai_compatible", "copilot"}
-    missing = {name: [k for k in REQUIRED if k not in kinds and not (k == "reasoning" and name in NO_REASONING)]
-               for name, kinds in coverage().items()}
+    missing = {
+        name: [k for k in REQUIRED if k not in kinds and not (k == "reasoning" and name in NO_REASONING)]
+        for name, kinds in coverage().items()
+    }
     assert {name: kinds for name, kinds in missing.items() if kinds} == {}
     for case in CASES:
         assert (FIXTURES / case.fixture).is_file(), case.fixture

@@ -50,7 +50,7 @@ def test_gemini_error_frame_and_http_error_body(fixture_bytes):
 
 
 def test_unescape_only_touches_double_escaped_strings():
-    assert unescape_gemini_content("a\\nb \\\"q\\\"") == 'a\nb "q"'
+    assert unescape_gemini_content('a\\nb \\"q\\"') == 'a\nb "q"'
     assert unescape_gemini_content("real\nnewline and \\n kept") == "real\nnewline and \\n kept"
     assert unescape_gemini_content("C:\\\\path") == "C:\\path"
 
@@ -70,21 +70,31 @@ def test_gemini_history_round_trip_keeps_signatures_and_matches_results_by_name(
     user, model, results = body["contents"]
     assert user["parts"][1] == {"inlineData": {"mimeType": "image/png", "data": "QUJD"}}
     assert model["role"] == "model"
-    assert model["parts"][0] == {"functionCall": {"name": "get_weather", "args": {"city": "London"}},
-                                 "thoughtSignature": "EpwIsig1"}
-    assert results == {"role": "user", "parts": [
-        {"functionResponse": {"name": "get_weather", "response": {"result": "rain"}}}]}
+    assert model["parts"][0] == {
+        "functionCall": {"name": "get_weather", "args": {"city": "London"}},
+        "thoughtSignature": "EpwIsig1",
+    }
+    assert results == {
+        "role": "user",
+        "parts": [{"functionResponse": {"name": "get_weather", "response": {"result": "rain"}}}],
+    }
 
 
 async def test_gemini_request_url_headers_and_body(monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "g-key")
     gemini = resolve("gemini", model="gemini-2.5-pro")
-    ready, request = await build_request(gemini, [Message.of("user", "hi")],
-                                         tools=[ToolSpec(name="t"), ToolSpec(name="u", parameters={
-                                             "type": "object", "properties": {"x": {"type": "string"}}})],
-                                         settings={"temperature": 0.2})
-    assert request.url == ("https://generativelanguage.googleapis.com/v1beta/models/"
-                           "gemini-2.5-pro:streamGenerateContent?alt=sse")
+    ready, request = await build_request(
+        gemini,
+        [Message.of("user", "hi")],
+        tools=[
+            ToolSpec(name="t"),
+            ToolSpec(name="u", parameters={"type": "object", "properties": {"x": {"type": "string"}}}),
+        ],
+        settings={"temperature": 0.2},
+    )
+    assert request.url == (
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+    )
     assert request.headers["x-goog-api-key"] == "g-key"
     body = msgspec.json.decode(request.body)
     assert "model" not in body
@@ -97,7 +107,10 @@ async def test_gemini_request_url_headers_and_body(monkeypatch):
 
 
 def test_gemini_non_streamed_body(fixture_bytes):
-    assert final_of(replay_body(resolve("gemini"), fixture_bytes("gemini/text_no_streaming.json"))).message.text == "Hi there"
+    assert (
+        final_of(replay_body(resolve("gemini"), fixture_bytes("gemini/text_no_streaming.json"))).message.text
+        == "Hi there"
+    )
 
 
 # --- Ollama ---------------------------------------------------------------------------
@@ -126,22 +139,33 @@ def test_ollama_error_line(fixture_bytes):
 def test_ollama_history_round_trip():
     ollama = resolve("ollama")
     call = ToolCall(id="call_x", name="weather", arguments={"location": "Oslo"})
-    history = [Message(role="user", parts=(TextPart(text="look"), ImagePart(data="QUJD"))),
-               Message(role="assistant", parts=(ReasoningPart(text="hm"), call)),
-               Message(role="tool", parts=(ToolResultPart(tool_call_id="call_x", name="weather", content="cold"),))]
+    history = [
+        Message(role="user", parts=(TextPart(text="look"), ImagePart(data="QUJD"))),
+        Message(role="assistant", parts=(ReasoningPart(text="hm"), call)),
+        Message(role="tool", parts=(ToolResultPart(tool_call_id="call_x", name="weather", content="cold"),)),
+    ]
     assert call_handler(ollama, "build_messages", history)["messages"] == [
         {"role": "user", "content": "look", "images": ["QUJD"]},
-        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "weather", "arguments": {"location": "Oslo"}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"name": "weather", "arguments": {"location": "Oslo"}}}],
+        },
         {"role": "tool", "content": "cold", "tool_name": "weather"},
     ]
 
 
 async def test_ollama_over_real_http_with_ollama_host(fixture_bytes, monkeypatch):
     body = fixture_bytes("ollama/text_streaming.ndjson")
-    server = ScriptedServer.sequence([
-        Reply(headers={"content-type": "application/x-ndjson"}, chunks=[body[i:i + 9] for i in range(0, len(body), 9)]),
-        Reply(status=404, chunks=[fixture_bytes("ollama/error_404.json")]),
-    ])
+    server = ScriptedServer.sequence(
+        [
+            Reply(
+                headers={"content-type": "application/x-ndjson"},
+                chunks=[body[i : i + 9] for i in range(0, len(body), 9)],
+            ),
+            Reply(status=404, chunks=[fixture_bytes("ollama/error_404.json")]),
+        ]
+    )
     await server.start()
     monkeypatch.setenv("OLLAMA_HOST", server.url.removeprefix("http://"))  # host:port, as Ollama allows
     client = HttpClient()
@@ -160,8 +184,14 @@ async def test_ollama_over_real_http_with_ollama_host(fixture_bytes, monkeypatch
 async def test_gemini_over_real_http(fixture_bytes, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "k")
     body = fixture_bytes("gemini/text_streaming.txt")
-    server = ScriptedServer.sequence([Reply(headers={"content-type": "text/event-stream"},
-                                            chunks=[body[i:i + 13] for i in range(0, len(body), 13)])])
+    server = ScriptedServer.sequence(
+        [
+            Reply(
+                headers={"content-type": "text/event-stream"},
+                chunks=[body[i : i + 13] for i in range(0, len(body), 13)],
+            )
+        ]
+    )
     await server.start()
     client = HttpClient()
     try:

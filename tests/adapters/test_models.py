@@ -16,12 +16,18 @@ def _fresh_cache():
 def test_both_listing_shapes():
     assert parse_models(b'{"object":"list","data":[{"id":"gpt-4.1"},{"id":"o3"}]}') == ["gpt-4.1", "o3"]
     assert parse_models(b'{"models":[{"name":"models/gemini-2.5-pro"},{"name":"qwen3:8b"}]}') == [
-        "gemini-2.5-pro", "qwen3:8b"]
+        "gemini-2.5-pro",
+        "qwen3:8b",
+    ]
 
 
 async def test_live_list_current_first_cached_and_schema_on_failure(monkeypatch):
-    server = ScriptedServer.sequence([json_reply({"data": [{"id": "zeta"}, {"id": "alpha"}, {"id": "llama3.1"}]}),
-                                      Reply(status=500, chunks=[b"down"])])
+    server = ScriptedServer.sequence(
+        [
+            json_reply({"data": [{"id": "zeta"}, {"id": "alpha"}, {"id": "llama3.1"}]}),
+            Reply(status=500, chunks=[b"down"]),
+        ]
+    )
     await server.start()
     client = HttpClient(retries=0)  # the 500 falls back at once
     try:

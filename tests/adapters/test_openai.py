@@ -34,29 +34,55 @@ def test_build_messages_maps_every_part(openai):
     wire = call_handler(openai, "build_messages", history)["messages"]
     assert wire == [
         {"role": "system", "content": "be brief"},
-        {"role": "user", "content": [{"type": "text", "text": "what is this?"},
-                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]},
-        {"role": "assistant", "content": "Checking", "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": "Checking",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
         {"role": "user", "content": "thanks"},
     ]
 
 
 def test_tool_results_inside_a_user_message_become_tool_messages(openai):
-    msg = Message(role="user", parts=(ToolResultPart(tool_call_id="c9", name="t", content="42"), TextPart(text="go on")))
+    msg = Message(
+        role="user", parts=(ToolResultPart(tool_call_id="c9", name="t", content="42"), TextPart(text="go on"))
+    )
     assert call_handler(openai, "form_messages", [msg])["messages"] == [
-        {"role": "tool", "tool_call_id": "c9", "content": "42"}, {"role": "user", "content": "go on"}]
+        {"role": "tool", "tool_call_id": "c9", "content": "42"},
+        {"role": "user", "content": "go on"},
+    ]
 
 
 def test_build_tools_accepts_specs_and_openai_tables(openai):
-    spec = ToolSpec(name="a", description="A", strict=True,
-                    parameters={"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]})
-    table = {"type": "function", "function": {"name": "b", "description": "B",
-                                              "parameters": {"type": "object", "properties": {}}}}
+    spec = ToolSpec(
+        name="a",
+        description="A",
+        strict=True,
+        parameters={"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]},
+    )
+    table = {
+        "type": "function",
+        "function": {"name": "b", "description": "B", "parameters": {"type": "object", "properties": {}}},
+    }
     tools = call_handler(openai, "build_tools", [spec, table])["tools"]
-    assert tools[0] == {"type": "function", "function": {"name": "a", "description": "A", "strict": True,
-                                                         "parameters": spec.parameters}}
+    assert tools[0] == {
+        "type": "function",
+        "function": {"name": "a", "description": "A", "strict": True, "parameters": spec.parameters},
+    }
     assert tools[1]["function"]["name"] == "b"
     with pytest.raises(AdapterError, match="duplicate tool name"):
         call_handler(openai, "build_tools", [spec, spec])
@@ -66,10 +92,19 @@ async def test_request_body_headers_and_url(openai, openai_key):
     tools = [ToolSpec(name="t")]
     ready, request = await build_request(openai, [Message.of("user", "hi")], tools=tools, settings={"temperature": 0.5})
     body = msgspec.json.decode(request.body)
-    assert body == {"model": "gpt-4.1", "temperature": 0.5, "stream": True, "stream_options": {"include_usage": True},
-                    "messages": [{"role": "user", "content": "hi"}],
-                    "tools": [{"type": "function", "function": {"name": "t", "description": "",
-                                                                "parameters": {"type": "object", "properties": {}}}}]}
+    assert body == {
+        "model": "gpt-4.1",
+        "temperature": 0.5,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {"name": "t", "description": "", "parameters": {"type": "object", "properties": {}}},
+            }
+        ],
+    }
     assert request.url == "https://api.openai.com/v1/chat/completions"
     assert request.headers["Authorization"] == f"Bearer {openai_key}"
     assert openai_key not in repr(request)
@@ -129,8 +164,10 @@ def test_concatenated_arguments_under_one_index_are_split_not_merged(openai, fix
 
 
 def test_unparseable_arguments_keep_the_call_with_the_error(openai):
-    body = (b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'
-            b'{"name":"t","arguments":"{\\"a\\": tru"}}]}}]}\n\ndata: [DONE]\n\n')
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","function":'
+        b'{"name":"t","arguments":"{\\"a\\": tru"}}]}}]}\n\ndata: [DONE]\n\n'
+    )
     call = _final(replay_body(openai, body)).message.tool_calls[0]
     assert call.arguments == {}
     assert call.provider_data["invalid_arguments"] == '{"a": tru'
@@ -144,14 +181,18 @@ def test_malformed_frame_is_a_clear_error(openai):
 
 
 def test_empty_response_is_an_error_not_an_empty_message(openai):
-    events = replay_body(openai, b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}\n\ndata: [DONE]\n\n')
+    events = replay_body(
+        openai, b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}\n\ndata: [DONE]\n\n'
+    )
     assert isinstance(events[-1], ErrorEvent)
     assert "no content (finish reason: length)" in events[-1].message
 
 
 def test_unknown_fields_and_comment_lines_are_ignored(openai):
-    body = (b': keep-alive\n\ndata: {"choices":[{"index":0,"delta":{"content":"x","brand_new":1},"x_extra":{}}],'
-            b'"obfuscation":"zz"}\n\ndata: [DONE]\n\n')
+    body = (
+        b': keep-alive\n\ndata: {"choices":[{"index":0,"delta":{"content":"x","brand_new":1},"x_extra":{}}],'
+        b'"obfuscation":"zz"}\n\ndata: [DONE]\n\n'
+    )
     assert _final(replay_body(openai, body)).message.text == "x"
 
 
@@ -162,8 +203,13 @@ def test_parse_inline_tokens_and_tool_formatting(openai, fixture_bytes):
     assert call_handler(openai, "tokens", body) == 16
     call = ToolCall(id="c1", name="t", arguments={})
     assert call_handler(openai, "format_tool_calls", [call]) == [
-        {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]
-    assert call_handler(openai, "output_response", call, "out") == {"role": "tool", "tool_call_id": "c1", "content": "out"}
+        {"id": "c1", "type": "function", "function": {"name": "t", "arguments": "{}"}}
+    ]
+    assert call_handler(openai, "output_response", call, "out") == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "out",
+    }
 
 
 def test_parse_chat_accepts_a_decoded_table(openai):
@@ -200,11 +246,16 @@ def test_a_handler_that_raises_becomes_an_error_event_not_a_crash(fixture_bytes)
     assert events[0].message == "the adapter failed: KeyError: 'choices'"
 
 
-@pytest.mark.parametrize("model, system_role", [("o3", "developer"), ("gpt-5-mini", "developer"), ("gpt-4.1", "system")])
+@pytest.mark.parametrize(
+    "model, system_role", [("o3", "developer"), ("gpt-5-mini", "developer"), ("gpt-4.1", "system")]
+)
 async def test_reasoning_models_get_developer_role_and_no_sampling_parameters(openai_key, model, system_role):
     adapter = resolve("openai", model=model)
-    _, request = await build_request(adapter, [Message.of("system", "rules"), Message.of("user", "q")],
-                                     settings={"temperature": 0.5, "max_tokens": 100})
+    _, request = await build_request(
+        adapter,
+        [Message.of("system", "rules"), Message.of("user", "q")],
+        settings={"temperature": 0.5, "max_tokens": 100},
+    )
     body = msgspec.json.decode(request.body)
     assert body["messages"][0] == {"role": system_role, "content": "rules"}
     if system_role == "developer":

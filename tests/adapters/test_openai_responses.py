@@ -24,9 +24,12 @@ def test_reasoning_text_and_tool_calls_keyed_by_call_id(responses, fixture_bytes
     final = events[-1]
     assert isinstance(final, FinalEvent) and final.finish_reason == "tool_calls"
     assert [(c.id, c.name, c.arguments) for c in final.message.tool_calls] == [
-        ("call_kL0P", "get_capital", {"country": "France"}), ("call_2", "get_time", {})]
+        ("call_kL0P", "get_capital", {"country": "France"}),
+        ("call_2", "get_time", {}),
+    ]
     assert final.message.parts[0].provider_data == {
-        "openai_responses": {"id": "rs_01", "encrypted_content": "gAAAAencrypted=="}}
+        "openai_responses": {"id": "rs_01", "encrypted_content": "gAAAAencrypted=="}
+    }
     assert (final.usage.total_tokens, final.usage.reasoning_tokens) == (65, 12)
 
 
@@ -43,41 +46,64 @@ def test_incomplete_non_streamed_response(responses, fixture_bytes):
 
 def test_history_round_trip_sends_reasoning_back_and_results_by_call_id(responses, fixture_bytes):
     reply = replay_body(responses, fixture_bytes("openai_responses/reasoning_tools_streaming.txt"))[-1].message
-    history = [Message.of("system", "be brief"),
-               Message(role="user", parts=(TextPart(text="capital?"), ImagePart(data="QUJD"))),
-               reply,
-               Message(role="tool", parts=(ToolResultPart(tool_call_id="call_kL0P", name="get_capital", content="Paris"),))]
+    history = [
+        Message.of("system", "be brief"),
+        Message(role="user", parts=(TextPart(text="capital?"), ImagePart(data="QUJD"))),
+        reply,
+        Message(role="tool", parts=(ToolResultPart(tool_call_id="call_kL0P", name="get_capital", content="Paris"),)),
+    ]
     body = call_handler(responses, "build_messages", history)
     assert body["instructions"] == "be brief"
     user, reasoning, text, call, call2, output = body["input"]
-    assert user == {"role": "user", "content": [{"type": "input_text", "text": "capital?"},
-                                                {"type": "input_image", "image_url": "data:image/png;base64,QUJD"}]}
-    assert reasoning == {"type": "reasoning", "id": "rs_01", "encrypted_content": "gAAAAencrypted==",
-                         "summary": [{"type": "summary_text", "text": "Need the capital lookup."}]}
+    assert user == {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "capital?"},
+            {"type": "input_image", "image_url": "data:image/png;base64,QUJD"},
+        ],
+    }
+    assert reasoning == {
+        "type": "reasoning",
+        "id": "rs_01",
+        "encrypted_content": "gAAAAencrypted==",
+        "summary": [{"type": "summary_text", "text": "Need the capital lookup."}],
+    }
     assert text == {"role": "assistant", "content": [{"type": "output_text", "text": "Looking it up."}]}
-    assert call == {"type": "function_call", "call_id": "call_kL0P", "name": "get_capital",
-                    "arguments": '{"country":"France"}'}
+    assert call == {
+        "type": "function_call",
+        "call_id": "call_kL0P",
+        "name": "get_capital",
+        "arguments": '{"country":"France"}',
+    }
     assert output == {"type": "function_call_output", "call_id": "call_kL0P", "output": "Paris"}
 
 
 async def test_request_asks_for_encrypted_reasoning_and_streams(responses, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-    _, request = await build_request(responses, [Message.of("user", "hi")], tools=[ToolSpec(name="t")],
-                                     settings={"max_tokens": 50})
+    _, request = await build_request(
+        responses, [Message.of("user", "hi")], tools=[ToolSpec(name="t")], settings={"max_tokens": 50}
+    )
     body = msgspec.json.decode(request.body)
     assert request.url == "https://api.openai.com/v1/responses"
     assert body["store"] is False and body["include"] == ["reasoning.encrypted_content"]
     assert body["reasoning"] == {"effort": "medium", "summary": "auto"} and body["max_output_tokens"] == 50
-    assert body["tools"] == [{"type": "function", "name": "t", "description": "",
-                              "parameters": {"type": "object", "properties": {}}}]
+    assert body["tools"] == [
+        {"type": "function", "name": "t", "description": "", "parameters": {"type": "object", "properties": {}}}
+    ]
     assert body["stream"] is True
 
 
 async def test_over_real_http(fixture_bytes, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     body = fixture_bytes("openai_responses/reasoning_tools_streaming.txt")
-    server = ScriptedServer.sequence([Reply(headers={"content-type": "text/event-stream"},
-                                            chunks=[body[i:i + 50] for i in range(0, len(body), 50)])])
+    server = ScriptedServer.sequence(
+        [
+            Reply(
+                headers={"content-type": "text/event-stream"},
+                chunks=[body[i : i + 50] for i in range(0, len(body), 50)],
+            )
+        ]
+    )
     await server.start()
     client = HttpClient()
     try:

@@ -39,30 +39,39 @@ async def test_azure_deployment_url_and_api_key_header(monkeypatch):
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", "az-key")
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://me.openai.azure.com")
     _, request = await build_request(resolve("azure_openai", model="my-deploy"), [Message.of("user", "hi")])
-    assert request.url == "https://me.openai.azure.com/openai/deployments/my-deploy/chat/completions?api-version=2024-10-21"
+    assert (
+        request.url
+        == "https://me.openai.azure.com/openai/deployments/my-deploy/chat/completions?api-version=2024-10-21"
+    )
     assert request.headers["api-key"] == "az-key" and "Authorization" not in request.headers
 
 
 def test_azure_first_chunk_without_choices_is_skipped():
-    body = (b'data: {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0}]}\n\n'
-            b'data: {"choices":[{"content_filter_results":{},"delta":{"content":"hi"},"finish_reason":null,"index":0}]}\n\n'
-            b'data: [DONE]\n\n')
+    body = (
+        b'data: {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0}]}\n\n'
+        b'data: {"choices":[{"content_filter_results":{},"delta":{"content":"hi"},"finish_reason":null,"index":0}]}\n\n'
+        b"data: [DONE]\n\n"
+    )
     assert replay_body(resolve("azure_openai"), body)[-1].message.text == "hi"
 
 
 def test_reasoning_fields_of_deepseek_openrouter_and_copilot_are_shown_as_reasoning():
     for field in ("reasoning_content", "reasoning", "reasoning_text"):
-        body = (b'data: {"choices":[{"index":0,"delta":{"%s":"think "}}]}\n\n'
-                b'data: {"choices":[{"index":0,"delta":{"content":"answer"}}]}\n\ndata: [DONE]\n\n') % field.encode()
+        body = (
+            b'data: {"choices":[{"index":0,"delta":{"%s":"think "}}]}\n\n'
+            b'data: {"choices":[{"index":0,"delta":{"content":"answer"}}]}\n\ndata: [DONE]\n\n'
+        ) % field.encode()
         events = replay_body(resolve("openai"), body)
         assert [e.content for e in events if isinstance(e, ReasoningEvent)] == ["think "], field
         assert events[-1].message.reasoning == "think " and events[-1].message.text == "answer"
 
 
 def test_mistral_thinking_content_lists():
-    body = (b'data: {"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Okay"}]}]}}]}\n\n'
-            b'data: {"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hello"}]}}]}\n\n'
-            b'data: {"choices":[{"index":0,"delta":{"content":" world"},"finish_reason":"stop"}]}\n\n')
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Okay"}]}]}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"Hello"}]}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":" world"},"finish_reason":"stop"}]}\n\n'
+    )
     final = replay_body(resolve("mistral"), body)[-1]
     assert isinstance(final, FinalEvent)
     assert (final.message.reasoning, final.message.text) == ("Okay", "Hello world")
@@ -72,9 +81,17 @@ def test_mistral_gets_9_character_ids_that_still_pair_calls_with_results():
     mistral = resolve("mistral")
     call = ToolCall(id="toolu_01NR_from_anthropic", name="t")
     native = ToolCall(id="3sKXImamX", name="t")
-    history = [Message.of("user", "q"), Message(role="assistant", parts=(call, native)),
-               Message(role="tool", parts=(ToolResultPart(tool_call_id=call.id, name="t", content="a"),
-                                           ToolResultPart(tool_call_id=native.id, name="t", content="b")))]
+    history = [
+        Message.of("user", "q"),
+        Message(role="assistant", parts=(call, native)),
+        Message(
+            role="tool",
+            parts=(
+                ToolResultPart(tool_call_id=call.id, name="t", content="a"),
+                ToolResultPart(tool_call_id=native.id, name="t", content="b"),
+            ),
+        ),
+    ]
     wire = call_handler(mistral, "build_messages", history)["messages"]
     ids = [c["id"] for c in wire[1]["tool_calls"]]
     assert all(len(i) == 9 and i.isalnum() for i in ids)

@@ -26,8 +26,13 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 # adapter, fixture, reasoning text, provider_data of the reasoning part, finish reason
 REASONING_ONLY = [
     ("mistral", "mistral/reasoning_only_streaming.txt", "The user only said thanks. Nothing to add.", None, "stop"),
-    ("anthropic", "anthropic/thinking_only_streaming.txt", "The user asked for silence. I will not reply.",
-     {"anthropic": {"signature": "ErUBCkYIBRgCIkBonlysig=="}}, "stop"),
+    (
+        "anthropic",
+        "anthropic/thinking_only_streaming.txt",
+        "The user asked for silence. I will not reply.",
+        {"anthropic": {"signature": "ErUBCkYIBRgCIkBonlysig=="}},
+        "stop",
+    ),
     ("ollama", "ollama/thinking_only_streaming.ndjson", "Nothing was asked. No reply needed.", None, "stop"),
 ]
 
@@ -45,12 +50,14 @@ def test_a_reasoning_only_stream_is_an_empty_answer(adapter, fixture, reasoning,
 
 
 def test_redacted_thinking_alone_keeps_its_data():
-    body = (b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
-            b'"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va"}}\n\n'
-            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
-            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
-            b'"usage":{"output_tokens":9}}\n\n'
-            b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+    body = (
+        b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+        b'"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va"}}\n\n'
+        b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+        b'"usage":{"output_tokens":9}}\n\n'
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+    )
     final = replay_body(resolve("anthropic"), body)[-1]
     assert isinstance(final, FinalEvent)
     assert final.message.parts == (ReasoningPart(text="", provider_data={"anthropic": {"redacted": "EmwKAhgBEgy3va"}}),)
@@ -59,8 +66,14 @@ def test_redacted_thinking_alone_keeps_its_data():
 async def test_over_http_the_stream_ends_with_the_final_event(monkeypatch):
     monkeypatch.setenv("MISTRAL_API_KEY", "test-key-mistral")
     body = (FIXTURES / "mistral/reasoning_only_streaming.txt").read_bytes()
-    server = ScriptedServer.sequence([Reply(headers={"content-type": "text/event-stream"},
-                                            chunks=[body[i:i + 40] for i in range(0, len(body), 40)])])
+    server = ScriptedServer.sequence(
+        [
+            Reply(
+                headers={"content-type": "text/event-stream"},
+                chunks=[body[i : i + 40] for i in range(0, len(body), 40)],
+            )
+        ]
+    )
     await server.start()
     client = HttpClient(read_timeout=2, connect_timeout=1)
     try:
@@ -73,14 +86,26 @@ async def test_over_http_the_stream_ends_with_the_final_event(monkeypatch):
     assert events[-1].message.reasoning == "The user only said thanks. Nothing to add."
 
 
-@pytest.mark.parametrize("adapter, body", [
-    ("mistral", b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
-                b'data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'),
-    ("ollama", b'{"message":{"role":"assistant","content":""},"done":false}\n'
-               b'{"message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}\n'),
-    ("anthropic", b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
-                  b'"usage":{"output_tokens":1}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'),
-])
+@pytest.mark.parametrize(
+    "adapter, body",
+    [
+        (
+            "mistral",
+            b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
+            b'data: {"choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n',
+        ),
+        (
+            "ollama",
+            b'{"message":{"role":"assistant","content":""},"done":false}\n'
+            b'{"message":{"role":"assistant","content":""},"done":true,"done_reason":"stop"}\n',
+        ),
+        (
+            "anthropic",
+            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+            b'"usage":{"output_tokens":1}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n',
+        ),
+    ],
+)
 def test_a_stream_with_nothing_at_all_is_still_an_error(adapter, body):
     events = replay_body(resolve(adapter), body)
     assert isinstance(events[-1], ErrorEvent)
@@ -94,25 +119,42 @@ def test_the_canonical_model_accepts_a_reasoning_only_answer():
 
 # --- sending it back ----------------------------------------------------------------------
 
-CHAT_COMPLETIONS = {"openai", "openai_compatible", "azure_openai", "githubmodels", "mistral", "deepseek", "kimi",
-                    "openrouter", "xai", "huggingface", "novita", "copilot"}
+CHAT_COMPLETIONS = {
+    "openai",
+    "openai_compatible",
+    "azure_openai",
+    "githubmodels",
+    "mistral",
+    "deepseek",
+    "kimi",
+    "openrouter",
+    "xai",
+    "huggingface",
+    "novita",
+    "copilot",
+}
 PROVIDERS = sorted(set(adapters.builtin_names()) - {"demo"})
 
 
 def _problems(adapter: str, body: dict[str, Any]) -> list[str]:
     """What the provider would refuse in the messages of a request body."""
     if adapter in CHAT_COMPLETIONS:
-        return [f"assistant turn without content: {m}" for m in body["messages"] if m["role"] == "assistant"
-                and not isinstance(m.get("content"), str) and not m.get("tool_calls")]
+        return [
+            f"assistant turn without content: {m}"
+            for m in body["messages"]
+            if m["role"] == "assistant" and not isinstance(m.get("content"), str) and not m.get("tool_calls")
+        ]
     if adapter == "anthropic":
         turns = body["messages"]
         problems = [f"empty turn: {t}" for t in turns if not t["content"]]
-        problems += [f"empty text block: {b}" for t in turns for b in t["content"] if b.get("type") == "text"
-                     and not b["text"]]
+        problems += [
+            f"empty text block: {b}" for t in turns for b in t["content"] if b.get("type") == "text" and not b["text"]
+        ]
         return problems + [f"{a['role']} twice in a row" for a, b in zip(turns, turns[1:]) if a["role"] == b["role"]]
     if adapter == "gemini":
         return [f"turn without parts: {c}" for c in body["contents"] if not c["parts"]] + [
-            f"empty text part in {c}" for c in body["contents"] for p in c["parts"] if p.get("text") == ""]
+            f"empty text part in {c}" for c in body["contents"] for p in c["parts"] if p.get("text") == ""
+        ]
     if adapter == "ollama":
         return [f"message without string content: {m}" for m in body["messages"] if not isinstance(m["content"], str)]
     if adapter == "openai_responses":
@@ -130,10 +172,15 @@ def test_every_provider_has_wire_rules():
 def test_a_reasoning_only_answer_goes_back_as_a_valid_request(adapter):
     history: list[Message] = []
     # plain reasoning (Mistral, Ollama), then Anthropic's signed thinking, then OpenAI's encrypted reasoning
-    for data in (None, {"anthropic": {"signature": "sig"}},
-                 {"openai_responses": {"id": "rs_1", "encrypted_content": "gAAA"}}):
-        history += [Message.of("user", "thanks"),
-                    Message(role="assistant", parts=(ReasoningPart(text="Nothing to add.", provider_data=data),))]
+    for data in (
+        None,
+        {"anthropic": {"signature": "sig"}},
+        {"openai_responses": {"id": "rs_1", "encrypted_content": "gAAA"}},
+    ):
+        history += [
+            Message.of("user", "thanks"),
+            Message(role="assistant", parts=(ReasoningPart(text="Nothing to add.", provider_data=data),)),
+        ]
     history.append(Message.of("user", "and now?"))
     body = call_handler(resolve(adapter), "build_messages", history)
     assert _problems(adapter, body) == []

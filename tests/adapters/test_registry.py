@@ -36,7 +36,9 @@ def test_unknown_adapter_names_the_available_ones():
 
 
 def test_extend_overrides_deeply_and_keeps_the_rest():
-    adapter = extend("openai_compatible", {"env": {"url": "http://127.0.0.1:9"}, "schema": {"model": {"default": "qwen"}}})
+    adapter = extend(
+        "openai_compatible", {"env": {"url": "http://127.0.0.1:9"}, "schema": {"model": {"default": "qwen"}}}
+    )
     assert adapter.env["url"] == "http://127.0.0.1:9"
     assert adapter.env["chat_url"] == "/v1/chat/completions"
     assert adapter.model == "qwen"
@@ -45,8 +47,10 @@ def test_extend_overrides_deeply_and_keeps_the_rest():
 
 
 def test_user_adapter_from_lua_extend_table():
-    adapters.register("my_llm", {EXTENDS_KEY: "openai_compatible", "env": {"url": "http://127.0.0.1:1"},
-                                 "schema": {"model": {"default": "m"}}})
+    adapters.register(
+        "my_llm",
+        {EXTENDS_KEY: "openai_compatible", "env": {"url": "http://127.0.0.1:1"}, "schema": {"model": {"default": "m"}}},
+    )
     adapter = resolve("my_llm")
     assert (adapter.name, adapter.formatted_name, adapter.model) == ("my_llm", "my_llm", "m")
     assert "my_llm" in adapters.available()
@@ -65,13 +69,16 @@ def test_unknown_adapter_keys_are_refused():
 
 
 def test_schema_maps_defaults_settings_and_nested_keys():
-    adapter = HTTPAdapter(name="s", schema={
-        "model": {"mapping": "parameters", "default": "m1"},
-        "temperature": {"mapping": "parameters", "default": None},
-        "reasoning.effort": {"mapping": "parameters", "default": lambda self: "low"},
-        "hidden": {"mapping": "parameters", "default": 1, "enabled": lambda self: False},
-        "thinking": {"mapping": "body.generationConfig", "default": 128},
-    })
+    adapter = HTTPAdapter(
+        name="s",
+        schema={
+            "model": {"mapping": "parameters", "default": "m1"},
+            "temperature": {"mapping": "parameters", "default": None},
+            "reasoning.effort": {"mapping": "parameters", "default": lambda self: "low"},
+            "hidden": {"mapping": "parameters", "default": 1, "enabled": lambda self: False},
+            "thinking": {"mapping": "body.generationConfig", "default": 128},
+        },
+    )
     map_schema_to_params(adapter, {"temperature": 0.2})
     assert adapter.parameters == {"model": "m1", "temperature": 0.2, "reasoning": {"effort": "low"}}
     assert adapter.body == {"generationConfig": {"thinking": 128}}
@@ -90,9 +97,15 @@ async def test_prepare_resolves_env_kinds_and_substitutes(tmp_path, monkeypatch)
     key_file = tmp_path / "key"
     key_file.write_text("s3cret-file\n")
     adapter = HTTPAdapter(
-        name="t", url="${base}/v1/${model}",
-        env={"base": "http://127.0.0.1:5", "model": "schema.model.default", "env_key": "CC_TEST_KEY",
-             "file_key": f"file:{key_file}", "cmd_key": "cmd:printf s3cret-cmd"},
+        name="t",
+        url="${base}/v1/${model}",
+        env={
+            "base": "http://127.0.0.1:5",
+            "model": "schema.model.default",
+            "env_key": "CC_TEST_KEY",
+            "file_key": f"file:{key_file}",
+            "cmd_key": "cmd:printf s3cret-cmd",
+        },
         headers={"A": "Bearer ${env_key}", "B": "${file_key}", "C": "${cmd_key}"},
         schema={"model": {"mapping": "parameters", "default": "m7"}},
     )

@@ -45,11 +45,15 @@ async def agent_chat(tmp_path, monkeypatch):
     def make(editor: FakeEditor | None = None, **env: str) -> AcpChatSession:
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        adapter = AcpAdapter(name="fake", formatted_name="Fake Agent",
-                             commands={"default": [sys.executable, FAKE_AGENT]},
-                             defaults={"timeout": 5000, "prompt_timeout": 5000})
-        session = AcpChatSession(1, adapter, sink=Recorder(), editor=editor or FakeEditor(),
-                                 workspace=Workspace(tmp_path))
+        adapter = AcpAdapter(
+            name="fake",
+            formatted_name="Fake Agent",
+            commands={"default": [sys.executable, FAKE_AGENT]},
+            defaults={"timeout": 5000, "prompt_timeout": 5000},
+        )
+        session = AcpChatSession(
+            1, adapter, sink=Recorder(), editor=editor or FakeEditor(), workspace=Workspace(tmp_path)
+        )
         sessions.append(session)
         return session
 
@@ -110,8 +114,10 @@ async def test_modes_and_config_options_are_offered_and_set(agent_chat):
 async def test_the_conversation_is_kept_as_canonical_messages(agent_chat):
     session = agent_chat()
     await session.submit("stream it")
-    assert [(m.role, m.text) for m in session.history] == [("user", "stream it"),
-                                                           ("assistant", "Hello from the fake agent.")]
+    assert [(m.role, m.text) for m in session.history] == [
+        ("user", "stream it"),
+        ("assistant", "Hello from the fake agent."),
+    ]
 
 
 async def test_a_model_chosen_when_opening_is_set_once_the_session_starts(agent_chat):
@@ -122,7 +128,10 @@ async def test_a_model_chosen_when_opening_is_set_once_the_session_starts(agent_
     other = agent_chat()
     other.adapter.defaults["model"] = "no-such-model"
     await other.submit("hello")
-    assert other.view.sink.ops[-1]["status"] == "error" and "no model 'no-such-model'" in other.view.sink.ops[-1]["message"]
+    assert (
+        other.view.sink.ops[-1]["status"] == "error"
+        and "no model 'no-such-model'" in other.view.sink.ops[-1]["message"]
+    )
 
 
 async def test_switching_to_an_agent_mid_chat_tells_it_the_conversation_once(tmp_path, monkeypatch):
@@ -131,10 +140,19 @@ async def test_switching_to_an_agent_mid_chat_tells_it_the_conversation_once(tmp
     log = tmp_path / "wire.log"
     monkeypatch.setenv("FAKE_AGENT_LOG", str(log))
     adapter = AcpAdapter(name="fake", formatted_name="Fake Agent", commands={"default": [sys.executable, FAKE_AGENT]})
-    history = [Message.of("system", "a system prompt"), Message.of("user", "what is 2+2?"),
-               Message.of("assistant", "It is 4.")]
-    session = AcpChatSession(1, adapter, sink=Recorder(), editor=FakeEditor(), workspace=Workspace(tmp_path),
-                             history=[m for m in history if m.role != "system"])
+    history = [
+        Message.of("system", "a system prompt"),
+        Message.of("user", "what is 2+2?"),
+        Message.of("assistant", "It is 4."),
+    ]
+    session = AcpChatSession(
+        1,
+        adapter,
+        sink=Recorder(),
+        editor=FakeEditor(),
+        workspace=Workspace(tmp_path),
+        history=[m for m in history if m.role != "system"],
+    )
     try:
         await session.submit("and 3+3?")
         await session.submit("thanks")
@@ -174,5 +192,10 @@ async def test_reading_a_missing_file_answers_resource_not_found(agent_chat, tmp
     await session.submit("read new.txt")
     assert f"Read failed: Resource not found: {tmp_path / 'new.txt'}" in texts(session)
     errors = [m["error"] for m in map(json.loads, log.read_text().splitlines()) if "error" in m]
-    assert errors == [{"code": -32002, "message": f"Resource not found: {tmp_path / 'new.txt'}",
-                       "data": {"path": str(tmp_path / "new.txt")}}]
+    assert errors == [
+        {
+            "code": -32002,
+            "message": f"Resource not found: {tmp_path / 'new.txt'}",
+            "data": {"path": str(tmp_path / "new.txt")},
+        }
+    ]

@@ -11,20 +11,46 @@ from codecompanion_py.tools.workspace import Workspace
 
 from .test_session import Recorder, delta
 
-ECHO = {"callback": {
-    "name": "echo",
-    "schema": {"type": "function", "function": {"name": "echo", "description": "Echo a word", "parameters": {
-        "type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}}},
-    "cmds": [lambda self, args, input, cb: {"status": "success", "data": args["word"].upper()}],
-    "system_prompt": "Echo tool prompt",
-}}
+ECHO = {
+    "callback": {
+        "name": "echo",
+        "schema": {
+            "type": "function",
+            "function": {
+                "name": "echo",
+                "description": "Echo a word",
+                "parameters": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+            },
+        },
+        "cmds": [lambda self, args, input, cb: {"status": "success", "data": args["word"].upper()}],
+        "system_prompt": "Echo tool prompt",
+    }
+}
 
 
 def call_reply(call_id, word):
-    return sse_reply([{"choices": [{"index": 0, "delta": {"tool_calls": [{
-        "index": 0, "id": call_id, "type": "function",
-        "function": {"name": "echo", "arguments": json.dumps({"word": word})}}]}}]},
-        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}])
+    return sse_reply(
+        [
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": call_id,
+                                    "type": "function",
+                                    "function": {"name": "echo", "arguments": json.dumps({"word": word})},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            },
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        ]
+    )
 
 
 async def session_for(tmp_path, *replies, max_rounds=25):
@@ -33,15 +59,24 @@ async def session_for(tmp_path, *replies, max_rounds=25):
     client = HttpClient()
     settings = ToolSettings.from_config({"echo": ECHO, "opts": {"max_rounds": max_rounds}})
     adapter = extend("openai_compatible", {"env": {"url": server.url}})
-    session = ChatSession(1, adapter, client=client, sink=Recorder(), system_prompt=None, tools=settings,
-                          editor=None, workspace=Workspace(tmp_path))
+    session = ChatSession(
+        1,
+        adapter,
+        client=client,
+        sink=Recorder(),
+        system_prompt=None,
+        tools=settings,
+        editor=None,
+        workspace=Workspace(tmp_path),
+    )
     session.editor = object()  # never asked: the echo tool needs no approval
     return session, server, client
 
 
 async def test_results_go_back_until_the_llm_answers_in_text(tmp_path):
     session, server, client = await session_for(
-        tmp_path, call_reply("a", "one"), call_reply("b", "two"), sse_reply([delta("done")]))
+        tmp_path, call_reply("a", "one"), call_reply("b", "two"), sse_reply([delta("done")])
+    )
     try:
         await session.submit("use @{echo} twice")
         assert session.view.sink.ops[-1]["status"] == "success"
@@ -61,8 +96,7 @@ async def test_results_go_back_until_the_llm_answers_in_text(tmp_path):
 
 
 async def test_the_round_limit_stops_the_loop_and_still_answers_the_calls(tmp_path):
-    session, server, client = await session_for(
-        tmp_path, call_reply("a", "one"), call_reply("b", "two"), max_rounds=1)
+    session, server, client = await session_for(tmp_path, call_reply("a", "one"), call_reply("b", "two"), max_rounds=1)
     try:
         await session.submit("@{echo} forever")
         done = session.view.sink.ops[-1]

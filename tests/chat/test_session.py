@@ -49,15 +49,30 @@ async def chat():
 
 
 async def test_a_turn_emits_ops_in_order_and_grows_the_history(chat):
-    reply = sse_reply([delta("Hi"), delta(" there"), {"choices": [], "usage": {"prompt_tokens": 3,
-                                                                            "completion_tokens": 2, "total_tokens": 5}}])
+    reply = sse_reply(
+        [
+            delta("Hi"),
+            delta(" there"),
+            {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}},
+        ]
+    )
     session, server = await chat(reply, system_prompt="sys")
     await session.submit("hello")
-    assert session.view.sink.kinds() == ["begin", "RequestStarted", "RequestStreaming", "text", "text",
-                                    "RequestFinished", "done"]
+    assert session.view.sink.kinds() == [
+        "begin",
+        "RequestStarted",
+        "RequestStreaming",
+        "text",
+        "text",
+        "RequestFinished",
+        "done",
+    ]
     assert session.view.sink.ops[-1] == {"op": "done", "status": "success", "tokens": 5}
-    assert [(m.role, m.text) for m in session.history] == [("system", "sys"), ("user", "hello"),
-                                                             ("assistant", "Hi there")]
+    assert [(m.role, m.text) for m in session.history] == [
+        ("system", "sys"),
+        ("user", "hello"),
+        ("assistant", "Hi there"),
+    ]
     assert server.requests[0].json()["messages"][0] == {"role": "system", "content": "sys"}
 
 

@@ -13,13 +13,23 @@ pytestmark = pytest.mark.nvim
 
 def chunk(content=None, finish=None, **extra):
     delta = {} if content is None else {"content": content}
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
 
 
 def usage(total):
-    return {"id": "c1", "object": "chat.completion.chunk", "choices": [],
-            "usage": {"prompt_tokens": total - 2, "completion_tokens": 2, "total_tokens": total}}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "choices": [],
+        "usage": {"prompt_tokens": total - 2, "completion_tokens": 2, "total_tokens": total},
+    }
 
 
 def setup_local(editor, url: str, name: str = "testllm") -> None:
@@ -34,8 +44,10 @@ def setup_local(editor, url: str, name: str = "testllm") -> None:
 
 
 def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor):
-    reply = sse_reply([chunk("Hello"), chunk(", **world**"), chunk("!\n\n```lua\nprint(1)\n```"),
-                       chunk(finish="stop"), usage(42)], delay=0.01)
+    reply = sse_reply(
+        [chunk("Hello"), chunk(", **world**"), chunk("!\n\n```lua\nprint(1)\n```"), chunk(finish="stop"), usage(42)],
+        delay=0.01,
+    )
     with ServerThread(ScriptedServer.sequence([reply])) as server:
         setup_local(editor, server.url)
         editor.nvim.command("CodeCompanionChat")
@@ -46,15 +58,23 @@ def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor)
         done = editor.wait_event("CodeCompanionChatDone")
 
         text = editor.text()
-        assert text.startswith("## Me\n\nSay hello\n\n## CodeCompanion (testllm)\n\nHello, **world**!\n\n```lua\nprint(1)\n```")
+        assert text.startswith(
+            "## Me\n\nSay hello\n\n## CodeCompanion (testllm)\n\nHello, **world**!\n\n```lua\nprint(1)\n```"
+        )
         assert editor.lines()[-3:] == ["## Me", "", ""]  # ready for the next message
         assert editor.nvim.current.buffer.options["modifiable"]
         assert " (42 tokens)" in editor.virtual_text()
         assert done["data"]["bufnr"] == buf and done["data"]["tokens"] == 42
 
         names = [n for n in editor.event_names()]
-        assert names == ["CodeCompanionChatCreated", "CodeCompanionChatSubmitted", "CodeCompanionRequestStarted",
-                         "CodeCompanionRequestStreaming", "CodeCompanionRequestFinished", "CodeCompanionChatDone"]
+        assert names == [
+            "CodeCompanionChatCreated",
+            "CodeCompanionChatSubmitted",
+            "CodeCompanionRequestStarted",
+            "CodeCompanionRequestStreaming",
+            "CodeCompanionRequestFinished",
+            "CodeCompanionChatDone",
+        ]
         started = editor.events()[2]["data"]
         assert started["adapter"]["name"] == "testllm" and started["adapter"]["model"] == "test-model"
         assert started["bufnr"] == buf and started["interaction"] == "chat"
@@ -69,8 +89,10 @@ def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor)
 
 
 def test_second_turn_sends_the_whole_history(editor):
-    replies = [sse_reply([chunk("First answer"), chunk(finish="stop")]),
-               sse_reply([chunk("Second answer"), chunk(finish="stop")])]
+    replies = [
+        sse_reply([chunk("First answer"), chunk(finish="stop")]),
+        sse_reply([chunk("Second answer"), chunk(finish="stop")]),
+    ]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
         setup_local(editor, server.url)
         editor.nvim.command("CodeCompanionChat one")  # a prompt on the command line is sent at once
@@ -112,8 +134,11 @@ def test_q_stops_mid_stream_keeps_partial_text_and_closes_the_connection(editor)
 
 
 def test_provider_error_is_shown_in_the_chat_and_the_chat_stays_usable(editor):
-    denied = Reply(status=401, headers={"content-type": "application/json"},
-                   chunks=[json.dumps({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}).encode()])
+    denied = Reply(
+        status=401,
+        headers={"content-type": "application/json"},
+        chunks=[json.dumps({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}).encode()],
+    )
     ok = sse_reply([chunk("works now"), chunk(finish="stop")])
     with ServerThread(ScriptedServer.sequence([denied, ok])) as server:
         setup_local(editor, server.url)
@@ -133,8 +158,10 @@ def test_unknown_adapter_is_reported_and_nothing_is_locked(editor):
     editor.setup("{}")
     editor.lua("_G.notes = {}; vim.notify = function(msg) table.insert(_G.notes, msg) end")
     editor.nvim.command("CodeCompanionChat adapter=does_not_exist hello")
-    editor.wait_for(lambda: any("unknown adapter 'does_not_exist'" in n for n in editor.lua("return _G.notes")),
-                    what="the error message")
+    editor.wait_for(
+        lambda: any("unknown adapter 'does_not_exist'" in n for n in editor.lua("return _G.notes")),
+        what="the error message",
+    )
     editor.wait_for(lambda: editor.nvim.current.buffer.options["modifiable"], what="the buffer to unlock")
 
 
@@ -200,18 +227,40 @@ def test_a_missing_python_engine_is_reported_and_nothing_is_locked(editor):
 FIXTURES = __import__("pathlib").Path(__file__).parents[1] / "fixtures"
 
 
-@pytest.mark.parametrize("adapter, fixture, content_type, url_override, reasoning, answer", [
-    ("anthropic", "anthropic/thinking_streaming.txt", "text/event-stream", '{ url = "%s/v1/messages" }',
-     "The user wants a greeting. Keep it short.", "Hello there! 👋"),
-    ("gemini", "gemini/text_streaming.txt", "text/event-stream",
-     '{ url = "%s/v1beta/models/${model}:${method}" }', "Considering the question.", "The capital of France is Paris."),
-    ("ollama", "ollama/text_streaming.ndjson", "application/x-ndjson", '{ env = { url = "%s" } }',
-     "Let me think.", "Dynamic"),
-])
+@pytest.mark.parametrize(
+    "adapter, fixture, content_type, url_override, reasoning, answer",
+    [
+        (
+            "anthropic",
+            "anthropic/thinking_streaming.txt",
+            "text/event-stream",
+            '{ url = "%s/v1/messages" }',
+            "The user wants a greeting. Keep it short.",
+            "Hello there! 👋",
+        ),
+        (
+            "gemini",
+            "gemini/text_streaming.txt",
+            "text/event-stream",
+            '{ url = "%s/v1beta/models/${model}:${method}" }',
+            "Considering the question.",
+            "The capital of France is Paris.",
+        ),
+        (
+            "ollama",
+            "ollama/text_streaming.ndjson",
+            "application/x-ndjson",
+            '{ env = { url = "%s" } }',
+            "Let me think.",
+            "Dynamic",
+        ),
+    ],
+)
 def test_chat_through_each_wire_format_shows_reasoning_then_the_answer(
-        editor, monkeypatch, adapter, fixture, content_type, url_override, reasoning, answer):
+    editor, monkeypatch, adapter, fixture, content_type, url_override, reasoning, answer
+):
     body = (FIXTURES / fixture).read_bytes()
-    reply = Reply(headers={"content-type": content_type}, chunks=[body[i:i + 40] for i in range(0, len(body), 40)])
+    reply = Reply(headers={"content-type": content_type}, chunks=[body[i : i + 40] for i in range(0, len(body), 40)])
     with ServerThread(ScriptedServer.sequence([reply])) as server:
         editor.lua("vim.env.ANTHROPIC_API_KEY = 'k'; vim.env.GEMINI_API_KEY = 'k'")
         editor.setup(f"""{{ adapters = {{ http = {{ {adapter} = function()
@@ -230,8 +279,10 @@ def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
     anthropic_body = (FIXTURES / "anthropic/thinking_streaming.txt").read_bytes()
     models = json_reply({"data": [{"id": "claude-b"}, {"id": "claude-a"}]})
     stream = Reply(headers={"content-type": "text/event-stream"}, chunks=[anthropic_body])
-    with ServerThread(ScriptedServer.sequence([first])) as one, \
-            ServerThread(ScriptedServer(lambda r: models if r.method == "GET" else stream)) as two:
+    with (
+        ServerThread(ScriptedServer.sequence([first])) as one,
+        ServerThread(ScriptedServer(lambda r: models if r.method == "GET" else stream)) as two,
+    ):
         editor.lua("vim.env.ANTHROPIC_API_KEY = 'k'")
         editor.setup(f"""{{
           adapters = {{ http = {{
@@ -262,5 +313,8 @@ def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
         sent = two.requests[1].json()
         assert sent["model"] == model
         assert [(m["role"], [b.get("text") for b in m["content"]]) for m in sent["messages"]] == [
-            ("user", ["hello"]), ("assistant", ["from openai-wire"]), ("user", ["and now?"])]
+            ("user", ["hello"]),
+            ("assistant", ["from openai-wire"]),
+            ("user", ["and now?"]),
+        ]
         assert sent["system"][0]["text"].startswith("You are an AI programming assistant")

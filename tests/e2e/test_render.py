@@ -111,8 +111,6 @@ def test_long_output_is_folded_whole_and_text_after_it_stays_outside(editor, pro
     opening = lines.index("test_a PASSED") - 1  # the fence line, 0-based
     closing = lines.index("5 passed") + 1
     assert lines[opening].startswith("```") and lines[closing] == lines[opening]
-    fold = editor.lua(
-        "local row = ...; return { vim.fn.foldclosed(row), vim.fn.foldclosedend(row) }", opening + 1
-    )
+    fold = editor.lua("local row = ...; return { vim.fn.foldclosed(row), vim.fn.foldclosedend(row) }", opening + 1)
     assert fold == [opening + 1, closing + 1]  # 1-based: the whole block, its closing fence included
     assert lines[closing + 2] == "All five pass."

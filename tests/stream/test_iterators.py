@@ -24,8 +24,14 @@ async def test_mock_scenarios_are_stable():
     assert [type(e) for e in simple] == [TokenEvent, TokenEvent, FinalEvent]
     assert simple[-1].message.text == "Hello, world"
     tool = await replay_stream(MockStreamIterator("tool_call"))
-    assert [type(e).__name__ for e in tool] == ["TokenEvent", "ToolCallEvent", "ToolCallEvent", "ToolCallEvent",
-                                                "ToolResultEvent", "FinalEvent"]
+    assert [type(e).__name__ for e in tool] == [
+        "TokenEvent",
+        "ToolCallEvent",
+        "ToolCallEvent",
+        "ToolCallEvent",
+        "ToolResultEvent",
+        "FinalEvent",
+    ]
     assert "".join(e.args_fragment for e in tool if isinstance(e, ToolCallEvent)) == '{"a": 2, "b": 2}'
     assert isinstance(tool[4], ToolResultEvent) and tool[-1].message.text == "Sum is 4"
     assert await replay_stream(MockStreamIterator("tool_call")) == tool
@@ -66,7 +72,9 @@ async def stream_events(adapter, client, text="hi"):
 
 async def test_http_stream_in_tiny_network_chunks_matches_the_recorded_parse(server_for, client, fixture_bytes):
     body = fixture_bytes("openai/tools_streaming.txt")
-    tiny = Reply(headers={"content-type": "text/event-stream"}, chunks=[body[i:i + 7] for i in range(0, len(body), 7)])
+    tiny = Reply(
+        headers={"content-type": "text/event-stream"}, chunks=[body[i : i + 7] for i in range(0, len(body), 7)]
+    )
     server = await server_for(tiny)
     events = await stream_events(compatible(server.url), client)
     recorded = replay_body(resolve("openai"), body)
@@ -95,13 +103,23 @@ async def test_non_streaming_request_and_body(server_for, client, fixture_bytes)
     assert "stream" not in server.requests[0].json()
 
 
-@pytest.mark.parametrize("status, body, expected", [
-    (401, {"error": {"message": "Incorrect API key provided"}},
-     "rejected the API key (HTTP 401): Incorrect API key provided; check the OPENAI_COMPATIBLE_API_KEY environment variable"),
-    (429, {"error": {"message": "Rate limit reached"}}, "rate limited (HTTP 429): Rate limit reached"),
-    (404, {"error": {"message": "The model 'x' does not exist"}}, "not found (HTTP 404): The model 'x' does not exist"),
-    (503, "upstream overloaded", "server error (HTTP 503): upstream overloaded"),
-])
+@pytest.mark.parametrize(
+    "status, body, expected",
+    [
+        (
+            401,
+            {"error": {"message": "Incorrect API key provided"}},
+            "rejected the API key (HTTP 401): Incorrect API key provided; check the OPENAI_COMPATIBLE_API_KEY environment variable",
+        ),
+        (429, {"error": {"message": "Rate limit reached"}}, "rate limited (HTTP 429): Rate limit reached"),
+        (
+            404,
+            {"error": {"message": "The model 'x' does not exist"}},
+            "not found (HTTP 404): The model 'x' does not exist",
+        ),
+        (503, "upstream overloaded", "server error (HTTP 503): upstream overloaded"),
+    ],
+)
 async def test_http_errors_carry_the_provider_message(server_for, client, status, body, expected):
     chunks = [json.dumps(body).encode() if isinstance(body, dict) else body.encode()]
     server = await server_for(Reply(status=status, chunks=chunks))
@@ -127,8 +145,13 @@ async def test_connection_refused_is_a_clear_error(client):
 
 
 async def test_a_silent_server_times_out(server_for, client):
-    server = await server_for(Reply(headers={"content-type": "text/event-stream"},
-                                    chunks=[b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'], hang=True))
+    server = await server_for(
+        Reply(
+            headers={"content-type": "text/event-stream"},
+            chunks=[b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'],
+            hang=True,
+        )
+    )
     events = await stream_events(compatible(server.url), client)
     assert [type(e) for e in events] == [TokenEvent, ErrorEvent]
     assert "no data from the server for 0.5s" in events[-1].message
@@ -170,9 +193,12 @@ async def test_missing_key_fails_before_any_request(server_for, client, monkeypa
 
 async def test_on_exit_is_told_how_the_request_ended(server_for, client):
     statuses = []
-    server = await server_for(sse_reply([{"choices": [{"index": 0, "delta": {"content": "ok"}}]}]),
-                              Reply(status=500, chunks=[b"boom"]))
-    adapter = compatible(server.url, handlers={"lifecycle": {"on_exit": lambda self, data: statuses.append(data["status"])}})
+    server = await server_for(
+        sse_reply([{"choices": [{"index": 0, "delta": {"content": "ok"}}]}]), Reply(status=500, chunks=[b"boom"])
+    )
+    adapter = compatible(
+        server.url, handlers={"lifecycle": {"on_exit": lambda self, data: statuses.append(data["status"])}}
+    )
     await stream_events(adapter, client)
     await stream_events(adapter, client)
     assert statuses == ["success", "error"]

@@ -57,18 +57,21 @@ def test_flush_of_whitespace_only_tail_is_empty():
 def test_utf8_split_inside_characters_and_newlines_escaped_in_strings():
     line = json.dumps({"content": "é 日本 🎉\nnext"}, ensure_ascii=False).encode()
     stream = line + b"\n" + line + b"\n"
-    lines = split_all(*[stream[i:i + 1] for i in range(len(stream))])
+    lines = split_all(*[stream[i : i + 1] for i in range(len(stream))])
     assert lines == [line, line]
     assert json.loads(lines[0])["content"] == "é 日本 🎉\nnext"
 
 
 def test_long_line_in_many_small_chunks():
     line = b'{"x":"' + b"y" * 50_000 + b'"}'
-    assert split_all(*[line[i:i + 7] for i in range(0, len(line), 7)], b"\n", b"{}") == [line, b"{}"]
+    assert split_all(*[line[i : i + 7] for i in range(0, len(line), 7)], b"\n", b"{}") == [line, b"{}"]
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
     max_leaves=8,
@@ -76,13 +79,20 @@ json_values = st.recursive(
 
 
 @settings(max_examples=200, deadline=None)
-@given(data=st.data(),
-       records=st.lists(st.tuples(json_values,
-                                  st.sampled_from([b"\n", b"\r\n"]),  # line ending
-                                  st.sampled_from([b"", b" ", b"\t", b"  "]),  # padding around the JSON
-                                  st.lists(st.sampled_from([b"", b" ", b"\r", b"\t "]), max_size=2)),  # blank lines after
-                        max_size=8),
-       ascii_only=st.booleans(), terminated=st.booleans())
+@given(
+    data=st.data(),
+    records=st.lists(
+        st.tuples(
+            json_values,
+            st.sampled_from([b"\n", b"\r\n"]),  # line ending
+            st.sampled_from([b"", b" ", b"\t", b"  "]),  # padding around the JSON
+            st.lists(st.sampled_from([b"", b" ", b"\r", b"\t "]), max_size=2),
+        ),  # blank lines after
+        max_size=8,
+    ),
+    ascii_only=st.booleans(),
+    terminated=st.booleans(),
+)
 def test_any_split_gives_the_same_lines(data, records, ascii_only, terminated):
     stream = b""
     expected = []

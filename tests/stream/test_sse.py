@@ -4,7 +4,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codecompanion_py.stream.sse import SSEDecoder, ServerSentEvent
+from codecompanion_py.stream.sse import ServerSentEvent, SSEDecoder
 
 BOM = b"\xef\xbb\xbf"
 
@@ -18,7 +18,7 @@ def decode(*chunks: bytes) -> list[ServerSentEvent]:
 
 
 def bytewise(stream: bytes) -> list[bytes]:
-    return [stream[i:i + 1] for i in range(len(stream))]
+    return [stream[i : i + 1] for i in range(len(stream))]
 
 
 def E(data: bytes, event: str | None = None, id: str | None = None) -> ServerSentEvent:
@@ -26,6 +26,7 @@ def E(data: bytes, event: str | None = None, id: str | None = None) -> ServerSen
 
 
 # --- the event class ---------------------------------------------------------------------
+
 
 def test_event_equality_repr_and_slots():
     event = ServerSentEvent(b"{}", event="ping", id="3")
@@ -41,6 +42,7 @@ def test_event_equality_repr_and_slots():
 
 
 # --- line endings ------------------------------------------------------------------------
+
 
 def test_lf_framing_keeps_data_as_bytes_and_passes_done_through():
     events = decode(b'data: {"a":1}\n\ndata: {"b":2}\n\ndata: [DONE]\n\n')
@@ -60,10 +62,14 @@ def test_each_frame_fed_separately_and_chunk_feed_returns_only_completed_frames(
 
 
 def test_crlf_framing_gemini_style():
-    stream = (b'data: {"candidates": [{"content": {"parts": [{"text": "Hi"}]}}]}\r\n\r\n'
-              b'data: {"candidates": [{"finishReason": "STOP"}]}\r\n\r\n')
-    expected = [E(b'{"candidates": [{"content": {"parts": [{"text": "Hi"}]}}]}'),
-                E(b'{"candidates": [{"finishReason": "STOP"}]}')]
+    stream = (
+        b'data: {"candidates": [{"content": {"parts": [{"text": "Hi"}]}}]}\r\n\r\n'
+        b'data: {"candidates": [{"finishReason": "STOP"}]}\r\n\r\n'
+    )
+    expected = [
+        E(b'{"candidates": [{"content": {"parts": [{"text": "Hi"}]}}]}'),
+        E(b'{"candidates": [{"finishReason": "STOP"}]}'),
+    ]
     assert decode(stream) == expected
     assert decode(*bytewise(stream)) == expected
 
@@ -75,8 +81,7 @@ def test_lone_cr_framing():
 
 
 def test_mixed_line_endings_in_one_stream():
-    assert decode(b"data: a\r\ndata: b\rdata: c\n\r\ndata: d\r\rdata: e\n\n") == [
-        E(b"a\nb\nc"), E(b"d"), E(b"e")]
+    assert decode(b"data: a\r\ndata: b\rdata: c\n\r\ndata: d\r\rdata: e\n\n") == [E(b"a\nb\nc"), E(b"d"), E(b"e")]
 
 
 def test_cr_at_chunk_end_and_lf_at_next_chunk_start_is_one_line_ending():
@@ -106,9 +111,12 @@ def test_lf_after_crlf_at_chunk_edge_is_a_blank_line():
 
 # --- fields ------------------------------------------------------------------------------
 
+
 def test_comment_lines_are_ignored():
-    stream = (b": keep-alive\n\n: OPENROUTER PROCESSING\n\ndata: {\"x\":1}\n: in the middle\ndata: 2\n\n"
-              b":\n\n:data: not data\n\n")
+    stream = (
+        b': keep-alive\n\n: OPENROUTER PROCESSING\n\ndata: {"x":1}\n: in the middle\ndata: 2\n\n'
+        b":\n\n:data: not data\n\n"
+    )
     assert decode(stream) == [E(b'{"x":1}\n2')]
 
 
@@ -118,18 +126,22 @@ def test_multi_line_data_joins_with_lf_and_keeps_empty_lines():
 
 
 def test_anthropic_event_and_data_with_trailing_spaces_inside_json():
-    stream = (b"event: message_start\n"
-              b'data: {"type":"message_start","message":{"id":"msg_1"}}\n\n'
-              b"event: content_block_delta\n"
-              b'data: {"type":"content_block_delta","delta":{"text":"a  "}}   \n\n'
-              b"event: ping\n"
-              b'data: {"type": "ping"}\n\n'
-              b"event: message_stop\n"
-              b'data: {"type":"message_stop"}\n\n')
-    expected = [E(b'{"type":"message_start","message":{"id":"msg_1"}}', "message_start"),
-                E(b'{"type":"content_block_delta","delta":{"text":"a  "}}   ', "content_block_delta"),
-                E(b'{"type": "ping"}', "ping"),
-                E(b'{"type":"message_stop"}', "message_stop")]
+    stream = (
+        b"event: message_start\n"
+        b'data: {"type":"message_start","message":{"id":"msg_1"}}\n\n'
+        b"event: content_block_delta\n"
+        b'data: {"type":"content_block_delta","delta":{"text":"a  "}}   \n\n'
+        b"event: ping\n"
+        b'data: {"type": "ping"}\n\n'
+        b"event: message_stop\n"
+        b'data: {"type":"message_stop"}\n\n'
+    )
+    expected = [
+        E(b'{"type":"message_start","message":{"id":"msg_1"}}', "message_start"),
+        E(b'{"type":"content_block_delta","delta":{"text":"a  "}}   ', "content_block_delta"),
+        E(b'{"type": "ping"}', "ping"),
+        E(b'{"type":"message_stop"}', "message_stop"),
+    ]
     assert decode(stream) == expected
     assert msgspec.json.decode(decode(stream)[1].data)["delta"]["text"] == "a  "
 
@@ -160,11 +172,13 @@ def test_partial_line_in_an_earlier_chunk_is_joined_with_a_single_frame_chunk():
 
 
 def test_id_is_kept_and_persists_until_replaced():
-    stream = (b"id: 1\ndata: a\n\n"
-              b"data: b\n\n"
-              b"id: 7\nevent: x\ndata: c\n\n"
-              b"id\ndata: d\n\n"  # an empty id resets it to ""
-              b"id: bad\x00id\ndata: e\n\n")  # a NUL in the value: the field is ignored
+    stream = (
+        b"id: 1\ndata: a\n\n"
+        b"data: b\n\n"
+        b"id: 7\nevent: x\ndata: c\n\n"
+        b"id\ndata: d\n\n"  # an empty id resets it to ""
+        b"id: bad\x00id\ndata: e\n\n"
+    )  # a NUL in the value: the field is ignored
     assert decode(stream) == [E(b"a", id="1"), E(b"b", id="1"), E(b"c", "x", "7"), E(b"d", id=""), E(b"e", id="")]
 
 
@@ -203,6 +217,7 @@ def test_non_utf8_event_name_is_replaced_but_data_bytes_are_untouched():
 
 
 # --- start and end of stream -------------------------------------------------------------
+
 
 def test_bom_at_stream_start_is_dropped():
     assert decode(BOM + b"data: a\n\n") == [E(b"a")]
@@ -254,6 +269,7 @@ def test_flush_without_pending_data_returns_nothing_and_resets():
 
 # --- UTF-8 -------------------------------------------------------------------------------
 
+
 def test_utf8_multibyte_characters_split_across_chunks_come_out_intact():
     text = "é 日本 🎉 café".encode()
     stream = b"event: d\xc3\xa9lta\ndata: " + text + b"\r\n\r\ndata: \xf0\x9f\x98\x80\n\n"
@@ -267,22 +283,23 @@ def test_utf8_multibyte_characters_split_across_chunks_come_out_intact():
 def test_utf8_json_payload_decodes_after_byte_splits():
     payload = json.dumps({"choices": [{"delta": {"content": "日本語 🎉 é"}}]}, ensure_ascii=False).encode()
     stream = b"data: " + payload + b"\n\n"
-    events = decode(*[stream[i:i + 5] for i in range(0, len(stream), 5)])
+    events = decode(*[stream[i : i + 5] for i in range(0, len(stream), 5)])
     assert msgspec.json.decode(events[0].data)["choices"][0]["delta"]["content"] == "日本語 🎉 é"
 
 
 # --- property tests ----------------------------------------------------------------------
 
 line_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=12)
-name_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"),
-                    max_size=8)
-frame_strategy = st.fixed_dictionaries({
-    "event": st.none() | name_text,
-    "id": st.none() | name_text,
-    "data": st.lists(st.tuples(line_text, st.booleans()), max_size=4),  # (line, with a space after the colon)
-    "comments": st.lists(st.tuples(st.integers(0, 6), line_text), max_size=2),  # (position, text)
-    "extra_blank_lines": st.integers(0, 2),
-})
+name_text = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x00"), max_size=8)
+frame_strategy = st.fixed_dictionaries(
+    {
+        "event": st.none() | name_text,
+        "id": st.none() | name_text,
+        "data": st.lists(st.tuples(line_text, st.booleans()), max_size=4),  # (line, with a space after the colon)
+        "comments": st.lists(st.tuples(st.integers(0, 6), line_text), max_size=2),  # (position, text)
+        "extra_blank_lines": st.integers(0, 2),
+    }
+)
 
 
 def build_stream(draw, frames, ending_mode, bom, terminated):
@@ -326,7 +343,7 @@ def build_stream(draw, frames, ending_mode, bom, terminated):
     stream = b"".join(out)
     if not terminated and frames and frames[-1]["data"] and not frames[-1]["extra_blank_lines"]:
         # drop the closing blank line (and maybe the last line ending): flush must still dispatch
-        stream = stream[:-len(previous_ending)]
+        stream = stream[: -len(previous_ending)]
         if draw(st.booleans()):
             stream = stream.rstrip(b"\r\n") if stream.endswith((b"\r", b"\n")) else stream
     return stream, expected
@@ -338,9 +355,14 @@ def cut(stream: bytes, points) -> list[bytes]:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), frames=st.lists(frame_strategy, max_size=5),
-       ending_mode=st.sampled_from([b"\n", b"\r\n", b"\r", "mixed"]), bom=st.booleans(), terminated=st.booleans(),
-       cut_mode=st.sampled_from(["random", "bytewise", "after_every_cr"]))
+@given(
+    data=st.data(),
+    frames=st.lists(frame_strategy, max_size=5),
+    ending_mode=st.sampled_from([b"\n", b"\r\n", b"\r", "mixed"]),
+    bom=st.booleans(),
+    terminated=st.booleans(),
+    cut_mode=st.sampled_from(["random", "bytewise", "after_every_cr"]),
+)
 def test_any_split_of_the_byte_stream_decodes_to_the_frames(data, frames, ending_mode, bom, terminated, cut_mode):
     stream, expected = build_stream(data.draw, frames, ending_mode, bom, terminated)
     whole = decode(stream)
@@ -356,14 +378,18 @@ def test_any_split_of_the_byte_stream_decodes_to_the_frames(data, frames, ending
 
 
 @settings(max_examples=100, deadline=None)
-@given(frames=st.lists(st.tuples(name_text, st.lists(line_text, min_size=1, max_size=3)), min_size=1, max_size=6),
-       cuts=st.lists(st.integers(0, 10_000), max_size=10))
+@given(
+    frames=st.lists(st.tuples(name_text, st.lists(line_text, min_size=1, max_size=3)), min_size=1, max_size=6),
+    cuts=st.lists(st.integers(0, 10_000), max_size=10),
+)
 def test_events_come_out_as_soon_as_their_blank_line_arrives(frames, cuts):
     """Incremental: after each chunk, every frame whose blank line is in the bytes fed so
     far has been returned, and no other."""
-    stream = b"".join(b"event: " + e.encode() + b"\n" + b"".join(b"data: " + t.encode() + b"\n" for t in lines) + b"\n"
-                      for e, lines in frames)
-    ends = [i + 2 for i in range(len(stream) - 1) if stream[i:i + 2] == b"\n\n"]
+    stream = b"".join(
+        b"event: " + e.encode() + b"\n" + b"".join(b"data: " + t.encode() + b"\n" for t in lines) + b"\n"
+        for e, lines in frames
+    )
+    ends = [i + 2 for i in range(len(stream) - 1) if stream[i : i + 2] == b"\n\n"]
     decoder = SSEDecoder()
     got = 0
     fed = 0
@@ -376,10 +402,15 @@ def test_events_come_out_as_soon_as_their_blank_line_arrives(frames, cuts):
 
 # --- speed -------------------------------------------------------------------------------
 
+
 def openai_stream(frames: int) -> bytes:
     parts = []
     for i in range(frames):
-        payload = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-4.1",
-                   "choices": [{"index": 0, "delta": {"content": f"token {i} é"}, "finish_reason": None}]}
+        payload = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "model": "gpt-4.1",
+            "choices": [{"index": 0, "delta": {"content": f"token {i} é"}, "finish_reason": None}],
+        }
         parts.append(b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n")
     return b"".join(parts) + b"data: [DONE]\n\n"

@@ -1,8 +1,13 @@
 """A Python user tool, loaded by module path in the registry tests."""
 
-schema = {"type": "function", "function": {"name": "weather", "description": "The weather in a city",
-                                           "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                                          "required": ["city"]}}}
+schema = {
+    "type": "function",
+    "function": {
+        "name": "weather",
+        "description": "The weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 
 
 def forecast(self, args, input, output_handler):

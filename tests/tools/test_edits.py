@@ -54,8 +54,10 @@ def test_when_a_later_edit_fails_none_are_applied_and_the_llm_is_told() -> None:
 def test_an_ambiguous_edit_is_refused_with_the_line_numbers_of_every_match() -> None:
     text = "x = 0\nreturn None\nx = 1\ny = 2\nreturn None\n\n\nreturn None\n"
     message = refusal(text, Edit("return None", "return 0"))
-    assert message == ("edit 1: oldText matches 3 places (lines 2, 5, 8); include more surrounding lines to make "
-                       "it unique, or set replaceAll to true to change every one")
+    assert message == (
+        "edit 1: oldText matches 3 places (lines 2, 5, 8); include more surrounding lines to make "
+        "it unique, or set replaceAll to true to change every one"
+    )
 
 
 def test_overlapping_occurrences_count_as_ambiguous() -> None:
@@ -84,9 +86,11 @@ def test_code_sent_without_indentation_is_matched_and_reindented_into_the_class(
     outcome = apply_edits(CLASS, [Edit(old, new)])
     assert outcome.text == CLASS.replace(
         "            return 'hi ' + self.name\n",
-        "            greeting = 'hi ' + self.name\n            return greeting\n")
-    assert outcome.notes == ("edit 1 matched lines 6-8 ignoring indentation; newText was re-indented to match "
-                             "the file",)
+        "            greeting = 'hi ' + self.name\n            return greeting\n",
+    )
+    assert outcome.notes == (
+        "edit 1 matched lines 6-8 ignoring indentation; newText was re-indented to match the file",
+    )
 
 
 def test_a_block_sent_too_deep_is_dedented_including_lines_shallower_than_its_first() -> None:
@@ -105,8 +109,9 @@ def test_the_files_tabs_are_used_when_the_llm_indents_with_spaces() -> None:
     old = "def f(self):\n    if x:\n        return 1\n"
     new = "def f(self):\n    if x:\n        if y:\n            return 1\n    return 0\n"
     outcome = apply_edits(text, [Edit(old, new)])
-    assert outcome.text == ("class A:\n\tdef f(self):\n\t\tif x:\n\t\t\tif y:\n\t\t\t\treturn 1\n"
-                            "\t\treturn 0\n\t\treturn 2\n")
+    assert outcome.text == (
+        "class A:\n\tdef f(self):\n\t\tif x:\n\t\t\tif y:\n\t\t\t\treturn 1\n\t\treturn 0\n\t\treturn 2\n"
+    )
 
 
 def test_a_tab_indented_file_gets_tabs_for_a_block_sent_with_four_spaces() -> None:
@@ -140,10 +145,12 @@ def test_replace_all_reindents_each_match_for_its_own_place() -> None:
     exact = apply_edits(text, [Edit("pass", "x = 1\nreturn x", replace_all=True)])  # exact: taken literally
     assert exact.text == "def f():\n    x = 1\nreturn x\nclass A:\n    def g(self):\n        x = 1\nreturn x\n"
     tolerant = apply_edits(text, [Edit("pass  \n", "x = 1\nreturn x\n", replace_all=True)])
-    assert tolerant.text == ("def f():\n    x = 1\n    return x\nclass A:\n    def g(self):\n"
-                             "        x = 1\n        return x\n")
-    assert tolerant.notes == ("edit 1 matched line 2, line 5 ignoring indentation; newText was re-indented "
-                              "to match the file",)
+    assert tolerant.text == (
+        "def f():\n    x = 1\n    return x\nclass A:\n    def g(self):\n        x = 1\n        return x\n"
+    )
+    assert tolerant.notes == (
+        "edit 1 matched line 2, line 5 ignoring indentation; newText was re-indented to match the file",
+    )
 
 
 def test_a_missing_final_newline_is_kept_when_the_last_line_is_matched_tolerantly() -> None:
@@ -168,7 +175,8 @@ def test_a_missing_match_shows_the_most_similar_lines_with_their_numbers() -> No
     assert message == (
         "edit 1: oldText was not found in the file. The most similar part of the file is line 7:\n"
         "7 |             return 'hi ' + self.name\n"
-        "Copy oldText exactly from the current file (read it again if unsure) and retry.")
+        "Copy oldText exactly from the current file (read it again if unsure) and retry."
+    )
 
 
 def test_a_missing_multiline_match_shows_the_similar_region() -> None:
@@ -179,7 +187,8 @@ def test_a_missing_multiline_match_shows_the_similar_region() -> None:
 def test_a_missing_match_with_nothing_similar_says_so() -> None:
     assert refusal("aaaa\nbbbb\n", Edit("zzzz qqqq xxxx", "y")) == (
         "edit 1: oldText was not found in the file. Nothing in the file is similar to it.\n"
-        "Copy oldText exactly from the current file (read it again if unsure) and retry.")
+        "Copy oldText exactly from the current file (read it again if unsure) and retry."
+    )
 
 
 def test_an_empty_file_takes_new_text_when_old_text_is_empty() -> None:
@@ -188,8 +197,9 @@ def test_an_empty_file_takes_new_text_when_old_text_is_empty() -> None:
 
 
 def test_empty_old_text_on_a_non_empty_file_is_refused() -> None:
-    assert refusal("x\n", Edit("", "y")) == ("edit 1: oldText is empty; to add text at the end use mode append, "
-                                             "or give the exact text to replace")
+    assert refusal("x\n", Edit("", "y")) == (
+        "edit 1: oldText is empty; to add text at the end use mode append, or give the exact text to replace"
+    )
 
 
 def test_non_empty_old_text_on_an_empty_file_is_refused() -> None:
@@ -214,19 +224,30 @@ def test_from_args_reads_the_llms_object() -> None:
     assert Edit.from_args({"oldText": "a", "newText": "b", "replaceAll": None}, 1) == Edit("a", "b", False)
 
 
-@pytest.mark.parametrize(("raw", "message"), [
-    ("oldText: a", "edit 3 must be an object {\"oldText\": ..., \"newText\": ..., \"replaceAll\": false}, "
-                   "got a string"),
-    (["a", "b"], "edit 3 must be an object {\"oldText\": ..., \"newText\": ..., \"replaceAll\": false}, got a list"),
-    ({"newText": "b"}, "edit 3: oldText is missing; every edit needs oldText (the exact text from the file) and "
-                       "newText (what replaces it)"),
-    ({"old_text": "a", "newText": "b"}, "edit 3: oldText is missing (got 'old_text'; the key is spelled oldText)"),
-    ({"oldText": "a"}, "edit 3: newText is missing"),
-    ({"oldText": 5, "newText": "b"}, "edit 3: oldText must be a string, got a number (5)"),
-    ({"oldText": "a", "newText": None}, "edit 3: newText must be a string, got null"),
-    ({"oldText": "a", "newText": "b", "replaceAll": "yes"}, "edit 3: replaceAll must be true or false, got a string"),
-    ({"oldText": "a", "newText": "b", "replaceAll": 1}, "edit 3: replaceAll must be true or false, got a number (1)"),
-])
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("oldText: a", 'edit 3 must be an object {"oldText": ..., "newText": ..., "replaceAll": false}, got a string'),
+        (["a", "b"], 'edit 3 must be an object {"oldText": ..., "newText": ..., "replaceAll": false}, got a list'),
+        (
+            {"newText": "b"},
+            "edit 3: oldText is missing; every edit needs oldText (the exact text from the file) and "
+            "newText (what replaces it)",
+        ),
+        ({"old_text": "a", "newText": "b"}, "edit 3: oldText is missing (got 'old_text'; the key is spelled oldText)"),
+        ({"oldText": "a"}, "edit 3: newText is missing"),
+        ({"oldText": 5, "newText": "b"}, "edit 3: oldText must be a string, got a number (5)"),
+        ({"oldText": "a", "newText": None}, "edit 3: newText must be a string, got null"),
+        (
+            {"oldText": "a", "newText": "b", "replaceAll": "yes"},
+            "edit 3: replaceAll must be true or false, got a string",
+        ),
+        (
+            {"oldText": "a", "newText": "b", "replaceAll": 1},
+            "edit 3: replaceAll must be true or false, got a number (1)",
+        ),
+    ],
+)
 def test_from_args_refuses_malformed_edits_clearly(raw: Any, message: str) -> None:
     with pytest.raises(EditRefused) as caught:
         Edit.from_args(raw, 3)
@@ -261,39 +282,45 @@ def test_unknown_or_empty_modes_are_refused() -> None:
 # --- warnings -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("line", [
-    "    # ... existing code ...",
-    "// ... rest of the code",
-    "# ... rest of file unchanged",
-    "<!-- ... -->",
-    "<!-- ... unchanged ... -->",
-    "{/* ... existing code ... */}",
-    "-- ... remaining code",
-    "/* ... */",
-    "... existing code ...",
-    "(rest of code here)",
-    "# rest of file unchanged",
-    "// existing code here",
-    "  // remaining methods unchanged",
-    "# existing code...",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "    # ... existing code ...",
+        "// ... rest of the code",
+        "# ... rest of file unchanged",
+        "<!-- ... -->",
+        "<!-- ... unchanged ... -->",
+        "{/* ... existing code ... */}",
+        "-- ... remaining code",
+        "/* ... */",
+        "... existing code ...",
+        "(rest of code here)",
+        "# rest of file unchanged",
+        "// existing code here",
+        "  // remaining methods unchanged",
+        "# existing code...",
+    ],
+)
 def test_placeholder_lines_are_flagged(line: str) -> None:
     warnings = check_suspicious("def f():\n    return 1\n", f"def f():\n{line}\n    return 2\n")
     assert warnings == (f'the new text has placeholder lines instead of real code: line 2 "{line.strip()}"',)
 
 
-@pytest.mark.parametrize("line", [
-    "def f(*args): ...",
-    "    ...",
-    "const { a, ...rest } = obj;",
-    "    ...rest",
-    "print('loading...')",
-    "# TODO: handle the remaining cases...",
-    "# rest of the tests check errors",
-    ">>> f(1,",
-    "... previous = 2",
-    "x = 1  # ...",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "def f(*args): ...",
+        "    ...",
+        "const { a, ...rest } = obj;",
+        "    ...rest",
+        "print('loading...')",
+        "# TODO: handle the remaining cases...",
+        "# rest of the tests check errors",
+        ">>> f(1,",
+        "... previous = 2",
+        "x = 1  # ...",
+    ],
+)
 def test_ordinary_ellipses_and_comments_are_not_placeholders(line: str) -> None:
     assert check_suspicious("a = 1\n", f"a = 1\n{line}\n") == ()
 
@@ -304,8 +331,9 @@ def test_a_placeholder_already_in_the_file_is_not_flagged() -> None:
 
 def test_an_edit_that_writes_a_placeholder_reports_it_in_the_outcome() -> None:
     outcome = apply_edits(CLASS, [Edit("        return 'hi'\n", "        # ... rest of the code unchanged\n")])
-    assert outcome.warnings == ('the new text has placeholder lines instead of real code: '
-                                'line 8 "# ... rest of the code unchanged"',)
+    assert outcome.warnings == (
+        'the new text has placeholder lines instead of real code: line 8 "# ... rest of the code unchanged"',
+    )
 
 
 def test_deleting_more_than_half_of_a_long_file_warns() -> None:
@@ -323,12 +351,14 @@ def test_deleting_more_than_half_of_a_long_file_warns() -> None:
 
 def test_unified_diff_has_a_and_b_headers_and_ends_with_a_newline() -> None:
     assert unified_diff("src/calc.py", "a\nb\nc\n", "a\nB\nc\n") == (
-        "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n")
+        "--- a/src/calc.py\n+++ b/src/calc.py\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    )
 
 
 def test_unified_diff_shows_a_change_of_the_final_newline() -> None:
     assert unified_diff("f", "a\nb", "a\nb\n") == (
-        "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n")
+        "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"
+    )
 
 
 def test_unified_diff_of_identical_texts_is_empty() -> None:
@@ -339,7 +369,8 @@ def test_unified_diff_of_identical_texts_is_empty() -> None:
 def test_unified_diff_respects_context() -> None:
     old = "".join(f"{n}\n" for n in range(10))
     assert unified_diff("f", old, old.replace("5\n", "five\n"), context=1) == (
-        "--- a/f\n+++ b/f\n@@ -5,3 +5,3 @@\n 4\n-5\n+five\n 6\n")
+        "--- a/f\n+++ b/f\n@@ -5,3 +5,3 @@\n 4\n-5\n+five\n 6\n"
+    )
 
 
 # --- property -----------------------------------------------------------------------------------

@@ -15,9 +15,20 @@ from ..chat.test_session import Recorder
 
 
 def schema(name, properties=None, required=()):
-    return {"type": "function", "function": {"name": name, "description": name, "parameters": {
-        "type": "object", "properties": properties or {}, "required": list(required),
-        "additionalProperties": False}, "strict": True}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": name,
+            "parameters": {
+                "type": "object",
+                "properties": properties or {},
+                "required": list(required),
+                "additionalProperties": False,
+            },
+            "strict": True,
+        },
+    }
 
 
 def calculate(self, args, input, output_handler=None):
@@ -36,14 +47,25 @@ def calculator(**overrides):
 
     definition = ToolDefinition(
         name="calculator",
-        schema=schema("calculator", {"num1": {"type": "integer"}, "num2": {"type": "integer"},
-                                     "operation": {"type": "string", "enum": ["add", "multiply", "divide"]}},
-                      ("num1", "num2", "operation")),
+        schema=schema(
+            "calculator",
+            {
+                "num1": {"type": "integer"},
+                "num2": {"type": "integer"},
+                "operation": {"type": "string", "enum": ["add", "multiply", "divide"]},
+            },
+            ("num1", "num2", "operation"),
+        ),
         cmds=[calculate],
-        handlers={"setup": lambda self, tools: calls.append("setup"),
-                  "on_exit": lambda self, tools: calls.append("on_exit")},
-        output={"success": success, "error": lambda self, tools, cmd, stderr, stdout: calls.append("error"),
-                "prompt": lambda self, tools: f"Perform {self.args['num1']} {self.args['operation']} {self.args['num2']}?"},
+        handlers={
+            "setup": lambda self, tools: calls.append("setup"),
+            "on_exit": lambda self, tools: calls.append("on_exit"),
+        },
+        output={
+            "success": success,
+            "error": lambda self, tools, cmd, stderr, stdout: calls.append("error"),
+            "prompt": lambda self, tools: f"Perform {self.args['num1']} {self.args['operation']} {self.args['num2']}?",
+        },
     )
     for key, value in overrides.items():
         setattr(definition, key, value)
@@ -81,8 +103,9 @@ class Surface(EventView):
 def orchestrator(tools, tmp_path, *answers, approvals=None, configs=None):
     editor = FakeEditor(*answers)
     surface = Surface()
-    context = ToolsContext(chat=ChatHandle(), editor=editor, approvals=approvals or Approvals(),
-                           workspace=Workspace(tmp_path))
+    context = ToolsContext(
+        chat=ChatHandle(), editor=editor, approvals=approvals or Approvals(), workspace=Workspace(tmp_path)
+    )
     return Orchestrator({t.name: t for t in tools}, configs or {}, context, surface), editor, surface
 
 
@@ -134,10 +157,14 @@ async def test_async_functions_and_output_handler_called_twice(tmp_path):
 
 async def test_an_error_stops_the_remaining_cmds(tmp_path):
     ran = []
-    tool = ToolDefinition(name="steps", schema=schema("steps"), cmds=[
-        lambda self, args, input, cb: {"status": "error", "data": "step one failed"},
-        lambda self, args, input, cb: ran.append("two"),
-    ])
+    tool = ToolDefinition(
+        name="steps",
+        schema=schema("steps"),
+        cmds=[
+            lambda self, args, input, cb: {"status": "error", "data": "step one failed"},
+            lambda self, args, input, cb: ran.append("two"),
+        ],
+    )
     orch, _, _ = orchestrator([tool], tmp_path)
     batch = await orch.run([call("steps")])
     assert ran == []
@@ -168,10 +195,15 @@ async def test_a_raising_tool_is_an_error_result_not_a_crash(tmp_path):
 async def test_unknown_tools_and_bad_arguments_run_nothing_and_explain(tmp_path):
     tool, calls = calculator()
     orch, _, _ = orchestrator([tool], tmp_path)
-    bad_json = ToolCall(id="c2", name="calculator", arguments={},
-                        provider_data={"invalid_arguments": '{"num1": 1,', "error": "not valid JSON"})
-    batch = await orch.run([call("rm_rf", id="c1"), bad_json,
-                            call(id="c3", num1="100", num2=50, operation="multiply", extra=1)])
+    bad_json = ToolCall(
+        id="c2",
+        name="calculator",
+        arguments={},
+        provider_data={"invalid_arguments": '{"num1": 1,', "error": "not valid JSON"},
+    )
+    batch = await orch.run(
+        [call("rm_rf", id="c1"), bad_json, call(id="c3", num1="100", num2=50, operation="multiply", extra=1)]
+    )
     unknown, broken, wrong = (r.content for r in batch.results)
     assert all(r.status == "error" for r in batch.results)
     assert "no tool named `rm_rf`" in unknown and "calculator" in unknown
@@ -182,8 +214,9 @@ async def test_unknown_tools_and_bad_arguments_run_nothing_and_explain(tmp_path)
 
 async def test_approval_accept_reject_with_reason_and_always(tmp_path):
     tool, calls = calculator(opts={"requires_approval": True})
-    orch, editor, surface = orchestrator([tool], tmp_path, {"choice": "reject", "reason": "use mental maths"},
-                                         {"choice": "always"})
+    orch, editor, surface = orchestrator(
+        [tool], tmp_path, {"choice": "reject", "reason": "use mental maths"}, {"choice": "always"}
+    )
     batch = await orch.run([call(id="a", **MUL), call(id="b", **MUL), call(id="c", **MUL)])
     assert [r.status for r in batch.results] == ["rejected", "success", "success"]
     assert "use mental maths" in batch.results[0].content
@@ -202,9 +235,12 @@ async def test_cancel_at_approval_cancels_the_rest_of_the_queue(tmp_path):
 
 async def test_yolo_skips_prompts_except_for_tools_that_must_always_ask(tmp_path):
     plain, _ = calculator(opts={"requires_approval": True})
-    strict = ToolDefinition(name="shell", schema=schema("shell"), opts={"requires_approval": True,
-                                                                        "allowed_in_yolo_mode": False},
-                            cmds=[lambda self, a, i, cb: {"status": "success", "data": "ran"}])
+    strict = ToolDefinition(
+        name="shell",
+        schema=schema("shell"),
+        opts={"requires_approval": True, "allowed_in_yolo_mode": False},
+        cmds=[lambda self, a, i, cb: {"status": "success", "data": "ran"}],
+    )
     orch, editor, _ = orchestrator([plain, strict], tmp_path, {"choice": "accept"}, approvals=Approvals(yolo=True))
     batch = await orch.run([call(id="a", **MUL), call("shell", id="b")])
     assert [r.status for r in batch.results] == ["success", "success"]
@@ -215,8 +251,12 @@ async def test_a_protected_target_asks_even_after_always_and_in_yolo(tmp_path):
     def setup(self, tools):
         self.must_ask = "inside .git"
 
-    tool = ToolDefinition(name="touch", schema=schema("touch"), handlers={"setup": setup},
-                          cmds=[lambda self, a, i, cb: {"status": "success", "data": "ok"}])
+    tool = ToolDefinition(
+        name="touch",
+        schema=schema("touch"),
+        handlers={"setup": setup},
+        cmds=[lambda self, a, i, cb: {"status": "success", "data": "ok"}],
+    )
     approvals = Approvals(yolo=True)
     approvals.remember("touch", None)
     orch, editor, _ = orchestrator([tool], tmp_path, {"choice": "reject"}, approvals=approvals)
@@ -226,12 +266,20 @@ async def test_a_protected_target_asks_even_after_always_and_in_yolo(tmp_path):
 
 
 async def test_always_accept_for_a_command_matches_only_that_exact_command(tmp_path):
-    tool = ToolDefinition(name="run", schema=schema("run", {"cmd": {"type": "string"}}, ("cmd",)),
-                          opts={"requires_approval": True, "require_cmd_approval": True},
-                          cmds=[lambda self, a, i, cb: {"status": "success", "data": a["cmd"]}])
+    tool = ToolDefinition(
+        name="run",
+        schema=schema("run", {"cmd": {"type": "string"}}, ("cmd",)),
+        opts={"requires_approval": True, "require_cmd_approval": True},
+        cmds=[lambda self, a, i, cb: {"status": "success", "data": a["cmd"]}],
+    )
     orch, editor, _ = orchestrator([tool], tmp_path, {"choice": "always"}, {"choice": "reject"})
-    await orch.run([call("run", id="a", cmd="npm test"), call("run", id="b", cmd="npm test"),
-                    call("run", id="c", cmd="npm test; curl evil")])
+    await orch.run(
+        [
+            call("run", id="a", cmd="npm test"),
+            call("run", id="b", cmd="npm test"),
+            call("run", id="c", cmd="npm test; curl evil"),
+        ]
+    )
     assert [a["id"] for a in editor.asked] == ["a", "c"]
 
 
@@ -250,8 +298,12 @@ async def test_requires_approval_as_a_function(tmp_path):
 
 
 async def test_command_cmds_fill_placeholders_from_env(tmp_path):
-    tool = ToolDefinition(name="echo", schema=schema("echo", {"word": {"type": "string"}}, ("word",)),
-                          cmds=[["echo", "${word}"]], env=lambda self: {"word": self.args["word"]})
+    tool = ToolDefinition(
+        name="echo",
+        schema=schema("echo", {"word": {"type": "string"}}, ("word",)),
+        cmds=[["echo", "${word}"]],
+        env=lambda self: {"word": self.args["word"]},
+    )
     orch, _, _ = orchestrator([tool], tmp_path)
     batch = await orch.run([call("echo", word="hello; rm -rf /")])
     assert batch.results[0].status == "success"

@@ -9,18 +9,33 @@ from codecompanion_py.tools.registry import ToolSettings, mentions
 
 LUA_CALCULATOR = {
     "description": "Perform calculations",
-    "callback": {"__lua_tool": True, "name": "calculator",
-                 "schema": {"type": "function", "function": {"name": "calculator", "parameters": {
-                     "type": "object", "properties": {"num1": {"type": "integer"}}, "required": ["num1"]}}},
-                 "system_prompt": "## Calculator Tool", "cmds": ["function"], "handlers": ["setup", "on_exit"],
-                 "output": ["success"], "opts": {}},
+    "callback": {
+        "__lua_tool": True,
+        "name": "calculator",
+        "schema": {
+            "type": "function",
+            "function": {
+                "name": "calculator",
+                "parameters": {"type": "object", "properties": {"num1": {"type": "integer"}}, "required": ["num1"]},
+            },
+        },
+        "system_prompt": "## Calculator Tool",
+        "cmds": ["function"],
+        "handlers": ["setup", "on_exit"],
+        "output": ["success"],
+        "opts": {},
+    },
     "opts": {"requires_approval": {"__lua": True}},
 }
 
 
 def test_strategies_and_interactions_both_configure_tools():
-    loaded = config.load({"strategies": {"chat": {"tools": {"calculator": LUA_CALCULATOR}}},
-                          "interactions": {"chat": {"tools": {"opts": {"default_tools": ["files"]}}}}})
+    loaded = config.load(
+        {
+            "strategies": {"chat": {"tools": {"calculator": LUA_CALCULATOR}}},
+            "interactions": {"chat": {"tools": {"opts": {"default_tools": ["files"]}}}},
+        }
+    )
     assert "calculator" in loaded.tools.entries
     assert loaded.tools.default_tools == ["files"]
 
@@ -29,12 +44,15 @@ def test_a_lua_tool_becomes_references_to_its_functions():
     settings = ToolSettings.from_config({"calculator": LUA_CALCULATOR})
     definition = settings.definition("calculator")
     assert definition.lua and definition.cmds == [LuaFunction("calculator", "cmds.1")]
-    assert definition.handlers == {"setup": LuaFunction("calculator", "handlers.setup"),
-                                   "on_exit": LuaFunction("calculator", "handlers.on_exit")}
+    assert definition.handlers == {
+        "setup": LuaFunction("calculator", "handlers.setup"),
+        "on_exit": LuaFunction("calculator", "handlers.on_exit"),
+    }
     assert definition.prompt_text() == "## Calculator Tool"
     assert definition.spec().name == "calculator" and definition.description == "Perform calculations"
-    assert settings.config_of("calculator")["opts"]["requires_approval"] == \
-        LuaFunction("calculator", "config.opts.requires_approval")
+    assert settings.config_of("calculator")["opts"]["requires_approval"] == LuaFunction(
+        "calculator", "config.opts.requires_approval"
+    )
 
 
 def test_a_python_tool_by_module_path():

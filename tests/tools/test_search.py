@@ -20,11 +20,26 @@ needs_git = pytest.mark.skipif(not HAVE_GIT, reason="git is not installed")
 LONG_LINE = "needle " + "x" * 1000
 
 # what the project below lists, whichever way it is listed
-EXPECTED_FILES = sorted([
-    "-dash.txt", ".gitignore", "README.md", "big.txt", "data.bin", "docs/guide.md", "docs/secret.txt",
-    "keep.log", "link_in", "long.txt", "notes/crlf.txt", "src/app.py", "src/pkg/.gitignore",
-    "src/pkg/test_mod.py", "src/test_top.py", "src/util.py",
-])
+EXPECTED_FILES = sorted(
+    [
+        "-dash.txt",
+        ".gitignore",
+        "README.md",
+        "big.txt",
+        "data.bin",
+        "docs/guide.md",
+        "docs/secret.txt",
+        "keep.log",
+        "link_in",
+        "long.txt",
+        "notes/crlf.txt",
+        "src/app.py",
+        "src/pkg/.gitignore",
+        "src/pkg/test_mod.py",
+        "src/test_top.py",
+        "src/util.py",
+    ]
+)
 
 NEEDLE_HITS = [
     "README.md:2: needle in readme",
@@ -53,8 +68,13 @@ def isolated_git(monkeypatch, tmp_path):
 
 
 def git(root, *args, check=True):
-    return subprocess.run(["git", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
-                          cwd=root, capture_output=True, text=True, check=check)
+    return subprocess.run(
+        ["git", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=check,
+    )
 
 
 def write(path, content):
@@ -155,45 +175,86 @@ async def test_lists_a_plain_tree_by_walking(plain_project, no_rg):
 
 @needs_git
 async def test_lists_a_subdirectory_of_a_work_tree(git_project, no_rg):
-    assert await list_project_files(git_project / "src") == ["app.py", "pkg/.gitignore", "pkg/test_mod.py",
-                                                             "test_top.py", "util.py"]
+    assert await list_project_files(git_project / "src") == [
+        "app.py",
+        "pkg/.gitignore",
+        "pkg/test_mod.py",
+        "test_top.py",
+        "util.py",
+    ]
 
 
 def make_rules_tree(root):
-    write(root / ".gitignore", "\n".join([
-        "# a comment",
-        "",
-        "**/tmp/",
-        "docs/*.md",
-        "*.py[co]",
-        "!important.pyc",
-        "/only_root.txt",
-        "name with space\\ ",
-        "\\#hash.txt",
-        "dir_only/",
-        "deep/**/x.dat",
-    ]) + "\n")
+    write(
+        root / ".gitignore",
+        "\n".join(
+            [
+                "# a comment",
+                "",
+                "**/tmp/",
+                "docs/*.md",
+                "*.py[co]",
+                "!important.pyc",
+                "/only_root.txt",
+                "name with space\\ ",
+                "\\#hash.txt",
+                "dir_only/",
+                "deep/**/x.dat",
+            ]
+        )
+        + "\n",
+    )
     for rel in [
-        "a.pyc", "b.pyo", "important.pyc", "lib/c.pyc", "lib/important.pyc",
-        "tmp/t.txt", "lib/tmp/t.txt", "lib/tmpfile.txt",
-        "docs/readme.md", "docs/sub/nested.md", "docs/notes.txt",
-        "only_root.txt", "lib/only_root.txt",
-        "name with space ", "name with space",
+        "a.pyc",
+        "b.pyo",
+        "important.pyc",
+        "lib/c.pyc",
+        "lib/important.pyc",
+        "tmp/t.txt",
+        "lib/tmp/t.txt",
+        "lib/tmpfile.txt",
+        "docs/readme.md",
+        "docs/sub/nested.md",
+        "docs/notes.txt",
+        "only_root.txt",
+        "lib/only_root.txt",
+        "name with space ",
+        "name with space",
         "#hash.txt",
-        "dir_only/f.txt", "lib/dir_only", "lib/dir_only_not/f.txt",
-        "deep/x.dat", "deep/a/b/x.dat", "deep/a/y.dat",
-        "lib/nested/.gitignore", "lib/nested/keep.me", "lib/nested/drop.me", "lib/nested/sub/drop.me",
+        "dir_only/f.txt",
+        "lib/dir_only",
+        "lib/dir_only_not/f.txt",
+        "deep/x.dat",
+        "deep/a/b/x.dat",
+        "deep/a/y.dat",
+        "lib/nested/.gitignore",
+        "lib/nested/keep.me",
+        "lib/nested/drop.me",
+        "lib/nested/sub/drop.me",
         "lib/nested/sub/a.pyc",
     ]:
         write(root / rel, "x\n")
     write(root / "lib/nested/.gitignore", "drop.me\n!a.pyc\n")
 
 
-RULES_EXPECTED = sorted([
-    ".gitignore", "important.pyc", "lib/important.pyc", "lib/tmpfile.txt", "docs/sub/nested.md", "docs/notes.txt",
-    "lib/only_root.txt", "name with space", "lib/dir_only", "lib/dir_only_not/f.txt", "deep/a/y.dat",
-    "lib/nested/.gitignore", "lib/nested/keep.me", "lib/nested/sub/a.pyc",
-])
+RULES_EXPECTED = sorted(
+    [
+        ".gitignore",
+        "important.pyc",
+        "lib/important.pyc",
+        "lib/tmpfile.txt",
+        "docs/sub/nested.md",
+        "docs/notes.txt",
+        "lib/only_root.txt",
+        "name with space",
+        "lib/dir_only",
+        "lib/dir_only_not/f.txt",
+        "deep/a/y.dat",
+        "lib/nested/.gitignore",
+        "lib/nested/keep.me",
+        "lib/nested/sub/a.pyc",
+    ]
+)
 
 
 async def test_walk_honours_gitignore_rules(tmp_path, no_git):
@@ -223,21 +284,24 @@ async def test_list_of_a_missing_root_is_a_tool_error(tmp_path):
 # --- find_files -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pattern, expected", [
-    ("**/*.py", ["src/app.py", "src/pkg/test_mod.py", "src/test_top.py", "src/util.py"]),
-    ("*.py", ["src/app.py", "src/pkg/test_mod.py", "src/test_top.py", "src/util.py"]),
-    ("*.md", ["README.md", "docs/guide.md"]),
-    ("src/*.py", ["src/app.py", "src/test_top.py", "src/util.py"]),
-    ("src/**/test_*.py", ["src/pkg/test_mod.py", "src/test_top.py"]),
-    ("./src/pkg/*", ["src/pkg/.gitignore", "src/pkg/test_mod.py"]),
-    ("src/pkg/", ["src/pkg/.gitignore", "src/pkg/test_mod.py"]),
-    ("**/*.{md,log}", ["README.md", "docs/guide.md", "keep.log"]),
-    ("docs/[gs]*", ["docs/guide.md", "docs/secret.txt"]),
-    ("docs/[!g]*", ["docs/secret.txt"]),
-    ("?????.txt", ["-dash.txt"]),
-    ("README.md", ["README.md"]),
-    ("nothing*", []),
-])
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        ("**/*.py", ["src/app.py", "src/pkg/test_mod.py", "src/test_top.py", "src/util.py"]),
+        ("*.py", ["src/app.py", "src/pkg/test_mod.py", "src/test_top.py", "src/util.py"]),
+        ("*.md", ["README.md", "docs/guide.md"]),
+        ("src/*.py", ["src/app.py", "src/test_top.py", "src/util.py"]),
+        ("src/**/test_*.py", ["src/pkg/test_mod.py", "src/test_top.py"]),
+        ("./src/pkg/*", ["src/pkg/.gitignore", "src/pkg/test_mod.py"]),
+        ("src/pkg/", ["src/pkg/.gitignore", "src/pkg/test_mod.py"]),
+        ("**/*.{md,log}", ["README.md", "docs/guide.md", "keep.log"]),
+        ("docs/[gs]*", ["docs/guide.md", "docs/secret.txt"]),
+        ("docs/[!g]*", ["docs/secret.txt"]),
+        ("?????.txt", ["-dash.txt"]),
+        ("README.md", ["README.md"]),
+        ("nothing*", []),
+    ],
+)
 async def test_find_files(plain_project, no_git, pattern, expected):
     assert await find_files(plain_project, pattern) == (expected, False)
 
@@ -245,13 +309,17 @@ async def test_find_files(plain_project, no_git, pattern, expected):
 @needs_git
 async def test_find_files_in_a_git_project(git_project):
     assert await find_files(git_project, "**/*.py") == (
-        ["src/app.py", "src/pkg/test_mod.py", "src/test_top.py", "src/util.py"], False)
+        ["src/app.py", "src/pkg/test_mod.py", "src/test_top.py", "src/util.py"],
+        False,
+    )
 
 
 async def test_find_files_truncates(plain_project, no_git):
     assert await find_files(plain_project, "**/*", max_results=3) == (EXPECTED_FILES[:3], True)
     assert await find_files(plain_project, "*.py", max_results=4) == (
-        ["src/app.py", "src/pkg/test_mod.py", "src/test_top.py", "src/util.py"], False)
+        ["src/app.py", "src/pkg/test_mod.py", "src/test_top.py", "src/util.py"],
+        False,
+    )
 
 
 async def test_find_files_empty_pattern_is_a_tool_error(plain_project):
@@ -274,14 +342,20 @@ async def test_grep_in_a_git_project(git_project, backend):
 async def test_grep_is_literal_unless_asked(plain_project, backend):
     assert await grep(plain_project, "a.b(") == (["src/util.py:1: value = a.b(c)"], False)
     assert await grep(plain_project, r"a.b\(", is_regexp=True) == (
-        ["src/util.py:1: value = a.b(c)", "src/util.py:2: other = axb(c)"], False)
+        ["src/util.py:1: value = a.b(c)", "src/util.py:2: other = axb(c)"],
+        False,
+    )
 
 
 async def test_grep_regex(plain_project, backend):
     assert await grep(plain_project, r"^def \w+\(", is_regexp=True) == (
-        ["src/app.py:3: def main():", "src/pkg/test_mod.py:1: def test_needle():"], False)
+        ["src/app.py:3: def main():", "src/pkg/test_mod.py:1: def test_needle():"],
+        False,
+    )
     assert await grep(plain_project, r"^\s+(return|assert) \w+$", is_regexp=True) == (
-        ["src/app.py:5:     return needle", "src/pkg/test_mod.py:2:     assert True"], False)
+        ["src/app.py:5:     return needle", "src/pkg/test_mod.py:2:     assert True"],
+        False,
+    )
 
 
 async def test_grep_invalid_regex_is_a_tool_error(plain_project, backend):
@@ -290,8 +364,11 @@ async def test_grep_invalid_regex_is_a_tool_error(plain_project, backend):
 
 
 async def test_grep_include_pattern(plain_project, backend):
-    py_hits = ["src/app.py:4:     needle = 1", "src/app.py:5:     return needle",
-               "src/pkg/test_mod.py:1: def test_needle():"]
+    py_hits = [
+        "src/app.py:4:     needle = 1",
+        "src/app.py:5:     return needle",
+        "src/pkg/test_mod.py:1: def test_needle():",
+    ]
     assert await grep(plain_project, "needle", include_pattern="*.py") == (py_hits, False)
     assert await grep(plain_project, "needle", include_pattern="src/**/*.py") == (py_hits, False)
     assert await grep(plain_project, "needle", include_pattern="src/pkg/*.py") == (py_hits[2:], False)
@@ -359,7 +436,8 @@ async def test_changed_files_of_a_clean_repo(repo):
     assert await changed_files(repo) == (
         "## Staged changes (`git diff --cached`)\n(no staged changes)\n"
         "## Unstaged changes (`git diff`)\n(no unstaged changes)\n"
-        "## Merge conflicts (`git diff --name-only --diff-filter=U`)\n(no files with merge conflicts)\n")
+        "## Merge conflicts (`git diff --name-only --diff-filter=U`)\n(no files with merge conflicts)\n"
+    )
 
 
 async def test_changed_files_staged_and_unstaged(repo):
@@ -398,7 +476,8 @@ async def test_changed_files_merge_conflicts(repo):
     merge = git(repo, "merge", "other", check=False)
     assert merge.returncode != 0
     assert await changed_files(repo, ["merge-conflicts"]) == (
-        "## Merge conflicts (`git diff --name-only --diff-filter=U`)\n```\nconflict.txt\n```\n")
+        "## Merge conflicts (`git diff --name-only --diff-filter=U`)\n```\nconflict.txt\n```\n"
+    )
     unstaged = section(await changed_files(repo), "Unstaged changes")
     assert "<<<<<<< HEAD" in unstaged and ">>>>>>> other" in unstaged
 
@@ -424,8 +503,7 @@ async def test_changed_files_are_capped(repo):
     total = len(git(repo, "diff", "--cached").stdout.splitlines())
     assert staged[12:] == [f"[... {total - 10} more lines not shown (max_lines=10) ...]"]
     unstaged_total = len(git(repo, "diff").stdout.splitlines())
-    assert section(text, "Unstaged changes") == (
-        f"[... {unstaged_total} more lines not shown (max_lines=10) ...]\n")
+    assert section(text, "Unstaged changes") == (f"[... {unstaged_total} more lines not shown (max_lines=10) ...]\n")
 
 
 async def test_changed_files_fence_longer_than_backticks_in_the_diff(repo):

@@ -85,8 +85,10 @@ def test_refuses_empty_and_non_string(proj: Project, raw: object) -> None:
     assert "relative to the project root" in refused(proj.ws, raw)
 
 
-@pytest.mark.parametrize("raw", ["src/a\0.py", "src/a\n.py", "src/\x1b[31ma.py", "src/a\u202e.py",
-                                 "src/a\u200b.py", "src/\ufeffa.py", "a\u2028b"])
+@pytest.mark.parametrize(
+    "raw",
+    ["src/a\0.py", "src/a\n.py", "src/\x1b[31ma.py", "src/a\u202e.py", "src/a\u200b.py", "src/\ufeffa.py", "a\u2028b"],
+)
 def test_refuses_control_and_invisible_characters(proj: Project, raw: str) -> None:
     message = refused(proj.ws, raw)
     assert "U+" in message and "visible" in message
@@ -115,8 +117,19 @@ def test_refuses_home_and_variables_without_expanding(proj: Project, raw: str) -
     assert f"'{raw}'" in message  # shown as sent, not expanded
 
 
-@pytest.mark.parametrize("raw", ["../x", "a/../../x", "./././../x", "src/../../outside/secret.txt",
-                                 "/etc/passwd", "//etc/passwd", "///etc/passwd", "/"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "../x",
+        "a/../../x",
+        "./././../x",
+        "src/../../outside/secret.txt",
+        "/etc/passwd",
+        "//etc/passwd",
+        "///etc/passwd",
+        "/",
+    ],
+)
 def test_refuses_paths_outside_the_root(proj: Project, raw: str) -> None:
     message = refused(proj.ws, raw)
     assert f"'{raw}' is outside the project root {proj.root}" in message
@@ -190,8 +203,12 @@ def test_accepts_absolute_path_inside_the_root(proj: Project) -> None:
 
 def test_missing_file_resolves_to_real_parent_and_name(proj: Project) -> None:
     target = proj.ws.resolve("new/dir/f.txt")
-    assert (target.relative, target.real, target.exists, target.protected) == \
-        ("new/dir/f.txt", proj.root / "new" / "dir" / "f.txt", False, None)
+    assert (target.relative, target.real, target.exists, target.protected) == (
+        "new/dir/f.txt",
+        proj.root / "new" / "dir" / "f.txt",
+        False,
+        None,
+    )
 
 
 def test_symlink_inside_resolves_to_its_target(proj: Project) -> None:
@@ -211,35 +228,50 @@ def test_directory_symlink_inside_is_followed(proj: Project) -> None:
 # -- resolve: protected paths ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("raw", "reason"), [
-    (".git/config", "inside .git"),
-    (".GIT/config", "inside .git"),
-    (".git", "inside .git"),
-    ("sub/.git", "inside .git"),
-    (".env", "an environment file (.env*)"),
-    (".env.local", "an environment file (.env*)"),
-    ("deploy/.ENV.Production", "an environment file (.env*)"),
-    ("innocent", "an environment file (.env*)"),  # a symlink to .env.local
-    ("certs/server.pem", "a private key"),
-    ("tls.KEY", "a private key"),
-    ("id_rsa", "a private key"),
-    ("id_rsa.pub", "a private key"),
-    ("keys/id_ed25519", "a private key"),
-    ("id_ecdsa", "a private key"),
-    (".netrc", "a credentials file (.netrc)"),
-    (".npmrc", "a credentials file (.npmrc)"),
-    (".pypirc", "a credentials file (.pypirc)"),
-    (".ssh/config", "inside .ssh"),
-    ("home/.SSH/authorized_keys", "inside .ssh"),
-    (".codecompanion/settings.json", "inside .codecompanion"),
-    ("hardlink.txt", "a file with other hard links"),
-])
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (".git/config", "inside .git"),
+        (".GIT/config", "inside .git"),
+        (".git", "inside .git"),
+        ("sub/.git", "inside .git"),
+        (".env", "an environment file (.env*)"),
+        (".env.local", "an environment file (.env*)"),
+        ("deploy/.ENV.Production", "an environment file (.env*)"),
+        ("innocent", "an environment file (.env*)"),  # a symlink to .env.local
+        ("certs/server.pem", "a private key"),
+        ("tls.KEY", "a private key"),
+        ("id_rsa", "a private key"),
+        ("id_rsa.pub", "a private key"),
+        ("keys/id_ed25519", "a private key"),
+        ("id_ecdsa", "a private key"),
+        (".netrc", "a credentials file (.netrc)"),
+        (".npmrc", "a credentials file (.npmrc)"),
+        (".pypirc", "a credentials file (.pypirc)"),
+        (".ssh/config", "inside .ssh"),
+        ("home/.SSH/authorized_keys", "inside .ssh"),
+        (".codecompanion/settings.json", "inside .codecompanion"),
+        ("hardlink.txt", "a file with other hard links"),
+    ],
+)
 def test_protected_paths_are_accepted_but_flagged(proj: Project, raw: str, reason: str) -> None:
     assert proj.ws.resolve(raw).protected == reason
 
 
-@pytest.mark.parametrize("raw", ["src/a.py", "environment.py", ".environment", ".envrc_not", "keys.txt",
-                                 "my.keys", "gitignore", ".github/workflows/ci.yml", "not_id_rsa"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "src/a.py",
+        "environment.py",
+        ".environment",
+        ".envrc_not",
+        "keys.txt",
+        "my.keys",
+        "gitignore",
+        ".github/workflows/ci.yml",
+        "not_id_rsa",
+    ],
+)
 def test_ordinary_paths_are_not_protected(proj: Project, raw: str) -> None:
     assert proj.ws.resolve(raw).protected is None
 
@@ -255,8 +287,13 @@ def test_hard_link_count_is_checked_on_the_real_file(proj: Project) -> None:
 def test_reads_text_and_hash(proj: Project) -> None:
     read = proj.ws.read_text(proj.ws.resolve("src/a.py"))
     data = b"print('hi')\n"
-    assert read == FileText("print('hi')\n", "\n", True, hashlib.sha256(data).hexdigest(),
-                            stat.S_IMODE(os.stat(proj.root / "src" / "a.py").st_mode))
+    assert read == FileText(
+        "print('hi')\n",
+        "\n",
+        True,
+        hashlib.sha256(data).hexdigest(),
+        stat.S_IMODE(os.stat(proj.root / "src" / "a.py").st_mode),
+    )
     assert sha256_of(data) == hashlib.sha256(data).hexdigest()
 
 
@@ -349,8 +386,9 @@ def test_read_write_round_trip_is_byte_identical(proj: Project, name: str) -> No
     before = (proj.root / name).read_bytes()
     target = proj.ws.resolve(name)
     read = proj.ws.read_text(target)
-    written = proj.ws.write_text(target, read.text, expected_sha256=read.sha256,
-                                 newline=read.newline, final_newline=read.final_newline)
+    written = proj.ws.write_text(
+        target, read.text, expected_sha256=read.sha256, newline=read.newline, final_newline=read.final_newline
+    )
     assert (proj.root / name).read_bytes() == before
     assert written.sha256 == read.sha256
 
@@ -358,18 +396,31 @@ def test_read_write_round_trip_is_byte_identical(proj: Project, name: str) -> No
 def test_edit_keeps_crlf_line_endings(proj: Project) -> None:
     target = proj.ws.resolve("crlf.txt")
     read = proj.ws.read_text(target)
-    written = proj.ws.write_text(target, read.text.replace("two", "2\nand a half"), expected_sha256=read.sha256,
-                                 newline=read.newline, final_newline=read.final_newline)
+    written = proj.ws.write_text(
+        target,
+        read.text.replace("two", "2\nand a half"),
+        expected_sha256=read.sha256,
+        newline=read.newline,
+        final_newline=read.final_newline,
+    )
     assert (proj.root / "crlf.txt").read_bytes() == b"one\r\n2\r\nand a half\r\nthree\r\n"
-    assert written == FileText("one\n2\nand a half\nthree\n", "\r\n", True,
-                               sha256_of(b"one\r\n2\r\nand a half\r\nthree\r\n"), written.mode)
+    assert written == FileText(
+        "one\n2\nand a half\nthree\n", "\r\n", True, sha256_of(b"one\r\n2\r\nand a half\r\nthree\r\n"), written.mode
+    )
 
 
-@pytest.mark.parametrize(("text", "final", "expected"), [
-    ("a\nb", True, b"a\nb\n"), ("a\nb\n", True, b"a\nb\n"),
-    ("a\nb\n", False, b"a\nb"), ("a\nb\n\n", False, b"a\nb\n"), ("a\nb", False, b"a\nb"),
-    ("a\nb\n\n", None, b"a\nb\n\n"), ("a\nb", None, b"a\nb"),
-])
+@pytest.mark.parametrize(
+    ("text", "final", "expected"),
+    [
+        ("a\nb", True, b"a\nb\n"),
+        ("a\nb\n", True, b"a\nb\n"),
+        ("a\nb\n", False, b"a\nb"),
+        ("a\nb\n\n", False, b"a\nb\n"),
+        ("a\nb", False, b"a\nb"),
+        ("a\nb\n\n", None, b"a\nb\n\n"),
+        ("a\nb", None, b"a\nb"),
+    ],
+)
 def test_final_newline(proj: Project, text: str, final: bool | None, expected: bytes) -> None:
     proj.ws.write_text(proj.ws.resolve("src/a.py"), text, final_newline=final)
     assert (proj.root / "src" / "a.py").read_bytes() == expected
@@ -455,7 +506,8 @@ def test_final_component_swapped_for_symlink_is_refused(proj: Project) -> None:
 
 
 def test_final_component_swapped_for_symlink_during_write_is_refused(
-        proj: Project, monkeypatch: pytest.MonkeyPatch) -> None:
+    proj: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = proj.ws.resolve("src/a.py")
     real_fsync = os.fsync
 

@@ -34,11 +34,19 @@ def main() -> None:
     log = os.environ.get("FAKE_CLI_LOG")
     if log:
         with open(log, "a") as handle:
-            handle.write(json.dumps({"pid": os.getpid(), "argv": args, "cwd": os.getcwd(), "env": dict(os.environ),
-                                     "prompt": prompt}) + "\n")
+            handle.write(
+                json.dumps(
+                    {"pid": os.getpid(), "argv": args, "cwd": os.getcwd(), "env": dict(os.environ), "prompt": prompt}
+                )
+                + "\n"
+            )
     send({"type": "thread.started", "thread_id": thread})
-    send({"type": "item.completed", "item": {"id": "item_0", "type": "error",
-                                             "message": "Model metadata for `fake-model` not found."}})
+    send(
+        {
+            "type": "item.completed",
+            "item": {"id": "item_0", "type": "error", "message": "Model metadata for `fake-model` not found."},
+        }
+    )
     send({"type": "turn.started"})
     word = prompt.strip().split(" ", 1)[0]
     if word == "fail":
@@ -53,30 +61,97 @@ def main() -> None:
         return
     if word == "slow":
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", "fake_cli_codex-child"])
-        send({"type": "item.started", "item": {"id": "item_1", "type": "command_execution",
-                                               "command": "/bin/bash -lc 'sleep 600'", "aggregated_output": "",
-                                               "exit_code": None, "status": "in_progress"}})
+        send(
+            {
+                "type": "item.started",
+                "item": {
+                    "id": "item_1",
+                    "type": "command_execution",
+                    "command": "/bin/bash -lc 'sleep 600'",
+                    "aggregated_output": "",
+                    "exit_code": None,
+                    "status": "in_progress",
+                },
+            }
+        )
         time.sleep(600)
         return
     send({"type": "item.completed", "item": {"id": "item_r", "type": "reasoning", "text": "**Planning** the work"}})
-    send({"type": "item.started", "item": {"id": "item_t", "type": "todo_list", "items": [
-        {"text": "Create the file", "completed": False}, {"text": "Report", "completed": False}]}})
-    send({"type": "item.started", "item": {"id": "item_1", "type": "command_execution",
-                                           "command": "/bin/bash -lc 'touch created_by_tool.txt'",
-                                           "aggregated_output": "", "exit_code": None, "status": "in_progress"}})
-    send({"type": "item.completed", "item": {"id": "item_1", "type": "command_execution",
-                                             "command": "/bin/bash -lc 'touch created_by_tool.txt'",
-                                             "aggregated_output": "done\n", "exit_code": 0, "status": "completed"}})
-    send({"type": "item.completed", "item": {"id": "item_2", "type": "file_change", "status": "completed",
-                                             "changes": [{"path": os.path.join(os.getcwd(), "notes.txt"),
-                                                          "kind": "add"}]}})
-    send({"type": "item.completed", "item": {"id": "item_t", "type": "todo_list", "items": [
-        {"text": "Create the file", "completed": True}, {"text": "Report", "completed": True}]}})
-    send({"type": "item.completed", "item": {"id": "item_3", "type": "agent_message",
-                                             "text": f"Hello from the fake Codex (thread {thread})."}})
-    send({"type": "turn.completed", "usage": {"input_tokens": 20, "cached_input_tokens": 4,
-                                              "cache_write_input_tokens": 0, "output_tokens": 10,
-                                              "reasoning_output_tokens": 3}})
+    send(
+        {
+            "type": "item.started",
+            "item": {
+                "id": "item_t",
+                "type": "todo_list",
+                "items": [{"text": "Create the file", "completed": False}, {"text": "Report", "completed": False}],
+            },
+        }
+    )
+    send(
+        {
+            "type": "item.started",
+            "item": {
+                "id": "item_1",
+                "type": "command_execution",
+                "command": "/bin/bash -lc 'touch created_by_tool.txt'",
+                "aggregated_output": "",
+                "exit_code": None,
+                "status": "in_progress",
+            },
+        }
+    )
+    send(
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_1",
+                "type": "command_execution",
+                "command": "/bin/bash -lc 'touch created_by_tool.txt'",
+                "aggregated_output": "done\n",
+                "exit_code": 0,
+                "status": "completed",
+            },
+        }
+    )
+    send(
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_2",
+                "type": "file_change",
+                "status": "completed",
+                "changes": [{"path": os.path.join(os.getcwd(), "notes.txt"), "kind": "add"}],
+            },
+        }
+    )
+    send(
+        {
+            "type": "item.completed",
+            "item": {
+                "id": "item_t",
+                "type": "todo_list",
+                "items": [{"text": "Create the file", "completed": True}, {"text": "Report", "completed": True}],
+            },
+        }
+    )
+    send(
+        {
+            "type": "item.completed",
+            "item": {"id": "item_3", "type": "agent_message", "text": f"Hello from the fake Codex (thread {thread})."},
+        }
+    )
+    send(
+        {
+            "type": "turn.completed",
+            "usage": {
+                "input_tokens": 20,
+                "cached_input_tokens": 4,
+                "cache_write_input_tokens": 0,
+                "output_tokens": 10,
+                "reasoning_output_tokens": 3,
+            },
+        }
+    )
 
 
 if __name__ == "__main__":

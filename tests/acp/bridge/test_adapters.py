@@ -57,8 +57,12 @@ def written(result: Any) -> dict:
     return json.loads(to_bytes(result.data))
 
 
-PROMPT = {"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
-          "params": {"sessionId": "S", "prompt": [{"type": "text", "text": "Say hello"}]}}
+PROMPT = {
+    "jsonrpc": "2.0",
+    "id": 7,
+    "method": "session/prompt",
+    "params": {"sessionId": "S", "prompt": [{"type": "text", "text": "Say hello"}]},
+}
 
 
 # --- Claude Code stream-json --------------------------------------------------------------
@@ -88,10 +92,21 @@ def test_claude_command_line():
 
 def test_claude_prompt_is_one_user_line():
     adapter, state = claude()
-    result = adapter.translate_outbound({**PROMPT, "params": {"sessionId": "S", "prompt": [
-        {"type": "text", "text": "Look at"}, {"type": "resource_link", "uri": "file:///a.py", "name": "a.py"},
-        {"type": "resource", "resource": {"uri": "file:///b.py", "text": "print(1)"}},
-        {"type": "image", "data": "iVBOR", "mimeType": "image/png"}]}}, state)
+    result = adapter.translate_outbound(
+        {
+            **PROMPT,
+            "params": {
+                "sessionId": "S",
+                "prompt": [
+                    {"type": "text", "text": "Look at"},
+                    {"type": "resource_link", "uri": "file:///a.py", "name": "a.py"},
+                    {"type": "resource", "resource": {"uri": "file:///b.py", "text": "print(1)"}},
+                    {"type": "image", "data": "iVBOR", "mimeType": "image/png"},
+                ],
+            },
+        },
+        state,
+    )
     assert isinstance(result, Write) and to_bytes(result.data).endswith(b"\n")
     line = written(result)
     assert line["type"] == "user" and line["message"]["role"] == "user"
@@ -114,8 +129,13 @@ def test_claude_streamed_deltas_are_not_emitted_twice():
     assert all(m["params"]["sessionId"] == "S" for m in emitted if "params" in m)
     answer = emitted[-1]
     assert answer["id"] == 7 and answer["result"]["stopReason"] == "end_turn"
-    assert answer["result"]["usage"] == {"inputTokens": 12, "outputTokens": 5, "cachedReadTokens": 0,
-                                         "cachedWriteTokens": 0, "totalTokens": 17}
+    assert answer["result"]["usage"] == {
+        "inputTokens": 12,
+        "outputTokens": 5,
+        "cachedReadTokens": 0,
+        "cachedWriteTokens": 0,
+        "totalTokens": 17,
+    }
     assert state.prompt_id is None and state.cli_session_id == "682c3f2e-5d1b-4c2e-9a77-0d1f0e8b7a10"
 
 
@@ -140,8 +160,10 @@ def test_claude_tool_call_permission_and_result():
     assert ask["params"]["toolCall"]["toolCallId"] == "toolu_1" and ask["params"]["sessionId"] == "S"
     assert [o["kind"] for o in ask["params"]["options"]] == ["allow_once", "allow_always", "reject_once"]
 
-    chosen = adapter.translate_outbound({"jsonrpc": "2.0", "id": ask["id"], "result": {
-        "outcome": {"outcome": "selected", "optionId": "allow_always"}}}, state)
+    chosen = adapter.translate_outbound(
+        {"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_always"}}},
+        state,
+    )
     assert isinstance(chosen, Write)
     reply = written(chosen)
     assert reply["type"] == "control_response"
@@ -158,8 +180,13 @@ def test_claude_tool_call_permission_and_result():
     assert done["toolCallId"] == "toolu_1" and done["status"] == "completed"
     assert done["content"][0]["content"]["text"] == "(Bash completed with no output)"
     assert text(emitted) == "Hello from the fake LLM! "
-    assert emitted[-1]["result"]["usage"] == {"inputTokens": 60, "outputTokens": 14, "cachedReadTokens": 30,
-                                              "cachedWriteTokens": 10, "totalTokens": 114}
+    assert emitted[-1]["result"]["usage"] == {
+        "inputTokens": 60,
+        "outputTokens": 14,
+        "cachedReadTokens": 30,
+        "cachedWriteTokens": 10,
+        "totalTokens": 114,
+    }
 
 
 def test_claude_rejected_or_cancelled_permission_is_a_deny():
@@ -167,13 +194,17 @@ def test_claude_rejected_or_cancelled_permission_is_a_deny():
     state = prompted(adapter, state)
     emitted, _, state = feed(adapter, state, lines("claude_tool.jsonl")[:3])
     ask_id = emitted[-1]["id"]
-    rejected = adapter.translate_outbound({"id": ask_id, "result": {"outcome": {"outcome": "selected",
-                                                                               "optionId": "reject"}}}, state)
+    rejected = adapter.translate_outbound(
+        {"id": ask_id, "result": {"outcome": {"outcome": "selected", "optionId": "reject"}}}, state
+    )
     assert written(rejected)["response"]["response"]["behavior"] == "deny"
     assert "interrupt" not in written(rejected)["response"]["response"]
     cancelled = adapter.translate_outbound({"id": ask_id, "result": {"outcome": {"outcome": "cancelled"}}}, state)
     assert written(cancelled)["response"]["response"] == {
-        "behavior": "deny", "message": "The user cancelled the turn.", "interrupt": True}
+        "behavior": "deny",
+        "message": "The user cancelled the turn.",
+        "interrupt": True,
+    }
     errored = adapter.translate_outbound({"id": ask_id, "error": {"code": -32603, "message": "gone"}}, state)
     assert written(errored)["response"]["response"]["behavior"] == "deny"
 
@@ -181,9 +212,22 @@ def test_claude_rejected_or_cancelled_permission_is_a_deny():
 def test_claude_edit_tool_carries_a_diff_and_its_location():
     adapter, state = claude()
     state = prompted(adapter, state)
-    line = json.dumps({"type": "assistant", "message": {"id": "m", "content": [{
-        "type": "tool_use", "id": "toolu_e", "name": "Edit",
-        "input": {"file_path": "/p/a.py", "old_string": "x = 1", "new_string": "x = 2"}}]}})
+    line = json.dumps(
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_e",
+                        "name": "Edit",
+                        "input": {"file_path": "/p/a.py", "old_string": "x = 1", "new_string": "x = 2"},
+                    }
+                ],
+            },
+        }
+    )
     call = updates(feed(adapter, state, [line])[0], "tool_call")[0]
     assert call["kind"] == "edit" and call["locations"] == [{"path": "/p/a.py"}]
     assert call["content"] == [{"type": "diff", "path": "/p/a.py", "oldText": "x = 1", "newText": "x = 2"}]
@@ -192,15 +236,43 @@ def test_claude_edit_tool_carries_a_diff_and_its_location():
 def test_claude_todo_write_is_a_plan_and_subagent_text_stays_out():
     adapter, state = claude()
     state = prompted(adapter, state)
-    todo = json.dumps({"type": "assistant", "message": {"id": "m1", "content": [{
-        "type": "tool_use", "id": "toolu_t", "name": "TodoWrite", "input": {"todos": [
-            {"content": "Read", "status": "completed", "activeForm": "Reading"},
-            {"content": "Fix", "status": "in_progress", "activeForm": "Fixing"}]}}]}})
-    result = json.dumps({"type": "user", "message": {"content": [
-        {"type": "tool_result", "tool_use_id": "toolu_t", "content": "ok"}]}})
-    nested = json.dumps({"type": "assistant", "parent_tool_use_id": "toolu_task", "message": {"id": "m2", "content": [
-        {"type": "text", "text": "subagent talk"}, {"type": "tool_use", "id": "toolu_n", "name": "Read",
-                                                    "input": {"file_path": "/p/b.py"}}]}})
+    todo = json.dumps(
+        {
+            "type": "assistant",
+            "message": {
+                "id": "m1",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_t",
+                        "name": "TodoWrite",
+                        "input": {
+                            "todos": [
+                                {"content": "Read", "status": "completed", "activeForm": "Reading"},
+                                {"content": "Fix", "status": "in_progress", "activeForm": "Fixing"},
+                            ]
+                        },
+                    }
+                ],
+            },
+        }
+    )
+    result = json.dumps(
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_t", "content": "ok"}]}}
+    )
+    nested = json.dumps(
+        {
+            "type": "assistant",
+            "parent_tool_use_id": "toolu_task",
+            "message": {
+                "id": "m2",
+                "content": [
+                    {"type": "text", "text": "subagent talk"},
+                    {"type": "tool_use", "id": "toolu_n", "name": "Read", "input": {"file_path": "/p/b.py"}},
+                ],
+            },
+        }
+    )
     emitted, _, _ = feed(adapter, state, [todo, result, nested])
     plan = updates(emitted, "plan")[0]["entries"]
     assert [(e["content"], e["status"]) for e in plan] == [("Read", "completed"), ("Fix", "in_progress")]
@@ -211,16 +283,22 @@ def test_claude_todo_write_is_a_plan_and_subagent_text_stays_out():
 
 def test_claude_cancel_interrupts_and_the_turn_ends_cancelled():
     adapter, state = claude()
-    assert isinstance(adapter.translate_outbound({"method": "session/cancel", "params": {"sessionId": "S"}}, state),
-                      Skip)  # nothing running
+    assert isinstance(
+        adapter.translate_outbound({"method": "session/cancel", "params": {"sessionId": "S"}}, state), Skip
+    )  # nothing running
     state = prompted(adapter, state)
-    cancel = adapter.translate_outbound({"jsonrpc": "2.0", "method": "session/cancel",
-                                         "params": {"sessionId": "S"}}, state)
+    cancel = adapter.translate_outbound(
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "S"}}, state
+    )
     assert isinstance(cancel, Write)
     interrupt = written(cancel)
     assert interrupt["type"] == "control_request" and interrupt["request"] == {"subtype": "interrupt"}
-    late = json.dumps({"type": "stream_event", "event": {"type": "content_block_delta", "index": 0,
-                                                         "delta": {"type": "text_delta", "text": "late"}}})
+    late = json.dumps(
+        {
+            "type": "stream_event",
+            "event": {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}},
+        }
+    )
     ended = json.dumps({"type": "result", "subtype": "error_during_execution", "is_error": True, "session_id": "x"})
     emitted, _, state = feed(adapter, cancel.state, [late, ended])
     assert text(emitted) == ""
@@ -231,8 +309,9 @@ def test_claude_cancel_interrupts_and_the_turn_ends_cancelled():
 def test_claude_error_results_become_json_rpc_errors():
     adapter, state = claude()
     state = prompted(adapter, state)
-    failed = json.dumps({"type": "result", "subtype": "success", "is_error": True,
-                         "result": "Invalid API key · Please run /login"})
+    failed = json.dumps(
+        {"type": "result", "subtype": "success", "is_error": True, "result": "Invalid API key · Please run /login"}
+    )
     emitted, _, state = feed(adapter, state, [failed])
     assert emitted[0]["id"] == 7 and "Invalid API key" in emitted[0]["error"]["message"]
     state = prompted(adapter, state)
@@ -243,13 +322,30 @@ def test_claude_error_results_become_json_rpc_errors():
 def test_claude_junk_is_skipped_and_unknown_control_requests_are_refused():
     adapter, state = claude()
     state = prompted(adapter, state)
-    emitted, back, _ = feed(adapter, state, ["not json", "[1,2]", '{"type":"keep_alive"}', "", '{"type":"mystery"}',
-                                             '{"type":"stream_event","event":"odd"}',
-                                             '{"type":"control_request","request_id":"h1",'
-                                             '"request":{"subtype":"hook_callback"}}'])
+    emitted, back, _ = feed(
+        adapter,
+        state,
+        [
+            "not json",
+            "[1,2]",
+            '{"type":"keep_alive"}',
+            "",
+            '{"type":"mystery"}',
+            '{"type":"stream_event","event":"odd"}',
+            '{"type":"control_request","request_id":"h1","request":{"subtype":"hook_callback"}}',
+        ],
+    )
     assert emitted == []
-    assert back == [{"type": "control_response", "response": {
-        "subtype": "error", "request_id": "h1", "error": "unsupported control request 'hook_callback'"}}]
+    assert back == [
+        {
+            "type": "control_response",
+            "response": {
+                "subtype": "error",
+                "request_id": "h1",
+                "error": "unsupported control request 'hook_callback'",
+            },
+        }
+    ]
 
 
 def test_claude_line_whose_type_is_not_a_string_is_skipped():
@@ -262,17 +358,20 @@ def test_claude_line_whose_type_is_not_a_string_is_skipped():
 
 def test_claude_mode_before_and_after_the_process_starts():
     adapter, state = claude()
-    early = adapter.translate_outbound({"id": 1, "method": "session/set_mode",
-                                        "params": {"sessionId": "S", "modeId": "plan"}}, state)
+    early = adapter.translate_outbound(
+        {"id": 1, "method": "session/set_mode", "params": {"sessionId": "S", "modeId": "plan"}}, state
+    )
     assert isinstance(early, Reply) and early.result == {}
     connected = adapter.post_connect(early.state)
     assert isinstance(connected, Write)
     assert written(connected)["request"] == {"subtype": "set_permission_mode", "mode": "plan"}
-    late = adapter.translate_outbound({"id": 2, "method": "session/set_mode",
-                                       "params": {"sessionId": "S", "modeId": "acceptEdits"}}, connected.state)
+    late = adapter.translate_outbound(
+        {"id": 2, "method": "session/set_mode", "params": {"sessionId": "S", "modeId": "acceptEdits"}}, connected.state
+    )
     assert isinstance(late, ReplyAndWrite) and written(late)["request"]["mode"] == "acceptEdits"
-    assert isinstance(adapter.translate_outbound({"id": 3, "method": "session/set_mode",
-                                                  "params": {"modeId": "yolo"}}, state), Error)
+    assert isinstance(
+        adapter.translate_outbound({"id": 3, "method": "session/set_mode", "params": {"modeId": "yolo"}}, state), Error
+    )
     assert isinstance(adapter.post_connect(state), Skip)
 
 
@@ -293,10 +392,18 @@ def codex(**opts: Any) -> tuple[CodexExecAdapter, Any, str]:
     return adapter, made.state, made.result["sessionId"]
 
 
-def codex_prompt(adapter: CodexExecAdapter, state: Any, session: str, words: str = "Say hello",
-                 request_id: int = 7) -> OneShot:
-    result = adapter.translate_outbound({"jsonrpc": "2.0", "id": request_id, "method": "session/prompt", "params": {
-        "sessionId": session, "prompt": [{"type": "text", "text": words}]}}, state)
+def codex_prompt(
+    adapter: CodexExecAdapter, state: Any, session: str, words: str = "Say hello", request_id: int = 7
+) -> OneShot:
+    result = adapter.translate_outbound(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": words}]},
+        },
+        state,
+    )
     assert isinstance(result, OneShot)
     return result
 
@@ -320,20 +427,37 @@ def test_codex_turn_maps_every_item():
     assert thoughts[0].startswith("Warning: Model metadata") and thoughts[1] == "**Creating the file** with touch"
     calls = updates(emitted, "tool_call")
     assert [(c["toolCallId"], c["kind"], c["status"]) for c in calls] == [
-        ("item_1", "execute", "in_progress"), ("item_5", "edit", "completed"), ("item_6", "execute", "in_progress")]
+        ("item_1", "execute", "in_progress"),
+        ("item_5", "edit", "completed"),
+        ("item_6", "execute", "in_progress"),
+    ]
     assert calls[0]["title"] == "`touch created_by_tool.txt`"
     assert calls[1]["locations"] == [{"path": "/scratch/work/notes.txt"}, {"path": "/scratch/work/new.txt"}]
     assert "update /scratch/work/notes.txt" in calls[1]["content"][0]["content"]["text"]
     done = updates(emitted, "tool_call_update")
     assert [(u["toolCallId"], u["status"]) for u in done] == [("item_1", "completed"), ("item_6", "failed")]
-    assert done[1]["rawOutput"] == {"exit_code": 1, "output": "oops\n"} and "oops" in done[1]["content"][0][
-        "content"]["text"]
+    assert (
+        done[1]["rawOutput"] == {"exit_code": 1, "output": "oops\n"}
+        and "oops" in done[1]["content"][0]["content"]["text"]
+    )
     plan = updates(emitted, "plan")[0]["entries"]
     assert [(e["content"], e["status"]) for e in plan] == [("Create the file", "completed"), ("Say hello", "pending")]
     assert text(emitted) == "Hello from the fake LLM!"
-    assert emitted[-1] == {"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn", "usage": {
-        "inputTokens": 20, "outputTokens": 10, "cachedReadTokens": 0, "cachedWriteTokens": 0, "thoughtTokens": 0,
-        "totalTokens": 30}}}
+    assert emitted[-1] == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {
+            "stopReason": "end_turn",
+            "usage": {
+                "inputTokens": 20,
+                "outputTokens": 10,
+                "cachedReadTokens": 0,
+                "cachedWriteTokens": 0,
+                "thoughtTokens": 0,
+                "totalTokens": 30,
+            },
+        },
+    }
     assert all(m["params"]["sessionId"] == session for m in emitted if "params" in m)
     assert state.prompt_id is None
 
@@ -344,12 +468,18 @@ def test_codex_turn_maps_every_item():
 def test_codex_failures_are_json_rpc_errors():
     adapter, state, session = codex()
     state = codex_prompt(adapter, state, session).state
-    emitted, _, state = feed(adapter, state, [
-        '{"type":"thread.started","thread_id":"t1"}',
-        '{"type":"error","message":"stream disconnected before completion"}',
-        '{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}'])
-    assert emitted == [{"jsonrpc": "2.0", "id": 7, "error": {"code": -32603,
-                                                              "message": "Codex: unexpected status 401 Unauthorized"}}]
+    emitted, _, state = feed(
+        adapter,
+        state,
+        [
+            '{"type":"thread.started","thread_id":"t1"}',
+            '{"type":"error","message":"stream disconnected before completion"}',
+            '{"type":"turn.failed","error":{"message":"unexpected status 401 Unauthorized"}}',
+        ],
+    )
+    assert emitted == [
+        {"jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": "Codex: unexpected status 401 Unauthorized"}}
+    ]
     assert state.prompt_id is None
     state = codex_prompt(adapter, state, session, request_id=8).state
     emitted, _, state = feed(adapter, state, ['{"type":"error","message":"quota exceeded"}'])
@@ -358,19 +488,36 @@ def test_codex_failures_are_json_rpc_errors():
 
 def test_codex_sessions_modes_and_bad_requests():
     adapter, state, session = codex()
-    moded = adapter.translate_outbound({"id": 2, "method": "session/set_mode",
-                                        "params": {"sessionId": session, "modeId": "read-only"}}, state)
+    moded = adapter.translate_outbound(
+        {"id": 2, "method": "session/set_mode", "params": {"sessionId": session, "modeId": "read-only"}}, state
+    )
     assert isinstance(moded, Reply)
     argv, _ = adapter.argv(moded.state, moded.state.sessions[session], "hi")
     assert argv[argv.index("--sandbox") + 1] == "read-only"
-    assert isinstance(adapter.translate_outbound({"id": 3, "method": "session/set_mode", "params": {
-        "sessionId": session, "modeId": "chaos"}}, state), Error)
-    unknown = adapter.translate_outbound({"id": 4, "method": "session/prompt", "params": {
-        "sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]}}, state)
+    assert isinstance(
+        adapter.translate_outbound(
+            {"id": 3, "method": "session/set_mode", "params": {"sessionId": session, "modeId": "chaos"}}, state
+        ),
+        Error,
+    )
+    unknown = adapter.translate_outbound(
+        {
+            "id": 4,
+            "method": "session/prompt",
+            "params": {"sessionId": "nope", "prompt": [{"type": "text", "text": "hi"}]},
+        },
+        state,
+    )
     assert isinstance(unknown, Error) and "unknown session" in unknown.reason
     running = codex_prompt(adapter, state, session).state
-    busy = adapter.translate_outbound({"id": 5, "method": "session/prompt", "params": {
-        "sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}}, running)
+    busy = adapter.translate_outbound(
+        {
+            "id": 5,
+            "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]},
+        },
+        running,
+    )
     assert isinstance(busy, Error) and "already running" in busy.reason
     assert isinstance(adapter.translate_outbound({"id": 6, "method": "session/load", "params": {}}, state), Error)
     assert feed(adapter, running, ["garbage", "{}", '{"type":"item.completed","item":{"type":"mystery"}}'])[0] == []
@@ -380,8 +527,9 @@ def test_codex_set_mode_with_a_malformed_session_id_is_invalid_params():
     # an unhashable sessionId used to raise TypeError in the `in` test (an internal error)
     adapter, state, _ = codex()
     for bad in ([], {"id": 1}, None, 3):
-        refused = adapter.translate_outbound({"id": 2, "method": "session/set_mode",
-                                              "params": {"sessionId": bad, "modeId": "read-only"}}, state)
+        refused = adapter.translate_outbound(
+            {"id": 2, "method": "session/set_mode", "params": {"sessionId": bad, "modeId": "read-only"}}, state
+        )
         assert isinstance(refused, Error) and refused.code == INVALID_PARAMS and "unknown session" in refused.reason
 
 
@@ -399,9 +547,14 @@ def test_codex_cancel_marks_the_turn_and_drops_late_items():
     state = state.__class__(**{**state.__dict__, "running": run})
     cancelled = adapter.translate_outbound({"method": "session/cancel", "params": {"sessionId": session}}, state)
     assert isinstance(cancelled, Skip) and run.cancelled and cancelled.state.cancelling
-    emitted, _, _ = feed(adapter, cancelled.state, [
-        '{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"late"}}',
-        '{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}'])
+    emitted, _, _ = feed(
+        adapter,
+        cancelled.state,
+        [
+            '{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"late"}}',
+            '{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}',
+        ],
+    )
     assert emitted == [{"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "cancelled"}}]
 
 

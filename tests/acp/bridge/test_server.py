@@ -64,6 +64,7 @@ class Wire:
                         return message
                 self._arrived.clear()
                 await self._arrived.wait()
+
         return await asyncio.wait_for(scan(), timeout)
 
     async def call(self, request_id: Any, method: str, params: Any = None) -> dict[str, Any]:
@@ -204,15 +205,25 @@ class Asker(BridgeAdapter):
     def translate_outbound(self, message: dict[str, Any], state: Any) -> Any:
         if message.get("method") == "session/prompt":
             question = f"q-{message['id']}"
-            ask = request(question, "session/request_permission", {"sessionId": "s", "toolCall": {
-                "toolCallId": "t"}, "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}]})
-            return Messages([text_chunk("s", "asking"), ask],
-                            {**state, "prompts": {**state["prompts"], question: message["id"]}})
+            ask = request(
+                question,
+                "session/request_permission",
+                {
+                    "sessionId": "s",
+                    "toolCall": {"toolCallId": "t"},
+                    "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
+                },
+            )
+            return Messages(
+                [text_chunk("s", "asking"), ask], {**state, "prompts": {**state["prompts"], question: message["id"]}}
+            )
         if "method" not in message:  # the client's answer
             prompt_id = state["prompts"].get(message["id"])
             outcome = message.get("result", {}).get("outcome") if "result" in message else message.get("error")
-            return Messages([response(prompt_id, {"stopReason": "end_turn", "_meta": {"outcome": outcome}})],
-                            {**state, "answers": [*state["answers"], message]})
+            return Messages(
+                [response(prompt_id, {"stopReason": "end_turn", "_meta": {"outcome": outcome}})],
+                {**state, "answers": [*state["answers"], message]},
+            )
         return Skip(state)
 
     def translate_inbound(self, line: str, state: Any) -> Any:
@@ -225,12 +236,16 @@ async def test_requests_the_adapter_sends_reach_the_client_and_their_answers_com
     question = await wire.wait_for(lambda m: m.get("method") == "session/request_permission")
     assert question["id"] != "q-1"  # the bridge's connection numbers its own requests
     assert wire.received.index(question) > wire.received.index(
-        next(m for m in wire.received if m.get("method") == "session/update"))
-    wire.send({"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {"outcome": "selected",
-                                                                             "optionId": "ok"}}})
+        next(m for m in wire.received if m.get("method") == "session/update")
+    )
+    wire.send(
+        {"jsonrpc": "2.0", "id": question["id"], "result": {"outcome": {"outcome": "selected", "optionId": "ok"}}}
+    )
     answer = await wire.wait_for(lambda m: m.get("id") == "p1")
-    assert answer["result"] == {"stopReason": "end_turn", "_meta": {"outcome": {"outcome": "selected",
-                                                                                "optionId": "ok"}}}
+    assert answer["result"] == {
+        "stopReason": "end_turn",
+        "_meta": {"outcome": {"outcome": "selected", "optionId": "ok"}},
+    }
     assert bridge.state["answers"][0]["id"] == "q-1"  # mapped back to the adapter's own id
 
     wire.send({"jsonrpc": "2.0", "id": "p2", "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}})
@@ -249,9 +264,18 @@ async def test_a_missing_native_command_is_an_error_with_the_install_hint(serve,
 
 
 def test_child_environment_drops_session_secrets_before_the_adapter_env():
-    base = {"PATH": "/usr/bin", "HOME": "/h", "CLAUDECODE": "1", "CLAUDE_CODE_SESSION_ACCESS_TOKEN": "sekrit",
-            "CLAUDE_CODE_SSE_PORT": "4242", "CODEX_SANDBOX": "seatbelt", "CODEX_THREAD_ID": "t",
-            "ANTHROPIC_API_KEY": "sk-ant-user", "OPENAI_API_KEY": "sk-user", "CODEX_HOME": "/h/.codex"}
+    base = {
+        "PATH": "/usr/bin",
+        "HOME": "/h",
+        "CLAUDECODE": "1",
+        "CLAUDE_CODE_SESSION_ACCESS_TOKEN": "sekrit",
+        "CLAUDE_CODE_SSE_PORT": "4242",
+        "CODEX_SANDBOX": "seatbelt",
+        "CODEX_THREAD_ID": "t",
+        "ANTHROPIC_API_KEY": "sk-ant-user",
+        "OPENAI_API_KEY": "sk-user",
+        "CODEX_HOME": "/h/.codex",
+    }
 
     class WithEnv(Bare):
         def env(self, opts: Any) -> dict[str, Any]:
@@ -268,9 +292,17 @@ def test_child_environment_drops_session_secrets_before_the_adapter_env():
 
 
 def test_prompt_text_and_adapter_loading():
-    assert prompt_text([{"type": "text", "text": "Fix"}, {"type": "resource_link", "uri": "file:///a"},
-                        {"type": "resource", "resource": {"uri": "file:///b", "text": "B"}}, "junk"]) == \
-        'Fix\n@file:///a\n<context ref="file:///b">\nB\n</context>'
+    assert (
+        prompt_text(
+            [
+                {"type": "text", "text": "Fix"},
+                {"type": "resource_link", "uri": "file:///a"},
+                {"type": "resource", "resource": {"uri": "file:///b", "text": "B"}},
+                "junk",
+            ]
+        )
+        == 'Fix\n@file:///a\n<context ref="file:///b">\nB\n</context>'
+    )
     assert load_adapter("claude").name == "claude-stream-json" and load_adapter("codex").name == "codex-exec"
     assert load_adapter("tests.acp.bridge.user_adapters:EchoAdapter").name == "echo"
     for bad in ("gemini", "tests.acp.bridge.user_adapters:ECHO_CHILD", "no.such.module:X"):

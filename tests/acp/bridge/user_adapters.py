@@ -64,8 +64,15 @@ class EchoAdapter(BridgeAdapter):
         return {"sessionCapabilities": {"resume": {}}}
 
     def config_options(self) -> list[dict[str, Any]]:
-        return [{"id": "shout", "name": "Shout", "type": "select", "currentValue": "yes",
-                 "options": [{"value": "yes", "name": "Yes"}]}]
+        return [
+            {
+                "id": "shout",
+                "name": "Shout",
+                "type": "select",
+                "currentValue": "yes",
+                "options": [{"value": "yes", "name": "Yes"}],
+            }
+        ]
 
     def env(self, opts: Any) -> dict[str, str]:
         return {"CLAUDECODE": "set-by-adapter-env", "ECHO_MARK": "from-env"}
@@ -79,8 +86,7 @@ class EchoAdapter(BridgeAdapter):
             return Skip(state)  # the bridge makes up a session id
         if method == "session/prompt":
             text = prompt_text(message["params"]["prompt"])
-            return Write(text + "\n", replace(state, prompt_id=message["id"],
-                                              session=message["params"]["sessionId"]))
+            return Write(text + "\n", replace(state, prompt_id=message["id"], session=message["params"]["sessionId"]))
         if "id" in message and method:
             return Error(f"no {method}", state)
         return Skip(state)
@@ -88,8 +94,10 @@ class EchoAdapter(BridgeAdapter):
     def translate_inbound(self, line: str, state: EchoState) -> Any:
         if state.prompt_id is None:
             return Skip(state)
-        return Messages([text_chunk(state.session, line), response(state.prompt_id, {"stopReason": "end_turn"})],
-                        replace(state, prompt_id=None))
+        return Messages(
+            [text_chunk(state.session, line), response(state.prompt_id, {"stopReason": "end_turn"})],
+            replace(state, prompt_id=None),
+        )
 
 
 class ManagedEcho(BridgeAdapter):
@@ -128,8 +136,10 @@ class ManagedEcho(BridgeAdapter):
         prompts = dict(state["prompts"])
         prompt_id = prompts.pop(session, None)
         if isinstance(message, ProcessOutput) and prompt_id is not None:
-            return Messages([text_chunk(session, message.line), response(prompt_id, {"stopReason": "end_turn"})],
-                            {**state, "prompts": prompts})
+            return Messages(
+                [text_chunk(session, message.line), response(prompt_id, {"stopReason": "end_turn"})],
+                {**state, "prompts": prompts},
+            )
         if isinstance(message, ProcessExited):
             processes = {k: v for k, v in state["processes"].items() if k != session}
             answers = [error_response(prompt_id, message.description)] if prompt_id is not None else []
