@@ -67,6 +67,7 @@ class ChatSession:
         if system_prompt:
             self.history.append(Message.of("system", system_prompt))
         self.task: asyncio.Task[None] | None = None
+        self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
         self.tool_settings = tools or ToolSettings()
         self.editor = editor
         self.workspace = workspace or Workspace(".")
@@ -140,6 +141,7 @@ class ChatSession:
         self.enable(tools)
         self.history.append(Message.of("user", text))
         self.task = asyncio.get_running_loop().create_task(self._turn())
+        self.task.add_done_callback(self._end_unstarted)
         return self.task
 
     def stop(self) -> bool:
@@ -152,7 +154,14 @@ class ChatSession:
     async def close(self) -> None:
         self.stop()
 
+    def _end_unstarted(self, task: asyncio.Task[None]) -> None:
+        """A turn stopped before its first step never runs (nor its `finally`): end it here,
+        or the chat would wait for a `Done` forever."""
+        if self._begun is not task:
+            self.view.push(ops.Done(status="stopped"))
+
     async def _turn(self) -> None:
+        self._begun = asyncio.current_task()
         push = self.view.push
         push(ops.Begin(adapter=self.adapter_info()))
         status: Status = "success"
