@@ -4,9 +4,10 @@ One `Connection` serves either side: the chat talking to an agent, or the bridge
 to a client. Requests from the peer run as their own tasks, so a slow one (an approval
 the user is thinking about) never stops the reading. Real agents are loose, so this is
 lenient where it costs nothing: ids may be `0` or strings (answered with the id exactly
-as sent), unknown fields are kept, and a line that is not a JSON-RPC object is logged
-and skipped. Notifications are handled in order, inline, so a reply never overtakes the
-updates sent before it. When the peer goes away every outstanding request fails with the reason.
+as sent), unknown fields are kept, bytes that are not UTF-8 become U+FFFD, and a line
+that is not a JSON-RPC object is logged and skipped. Notifications are handled in order,
+inline, so a reply never overtakes the updates sent before it. When the peer goes away
+every outstanding request fails with the reason.
 """
 
 from __future__ import annotations
@@ -41,6 +42,16 @@ Handler = Callable[[str, Any], Awaitable[Any]]
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
+
+
+def _decode(line: bytes) -> Any:
+    """One line as JSON. Bytes that are not UTF-8 in it (msgspec raises UnicodeDecodeError
+    for them) are read as U+FFFD, as in the HTTP streams: one bad byte in a message is no
+    reason to lose the message, nor, escaping the reader, the whole connection."""
+    try:
+        return _decoder.decode(line)
+    except UnicodeDecodeError:
+        return _decoder.decode(line.decode("utf-8", "replace").encode())
 
 
 class Connection:
@@ -140,8 +151,8 @@ class Connection:
 
     async def _receive(self, line: bytes) -> None:
         try:
-            message = _decoder.decode(line)
-        except msgspec.DecodeError:
+            message = _decode(line)
+        except (msgspec.DecodeError, RecursionError):  # msgspec's answer to nesting too deep
             log.warning("%s: skipped a line that is not JSON: %.200r", self.name, line)
             return
         if not isinstance(message, dict):

@@ -82,6 +82,7 @@ class AcpChatSession:
         self.session_id: str | None = None
         self.resume_id: str | None = None  # a session to load instead of starting a new one
         self.task: asyncio.Task[None] | None = None
+        self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
         self._reply: list[str] = []
         self._lost_agent = False
         self._background: set[asyncio.Future[Any]] = set()
@@ -108,6 +109,7 @@ class AcpChatSession:
             self.view.push(ops.Done(status="empty"))
             return None
         self.task = asyncio.get_running_loop().create_task(self._turn(text))
+        self.task.add_done_callback(self._end_unstarted)
         return self.task
 
     def stop(self) -> bool:
@@ -191,7 +193,14 @@ class AcpChatSession:
 
     # --- a turn ---------------------------------------------------------------------------
 
+    def _end_unstarted(self, task: asyncio.Task[None]) -> None:
+        """A turn stopped before its first step never runs (nor its `finally`): end it here,
+        or the chat would wait for a `Done` forever."""
+        if self._begun is not task:
+            self.view.push(ops.Done(status="stopped"))
+
     async def _turn(self, text: str) -> None:
+        self._begun = asyncio.current_task()
         view = self.view
         view.push(ops.Begin(adapter=self.adapter_info()))
         info = {"adapter": self.adapter_info(), "interaction": "chat"}
