@@ -100,11 +100,13 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_f
             return cls(id=id, name=name, arguments={})
         try:
             parsed = msgspec.json.decode(text)
+            if not isinstance(parsed, dict):
+                raise AdapterError(f"tool call {name}: arguments must be a JSON object, got {type(parsed).__name__}")
+            return cls(id=id, name=name, arguments=parsed)
         except msgspec.DecodeError as exc:
             raise AdapterError(f"tool call {name}: arguments are not valid JSON ({exc})") from None
-        if not isinstance(parsed, dict):
-            raise AdapterError(f"tool call {name}: arguments must be a JSON object, got {type(parsed).__name__}")
-        return cls(id=id, name=name, arguments=parsed)
+        except RecursionError:  # nested past Python's recursion limit: in msgspec, or in the check
+            raise AdapterError(f"tool call {name}: arguments are nested too deeply") from None
 
 
 class ToolResultPart(

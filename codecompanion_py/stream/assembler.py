@@ -126,7 +126,7 @@ def _split_objects(raw: str) -> list[dict[str, Any]]:
             break
         try:
             value, position = decoder.raw_decode(raw, position)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return []
         if not isinstance(value, dict):
             return []

@@ -28,7 +28,8 @@ async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: 
     documents.remember_read(self, document)
     body = "\n".join(lines[start : end + 1])
     fence = "````" if "```" in body else "```"
-    header = f"{document.target.relative}, lines {start}-{end} of {len(lines)} (0-based):"
+    span = f"lines {start}-{end} of {len(lines)} (0-based)" if lines else "empty (0 lines)"
+    header = f"{document.target.relative}, {span}:"
     return {"status": "success", "data": f"{header}\n{fence}\n{body}\n{fence}"}
 
 
