@@ -9,6 +9,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def fixture_bytes():
     def read(name: str) -> bytes:
         return (FIXTURES / name).read_bytes()
+
     return read
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.nvim
 
 # The calculator tool example of the tool specification, passed to setup() as written
 # there (only the plugin name and the adapter differ).
-CALCULATOR = r'''
+CALCULATOR = r"""
 calculator = {
   description = "Perform calculations",
   callback = {
@@ -117,7 +117,7 @@ calculator = {
   },
   __OPTS__
 },
-'''
+"""
 
 RECORD_UI = """
 _G.cc_notes, _G.cc_prompts, _G.cc_answers = {}, {}, {}
@@ -144,11 +144,40 @@ def tool_call_reply(*calls):
     frames = []
     for index, (call_id, name, arguments) in enumerate(calls):
         text = json.dumps(arguments)
-        frames.append({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [
-            {"index": 0, "delta": {"tool_calls": [{"index": index, "id": call_id, "type": "function",
-                                                   "function": {"name": name, "arguments": text[:5]}}]}}]})
-        frames.append({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [
-            {"index": 0, "delta": {"tool_calls": [{"index": index, "function": {"arguments": text[5:]}}]}}]})
+        frames.append(
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": index,
+                                    "id": call_id,
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": text[:5]},
+                                }
+                            ]
+                        },
+                    }
+                ],
+            }
+        )
+        frames.append(
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "m",
+                "choices": [
+                    {"index": 0, "delta": {"tool_calls": [{"index": index, "function": {"arguments": text[5:]}}]}}
+                ],
+            }
+        )
     frames += [chunk(finish="tool_calls"), usage(30)]
     return sse_reply(frames)
 
@@ -179,11 +208,15 @@ def tool_messages(request):
 
 @pytest.mark.parametrize("approval", [False, True])
 def test_the_calculator_example_works_as_written(editor, approval):
-    replies = [tool_call_reply(("call_calc", "calculator", {"num1": 100, "num2": 50, "operation": "multiply"})),
-               text_reply("100 * 50 = 5000")]
+    replies = [
+        tool_call_reply(("call_calc", "calculator", {"num1": 100, "num2": 50, "operation": "multiply"})),
+        text_reply("100 * 50 = 5000"),
+    ]
     opts = "opts = { requires_approval = true }," if approval else ""
     with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", opts), answers=["Accept"] if approval else [])
+        setup_with_tools(
+            editor, server.url, CALCULATOR.replace("__OPTS__", opts), answers=["Accept"] if approval else []
+        )
         editor.nvim.command("CodeCompanionChat Use the @{calculator} tool for 100*50")
         editor.wait_event("CodeCompanionChatDone", timeout=30)
 
@@ -206,17 +239,26 @@ def test_the_calculator_example_works_as_written(editor, approval):
         names = editor.event_names()
         for event in ("ToolsStarted", "ToolStarted", "ToolFinished", "ToolsFinished"):
             assert f"CodeCompanion{event}" in names
-        assert names.index("CodeCompanionToolsStarted") < names.index("CodeCompanionToolsFinished") \
+        assert (
+            names.index("CodeCompanionToolsStarted")
+            < names.index("CodeCompanionToolsFinished")
             < names.index("CodeCompanionChatDone")
+        )
         assert ("CodeCompanionToolApprovalRequested" in names) == approval
 
 
 def test_rejecting_the_calculator_sends_the_reason_to_the_llm(editor):
-    replies = [tool_call_reply(("call_calc", "calculator", {"num1": 1, "num2": 2, "operation": "add"})),
-               text_reply("OK, I will not.")]
+    replies = [
+        tool_call_reply(("call_calc", "calculator", {"num1": 1, "num2": 2, "operation": "add"})),
+        text_reply("OK, I will not."),
+    ]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", "opts = { requires_approval = true },"),
-                         answers=["Reject", "do it by hand"])
+        setup_with_tools(
+            editor,
+            server.url,
+            CALCULATOR.replace("__OPTS__", "opts = { requires_approval = true },"),
+            answers=["Reject", "do it by hand"],
+        )
         editor.nvim.command("CodeCompanionChat Use the @{calculator} tool for 1+2")
         editor.wait_event("CodeCompanionChatDone", timeout=30)
         [result] = tool_messages(server.requests[1])
@@ -239,9 +281,11 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
     python = os.environ.get("PYTHON", "python3")
     edit = {"filepath": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]}
     replies = [
-        tool_call_reply(("r1", "read_file", {"filepath": "calc.py"}),
-                        ("r2", "read_file", {"filepath": "link.txt"}),
-                        ("r3", "read_file", {"filepath": "../outside.txt"})),
+        tool_call_reply(
+            ("r1", "read_file", {"filepath": "calc.py"}),
+            ("r2", "read_file", {"filepath": "link.txt"}),
+            ("r3", "read_file", {"filepath": "../outside.txt"}),
+        ),
         tool_call_reply(("e1", "insert_edit_into_file", edit)),
         tool_call_reply(("t1", "run_command", {"cmd": f"{python} test_calc.py", "flag": "testing"})),
         text_reply("Fixed `add`; the tests pass."),
@@ -264,7 +308,10 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
         assert "open buffer" in edited["content"]
         calc = editor.nvim.call("bufnr", str(project / "calc.py"))
         assert editor.nvim.api.buf_get_lines(calc, 0, -1, False) == [
-            "def add(a, b):", "    return a + b", "print('unsaved line')"]
+            "def add(a, b):",
+            "    return a + b",
+            "print('unsaved line')",
+        ]
         # the user's unsaved text was never written behind their back; one `u` reverts the edit
         assert (project / "calc.py").read_text() == "def add(a, b):\n    return a - b\n"
         editor.nvim.command(f"buffer {calc}")
@@ -300,20 +347,24 @@ def test_a_rejected_edit_changes_nothing_and_the_llm_hears_why(editor, project):
 
 
 def test_q_cancels_a_running_command_and_the_history_stays_valid(editor, project):
-    replies = [tool_call_reply(("t1", "run_command", {"cmd": "sleep 30", "flag": None}),
-                               ("t2", "run_command", {"cmd": "echo never", "flag": None})),
-               text_reply("next turn works")]
+    replies = [
+        tool_call_reply(
+            ("t1", "run_command", {"cmd": "sleep 30", "flag": None}),
+            ("t2", "run_command", {"cmd": "echo never", "flag": None}),
+        ),
+        text_reply("next turn works"),
+    ]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
         editor.nvim.command(f"cd {project}")
         setup_with_tools(editor, server.url, answers=["Accept"])
         editor.nvim.command("CodeCompanionChat Run it with @{agent}")
         editor.wait_event("CodeCompanionToolStarted")
         editor.wait_for(lambda: editor.lua("return #_G.cc_prompts") == 1, what="approval asked")
-        editor.wait_for(lambda: _sleeping(), what="sleep running")
+        editor.wait_for(lambda: _sleeping(project), what="sleep running")
         editor.nvim.input("q")
         stopped = editor.wait_event("CodeCompanionChatStopped", timeout=20)
         assert stopped["data"]["status"] == "stopped"
-        editor.wait_for(lambda: not _sleeping(), what="sleep killed")
+        editor.wait_for(lambda: not _sleeping(project), what="sleep killed")
         finished = [e["data"] for e in editor.events() if e["event"] == "CodeCompanionToolFinished"]
         assert [f["status"] for f in finished] == ["cancelled", "cancelled"]
 
@@ -324,11 +375,14 @@ def test_q_cancels_a_running_command_and_the_history_stays_valid(editor, project
         assert [(r["tool_call_id"], "cancelled" in r["content"]) for r in results] == [("t1", True), ("t2", True)]
 
 
-def _sleeping() -> bool:
+def _sleeping(cwd: Path) -> bool:
+    """Whether this test's `sleep 30` runs: one started in its project, not another test's
+    (tests/tools runs `sleep 30` too, and so may a second test run on the same machine)."""
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0030\x00":
+                ours = os.readlink(f"/proc/{pid}/cwd") == os.path.realpath(cwd)
+                if ours and Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0030\x00":
                     return True
             except OSError:
                 pass
@@ -339,7 +393,7 @@ def _sleeping() -> bool:
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
-WEATHER = r'''
+WEATHER = r"""
 get_weather = {
   description = "Weather for a city",
   callback = {
@@ -349,22 +403,55 @@ get_weather = {
       parameters = { type = "object", properties = { location = { type = "string" } }, required = { "location" } } } },
   },
 },
-'''
+"""
 
 
 def anthropic_tool_call():
     events = [
-        ("message_start", {"type": "message_start", "message": {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": [],
-            "stop_reason": None, "usage": {"input_tokens": 12, "output_tokens": 1}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
-            "type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
-            "type": "input_json_delta", "partial_json": '{"location": '}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
-            "type": "input_json_delta", "partial_json": '"Paris"}'}}),
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "claude",
+                    "content": [],
+                    "stop_reason": None,
+                    "usage": {"input_tokens": 12, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"location": '},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '"Paris"}'},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
@@ -372,24 +459,55 @@ def anthropic_tool_call():
 
 
 def gemini_tool_call():
-    frame = {"candidates": [{"content": {"role": "model", "parts": [
-        {"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}}]}, "finishReason": "STOP"}],
-        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17}}
+    frame = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [{"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}}],
+                },
+                "finishReason": "STOP",
+            }
+        ],
+        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 5, "totalTokenCount": 17},
+    }
     return Reply(headers={"content-type": "text/event-stream"}, chunks=[f"data: {json.dumps(frame)}\r\n\r\n".encode()])
 
 
 def ollama_tool_call():
-    lines = [{"model": "m", "created_at": "2025-01-01T00:00:00Z", "message": {"role": "assistant", "content": "",
-              "tool_calls": [{"function": {"name": "get_weather", "arguments": {"location": "Paris"}}}]}, "done": False},
-             {"model": "m", "created_at": "2025-01-01T00:00:01Z", "message": {"role": "assistant", "content": ""},
-              "done": True, "done_reason": "stop", "prompt_eval_count": 12, "eval_count": 5}]
+    lines = [
+        {
+            "model": "m",
+            "created_at": "2025-01-01T00:00:00Z",
+            "message": {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"function": {"name": "get_weather", "arguments": {"location": "Paris"}}}],
+            },
+            "done": False,
+        },
+        {
+            "model": "m",
+            "created_at": "2025-01-01T00:00:01Z",
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 12,
+            "eval_count": 5,
+        },
+    ]
     body = "".join(json.dumps(line) + "\n" for line in lines)
     return Reply(headers={"content-type": "application/x-ndjson"}, chunks=[body.encode()])
 
 
 def anthropic_result(body):
-    [result] = [block for m in body["messages"] if isinstance(m["content"], list)
-                for block in m["content"] if block.get("type") == "tool_result"]
+    [result] = [
+        block
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for block in m["content"]
+        if block.get("type") == "tool_result"
+    ]
     assert result["tool_use_id"] == "toolu_01"
     return json.dumps(result["content"])
 
@@ -405,16 +523,41 @@ def ollama_result(body):
     return message["content"]
 
 
-@pytest.mark.parametrize("adapter, tool_call, answer_fixture, content_type, url_override, result_of, answer", [
-    ("anthropic", anthropic_tool_call, "anthropic/thinking_streaming.txt", "text/event-stream",
-     '{ url = "%s/v1/messages" }', anthropic_result, "Hello there! 👋"),
-    ("gemini", gemini_tool_call, "gemini/text_streaming.txt", "text/event-stream",
-     '{ url = "%s/v1beta/models/${model}:${method}" }', gemini_result, "The capital of France is Paris."),
-    ("ollama", ollama_tool_call, "ollama/text_streaming.ndjson", "application/x-ndjson",
-     '{ env = { url = "%s" } }', ollama_result, "Dynamic"),
-])
+@pytest.mark.parametrize(
+    "adapter, tool_call, answer_fixture, content_type, url_override, result_of, answer",
+    [
+        (
+            "anthropic",
+            anthropic_tool_call,
+            "anthropic/thinking_streaming.txt",
+            "text/event-stream",
+            '{ url = "%s/v1/messages" }',
+            anthropic_result,
+            "Hello there! 👋",
+        ),
+        (
+            "gemini",
+            gemini_tool_call,
+            "gemini/text_streaming.txt",
+            "text/event-stream",
+            '{ url = "%s/v1beta/models/${model}:${method}" }',
+            gemini_result,
+            "The capital of France is Paris.",
+        ),
+        (
+            "ollama",
+            ollama_tool_call,
+            "ollama/text_streaming.ndjson",
+            "application/x-ndjson",
+            '{ env = { url = "%s" } }',
+            ollama_result,
+            "Dynamic",
+        ),
+    ],
+)
 def test_a_tool_call_round_trips_through_each_wire_format(
-        editor, adapter, tool_call, answer_fixture, content_type, url_override, result_of, answer):
+    editor, adapter, tool_call, answer_fixture, content_type, url_override, result_of, answer
+):
     answer_reply = Reply(headers={"content-type": content_type}, chunks=[(FIXTURES / answer_fixture).read_bytes()])
     with ServerThread(ScriptedServer.sequence([tool_call(), answer_reply])) as server:
         editor.lua("vim.env.ANTHROPIC_API_KEY = 'k'; vim.env.GEMINI_API_KEY = 'k'")

@@ -32,6 +32,7 @@ from codecompanion_py.tools.registry import CATALOG, ToolSettings, enabled_defin
 from codecompanion_py.tools.workspace import Workspace
 
 from .test_orchestrator import FakeEditor, Surface, call
+
 # `isolated_git` is autouse: imported here, it keeps the user's git configuration out of this module too
 from .test_search import HAVE_GIT, git, isolated_git, needs_git  # noqa: F401
 
@@ -55,8 +56,7 @@ class Project:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    root, outside, evil, home = (tmp_path / "proj", tmp_path / "outside", tmp_path / "proj-evil",
-                                 tmp_path / "home")
+    root, outside, evil, home = (tmp_path / "proj", tmp_path / "outside", tmp_path / "proj-evil", tmp_path / "home")
     for directory in (root / "src", root / ".git", outside, evil, home):
         directory.mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))  # so a `~` that were expanded would land somewhere we can see
@@ -104,9 +104,13 @@ class Editor(FakeEditor):
     """test_orchestrator's FakeEditor (approvals answered in the order given, then
     `default`), plus the editor methods the file tools use: buffer.get and diagnostics."""
 
-    def __init__(self, *answers: dict[str, Any], default: str = "accept",
-                 buffers: dict[str, dict[str, Any]] | None = None,
-                 diagnostics: dict[str, list[dict[str, Any]]] | None = None) -> None:
+    def __init__(
+        self,
+        *answers: dict[str, Any],
+        default: str = "accept",
+        buffers: dict[str, dict[str, Any]] | None = None,
+        diagnostics: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> None:
         super().__init__(*answers)
         self.default = default
         self.buffers = buffers or {}
@@ -146,16 +150,27 @@ class Chat:
 def chat(root: Path, editor: Editor | None = None, approvals: Approvals | None = None) -> Chat:
     settings = ToolSettings()
     tools = enabled_definitions(settings, CATALOG)
-    context = ToolsContext(chat=ChatHandle(), editor=editor or Editor(), approvals=approvals or Approvals(),
-                           workspace=Workspace(root))
+    context = ToolsContext(
+        chat=ChatHandle(), editor=editor or Editor(), approvals=approvals or Approvals(), workspace=Workspace(root)
+    )
     surface = Surface()
     orchestrator = Orchestrator(tools, {name: settings.config_of(name) for name in tools}, context, surface)
     return Chat(orchestrator, context.editor, surface)
 
 
 def test_every_catalog_tool_is_covered_here() -> None:
-    assert set(CATALOG) == {"read_file", "create_file", "insert_edit_into_file", "delete_file", "file_search",
-                            "grep_search", "get_changed_files", "get_diagnostics", "run_command", "fetch_webpage"}
+    assert set(CATALOG) == {
+        "read_file",
+        "create_file",
+        "insert_edit_into_file",
+        "delete_file",
+        "file_search",
+        "grep_search",
+        "get_changed_files",
+        "get_diagnostics",
+        "run_command",
+        "fetch_webpage",
+    }
 
 
 # --- paths that lead out of the project: refused by every file tool, nothing touched -------
@@ -163,13 +178,13 @@ def test_every_catalog_tool_is_covered_here() -> None:
 OUTSIDE = "outside the project root"
 # (path, what the refusal says); `{root}`, `{tmp}` are filled in per test
 ESCAPES = [
-    ("link_out", OUTSIDE),                          # a symlink to a file outside
-    ("dirlink_out/secret.txt", OUTSIDE),            # through a symlink to a directory outside
-    ("dirlink_out/new.txt", OUTSIDE),               # ... to a file that does not exist yet
-    ("dangling", "target does not exist"),         # never followed, never created through
+    ("link_out", OUTSIDE),  # a symlink to a file outside
+    ("dirlink_out/secret.txt", OUTSIDE),  # through a symlink to a directory outside
+    ("dirlink_out/new.txt", OUTSIDE),  # ... to a file that does not exist yet
+    ("dangling", "target does not exist"),  # never followed, never created through
     ("../outside/secret.txt", OUTSIDE),
     ("src/../../outside/secret.txt", OUTSIDE),
-    ("../proj-evil/x", OUTSIDE),                    # the sibling whose name starts like the root
+    ("../proj-evil/x", OUTSIDE),  # the sibling whose name starts like the root
     ("{root}-evil/x", OUTSIDE),
     ("{root}-evil/new.txt", OUTSIDE),
     ("../x", OUTSIDE),
@@ -190,8 +205,9 @@ def file_tool_arguments(tool: str, path: str) -> dict[str, Any]:
     }[tool]
 
 
-@pytest.mark.parametrize("tool", ["read_file", "create_file", "insert_edit_into_file", "delete_file",
-                                  "get_diagnostics"])
+@pytest.mark.parametrize(
+    "tool", ["read_file", "create_file", "insert_edit_into_file", "delete_file", "get_diagnostics"]
+)
 @pytest.mark.parametrize(("raw", "reason"), ESCAPES, ids=[raw for raw, _ in ESCAPES])
 async def test_file_tools_refuse_paths_leading_out_of_the_project(project, tmp_path, tool, raw, reason):
     path = raw.format(root=project.root, tmp=tmp_path)
@@ -215,10 +231,16 @@ async def test_file_tools_refuse_paths_leading_out_of_the_project(project, tmp_p
 PROTECTED = [
     ("read_file", {"filepath": ".env"}, "environment file"),
     ("read_file", {"filepath": ".git/config"}, "inside .git"),
-    ("insert_edit_into_file", {"filepath": ".env", "edits": [{"oldText": "abc123", "newText": "pwned"}]},
-     "environment file"),
-    ("insert_edit_into_file", {"filepath": ".git/config", "mode": "append", "content": "[alias]\n\tx = !sh\n"},
-     "inside .git"),
+    (
+        "insert_edit_into_file",
+        {"filepath": ".env", "edits": [{"oldText": "abc123", "newText": "pwned"}]},
+        "environment file",
+    ),
+    (
+        "insert_edit_into_file",
+        {"filepath": ".git/config", "mode": "append", "content": "[alias]\n\tx = !sh\n"},
+        "inside .git",
+    ),
     ("create_file", {"filepath": ".git/hooks/pre-commit", "content": "#!/bin/sh\ncurl evil\n"}, "inside .git"),
     ("create_file", {"filepath": ".env.local", "content": "TOKEN=x\n"}, "environment file"),
     ("delete_file", {"filepath": ".env"}, "environment file"),
@@ -226,8 +248,9 @@ PROTECTED = [
 ]
 
 
-@pytest.mark.parametrize(("tool", "arguments", "reason"), PROTECTED,
-                         ids=[f"{tool}-{args['filepath']}" for tool, args, _ in PROTECTED])
+@pytest.mark.parametrize(
+    ("tool", "arguments", "reason"), PROTECTED, ids=[f"{tool}-{args['filepath']}" for tool, args, _ in PROTECTED]
+)
 async def test_protected_paths_ask_even_in_yolo_mode(project, tool, arguments, reason):
     approvals = Approvals(yolo=True)
     approvals.remember(tool, None)  # "always accept" for the tool...
@@ -256,8 +279,9 @@ async def test_a_protected_file_is_used_once_the_user_accepts(project):
 # --- read_file ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw", ["notes.txt", "./notes.txt", "src/../notes.txt", "src//../notes.txt",
-                                 "{root}/notes.txt", "link_in"])
+@pytest.mark.parametrize(
+    "raw", ["notes.txt", "./notes.txt", "src/../notes.txt", "src//../notes.txt", "{root}/notes.txt", "link_in"]
+)
 async def test_read_file_reads_project_files_however_they_are_named(project, raw):
     session = chat(project.root)
     result = await session.run("read_file", filepath=raw.format(root=project.root))
@@ -268,8 +292,9 @@ async def test_read_file_reads_project_files_however_they_are_named(project, raw
 
 
 async def test_read_file_a_line_range(project):
-    result = await chat(project.root).run("read_file", filepath="crlf.txt", start_line_number_base_zero=1,
-                                          end_line_number_base_zero=1)
+    result = await chat(project.root).run(
+        "read_file", filepath="crlf.txt", start_line_number_base_zero=1, end_line_number_base_zero=1
+    )
     assert result.status == "success"
     assert result.content.endswith("crlf.txt, lines 1-1 of 3 (0-based):\n```\ntwo\n```")
 
@@ -292,6 +317,7 @@ def never_blocks_on(fifo: Path, seconds: float = 5.0) -> Iterator[None]:
     """Fail, instead of hanging, if the body blocks on `fifo`: after `seconds`, its write
     end is opened again and again, which releases any reader stuck on it."""
     stop = threading.Event()
+    released: list[float] = []
 
     def release_readers() -> None:
         if stop.wait(seconds):
@@ -299,24 +325,29 @@ def never_blocks_on(fifo: Path, seconds: float = 5.0) -> Iterator[None]:
         while not stop.is_set():
             with contextlib.suppress(OSError):  # ENXIO: nobody is reading, nothing to release
                 os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                released.append(time.monotonic())  # the open succeeded: someone was reading it
             stop.wait(0.1)
 
     watchdog = threading.Thread(target=release_readers, daemon=True)
-    started = time.monotonic()
     watchdog.start()
     try:
         yield
     finally:
         stop.set()
         watchdog.join()
-    assert time.monotonic() - started < seconds, f"blocked on the FIFO {fifo.name}"
+    # a reader that had to be released, not the time taken (a busy machine can be slow
+    # without anything blocking)
+    assert not released, f"blocked on the FIFO {fifo.name}"
 
 
-@pytest.mark.parametrize(("tool", "arguments"), [
-    ("read_file", {}),
-    ("insert_edit_into_file", {"edits": [{"oldText": "a", "newText": "b"}]}),
-    ("insert_edit_into_file", {"mode": "append", "content": "more\n"}),
-])
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("read_file", {}),
+        ("insert_edit_into_file", {"edits": [{"oldText": "a", "newText": "b"}]}),
+        ("insert_edit_into_file", {"mode": "append", "content": "more\n"}),
+    ],
+)
 async def test_a_fifo_is_refused_without_hanging(project, tool, arguments):
     with never_blocks_on(project.root / "fifo"):
         result = await chat(project.root).run(tool, filepath="fifo", **arguments)
@@ -354,8 +385,9 @@ async def test_create_file_makes_the_file_and_its_folders_after_approval(project
 
 
 async def test_create_file_rejected_creates_nothing(project):
-    result = await chat(project.root, Editor({"choice": "reject"})).run("create_file", filepath="new.txt",
-                                                                        content="x\n")
+    result = await chat(project.root, Editor({"choice": "reject"})).run(
+        "create_file", filepath="new.txt", content="x\n"
+    )
     assert result.status == "rejected"
     assert not (project.root / "new.txt").exists()
 
@@ -367,11 +399,14 @@ async def test_create_file_never_overwrites(project, raw):
     assert (project.root / "notes.txt").read_bytes() == NOTES
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    ("a\r\nb\r\n", b"a\nb\n"),
-    ("a\r\nb", b"a\nb"),
-    ("a\nb\r\nc\n", b"a\nb\nc\n"),
-])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("a\r\nb\r\n", b"a\nb\n"),
+        ("a\r\nb", b"a\nb"),
+        ("a\nb\r\nc\n", b"a\nb\nc\n"),
+    ],
+)
 async def test_create_file_writes_unix_line_endings_whatever_the_llm_sends(project, content, expected):
     session = chat(project.root)
     result = await session.run("create_file", filepath="new.txt", content=content)
@@ -385,8 +420,12 @@ async def test_create_file_writes_unix_line_endings_whatever_the_llm_sends(proje
 
 async def test_edit_replaces_text_after_showing_the_diff(project):
     session = chat(project.root)
-    result = await session.run("insert_edit_into_file", filepath="notes.txt", explanation="shout",
-                               edits=[{"oldText": "hello", "newText": "HELLO"}])
+    result = await session.run(
+        "insert_edit_into_file",
+        filepath="notes.txt",
+        explanation="shout",
+        edits=[{"oldText": "hello", "newText": "HELLO"}],
+    )
     assert result.status == "success" and "notes.txt was edited on disk." in result.content
     assert (project.root / "notes.txt").read_bytes() == b"HELLO\nneedle in notes\n"
     [asked] = session.editor.asked
@@ -396,35 +435,64 @@ async def test_edit_replaces_text_after_showing_the_diff(project):
 
 async def test_edit_rejected_leaves_the_file_alone(project):
     result = await chat(project.root, Editor({"choice": "reject"})).run(
-        "insert_edit_into_file", filepath="notes.txt", edits=[{"oldText": "hello", "newText": "HELLO"}])
+        "insert_edit_into_file", filepath="notes.txt", edits=[{"oldText": "hello", "newText": "HELLO"}]
+    )
     assert result.status == "rejected"
     assert (project.root / "notes.txt").read_bytes() == NOTES
 
 
 async def test_edit_through_an_inside_symlink_edits_its_target_and_keeps_the_link(project):
-    result = await chat(project.root).run("insert_edit_into_file", filepath="link_in",
-                                          edits=[{"oldText": "hello", "newText": "HELLO"}])
+    result = await chat(project.root).run(
+        "insert_edit_into_file", filepath="link_in", edits=[{"oldText": "hello", "newText": "HELLO"}]
+    )
     assert result.status == "success"
     assert (project.root / "notes.txt").read_bytes() == b"HELLO\nneedle in notes\n"
     assert os.readlink(project.root / "link_in") == "notes.txt"
 
 
-@pytest.mark.parametrize(("name", "original", "arguments", "expected"), [
-    # the file's CRLF line endings and its final newline survive an LLM that sends "\n"
-    ("crlf.txt", CRLF, {"edits": [{"oldText": "two", "newText": "TWO\nthree"}]},
-     b"one\r\nTWO\r\nthree\r\nneedle crlf\r\n"),
-    ("nofinal.txt", b"a\r\nb", {"edits": [{"oldText": "b", "newText": "B\nC"}]}, b"a\r\nB\r\nC"),
-    # ... and an LLM that sends "\r\n" gets the file's own line endings, not "\r\r\n"
-    ("crlf.txt", CRLF, {"edits": [{"oldText": "one\r\ntwo", "newText": "ONE\r\nTWO"}]},
-     b"ONE\r\nTWO\r\nneedle crlf\r\n"),
-    ("notes.txt", NOTES, {"edits": [{"oldText": "hello\r\n", "newText": "HI\r\nTHERE\r\n"}]},
-     b"HI\nTHERE\nneedle in notes\n"),
-    ("crlf.txt", CRLF, {"mode": "append", "content": "four\r\nfive\r\n"},
-     b"one\r\ntwo\r\nneedle crlf\r\nfour\r\nfive\r\n"),
-    ("notes.txt", NOTES, {"mode": "append", "content": "more\r\n"}, b"hello\nneedle in notes\nmore\n"),
-    ("notes.txt", NOTES, {"mode": "overwrite", "content": "new\r\ntext\r\nhere\r\n"}, b"new\ntext\nhere\n"),
-], ids=["crlf-file-lf-text", "crlf-no-final-newline", "crlf-file-crlf-text", "lf-file-crlf-text",
-        "crlf-append-crlf", "lf-append-crlf", "lf-overwrite-crlf"])
+@pytest.mark.parametrize(
+    ("name", "original", "arguments", "expected"),
+    [
+        # the file's CRLF line endings and its final newline survive an LLM that sends "\n"
+        (
+            "crlf.txt",
+            CRLF,
+            {"edits": [{"oldText": "two", "newText": "TWO\nthree"}]},
+            b"one\r\nTWO\r\nthree\r\nneedle crlf\r\n",
+        ),
+        ("nofinal.txt", b"a\r\nb", {"edits": [{"oldText": "b", "newText": "B\nC"}]}, b"a\r\nB\r\nC"),
+        # ... and an LLM that sends "\r\n" gets the file's own line endings, not "\r\r\n"
+        (
+            "crlf.txt",
+            CRLF,
+            {"edits": [{"oldText": "one\r\ntwo", "newText": "ONE\r\nTWO"}]},
+            b"ONE\r\nTWO\r\nneedle crlf\r\n",
+        ),
+        (
+            "notes.txt",
+            NOTES,
+            {"edits": [{"oldText": "hello\r\n", "newText": "HI\r\nTHERE\r\n"}]},
+            b"HI\nTHERE\nneedle in notes\n",
+        ),
+        (
+            "crlf.txt",
+            CRLF,
+            {"mode": "append", "content": "four\r\nfive\r\n"},
+            b"one\r\ntwo\r\nneedle crlf\r\nfour\r\nfive\r\n",
+        ),
+        ("notes.txt", NOTES, {"mode": "append", "content": "more\r\n"}, b"hello\nneedle in notes\nmore\n"),
+        ("notes.txt", NOTES, {"mode": "overwrite", "content": "new\r\ntext\r\nhere\r\n"}, b"new\ntext\nhere\n"),
+    ],
+    ids=[
+        "crlf-file-lf-text",
+        "crlf-no-final-newline",
+        "crlf-file-crlf-text",
+        "lf-file-crlf-text",
+        "crlf-append-crlf",
+        "lf-append-crlf",
+        "lf-overwrite-crlf",
+    ],
+)
 async def test_edit_keeps_the_files_line_endings_on_disk(project, name, original, arguments, expected):
     (project.root / name).write_bytes(original)
     result = await chat(project.root).run("insert_edit_into_file", filepath=name, **arguments)
@@ -433,15 +501,17 @@ async def test_edit_keeps_the_files_line_endings_on_disk(project, name, original
 
 
 async def test_edit_refuses_a_binary_file(project):
-    result = await chat(project.root).run("insert_edit_into_file", filepath="image.bin",
-                                          edits=[{"oldText": "needle", "newText": "pwned"}])
+    result = await chat(project.root).run(
+        "insert_edit_into_file", filepath="image.bin", edits=[{"oldText": "needle", "newText": "pwned"}]
+    )
     assert result.status == "error" and "binary file" in result.content
     assert b"needle in binary" in (project.root / "image.bin").read_bytes()
 
 
 async def test_edit_of_a_missing_file_points_to_create_file(project):
-    result = await chat(project.root).run("insert_edit_into_file", filepath="nope.txt",
-                                          edits=[{"oldText": "a", "newText": "b"}])
+    result = await chat(project.root).run(
+        "insert_edit_into_file", filepath="nope.txt", edits=[{"oldText": "a", "newText": "b"}]
+    )
     assert result.status == "error" and "use create_file" in result.content
     assert not (project.root / "nope.txt").exists()
 
@@ -450,8 +520,9 @@ async def test_edit_refuses_a_file_changed_since_the_llm_read_it(project):
     session = chat(project.root)
     assert (await session.run("read_file", filepath="notes.txt")).status == "success"
     (project.root / "notes.txt").write_bytes(b"hello\nthe user typed this\n")
-    result = await session.run("insert_edit_into_file", filepath="notes.txt",
-                               edits=[{"oldText": "hello", "newText": "HELLO"}])
+    result = await session.run(
+        "insert_edit_into_file", filepath="notes.txt", edits=[{"oldText": "hello", "newText": "HELLO"}]
+    )
     assert result.status == "error" and "changed since you last read it" in result.content
     assert (project.root / "notes.txt").read_bytes() == b"hello\nthe user typed this\n"
 
@@ -469,7 +540,8 @@ async def test_delete_file_removes_a_file_after_asking_even_in_yolo_mode(project
 
 async def test_delete_file_rejected_keeps_the_file(project):
     result = await chat(project.root, Editor({"choice": "reject"}), Approvals(yolo=True)).run(
-        "delete_file", filepath="notes.txt")
+        "delete_file", filepath="notes.txt"
+    )
     assert result.status == "rejected"
     assert (project.root / "notes.txt").read_bytes() == NOTES
 
@@ -481,8 +553,9 @@ async def test_delete_file_of_an_inside_symlink_removes_the_link_not_its_target(
     assert (project.root / "notes.txt").read_bytes() == NOTES
 
 
-@pytest.mark.parametrize(("raw", "reason"), [("link_out", OUTSIDE), ("dirlink_out", OUTSIDE),
-                                             ("dangling", "target does not exist")])
+@pytest.mark.parametrize(
+    ("raw", "reason"), [("link_out", OUTSIDE), ("dirlink_out", OUTSIDE), ("dangling", "target does not exist")]
+)
 async def test_delete_file_never_removes_a_link_out_or_what_it_points_to(project, raw, reason):
     result = await chat(project.root).run("delete_file", filepath=raw)
     assert result.status == "error" and reason in result.content
@@ -490,8 +563,10 @@ async def test_delete_file_never_removes_a_link_out_or_what_it_points_to(project
     assert (project.outside / "secret.txt").read_bytes() == SECRET
 
 
-@pytest.mark.parametrize(("raw", "reason"), [("src", "is a directory"), ("fifo", "named pipe (FIFO)"),
-                                             ("nope.txt", "nope.txt does not exist")])
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [("src", "is a directory"), ("fifo", "named pipe (FIFO)"), ("nope.txt", "nope.txt does not exist")],
+)
 async def test_delete_file_removes_only_regular_files(project, raw, reason):
     before = tree(project.root)
     result = await chat(project.root).run("delete_file", filepath=raw)
@@ -518,7 +593,7 @@ def listed(request, project, monkeypatch):
         monkeypatch.setattr(search, "_which", lambda name: None)
         return project
     for needed in request.param.split("+"):
-        if shutil.which(needed) is None:
+        if search._which(needed) is None:  # as the tools find them: PATH, or next to this Python
             pytest.skip(f"{needed} is not installed")
     git(project.root, "init", "-q")
     if request.param == "git":
@@ -541,8 +616,9 @@ async def test_file_search_lists_project_files_only(listed):
     assert result.content.startswith(f"{len(PROJECT_FILES)} files match `**/*`:")
 
 
-@pytest.mark.parametrize("query", ["secret.txt", "**/secret.txt", "dirlink_out/**", "x", "../outside/*",
-                                   "ignored.txt", "fifo", "config"])
+@pytest.mark.parametrize(
+    "query", ["secret.txt", "**/secret.txt", "dirlink_out/**", "x", "../outside/*", "ignored.txt", "fifo", "config"]
+)
 async def test_file_search_finds_nothing_outside_ignored_or_special(listed, query):
     result = await chat(listed.root).run("file_search", query=query)
     assert result.status == "success"
@@ -562,14 +638,17 @@ async def test_grep_search_returns_matching_lines_of_project_text_files_only(lis
     assert result.content.split("\n") == ["crlf.txt:3: needle crlf", "notes.txt:2: needle in notes"]
 
 
-@pytest.mark.parametrize(("query", "extra"), [
-    ("top secret", {}),
-    ("evil", {}),
-    ("secret", {"include_pattern": "dirlink_out/**"}),
-    ("needle", {"include_pattern": "ignored.txt"}),
-    ("needle", {"include_pattern": "*.bin"}),
-    ("top.secret|needle.evil|binary", {"is_regexp": True}),
-])
+@pytest.mark.parametrize(
+    ("query", "extra"),
+    [
+        ("top secret", {}),
+        ("evil", {}),
+        ("secret", {"include_pattern": "dirlink_out/**"}),
+        ("needle", {"include_pattern": "ignored.txt"}),
+        ("needle", {"include_pattern": "*.bin"}),
+        ("top.secret|needle.evil|binary", {"is_regexp": True}),
+    ],
+)
 async def test_grep_search_never_returns_content_from_outside_ignored_or_binary_files(listed, query, extra):
     result = await chat(listed.root).run("grep_search", query=query, **extra)
     assert result.status == "success"
@@ -577,8 +656,7 @@ async def test_grep_search_never_returns_content_from_outside_ignored_or_binary_
 
 
 async def test_grep_search_leaves_out_protected_files_and_says_so(listed):
-    result = await chat(listed.root, Editor(default="reject"), Approvals(yolo=True)).run("grep_search",
-                                                                                      query="TOKEN")
+    result = await chat(listed.root, Editor(default="reject"), Approvals(yolo=True)).run("grep_search", query="TOKEN")
     assert result.status == "success" and "abc123" not in result.content
     assert result.content.startswith("No matches for `TOKEN`.\n(1 matching lines in protected files")
 
@@ -649,8 +727,14 @@ async def test_get_changed_files_refuses_an_unknown_state_before_running(project
 # --- get_diagnostics -----------------------------------------------------------------------
 
 DIAGNOSTICS = [
-    {"line": 2, "col": 1, "severity": "ERROR", "message": "undefined name", "source": "pyright",
-     "code": "needle in notes"},
+    {
+        "line": 2,
+        "col": 1,
+        "severity": "ERROR",
+        "message": "undefined name",
+        "source": "pyright",
+        "code": "needle in notes",
+    },
     {"line": 1, "col": 3, "severity": "WARN", "message": "style", "code": "hello"},
 ]
 
@@ -659,8 +743,9 @@ async def test_get_diagnostics_of_a_file_open_in_the_editor(project):
     session = chat(project.root, Editor(diagnostics={str(project.root / "notes.txt"): DIAGNOSTICS}))
     result = await session.run("get_diagnostics", filepath="notes.txt")
     assert result.status == "success"
-    assert result.content == ("notes.txt:2:1: ERROR: undefined name [pyright]\n    needle in notes\n"
-                              "notes.txt:1:3: WARN: style\n    hello")
+    assert result.content == (
+        "notes.txt:2:1: ERROR: undefined name [pyright]\n    needle in notes\nnotes.txt:1:3: WARN: style\n    hello"
+    )
     warnings = await session.run("get_diagnostics", filepath="notes.txt", severity="WARN")
     assert warnings.content == "notes.txt:1:3: WARN: style\n    hello"
     hints = await session.run("get_diagnostics", filepath="notes.txt", severity="HINT")
@@ -675,8 +760,11 @@ async def test_get_diagnostics_through_an_inside_symlink_asks_about_the_real_fil
 
 async def test_get_diagnostics_of_a_protected_file_asks_even_in_yolo_mode(project):
     env = [{"line": 1, "col": 1, "severity": "WARN", "message": "x", "code": "TOKEN=abc123"}]
-    session = chat(project.root, Editor({"choice": "reject", "reason": "no"},
-                                        diagnostics={str(project.root / ".env"): env}), Approvals(yolo=True))
+    session = chat(
+        project.root,
+        Editor({"choice": "reject", "reason": "no"}, diagnostics={str(project.root / ".env"): env}),
+        Approvals(yolo=True),
+    )
     result = await session.run("get_diagnostics", filepath=".env")
     assert result.status == "rejected" and "abc123" not in result.content
     [asked] = session.editor.asked
@@ -715,8 +803,9 @@ async def test_run_command_asks_in_yolo_mode_and_a_rejected_command_does_not_run
 
 
 async def test_run_command_failure_is_an_error_with_the_exit_code_and_output(project):
-    result = await chat(project.root).run("run_command", cmd=python("import sys; print('boom'); sys.exit(3)"),
-                                          flag="testing")
+    result = await chat(project.root).run(
+        "run_command", cmd=python("import sys; print('boom'); sys.exit(3)"), flag="testing"
+    )
     assert result.status == "error"
     assert "(exit code 3):\n```\nboom\n```" in result.content
 

@@ -12,6 +12,7 @@ from codecompanion_py import processes
 from codecompanion_py.errors import ToolError
 from codecompanion_py.processes import _Capture, needs_shell, safe_env, strip_ansi, to_argv
 from codecompanion_py.tools.process import ProcessResult, run_process
+from tests.waiting import async_wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 
@@ -34,7 +35,7 @@ def live_members(pgid):
                 stat = handle.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()
+        fields = stat[stat.rfind(b")") + 2 :].split()
         if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
             members.append(int(name))
     return members
@@ -48,39 +49,73 @@ def alive(pid):
         return False
     except OSError:
         return True
-    return stat[stat.rfind(b")") + 2:].split()[0] not in (b"Z", b"X")
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
-async def wait_until(condition, seconds=5.0):
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return True
-        await asyncio.sleep(0.05)
-    return condition()
+async def group_gone(pgid):
+    await async_wait_until(
+        lambda: not live_members(pgid), message=lambda: f"group {pgid} to end; still running: {live_members(pgid)}"
+    )
 
 
-async def read_pid(path, seconds=5.0):
-    assert await wait_until(lambda: path.exists() and path.read_text().strip().isdigit(), seconds), path
+async def read_pid(path):
+    await async_wait_until(lambda: path.exists() and path.read_text().strip().isdigit(), message=f"a pid in {path}")
     return int(path.read_text())
 
 
 # --- needs_shell / to_argv / safe_env ---------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [
-    "ls -la", "pytest tests/ -q", "git log --format=%H -n 3", "git commit -m 'a message'",
-    'echo "a b"', "make", "", "a#b",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls -la",
+        "pytest tests/ -q",
+        "git log --format=%H -n 3",
+        "git commit -m 'a message'",
+        'echo "a b"',
+        "make",
+        "",
+        "a#b",
+    ],
+)
 def test_plain_commands_need_no_shell(command):
     assert needs_shell(command) is False
 
 
-@pytest.mark.parametrize("command", [
-    "echo a | wc -l", "make && make test", "a; b", "cat < f", "echo > f", "(cd x)", "echo $HOME",
-    "echo `date`", "ls *.py", "ls ?.py", "ls [ab].py", "echo {a,b}", "ls ~", "echo hi!", "a\nb", "a\rb",
-    "cd src", "export A=1", "source env.sh", ". env.sh", "if true", "for x", "while true", "FOO=1 make",
-    "echo 'unbalanced", 'echo "unbalanced', "ls # comment", "sleep 1 &",
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "echo a | wc -l",
+        "make && make test",
+        "a; b",
+        "cat < f",
+        "echo > f",
+        "(cd x)",
+        "echo $HOME",
+        "echo `date`",
+        "ls *.py",
+        "ls ?.py",
+        "ls [ab].py",
+        "echo {a,b}",
+        "ls ~",
+        "echo hi!",
+        "a\nb",
+        "a\rb",
+        "cd src",
+        "export A=1",
+        "source env.sh",
+        ". env.sh",
+        "if true",
+        "for x",
+        "while true",
+        "FOO=1 make",
+        "echo 'unbalanced",
+        'echo "unbalanced',
+        "ls # comment",
+        "sleep 1 &",
+    ],
+)
 def test_shell_syntax_needs_a_shell(command):
     assert needs_shell(command) is True
 
@@ -96,10 +131,22 @@ def test_to_argv():
 
 def test_safe_env_drops_secrets_and_keeps_the_rest():
     base = {
-        "PATH": "/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "TERM": "xterm", "USER": "u",
-        "OPENAI_API_KEY": "x", "anthropic_api_key": "x", "GITHUB_TOKEN": "x", "DB_PASSWORD": "x",
-        "MYSQL_PASSWD": "x", "CLIENT_SECRET": "x", "GOOGLE_APPLICATION_CREDENTIALS": "x",
-        "AWS_REGION": "x", "AWS_ACCESS_KEY_ID": "x", "GITLAB_PAT": "x", "SSH_AUTH_SOCK": "/tmp/s",
+        "PATH": "/bin",
+        "HOME": "/home/u",
+        "LANG": "C.UTF-8",
+        "TERM": "xterm",
+        "USER": "u",
+        "OPENAI_API_KEY": "x",
+        "anthropic_api_key": "x",
+        "GITHUB_TOKEN": "x",
+        "DB_PASSWORD": "x",
+        "MYSQL_PASSWD": "x",
+        "CLIENT_SECRET": "x",
+        "GOOGLE_APPLICATION_CREDENTIALS": "x",
+        "AWS_REGION": "x",
+        "AWS_ACCESS_KEY_ID": "x",
+        "GITLAB_PAT": "x",
+        "SSH_AUTH_SOCK": "/tmp/s",
     }
     # an allowlist: SSH_AUTH_SOCK hands out the user's keys, so it is out unless allowed
     assert safe_env(base) == {"PATH": "/bin", "HOME": "/home/u", "LANG": "C.UTF-8", "TERM": "xterm", "USER": "u"}
@@ -117,8 +164,10 @@ def test_safe_env_defaults_to_os_environ(monkeypatch):
 
 
 def test_strip_ansi():
-    assert strip_ansi("\x1b[1;31mred\x1b[0m plain \x1b]0;title\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b(Bz") \
+    assert (
+        strip_ansi("\x1b[1;31mred\x1b[0m plain \x1b]0;title\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\ \x1b(Bz")
         == "red plain link z"
+    )
 
 
 def test_capture_keeps_head_and_tail_within_the_limit():
@@ -254,7 +303,7 @@ async def test_timeout_kills_the_whole_group(tmp_path):
     assert result.output == "started\n[timed out after 1.5 s]\n"
     pgid = int((tmp_path / "group").read_text())
     child = int((tmp_path / "child").read_text())
-    assert await wait_until(lambda: not live_members(pgid)), live_members(pgid)
+    await group_gone(pgid)
     assert not alive(child)
 
 
@@ -265,19 +314,32 @@ async def test_timeout_falls_back_to_sigkill(tmp_path, monkeypatch):
     assert result.timed_out
     assert result.output == "ready\n[timed out after 1.5 s]\n"
     pgid = int((tmp_path / "group").read_text())
-    assert await wait_until(lambda: not live_members(pgid)), live_members(pgid)
+    await group_gone(pgid)
 
 
-async def test_cancel_kills_the_whole_group_and_reraises(tmp_path):
+async def test_cancel_kills_the_whole_group_and_reraises(tmp_path, monkeypatch):
+    # cancel a running process, not one still being started: the pid files can be written
+    # before asyncio has connected the child's pipes, and a cancel in that window is another
+    # case (it came out of start_in_group, where nothing stops the group)
+    started = asyncio.Event()
+    start_in_group = processes.start_in_group
+
+    async def start_and_tell(*args, **kwargs):
+        proc = await start_in_group(*args, **kwargs)
+        started.set()
+        return proc
+
+    monkeypatch.setattr(processes, "start_in_group", start_and_tell)
     script = f"echo $$ > {tmp_path}/group; sleep 60 & echo $! > {tmp_path}/child; sleep 60"
     task = asyncio.create_task(run_process(script, cwd=tmp_path, timeout=120))
+    await asyncio.wait_for(started.wait(), 10)
     pgid = await read_pid(tmp_path / "group")
     child = await read_pid(tmp_path / "child")
     assert live_members(pgid)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_until(lambda: not live_members(pgid)), live_members(pgid)
+    await group_gone(pgid)
     assert not alive(child)
 
 
@@ -288,7 +350,7 @@ async def test_background_process_holding_the_output_is_stopped(tmp_path):
     assert result.exit_code == 0
     assert result.output == "done\n[background processes still holding the output open were stopped]\n"
     child = int((tmp_path / "child").read_text())
-    assert await wait_until(lambda: not alive(child))
+    await async_wait_until(lambda: not alive(child), message=f"process {child} to be stopped")
 
 
 async def test_background_process_with_its_own_output_is_left_alone(tmp_path):

@@ -20,6 +20,7 @@ from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.errors import AgentError
 from codecompanion_py.processes import group_alive
+from tests.waiting import async_wait_until
 
 from ..test_client import Recorder
 
@@ -43,14 +44,6 @@ def native_pids(path: Path) -> list[int]:
     return [entry["pid"] for entry in native_log(path) if "pid" in entry]
 
 
-async def eventually(predicate: Any, timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
-
-
 @pytest.fixture
 def wire_log(tmp_path, monkeypatch) -> Path:
     log = tmp_path / "native.log"
@@ -64,8 +57,12 @@ async def bridged(tmp_path, wire_log):
     clients: list[AcpClient] = []
 
     async def start(command: list[str], handler: Recorder | None = None, **defaults: Any) -> AcpClient:
-        adapter = AcpAdapter(name="bridge", formatted_name="Bridge", commands={"default": command},
-                             defaults={"timeout": 10000, "prompt_timeout": 10000, **defaults})
+        adapter = AcpAdapter(
+            name="bridge",
+            formatted_name="Bridge",
+            commands={"default": command},
+            defaults={"timeout": 10000, "prompt_timeout": 10000, **defaults},
+        )
         client = AcpClient(adapter, handler or Recorder(), cwd=str(tmp_path))
         clients.append(client)
         await client.start()
@@ -83,8 +80,12 @@ async def bridged(tmp_path, wire_log):
 
 
 async def test_claude_streams_text_and_thoughts_once(bridged, wire_log, tmp_path, monkeypatch):
-    for name, value in (("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ACCESS_TOKEN", "sekrit"),
-                        ("CODEX_SANDBOX", "seatbelt"), ("ANTHROPIC_API_KEY", "sk-ant-fake")):
+    for name, value in (
+        ("CLAUDECODE", "1"),
+        ("CLAUDE_CODE_SESSION_ACCESS_TOKEN", "sekrit"),
+        ("CODEX_SANDBOX", "seatbelt"),
+        ("ANTHROPIC_API_KEY", "sk-ant-fake"),
+    ):
         monkeypatch.setenv(name, value)
     handler = Recorder()
     client = await bridged(bridge_command("claude", FAKE_CLAUDE, "--model", "sonnet"), handler)
@@ -98,8 +99,13 @@ async def test_claude_streams_text_and_thoughts_once(bridged, wire_log, tmp_path
     assert session["modes"]["currentModeId"] == "default"
     result = await client.prompt(session["sessionId"], [{"type": "text", "text": "hello there"}])
     assert result["stopReason"] == "end_turn"
-    assert result["usage"] == {"inputTokens": 12, "outputTokens": 5, "cachedReadTokens": 4, "cachedWriteTokens": 0,
-                               "totalTokens": 21}
+    assert result["usage"] == {
+        "inputTokens": 12,
+        "outputTokens": 5,
+        "cachedReadTokens": 4,
+        "cachedWriteTokens": 0,
+        "totalTokens": 21,
+    }
     assert handler.text() == "Hello from the fake Claude."  # the deltas, not the whole message again
     assert handler.text("agent_thought_chunk") == "Let me think."
     assert any(u["sessionUpdate"] == "available_commands_update" for u in handler.updates)
@@ -126,10 +132,13 @@ async def test_claude_without_partial_messages_sends_whole_messages(bridged, wir
     assert handler.text() == "Hello from the fake Claude."
 
 
-@pytest.mark.parametrize("choice, said, status, behavior", [
-    ("allow", "Created the file.", "completed", "allow"),
-    ("reject", "The user said no.", "failed", "deny"),
-])
+@pytest.mark.parametrize(
+    "choice, said, status, behavior",
+    [
+        ("allow", "Created the file.", "completed", "allow"),
+        ("reject", "The user said no.", "failed", "deny"),
+    ],
+)
 async def test_claude_permission_goes_to_the_client_and_back(bridged, wire_log, choice, said, status, behavior):
     handler = Recorder(choose=choice)
     client = await bridged(bridge_command("claude", FAKE_CLAUDE), handler)
@@ -153,9 +162,9 @@ async def test_claude_cancel_interrupts_the_turn(bridged, wire_log):
     client = await bridged(bridge_command("claude", FAKE_CLAUDE), handler)
     session = await client.new_session()
     turn = asyncio.ensure_future(client.prompt(session["sessionId"], [{"type": "text", "text": "slow"}]))
-    await eventually(lambda: "chunk3" in handler.text())
+    await async_wait_until(lambda: "chunk3" in handler.text(), message=lambda: f"chunk3; got {handler.text()!r}")
     await client.cancel(session["sessionId"])
-    assert (await asyncio.wait_for(turn, 5))["stopReason"] == "cancelled"
+    assert (await asyncio.wait_for(turn, 15))["stopReason"] == "cancelled"
     assert "chunk399" not in handler.text()
     interrupts = [json.loads(e["stdin"]) for e in native_log(wire_log) if '"interrupt"' in e.get("stdin", "")]
     assert interrupts and interrupts[0]["type"] == "control_request"
@@ -197,9 +206,15 @@ async def test_claude_todo_write_becomes_a_plan_and_modes_reach_the_cli(bridged,
     plans = [u for u in handler.updates if u["sessionUpdate"] == "plan"]
     assert [e["status"] for e in plans[0]["entries"]] == ["completed", "in_progress"]
     await client.set_mode(session["sessionId"], "acceptEdits")
-    await eventually(lambda: sum('"set_permission_mode"' in e.get("stdin", "") for e in native_log(wire_log)) == 2)
-    modes = [json.loads(e["stdin"])["request"]["mode"] for e in native_log(wire_log)
-             if '"set_permission_mode"' in e.get("stdin", "")]
+    await async_wait_until(
+        lambda: sum('"set_permission_mode"' in e.get("stdin", "") for e in native_log(wire_log)) == 2,
+        message="the second set_permission_mode to reach the CLI",
+    )
+    modes = [
+        json.loads(e["stdin"])["request"]["mode"]
+        for e in native_log(wire_log)
+        if '"set_permission_mode"' in e.get("stdin", "")
+    ]
     assert modes == ["plan", "acceptEdits"]
     with pytest.raises(AgentError, match="unknown mode"):
         await client.set_mode(session["sessionId"], "yolo")
@@ -211,12 +226,12 @@ async def test_closing_mid_turn_stops_the_native_group(bridged, wire_log, monkey
     client = await bridged(bridge_command("claude", FAKE_CLAUDE), handler)
     session = await client.new_session()
     turn = asyncio.ensure_future(client.prompt(session["sessionId"], [{"type": "text", "text": "slow"}]))
-    await eventually(lambda: "chunk2" in handler.text())
+    await async_wait_until(lambda: "chunk2" in handler.text(), message=lambda: f"chunk2; got {handler.text()!r}")
     pid = native_pids(wire_log)[0]
     await client.close()
     with pytest.raises(AgentError):
         await turn
-    await eventually(lambda: not group_alive(pid), timeout=3)
+    await async_wait_until(lambda: not group_alive(pid), message=f"the native group {pid} to end")
 
 
 # --- Codex exec (one shot) ----------------------------------------------------------------
@@ -231,14 +246,24 @@ async def test_codex_turn_and_resume(bridged, wire_log, tmp_path):
     session = await client.new_session()
     sid = session["sessionId"]
     result = await client.prompt(sid, [{"type": "text", "text": "make a file"}])
-    assert result == {"stopReason": "end_turn", "usage": {"inputTokens": 20, "outputTokens": 10,
-                                                          "cachedReadTokens": 4, "cachedWriteTokens": 0,
-                                                          "thoughtTokens": 3, "totalTokens": 30}}
+    assert result == {
+        "stopReason": "end_turn",
+        "usage": {
+            "inputTokens": 20,
+            "outputTokens": 10,
+            "cachedReadTokens": 4,
+            "cachedWriteTokens": 0,
+            "thoughtTokens": 3,
+            "totalTokens": 30,
+        },
+    }
     kinds = [u["sessionUpdate"] for u in handler.updates]
     assert kinds.count("tool_call") == 2 and kinds.count("plan") == 2
     command = [u for u in handler.updates if u.get("toolCallId") == "item_1"]
-    assert [(u["sessionUpdate"], u["status"]) for u in command] == [("tool_call", "in_progress"),
-                                                                    ("tool_call_update", "completed")]
+    assert [(u["sessionUpdate"], u["status"]) for u in command] == [
+        ("tool_call", "in_progress"),
+        ("tool_call_update", "completed"),
+    ]
     assert command[0]["kind"] == "execute" and "done" in command[1]["content"][0]["content"]["text"]
     edit = next(u for u in handler.updates if u.get("toolCallId") == "item_2")
     assert edit["kind"] == "edit" and edit["locations"] == [{"path": str(tmp_path / "project" / "notes.txt")}]
@@ -266,21 +291,27 @@ async def test_codex_cancel_kills_the_run_and_answers_cancelled(bridged, wire_lo
     client = await bridged(bridge_command("codex", FAKE_CODEX), handler)
     sid = (await client.new_session())["sessionId"]
     turn = asyncio.ensure_future(client.prompt(sid, [{"type": "text", "text": "slow"}]))
-    await eventually(lambda: any(u.get("toolCallId") == "item_1" for u in handler.updates))
+    await async_wait_until(
+        lambda: any(u.get("toolCallId") == "item_1" for u in handler.updates), message="the item_1 tool call"
+    )
     pid = native_pids(wire_log)[0]
     assert group_alive(pid)
     await client.cancel(sid)
-    assert (await asyncio.wait_for(turn, 5))["stopReason"] == "cancelled"
-    await eventually(lambda: not group_alive(pid), timeout=3)  # the command's child went with it
+    assert (await asyncio.wait_for(turn, 15))["stopReason"] == "cancelled"
+    # the command's child went with it
+    await async_wait_until(lambda: not group_alive(pid), message=f"the native group {pid} to end")
     result = await client.prompt(sid, [{"type": "text", "text": "hello"}])
     assert result["stopReason"] == "end_turn"
 
 
-@pytest.mark.parametrize("prompt, expected", [
-    ("fail", "401 Unauthorized"),
-    ("crash", "Codex exited with code 2; its last output:\nthread 'main' panicked: the fake codex fell over"),
-    ("quiet", "Codex ended without finishing the turn"),
-])
+@pytest.mark.parametrize(
+    "prompt, expected",
+    [
+        ("fail", "401 Unauthorized"),
+        ("crash", "Codex exited with code 2; its last output:\nthread 'main' panicked: the fake codex fell over"),
+        ("quiet", "Codex ended without finishing the turn"),
+    ],
+)
 async def test_codex_failures_are_agent_errors(bridged, prompt, expected):
     client = await bridged(bridge_command("codex", FAKE_CODEX))
     sid = (await client.new_session())["sessionId"]
@@ -311,15 +342,21 @@ async def test_user_adapter_by_module_path(bridged, monkeypatch):
     monkeypatch.setenv("CLAUDECODE", "from-the-parent")
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ACCESS_TOKEN", "sekrit")
     handler = Recorder()
-    client = await bridged([*BRIDGE, "tests.acp.bridge.user_adapters:EchoAdapter", "--env", "ECHO_OPT=from-option"],
-                           handler)
+    client = await bridged(
+        [*BRIDGE, "tests.acp.bridge.user_adapters:EchoAdapter", "--env", "ECHO_OPT=from-option"], handler
+    )
     assert client.supports("sessionCapabilities", "list") and client.supports("sessionCapabilities", "resume")
     assert [s["title"] for s in await client.list_sessions()] == ["An earlier echo"]
     session = await client.new_session()
     assert session["configOptions"][0]["id"] == "shout"
     sid = session["sessionId"]
-    for words in ("quiet words", "env CLAUDECODE", "env CLAUDE_CODE_SESSION_ACCESS_TOKEN", "env ECHO_MARK",
-                  "env ECHO_OPT"):
+    for words in (
+        "quiet words",
+        "env CLAUDECODE",
+        "env CLAUDE_CODE_SESSION_ACCESS_TOKEN",
+        "env ECHO_MARK",
+        "env ECHO_OPT",
+    ):
         assert (await client.prompt(sid, [{"type": "text", "text": words}]))["stopReason"] == "end_turn"
     chunks = [u["content"]["text"] for u in handler.updates if u["sessionUpdate"] == "agent_message_chunk"]
     assert chunks == ["QUIET WORDS", "set-by-adapter-env", "<unset>", "from-env", "from-option"]
@@ -342,28 +379,57 @@ async def test_adapter_managed_processes(bridged):
 
 
 async def raw_bridge(command: list[str], cwd: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(*command, cwd=cwd, start_new_session=True,
-                                                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                                                stderr=asyncio.subprocess.DEVNULL)
+    return await asyncio.create_subprocess_exec(
+        *command,
+        cwd=cwd,
+        start_new_session=True,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
 
 
 async def raw_turn_until_streaming(proc: asyncio.subprocess.Process, cwd: Path) -> None:
     assert proc.stdin is not None and proc.stdout is not None
-    for message in ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
-                    {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(cwd),
-                                                                                     "mcpServers": []}}):
+    for message in (
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": str(cwd), "mcpServers": []}},
+    ):
         proc.stdin.write(json.dumps(message).encode() + b"\n")
     await proc.stdin.drain()
-    session = None
-    while session is None:
-        answer = json.loads(await asyncio.wait_for(proc.stdout.readline(), 10))
-        if answer.get("id") == 1:
-            session = answer["result"]["sessionId"]
-    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {
-        "sessionId": session, "prompt": [{"type": "text", "text": "slow"}]}}).encode() + b"\n")
+    answer = await read_line_until(proc, lambda line: json.loads(line).get("id") == 1, "the session/new answer")
+    session = json.loads(answer)["result"]["sessionId"]
+    proc.stdin.write(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/prompt",
+                "params": {"sessionId": session, "prompt": [{"type": "text", "text": "slow"}]},
+            }
+        ).encode()
+        + b"\n"
+    )
     await proc.stdin.drain()
-    while b"chunk2" not in await asyncio.wait_for(proc.stdout.readline(), 10):
-        pass
+    await read_line_until(proc, lambda line: b"chunk2" in line, "chunk2")
+
+
+async def read_line_until(proc: asyncio.subprocess.Process, predicate: Any, what: str, timeout: float = 20.0) -> bytes:
+    """The first line of the bridge's output that `predicate` accepts; fails, never loops or
+    hangs, when the output ends or `timeout` seconds pass first."""
+    assert proc.stdout is not None
+    stdout = proc.stdout
+
+    async def scan() -> bytes:
+        while line := await stdout.readline():
+            if predicate(line):
+                return line
+        raise AssertionError(f"the bridge's output ended before {what}")
+
+    try:
+        return await asyncio.wait_for(scan(), timeout)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"timed out after {timeout:g}s waiting for {what}") from None
 
 
 async def test_end_of_input_alone_stops_the_bridge_and_its_native_group(wire_log, tmp_path, monkeypatch):
@@ -374,8 +440,8 @@ async def test_end_of_input_alone_stops_the_bridge_and_its_native_group(wire_log
         pid = native_pids(wire_log)[0]
         assert proc.stdin is not None
         proc.stdin.close()
-        assert await asyncio.wait_for(proc.wait(), 5) == 0
-        await eventually(lambda: not group_alive(pid), timeout=3)
+        assert await asyncio.wait_for(proc.wait(), 15) == 0
+        await async_wait_until(lambda: not group_alive(pid), message=f"the native group {pid} to end")
     finally:
         if proc.returncode is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -400,7 +466,7 @@ async def test_a_killed_bridge_takes_its_native_process_along(wire_log, tmp_path
         pid = native_pids(wire_log)[0]
         os.killpg(proc.pid, signal.SIGKILL)  # the bridge gets no chance to clean up
         await proc.wait()
-        await eventually(lambda: not process_alive(pid), timeout=3)
+        await async_wait_until(lambda: not process_alive(pid), message=f"the native process {pid} to end")
     finally:
         if proc.returncode is None:
             os.killpg(proc.pid, signal.SIGKILL)
