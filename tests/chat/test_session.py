@@ -1,7 +1,5 @@
 """The chat session without Neovim: ops in order, history kept, stop keeps what arrived."""
 
-import asyncio
-
 import msgspec
 import pytest
 
@@ -9,6 +7,8 @@ from codecompanion_py.adapters import extend
 from codecompanion_py.chat.session import ChatSession
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import ScriptedServer, sse_reply
+
+from ..waiting import async_wait_until
 
 
 def delta(text):
@@ -80,8 +80,7 @@ async def test_stop_keeps_the_partial_reply_and_the_chat_goes_on(chat):
     slow = sse_reply([delta(f"w{i} ") for i in range(300)], delay=0.01)
     session, server = await chat(slow, sse_reply([delta("next")]))
     task = session.submit("go")
-    while not any(op["op"] == "text" for op in session.view.sink.ops):
-        await asyncio.sleep(0.01)
+    await async_wait_until(lambda: any(op["op"] == "text" for op in session.view.sink.ops), 15, "the first text")
     assert session.busy
     assert session.submit("again") is None  # refused while a turn runs
     assert session.view.sink.ops[-1]["op"] == "error"

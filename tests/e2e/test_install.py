@@ -24,7 +24,8 @@ from codecompanion_py.demo.launch import nvim_binary
 from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, sse_reply
 from tests.e2e.conftest import RECORD_EVENTS, Editor
 
-pytestmark = pytest.mark.nvim
+# the build downloads from the package registry: longer than the default test timeout
+pytestmark = [pytest.mark.nvim, pytest.mark.timeout(360)]
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_TIMEOUT = 240.0  # a cold pip cache on a slow network; a warm one takes seconds

@@ -18,6 +18,8 @@ from codecompanion_py.stream.iterators import (
     replay_stream,
 )
 
+from ..waiting import async_wait_until
+
 
 async def test_mock_scenarios_are_stable():
     simple = await replay_stream(MockStreamIterator("simple"))
@@ -168,8 +170,7 @@ async def test_cancelling_closes_the_connection_promptly(server_for, client):
             seen.append(event)
 
     task = asyncio.create_task(consume())
-    while len(seen) < 5:
-        await asyncio.sleep(0.01)
+    await async_wait_until(lambda: len(seen) >= 5, 15, "five events")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
