@@ -25,7 +25,6 @@ serves it until interrupted and prints the `CODECOMPANION_DEMO_URL=...` setting.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import re
 import time
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..adapters.http.demo import URL_ENV
-from .server import Reply, Request, ScriptedServer, ServerThread, json_reply, sse_reply
+from .server import Reply, Request, ScriptedServer, ServerThread, json_reply, serve_forever, sse_reply
 
 WORD_DELAY = 0.015
 
@@ -308,16 +307,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="port (default: any free one)")
     args = parser.parse_args(argv)
 
-    async def run() -> None:
-        server = ScriptedServer(respond)
-        await server.start(args.port)
-        print(f"{URL_ENV}={server.url}", flush=True)
-        await asyncio.Event().wait()
-
-    try:
-        asyncio.run(run())
-    except KeyboardInterrupt:
-        pass
+    serve_forever(ScriptedServer(respond), args.port, announce=URL_ENV + "={url}")
 
 
 if __name__ == "__main__":

@@ -578,10 +578,20 @@ def main(argv: list[str] | None = None) -> None:
     )
     not_post = _error_reply(405, "the bench server answers POST requests only")
 
+    serve_forever(
+        ScriptedServer(lambda request: stream if request.method == "POST" else not_post),
+        args.port,
+        announce="READY {url}",
+    )
+
+
+def serve_forever(server: ScriptedServer, port: int, *, announce: str) -> None:
+    """Run `server` on `port` until interrupted, first printing `announce` with its `{url}`
+    (the line a parent process waits for)."""
+
     async def run() -> None:
-        server = ScriptedServer(lambda request: stream if request.method == "POST" else not_post)
-        await server.start(args.port)
-        print(f"READY {server.url}", flush=True)
+        await server.start(port)
+        print(announce.format(url=server.url), flush=True)
         await asyncio.Event().wait()
 
     try:
