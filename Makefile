@@ -12,7 +12,7 @@ AGENTS ?= 1
 AGENT_PACKAGES := @zed-industries/codex-acp@0.16.0 @zed-industries/claude-agent-acp@0.23.1
 AGENTS_STAMP := $(VENV)/agents/.installed
 
-LUA_FILES := $(wildcard lua/codecompanion_py/*.lua plugin/*.lua) build.lua
+LUA_FILES := $(shell find lua plugin -name "*.lua" | sort) build.lua
 
 .PHONY: test lint demo bench venv agents clean
 

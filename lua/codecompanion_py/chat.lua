@@ -4,6 +4,9 @@
 -- fields (an absent field is nil, never vim.NIL).
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
+-- What needs the engine beyond sending (regenerate, clear, debug view, system prompt,
+-- settings header): its functions, and the renderers of its ops.
+local actions = require("codecompanion_py.chat_actions")
 
 local M = {}
 
@@ -291,7 +294,7 @@ function M.apply(chat_id, ops)
     return
   end
   for _, op in ipairs(ops) do
-    local handler = render[op.op]
+    local handler = render[op.op] or actions.render[op.op]
     if handler then
       handler(chat, op)
     elseif not unknown_reported[tostring(op.op)] then
@@ -315,7 +318,7 @@ end
 
 -- The op names this file renders (checked against the engine's list by the tests).
 function M.op_names()
-  return vim.tbl_keys(render)
+  return vim.list_extend(vim.tbl_keys(render), vim.tbl_keys(actions.render))
 end
 
 -- The text after the last `## Me` header.
@@ -348,7 +351,7 @@ function M.submit(buf)
   if not chat.engine_ready and not rpc.notify("chat.open", chat.open_payload) then
     return -- a failed open is retried with the next submit
   end
-  if not rpc.notify("chat.submit", { chat_id = buf, text = text }) then
+  if not rpc.notify("chat.submit", { chat_id = buf, text = text, settings = actions.read_settings(buf) }) then
     return
   end
   chat.status = "streaming"
