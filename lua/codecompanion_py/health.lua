@@ -28,8 +28,29 @@ local function agent_line(h, name, agent)
   end
 end
 
+-- A CodeCompanion.nvim config in use here: is CodeCompanion installed too, which of its options do nothing.
+local function compatibility(h)
+  h.start("codecompanion_py: coming from CodeCompanion.nvim")
+  local original = require("codecompanion_py.alias").original("lua/codecompanion/init.lua")
+  if original then
+    h.warn(("CodeCompanion.nvim is installed too (%s): require(\"codecompanion\") loads it, not this plugin")
+      :format(vim.fn.fnamemodify(original, ":h:h:h")),
+      { "Remove one of the two, or call require(\"codecompanion_py\").setup() for this plugin" })
+  else
+    h.ok('require("codecompanion") loads this plugin')
+  end
+  local unsupported = require("codecompanion_py.config_check").unsupported(require("codecompanion_py").user_opts)
+  if #unsupported == 0 then
+    h.ok("every option in setup() is honoured")
+  end
+  for _, item in ipairs(unsupported) do
+    h.warn(("%s has no effect here: %s"):format(item.key, item.why))
+  end
+end
+
 function M.check()
   local h = vim.health
+  compatibility(h)
   h.start("codecompanion_py: Python host")
   local rpc = require("codecompanion_py.rpc")
   local running = rpc.host()

@@ -17,9 +17,12 @@ M.defaults = {
 }
 
 M.config = vim.deepcopy(M.defaults)
+M.user_opts = {} ---@type table what setup() was given, as given
 
 function M.setup(opts)
-  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  M.user_opts = opts or {}
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), M.user_opts)
+  require("codecompanion_py.config_check").report(M.user_opts)
   require("codecompanion_py.rpc").config_changed()
 end
 

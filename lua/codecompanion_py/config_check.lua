@@ -1,0 +1,207 @@
+-- Which of CodeCompanion 19's options this plugin honours. A config pasted from
+-- CodeCompanion loads as it is; every key it sets that does nothing here is named once,
+-- in one notice at setup(), so nothing is silently ignored.
+--
+-- The tree below follows CodeCompanion 19's option names. A leaf is
+--   true       honoured
+--   "reason"   not supported here (the reason is shown)
+-- and "*" stands for any key at that level (adapters, tools, keymaps by their names).
+-- A subtree given as a string is reported once, at its top key.
+local M = {}
+
+local OK = true
+local ANY = "any" -- a table of the user's own entries, checked where it is used (e.g. adapters by the engine)
+
+local INLINE = "the inline assistant is not in this plugin yet"
+local PALETTE = "the action palette and prompt library are not in this plugin yet"
+local CONTEXT = "editor context, slash commands and rules are not in this plugin yet"
+local MCP = "MCP servers are not in this plugin yet"
+
+local keymap = { modes = OK, callback = OK, description = OK, index = OK, hide = OK, opts = OK }
+
+local chat = {
+  adapter = OK,
+  roles = { llm = OK, user = OK },
+  keymaps = { ["*"] = keymap },
+  callbacks = { ["*"] = OK },
+  tools = {
+    ["*"] = ANY,
+    groups = ANY,
+    opts = {
+      auto_submit_errors = OK,
+      auto_submit_success = OK,
+      default_tools = OK,
+      folds = { enabled = OK, failure_words = OK },
+      notify_on_approval = "approval notifications are not sent here",
+      system_prompt = { enabled = OK, prompt = OK, replace_main_system_prompt = OK },
+      tool_replacement_message = "tool output is always kept in the chat here",
+    },
+  },
+  slash_commands = CONTEXT,
+  editor_context = CONTEXT,
+  variables = CONTEXT,
+  opts = {
+    system_prompt = OK,
+    goto_file_action = OK,
+    register = OK,
+    yank_jump_delay_ms = OK,
+    blank_prompt = OK,
+    wait_timeout = OK,
+    debounce = OK,
+    completion_provider = "completion is Neovim's own (<C-_> or <C-x><C-o>) here",
+    context_management = "context editing and compaction are not in this plugin yet",
+    prompt_decorator = OK,
+    undolevels = OK,
+  },
+}
+
+local window = {
+  layout = OK,
+  position = OK,
+  width = OK,
+  height = OK,
+  border = OK,
+  relative = OK,
+  full_height = OK,
+  opts = { ["*"] = OK },
+  buflisted = OK,
+  sticky = OK,
+  pertab = OK,
+  title = OK,
+  row = OK,
+  col = OK,
+}
+
+local interactions = {
+  chat = chat,
+  inline = INLINE,
+  cmd = INLINE,
+  background = "background interactions (titles, the LLM judge) are not in this plugin",
+  code_review = "code review is not in this plugin",
+  cli = "the CLI interaction is not in this plugin; its agents run over ACP in the chat instead",
+  shared = CONTEXT,
+  opts = { date_format = OK, watcher = "file watching is not in this plugin yet" },
+}
+
+M.SPEC = {
+  adapters = {
+    http = {
+      ["*"] = ANY,
+      extend = ANY,
+      opts = {
+        allow_insecure = OK,
+        cache_models_for = OK,
+        proxy = OK,
+        show_presets = OK,
+        show_model_choices = OK,
+        -- this plugin's own
+        connect_timeout = OK,
+        read_timeout = OK,
+        retries = OK,
+        retry_max_wait = OK,
+        max_line_bytes = OK,
+        max_response_bytes = OK,
+      },
+    },
+    acp = { ["*"] = ANY, extend = ANY, opts = { show_presets = OK } },
+    opts = { cmd_timeout = OK },
+  },
+  interactions = interactions,
+  strategies = interactions, -- the older spelling
+  display = {
+    chat = {
+      window = window,
+      floating_window = window,
+      intro_message = OK,
+      separator = OK,
+      show_settings = OK,
+      show_reasoning = OK,
+      fold_reasoning = OK,
+      show_tools_processing = OK,
+      show_token_count = OK,
+      token_count = OK,
+      show_header_separator = OK,
+      start_in_insert_mode = OK,
+      auto_scroll = OK,
+      icons = { ["*"] = OK },
+      show_context = CONTEXT,
+      fold_context = CONTEXT,
+      treesitter = OK, -- this plugin's own: false uses regex syntax
+    },
+    action_palette = PALETTE,
+    diff = "the diff view of the inline assistant is not in this plugin yet; tool edits show their diff in the chat",
+    inline = INLINE,
+    input = INLINE,
+    cli = "the CLI interaction is not in this plugin",
+    icons = { ["*"] = OK },
+  },
+  prompt_library = PALETTE,
+  rules = CONTEXT,
+  mcp = MCP,
+  extensions = "CodeCompanion's extensions are Lua modules of its own and cannot load here",
+  opts = {
+    log_level = OK,
+    language = OK,
+    send_code = OK,
+    submit_delay = OK,
+    per_project_config = "per-project config files are not read here",
+    triggers = CONTEXT,
+    python = OK, -- this plugin's own: the Python that runs the engine
+  },
+}
+
+local reported = {} ---@type table<string, boolean> keys already named in this session
+
+-- The keys of `opts` that do nothing here: a list of { key = "a.b.c", why = "..." }.
+function M.unsupported(opts)
+  local found = {}
+  local function walk(value, spec, path)
+    if spec == OK or spec == ANY then
+      return
+    end
+    if type(spec) == "string" then
+      table.insert(found, { key = path, why = spec })
+      return
+    end
+    if type(value) ~= "table" or vim.islist(value) then
+      if type(value) ~= "table" and value ~= false then -- false turns a feature or keymap off
+        table.insert(found, { key = path, why = "expects a table, not " .. type(value) })
+      end
+      return
+    end
+    for key, child in pairs(value) do
+      local name = tostring(key)
+      local where = path == "" and name or (path .. "." .. name)
+      local sub = spec[name]
+      if sub == nil then
+        sub = spec["*"]
+      end
+      if sub == nil then
+        table.insert(found, { key = where, why = "not a CodeCompanion option" })
+      else
+        walk(child, sub, where)
+      end
+    end
+  end
+  walk(opts or {}, M.SPEC, "")
+  table.sort(found, function(a, b) return a.key < b.key end)
+  return found
+end
+
+-- Name, once per session, each key of `opts` that does nothing here; returns the lines shown.
+function M.report(opts)
+  local lines = {}
+  for _, item in ipairs(M.unsupported(opts)) do
+    if not reported[item.key] then
+      reported[item.key] = true
+      table.insert(lines, ("  %s: %s"):format(item.key, item.why))
+    end
+  end
+  if #lines > 0 then
+    vim.notify("CodeCompanion: these options have no effect here:\n" .. table.concat(lines, "\n"),
+      vim.log.levels.WARN)
+  end
+  return lines
+end
+
+return M
