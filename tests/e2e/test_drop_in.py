@@ -1,0 +1,107 @@
+"""A CodeCompanion.nvim user's config, pasted as it is: `require("codecompanion")` loads this
+plugin, and each option that does nothing here is named once at setup()."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.nvim
+
+CAPTURE_NOTIFY = """
+_G.notices = {}
+vim.notify = function(msg, level) table.insert(_G.notices, { msg = msg, level = level }) end
+"""
+
+# Pieces of CodeCompanion 19's documentation examples, as a user would combine them.
+DOCS_CONFIG = """{
+  adapters = {
+    http = {
+      anthropic = function()
+        return require("codecompanion.adapters").extend("anthropic", {
+          env = { api_key = "cmd:echo test-key" },
+        })
+      end,
+      opts = { show_presets = false, show_model_choices = true },
+    },
+    acp = {
+      claude_code = function()
+        return require("codecompanion.adapters").extend("claude_code", {
+          env = { CLAUDE_CODE_OAUTH_TOKEN = "my-oauth-token" },
+        })
+      end,
+    },
+  },
+  interactions = {
+    chat = {
+      adapter = { name = "anthropic", model = "claude-sonnet-4-20250514" },
+      roles = { llm = "CodeCompanion", user = "Me" },
+      keymaps = { send = { modes = { n = "<C-s>", i = "<C-s>" } }, close = { modes = { n = "<C-c>" } } },
+      tools = { opts = { default_tools = { "read_file" } } },
+      slash_commands = { ["file"] = { opts = { provider = "snacks" } } },
+      opts = { completion_provider = "cmp" },
+    },
+    inline = { adapter = "copilot" },
+  },
+  display = {
+    chat = { window = { layout = "vertical", position = "right", width = 0.45 }, show_settings = false },
+    action_palette = { provider = "telescope" },
+  },
+  opts = { log_level = "DEBUG", language = "English" },
+}"""
+
+
+def notices(editor) -> list[str]:
+    return [n["msg"] for n in editor.lua("return _G.notices")]
+
+
+def test_a_pasted_config_names_only_what_does_nothing_here(editor):
+    editor.lua(CAPTURE_NOTIFY)
+    editor.lua(f'require("codecompanion").setup({DOCS_CONFIG})')
+    shown = notices(editor)
+    assert len(shown) == 1, shown
+    lines = shown[0].splitlines()
+    assert lines[0] == "CodeCompanion: these options have no effect here:"
+    named = [line.split(":")[0].strip() for line in lines[1:]]
+    assert named == [
+        "display.action_palette",
+        "interactions.chat.opts.completion_provider",
+        "interactions.chat.slash_commands",
+        "interactions.inline",
+    ]
+    # the config reached the plugin: the adapter a new chat uses
+    assert editor.lua('return require("codecompanion_py").chat_adapter()') == {
+        "name": "anthropic",
+        "model": "claude-sonnet-4-20250514",
+    }
+
+
+def test_each_option_is_named_once_and_typos_are_caught(editor):
+    editor.lua(CAPTURE_NOTIFY)
+    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, interactions = { inline = {} } })')
+    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, interactions = { inline = {} } })')
+    shown = notices(editor)
+    assert len(shown) == 1, shown
+    assert "opts.log_levl: not a CodeCompanion option" in shown[0]
+    assert "interactions.inline:" in shown[0]
+
+
+def test_codecompanion_modules_resolve_to_this_plugin(editor):
+    assert editor.lua('return require("codecompanion") == require("codecompanion_py.api")')
+    editor.nvim.command("checkhealth codecompanion")
+    report = editor.text()
+    assert 'require("codecompanion") loads this plugin' in report
+
+
+def test_an_installed_codecompanion_keeps_its_own_modules(editor, tmp_path):
+    """Both installed: the original wins, and :checkhealth says why."""
+    original = tmp_path / "codecompanion.nvim"
+    (original / "lua" / "codecompanion").mkdir(parents=True)
+    (original / "lua" / "codecompanion" / "init.lua").write_text("return { the_original = true }\n")
+    rtp = editor.nvim.options["runtimepath"]
+    # after this plugin on 'runtimepath', so Neovim finds ours first and ours must defer
+    editor.nvim.options["runtimepath"] = rtp + "," + str(original)
+    assert editor.lua('return require("codecompanion").the_original') is True
+    editor.nvim.command("checkhealth codecompanion_py")
+    report = editor.text()
+    assert "CodeCompanion.nvim is installed too" in report
+    assert str(original) in report
