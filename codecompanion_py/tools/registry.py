@@ -105,8 +105,9 @@ class ToolSettings:
                     settings.disabled.add(ALIASES.get(str(name), str(name)))
                 else:
                     settings.entries[str(name)] = table
-        for group in settings.groups.values():  # as CodeCompanion does, a group leaves out disabled tools
-            group["tools"] = [t for t in group.get("tools") or [] if ALIASES.get(str(t), str(t)) not in settings.disabled]
+        for group_name, group_spec in settings.groups.items():  # as in CodeCompanion, groups leave disabled tools out
+            members = [t for t in group_spec.get("tools") or [] if ALIASES.get(str(t), str(t)) not in settings.disabled]
+            settings.groups[group_name] = {**group_spec, "tools": members}
         for name in [*settings.default_tools, *(t for g in settings.groups.values() for t in g.get("tools") or [])]:
             if not settings.known(name):
                 raise ConfigError(f"tools: unknown tool or group {name!r}")
@@ -220,7 +221,7 @@ def _extension(name: str, description: Mapping[str, Any]) -> ToolDefinition:
     """`extends = "cmd_tool"` (CodeCompanion's name) or `"run_command"` (ours)."""
     base = description.get("extends")
     if base not in ("cmd_tool", "run_command"):
-        raise ConfigError(f"tool {name}: cannot extend {base!r}; tools can extend \"cmd_tool\" (run_command)")
+        raise ConfigError(f'tool {name}: cannot extend {base!r}; tools can extend "cmd_tool" (run_command)')
     if not description.get("build_cmd"):
         raise ConfigError(f"tool {name}: a tool that extends {base} needs `build_cmd = function(args) ... end`")
     spec = description.get("schema")

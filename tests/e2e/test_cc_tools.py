@@ -345,7 +345,9 @@ def test_a_tool_extending_run_command_builds_and_runs_its_command(editor, tmp_pa
         [spec] = first["tools"]
         assert spec["function"]["name"] == "greeter"
         assert spec["function"]["parameters"]["required"] == ["who"]
-        assert any(m["role"] == "system" and m["content"] == "Greets people by running echo." for m in first["messages"])
+        assert any(
+            m["role"] == "system" and m["content"] == "Greets people by running echo." for m in first["messages"]
+        )
         [result] = tool_messages(server.requests[1])
         assert "hello world" in result["content"] and "echo hello world" in result["content"]
         prompts = [p["prompt"] for p in editor.lua("return _G.cc_prompts")]

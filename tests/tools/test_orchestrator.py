@@ -345,7 +345,9 @@ async def test_a_garbled_approval_answer_counts_as_cancel(tmp_path, answer):
         ({"require_approval_before": False}, {"require_approval_before": {"buffer": True}}, True),  # a table: ask
     ],
 )
-async def test_require_approval_before_from_the_users_entry_overrides_the_tools(tmp_path, tool_opts, config_opts, asked):
+async def test_require_approval_before_from_the_users_entry_overrides_the_tools(
+    tmp_path, tool_opts, config_opts, asked
+):
     tool, _ = calculator(opts=tool_opts)
     orch, editor, _ = orchestrator(
         [tool], tmp_path, {"choice": "accept"}, configs={"calculator": {"opts": config_opts}}

@@ -118,7 +118,9 @@ def test_a_lua_tool_that_failed_to_resolve_is_an_error_naming_why():
 
 
 def test_enabled_false_removes_a_tool_and_groups_leave_it_out():
-    settings = ToolSettings.from_config({"run_command": {"enabled": False}, "groups": {"g": {"tools": ["run_command"]}}})
+    settings = ToolSettings.from_config(
+        {"run_command": {"enabled": False}, "groups": {"g": {"tools": ["run_command"]}}}
+    )
     assert "run_command" not in settings.names() and settings.expand("cmd_runner") == []
     assert "run_command" not in settings.expand("agent") and settings.groups["g"]["tools"] == []
 
