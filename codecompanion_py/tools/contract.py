@@ -8,8 +8,10 @@ A tool is a table: `name`, `schema` (OpenAI function format), `cmds`, `system_pr
 `output_handler` once.
 
 The catalog and Python user tools hold Python callables; a Lua-defined tool holds
-`LuaFunction` references that the orchestrator calls back in Neovim. Callables may be
-plain or async: the orchestrator awaits whatever is awaitable.
+`LuaFunction` references that the orchestrator calls back in Neovim, where tools.lua
+calls each with the arguments of the tool's generation (CodeCompanion 19's `meta` tables,
+or the older lists). Callables may be plain or async: the orchestrator awaits whatever is
+awaitable.
 
 A `ToolRun` is the `self` every callable receives: the definition's fields plus `args`
 (the LLM's arguments), `tool` (the user's config entry), `function_call` and what the run
