@@ -121,6 +121,7 @@ class ChatSession:
                 definition = self.tool_settings.definition(tool)
                 self.tools[tool] = definition
                 added.append(tool)
+                self.view.fire("ChatToolAdded", {"id": self.chat_id, "tool": tool})
                 self._add_prompt(f"tool:{tool}", definition.prompt_text())
         return added
 

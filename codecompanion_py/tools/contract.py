@@ -8,8 +8,10 @@ A tool is a table: `name`, `schema` (OpenAI function format), `cmds`, `system_pr
 `output_handler` once.
 
 The catalog and Python user tools hold Python callables; a Lua-defined tool holds
-`LuaFunction` references that the orchestrator calls back in Neovim. Callables may be
-plain or async: the orchestrator awaits whatever is awaitable.
+`LuaFunction` references that the orchestrator calls back in Neovim, where tools.lua
+calls each with the arguments of the tool's generation (CodeCompanion 19's `meta` tables,
+or the older lists). Callables may be plain or async: the orchestrator awaits whatever is
+awaitable.
 
 A `ToolRun` is the `self` every callable receives: the definition's fields plus `args`
 (the LLM's arguments), `tool` (the user's config entry), `function_call` and what the run
@@ -56,6 +58,11 @@ class ToolDefinition:
     output: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     lua: bool = False
+    # Shows the change it will make (a diff) in its approval: `require_confirmation_after`
+    # asks there too, as CodeCompanion's edit tools confirm their preview.
+    previews: bool = False
+    # A Lua `build_cmd(args)` of a tool that extends run_command.
+    build_cmd: Any = None
 
     @classmethod
     def from_table(cls, name: str, table: Mapping[str, Any] | Any) -> ToolDefinition:
@@ -143,6 +150,8 @@ class ToolState:
     """What the LLM is told about how its edits matched (insert_edit_into_file)."""
     content: str
     """The new file's text (create_file)."""
+    command: str
+    """The command line to run, as the approval shows it (run_command and its extensions)."""
 
 
 @dataclass
@@ -162,13 +171,15 @@ class ToolRun(ToolState):
     # Extra text shown with the approval prompt (a diff, a resolved path).
     approval_detail: str | None = None
     run_id: int = 0
+    # Whether Neovim keeps state for this run (a function of it was called there).
+    in_lua: bool = False
     # The orchestrator's ToolsContext, for Python tools whose cmds need the workspace or
     # the editor (cmds get `(self, args, input, output_handler)`, not `tools`).
     context: Any = None
 
     @classmethod
     def start(cls, definition: ToolDefinition, call: ToolCall, config: Mapping[str, Any], run_id: int) -> ToolRun:
-        opts = {**definition.opts, **dict(config.get("opts") or {})}
+        opts = merge_opts(definition.opts, config.get("opts") or {})
         return cls(
             definition=definition,
             function_call=call,
@@ -189,6 +200,36 @@ class ToolRun(ToolState):
 
     def add_output(self, for_llm: Any, for_user: Any = None) -> None:
         self.outputs.append(ToolOutput(_text(for_llm), None if for_user is None else _text(for_user)))
+
+
+APPROVAL = "require_approval_before"
+CONFIRMATION = "require_confirmation_after"
+_OLD_NAMES = {"requires_approval": APPROVAL, "user_confirmation": CONFIRMATION}
+
+
+def merge_opts(tool_opts: Mapping[str, Any], config_opts: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's own opts with the user's config entry's on top, under CodeCompanion 19's
+    names: `requires_approval` and `user_confirmation` (the names before v18) count as
+    `require_approval_before` and `require_confirmation_after`, and whichever spelling the
+    user wrote overrides the tool's. The old names stay readable with the merged values.
+
+    Before v18 one question covered a previewing tool; a user who sets only the old
+    `requires_approval` keeps that meaning, for both questions."""
+    merged = {**_renamed(tool_opts), **_renamed(config_opts)}
+    if "requires_approval" in config_opts and not {CONFIRMATION, "user_confirmation"} & set(config_opts):
+        merged[CONFIRMATION] = config_opts["requires_approval"]
+    for old, new in _OLD_NAMES.items():
+        if new in merged:
+            merged[old] = merged[new]
+    return merged
+
+
+def _renamed(opts: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in opts.items() if k not in _OLD_NAMES}
+    for old, new in _OLD_NAMES.items():
+        if old in opts and new not in opts:
+            out[new] = opts[old]
+    return out
 
 
 def _text(value: Any) -> str:

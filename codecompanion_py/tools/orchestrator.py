@@ -2,10 +2,12 @@
 
 For a batch of calls: resolve each tool (unknown tools and
 malformed arguments become error results at once, nothing runs), fire
-`ToolsStarted`, then per queued call: `ToolStarted`, `handlers.setup`, the approval
-decision (and the prompt), the `cmds` in order (each one's output is the next one's
-`input`; an error stops the tool and goes to `output.error`), `output.success` after each
-success, `handlers.on_exit`, `ToolFinished`; at the end `ToolsFinished`.
+`ToolsStarted`, then per queued call: `handlers.setup`, the approval decision (and the
+prompt, between `ToolApprovalRequested` and `ToolApprovalFinished`), `ToolStarted` when it
+runs, the `cmds` in order (each one's output is the next one's `input`; an error stops the
+tool and goes to `output.error`), `output.success` after each success, `handlers.on_exit`,
+`ToolFinished`; at the end `ToolsFinished`. These are CodeCompanion 19's moments; the
+events carry its data fields (`id`, `name`, `args`, `status`) beside ours.
 
 Every call gets exactly one result (success, error, rejected with the user's reason, or
 cancelled), even when the user stops the turn, so the next request is valid.
@@ -30,13 +32,14 @@ from ..messages import ToolCall, ToolResultPart
 from ..processes import safe_env
 from . import arguments
 from .approvals import Answer, Approvals, choice_of, must_prompt
-from .contract import LuaFunction, Outcome, ToolDefinition, ToolRun
+from .contract import APPROVAL, CONFIRMATION, LuaFunction, Outcome, ToolDefinition, ToolRun
 from .process import env_allow, run_process
 
 log = logging.getLogger("codecompanion_py.tools")
 
 DEFAULT_TIMEOUT_MS = 300_000
 _run_ids = itertools.count(1)
+_batch_ids = itertools.count(1)
 
 
 class Editor(Protocol):
@@ -79,6 +82,9 @@ class ToolsContext:
     chat_id: Any = None
     surface: Surface | None = None  # where `fire` goes
     reads: dict[str, str] = field(default_factory=dict)  # real path -> hash of what the LLM last read
+    # `await invoke(run, fn, *args)` calls a tool's function, Lua or Python (set by the
+    # orchestrator): for Python tools that call back into a Lua part (run_command's extensions).
+    invoke: Callable[..., Any] | None = None
 
     def fire(self, event: str, data: Mapping[str, Any]) -> None:
         if self.surface is not None:
@@ -105,7 +111,9 @@ class Orchestrator:
         self.context = context
         self.surface = surface
         context.surface = surface
+        context.invoke = self._invoke
         self._cancel_rest = False
+        self._batch_id = next(_batch_ids)
 
     # --- the batch --------------------------------------------------------------------
 
@@ -123,7 +131,7 @@ class Orchestrator:
                 run.context = self.context
                 queue.append(run)
         names = [call.name for call in calls]
-        self._fire("ToolsStarted", {"tools": names})
+        self._fire("ToolsStarted", {"tools": names, "id": self._batch_id})
         handlers_done: set[str] = set()
         try:
             for position, run in enumerate(queue):
@@ -142,7 +150,16 @@ class Orchestrator:
         batch.cancelled = batch.cancelled or self._cancel_rest
         batch.results = [results[call.id] for call in calls]
         batch.messages = self.context.chat.messages
-        self._fire("ToolsFinished", {"tools": names, "statuses": [r.status for r in batch.results]})
+        statuses = [r.status for r in batch.results]
+        self._fire(
+            "ToolsFinished",
+            {
+                "tools": names,
+                "statuses": statuses,
+                "id": self._batch_id,
+                "status": "error" if "error" in statuses else "success",
+            },
+        )
         return batch
 
     def _refusal(self, call: ToolCall) -> str | None:
@@ -170,8 +187,7 @@ class Orchestrator:
     # --- one call ---------------------------------------------------------------------
 
     async def _run_one(self, run: ToolRun, following: ToolRun | None, handlers_done: set[str]) -> ToolResultPart:
-        data = {"tool": run.name, "id": run.function_call.id, "args": run.args}
-        self._fire("ToolStarted", data)
+        data = {"tool": run.name, "name": run.name, "id": run.function_call.id, "args": run.args}
         once = bool(run.opts.get("use_handlers_once"))
         status: Outcome
         try:
@@ -180,13 +196,14 @@ class Orchestrator:
                 handlers_done.add(run.name)
             answer = await self._approval(run)
             if answer is None or answer.choice in ("accept", "always"):
+                self._fire("ToolStarted", data)
                 status = await self._execute(run)
             elif answer.choice == "reject":
                 status = "rejected"
-                await self._output(run, "rejected", _first_cmd(run))
+                await self._output(run, "rejected", _first_cmd(run), {"reason": answer.reason})
                 if not run.outputs:
                     run.add_output(f"The user rejected the `{run.name}` tool call.")
-                if answer.reason:
+                if answer.reason and not any(answer.reason in output.for_llm for output in run.outputs):
                     run.add_output(f"The user's reason: {answer.reason}")
             else:
                 self._cancel_rest = True
@@ -206,7 +223,10 @@ class Orchestrator:
         # never the power to hold the stop up.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._output(run, "cancelled", _first_cmd(run)), 2)
-        self._fire("ToolFinished", {"tool": run.name, "id": run.function_call.id, "status": "cancelled"})
+        self._fire(
+            "ToolFinished",
+            {"tool": run.name, "name": run.name, "id": run.function_call.id, "args": run.args, "status": "cancelled"},
+        )
         return self._result(run, "cancelled")
 
     def _result(self, run: ToolRun, status: Outcome) -> ToolResultPart:
@@ -251,7 +271,9 @@ class Orchestrator:
                 else f"Always accept `{run.name}` in this chat"
             ),
         }
-        self._fire("ToolApprovalRequested", {"tool": run.name, "id": run.function_call.id, "prompt": prompt})
+        self._fire(
+            "ToolApprovalRequested", {"tool": run.name, "name": run.name, "id": run.function_call.id, "prompt": prompt}
+        )
         reply = await self.context.editor.call("approve", request)
         reply = reply if isinstance(reply, Mapping) else {}
         answer = Answer(choice=choice_of(reply.get("choice")), reason=reply.get("reason") or None)
@@ -264,19 +286,32 @@ class Orchestrator:
         """For tools approved per command (`require_cmd_approval`), the command text."""
         if not run.opts.get("require_cmd_approval"):
             return None
+        if isinstance(getattr(run, "command", None), str):
+            return run.command
         for key in ("cmd", "command", "filepath"):
             if isinstance(run.args.get(key), str):
                 return run.args[key]
         return json.dumps(run.args, sort_keys=True)
 
     async def _needs_approval(self, run: ToolRun) -> bool:
-        rule = run.opts.get("requires_approval", run.opts.get("require_approval_before", False))
+        """CodeCompanion 19's rule: `require_approval_before` is a boolean, or a function of
+        `(tool, tools)`; any other true value (such as `{ buffer = false, file = true }`)
+        leaves it to the tool's `handlers.prompt_condition`, which also has its say when
+        the answer is true. A tool that shows its change (an edit's diff) in the approval
+        asks as well when `require_confirmation_after` holds: its preview is that question."""
+        needed = await self._opt_value(run, APPROVAL)
+        if not needed and run.definition.previews:
+            needed = await self._opt_value(run, CONFIRMATION)
+        if needed and "prompt_condition" in run.definition.handlers:
+            shown = await self._invoke(run, run.definition.handlers["prompt_condition"], self.context, run.opts)
+            return bool(shown)
+        return bool(needed)
+
+    async def _opt_value(self, run: ToolRun, key: str) -> Any:
+        rule = run.opts.get(key, False)
         if callable(rule) or isinstance(rule, LuaFunction):
             rule = await self._invoke(run, rule, self.context)
-        if "prompt_condition" in run.definition.handlers:
-            shown = await self._invoke(run, run.definition.handlers["prompt_condition"], self.context, run.opts)
-            return bool(rule) and bool(shown)
-        return bool(rule)
+        return rule
 
     # --- execution --------------------------------------------------------------------
 
@@ -350,7 +385,9 @@ class Orchestrator:
             cmd = [string.Template(part).safe_substitute(template_values) for part in cmd]
         env_vars = safe_env(allow=env_allow(run.opts))
         result = await run_process(cmd, cwd=self.context.workspace.root, timeout=timeout, env=env_vars)
-        return {"status": "success" if result.ok else "error", "data": result.output}
+        # A Lua tool gets its command's output as lines, as CodeCompanion hands it over.
+        data: Any = result.output.splitlines() if run.definition.lua else result.output
+        return {"status": "success" if result.ok else "error", "data": data}
 
     # --- callbacks --------------------------------------------------------------------
 
@@ -383,6 +420,7 @@ class Orchestrator:
     async def _invoke_lua(self, run: ToolRun, fn: LuaFunction, args: Sequence[Any]) -> Any:
         # `tools` and `self` live on the Lua side; only data crosses.
         wire_args = [a for a in args if not isinstance(a, ToolsContext)]
+        run.in_lua = True
         reply = await self.context.editor.call(
             "tool.invoke",
             {
@@ -408,7 +446,7 @@ class Orchestrator:
         return reply.get("result")
 
     async def _release(self, queue: Sequence[ToolRun]) -> None:
-        lua_runs = [run.run_id for run in queue if run.definition.lua]
+        lua_runs = [run.run_id for run in queue if run.definition.lua or run.in_lua]
         if lua_runs:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.context.editor.call("tool.release", {"run_ids": lua_runs}), 2)
@@ -436,6 +474,8 @@ def _as_text(value: Any) -> str:
         return value
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return "\n".join(value)  # a Lua command tool's output lines
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False)
     return str(value)

@@ -3,15 +3,18 @@
 The config shape is CodeCompanion's `interactions.chat.tools` (or `strategies.chat.tools`):
 
     tools = {
-      calculator = { description = "...", callback = { name = ..., cmds = {...}, ... },
-                     opts = { requires_approval = true } },
+      calculator = { description = "...", name = ..., cmds = {...}, schema = ..., ... },  -- inline
+      mine = { path = "user.tools.mine" },                  -- or callback = table / function
+      beads = { extends = "cmd_tool", schema = ..., build_cmd = function(args) ... end },
       weather = { callback = "my_pkg.tools:weather" },      -- a Python tool
+      read_file = { opts = { require_approval_before = true } },  -- a built-in's options
       groups = { mine = { description = "...", tools = { "calculator", "read_file" } } },
       opts = { default_tools = { "files" }, max_rounds = 25 },
     }
 
-A Lua-defined tool arrives as a description of its table (`__lua_tool`): its functions
-stay in Neovim and become `LuaFunction` references called back by the orchestrator.
+tools.lua resolves a Lua tool in Neovim and sends a description of it (`__lua_tool`): its
+functions stay there and become `LuaFunction` references called back by the orchestrator.
+A tool that failed to resolve arrives as `__lua_error`, said when the tool is used.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ConfigError
+from .catalog import run_command
 from .contract import LuaFunction, ToolDefinition, load_python_tool
 
 CATALOG: dict[str, str] = {
@@ -77,6 +81,9 @@ class ToolSettings:
     groups: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(DEFAULT_GROUPS))
     default_tools: list[str] = field(default_factory=list)
     max_rounds: int = DEFAULT_MAX_ROUNDS
+    # `opts.tool_replacement_message` ("the ${tool} tool"); None: the name in backticks
+    replacement: str | None = None
+    disabled: set[str] = field(default_factory=set)  # `enabled = false` entries
     _cache: dict[str, ToolDefinition] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -90,8 +97,17 @@ class ToolSettings:
                 opts = _table(entry, "tools.opts")
                 settings.default_tools = [str(t) for t in opts.get("default_tools") or []]
                 settings.max_rounds = int(opts.get("max_rounds", DEFAULT_MAX_ROUNDS))
+                if isinstance(opts.get("tool_replacement_message"), str):
+                    settings.replacement = opts["tool_replacement_message"]
             else:
-                settings.entries[str(name)] = dict(_table(entry, f"tools.{name}"))
+                table = dict(_table(entry, f"tools.{name}"))
+                if table.get("enabled") is False:
+                    settings.disabled.add(ALIASES.get(str(name), str(name)))
+                else:
+                    settings.entries[str(name)] = table
+        for group_name, group_spec in settings.groups.items():  # as in CodeCompanion, groups leave disabled tools out
+            members = [t for t in group_spec.get("tools") or [] if ALIASES.get(str(t), str(t)) not in settings.disabled]
+            settings.groups[group_name] = {**group_spec, "tools": members}
         for name in [*settings.default_tools, *(t for g in settings.groups.values() for t in g.get("tools") or [])]:
             if not settings.known(name):
                 raise ConfigError(f"tools: unknown tool or group {name!r}")
@@ -99,16 +115,19 @@ class ToolSettings:
 
     def known(self, name: str) -> bool:
         name = ALIASES.get(name, name)
-        return name in self.entries or name in CATALOG or name in self.groups
+        return self._is_tool(name) or name in self.groups
+
+    def _is_tool(self, name: str) -> bool:
+        return name in self.entries or (name in CATALOG and name not in self.disabled)
 
     def names(self) -> list[str]:
         """Every tool and group a user can mention, for completion."""
-        return sorted({*CATALOG, *self.entries, *self.groups})
+        return sorted({*(set(CATALOG) - self.disabled), *self.entries, *self.groups})
 
     def expand(self, name: str) -> list[str]:
         """A tool's name, or a group's tools; [] for unknown names."""
         name = ALIASES.get(name, name)
-        if name in self.entries or name in CATALOG:
+        if self._is_tool(name):
             return [name]
         group = self.groups.get(name)
         return [ALIASES.get(str(t), str(t)) for t in group.get("tools") or []] if group else []
@@ -138,6 +157,8 @@ class ToolSettings:
             callback = entry["callback"]
             if isinstance(callback, str):
                 definition = load_python_tool(name, callback)
+            elif isinstance(callback, Mapping) and callback.get("__lua_error"):
+                raise ConfigError(f"tool {name!r}: {callback['__lua_error']}")
             elif isinstance(callback, Mapping) and callback.get("__lua_tool"):
                 definition = _lua_definition(name, callback)
             elif isinstance(callback, Mapping):
@@ -160,9 +181,14 @@ def mentions(text: str, settings: ToolSettings) -> tuple[list[str], list[str], s
         expanded = settings.expand(name)
         if not expanded:
             return match.group(0)
-        if ALIASES.get(name, name) in settings.groups:
-            groups.append(name)
         tools.extend(t for t in expanded if t not in tools)
+        group = settings.groups.get(ALIASES.get(name, name))
+        if group is not None and not settings._is_tool(ALIASES.get(name, name)):
+            groups.append(name)
+            if isinstance(group.get("prompt"), str):  # CodeCompanion's group `prompt`, ${tools} filled in
+                return group["prompt"].replace("${tools}", ", ".join(expanded) + " tools")
+        elif settings.replacement is not None:
+            return settings.replacement.replace("${tool}", name)
         return f"`{name}`"
 
     return tools, groups, _MENTION.sub(replace, text)
@@ -170,6 +196,8 @@ def mentions(text: str, settings: ToolSettings) -> tuple[list[str], list[str], s
 
 def _lua_definition(name: str, description: Mapping[str, Any]) -> ToolDefinition:
     """A tool whose functions stay in Lua: each becomes a reference Neovim resolves."""
+    if description.get("extends"):
+        return _extension(name, description)
     cmds: list[Any] = []
     for index, cmd in enumerate(_list(description.get("cmds")), start=1):
         cmds.append(LuaFunction(name, f"cmds.{index}") if cmd == "function" else cmd)
@@ -186,6 +214,41 @@ def _lua_definition(name: str, description: Mapping[str, Any]) -> ToolDefinition
         handlers={h: LuaFunction(name, f"handlers.{h}") for h in _list(description.get("handlers"))},
         output={o: LuaFunction(name, f"output.{o}") for o in _list(description.get("output"))},
         lua=True,
+    )
+
+
+def _extension(name: str, description: Mapping[str, Any]) -> ToolDefinition:
+    """`extends = "cmd_tool"` (CodeCompanion's name) or `"run_command"` (ours)."""
+    base = description.get("extends")
+    if base not in ("cmd_tool", "run_command"):
+        raise ConfigError(f'tool {name}: cannot extend {base!r}; tools can extend "cmd_tool" (run_command)')
+    if not description.get("build_cmd"):
+        raise ConfigError(f"tool {name}: a tool that extends {base} needs `build_cmd = function(args) ... end`")
+    spec = description.get("schema")
+    spec = spec if isinstance(spec, Mapping) else {}
+    tool_name = str(description.get("name") or name)
+    schema = {
+        "type": "function",
+        "function": {
+            "name": tool_name,
+            "description": str(description.get("description") or ""),
+            "parameters": {
+                "type": "object",
+                "properties": spec.get("properties") or {},
+                "required": list(spec.get("required") or []),
+                "additionalProperties": spec.get("additionalProperties") or False,
+            },
+            "strict": True,
+        },
+    }
+    return run_command.extension(
+        tool_name,
+        schema=schema,
+        build_cmd=LuaFunction(name, "build_cmd"),
+        handlers={h: LuaFunction(name, f"handlers.{h}") for h in _list(description.get("handlers"))},
+        output={o: LuaFunction(name, f"output.{o}") for o in _list(description.get("output"))},
+        opts=_lua_refs(name, "opts", description.get("opts") or {}),
+        system_prompt=description.get("system_prompt") or None,
     )
 
 

@@ -334,3 +334,61 @@ async def test_a_garbled_approval_answer_counts_as_cancel(tmp_path, answer):
     orch, _, _ = orchestrator([tool], tmp_path, answer)
     batch = await orch.run([call(**MUL)])
     assert batch.results[0].status == "cancelled" and "success" not in calls
+
+
+@pytest.mark.parametrize(
+    "tool_opts, config_opts, asked",
+    [
+        ({"requires_approval": True}, {"require_approval_before": False}, False),  # the user's entry wins
+        ({"require_approval_before": True}, {"requires_approval": False}, False),  # in either spelling
+        ({}, {"require_approval_before": True}, True),
+        ({"require_approval_before": False}, {"require_approval_before": {"buffer": True}}, True),  # a table: ask
+    ],
+)
+async def test_require_approval_before_from_the_users_entry_overrides_the_tools(
+    tmp_path, tool_opts, config_opts, asked
+):
+    tool, _ = calculator(opts=tool_opts)
+    orch, editor, _ = orchestrator(
+        [tool], tmp_path, {"choice": "accept"}, configs={"calculator": {"opts": config_opts}}
+    )
+    await orch.run([call(**MUL)])
+    assert bool(editor.asked) == asked
+
+
+@pytest.mark.parametrize(
+    "opts, asked",
+    [
+        ({}, True),
+        ({"require_confirmation_after": False}, False),
+        ({"require_confirmation_after": lambda self, tools: self.args["num1"] > 10}, True),
+        ({"requires_approval": False}, False),  # the name before v18 meant the one question
+        ({"require_approval_before": True, "require_confirmation_after": False}, True),
+    ],
+)
+async def test_a_previewing_tool_asks_while_require_confirmation_after_holds(tmp_path, opts, asked):
+    tool, _ = calculator(opts={"require_approval_before": False, "require_confirmation_after": True}, previews=True)
+    orch, editor, _ = orchestrator([tool], tmp_path, {"choice": "accept"}, configs={"calculator": {"opts": opts}})
+    await orch.run([call(**MUL)])
+    assert bool(editor.asked) == asked
+
+
+async def test_events_carry_codecompanions_fields(tmp_path):
+    tool, _ = calculator(opts={"require_approval_before": True})
+    orch, _, surface = orchestrator([tool], tmp_path, {"choice": "accept"})
+    await orch.run([call(**MUL)])
+    fired = [(op["event"], op.get("data") or {}) for op in surface.ops if op["op"] == "fire"]
+    assert [name for name, _ in fired] == [
+        "ToolsStarted",
+        "ToolApprovalRequested",
+        "ToolApprovalFinished",
+        "ToolStarted",
+        "ToolFinished",
+        "ToolsFinished",
+    ]
+    data = dict(fired)
+    assert data["ToolsStarted"]["id"] == data["ToolsFinished"]["id"]
+    assert data["ToolsFinished"]["status"] == "success" and data["ToolsFinished"]["statuses"] == ["success"]
+    assert data["ToolApprovalRequested"]["name"] == "calculator"
+    assert data["ToolStarted"]["tool"] == "calculator" and data["ToolStarted"]["args"] == MUL
+    assert data["ToolFinished"]["name"] == "calculator" and data["ToolFinished"]["args"] == MUL

@@ -82,3 +82,56 @@ def test_every_catalog_tool_loads_with_a_valid_spec():
     for name in settings.expand("agent") + ["fetch_webpage"]:
         spec = settings.definition(name).spec()
         assert spec.name == name and spec.description
+
+
+def test_a_lua_tool_extending_run_command_gets_its_schema_and_run_commands_safety():
+    beads = {
+        "description": "Beads task management",
+        "opts": {"require_approval_before": False},
+        "callback": {
+            "__lua_tool": True,
+            "name": "beads",
+            "extends": "cmd_tool",
+            "description": "Beads task management",
+            "schema": {"properties": {"action": {"type": "string"}}, "required": ["action"]},
+            "build_cmd": True,
+            "output": ["success"],
+            "opts": {"require_approval_before": True},
+        },
+    }
+    definition = ToolSettings.from_config({"beads": beads}).definition("beads")
+    spec = definition.spec()
+    assert spec.name == "beads" and spec.strict and spec.parameters["required"] == ["action"]
+    assert spec.parameters["additionalProperties"] is False
+    assert definition.build_cmd == LuaFunction("beads", "build_cmd")
+    assert definition.output["success"] == LuaFunction("beads", "output.success")
+    assert "prompt" in definition.output and "setup" in definition.handlers  # run_command's defaults
+    assert definition.opts["require_cmd_approval"] and definition.opts["allowed_in_yolo_mode"] is False
+    with pytest.raises(ConfigError, match="cannot extend 'other'"):
+        ToolSettings.from_config({"x": {"callback": {**beads["callback"], "extends": "other"}}}).definition("x")
+
+
+def test_a_lua_tool_that_failed_to_resolve_is_an_error_naming_why():
+    settings = ToolSettings.from_config({"broken": {"callback": {"__lua_error": "cannot find no.such.module"}}})
+    with pytest.raises(ConfigError, match="tool 'broken': cannot find no.such.module"):
+        settings.definition("broken")
+
+
+def test_enabled_false_removes_a_tool_and_groups_leave_it_out():
+    settings = ToolSettings.from_config(
+        {"run_command": {"enabled": False}, "groups": {"g": {"tools": ["run_command"]}}}
+    )
+    assert "run_command" not in settings.names() and settings.expand("cmd_runner") == []
+    assert "run_command" not in settings.expand("agent") and settings.groups["g"]["tools"] == []
+
+
+def test_tool_replacement_message_and_a_groups_prompt_replace_mentions():
+    settings = ToolSettings.from_config(
+        {
+            "opts": {"tool_replacement_message": "the ${tool} tool"},
+            "groups": {"mine": {"prompt": "I give you ${tools}", "tools": ["read_file", "grep_search"]}},
+        }
+    )
+    tools, groups, text = mentions("Use @{read_file}. @{mine}", settings)
+    assert text == "Use the read_file tool. I give you read_file, grep_search tools"
+    assert tools == ["read_file", "grep_search"] and groups == ["mine"]

@@ -41,5 +41,7 @@ TOOL = ToolDefinition(
     cmds=[create],
     handlers={"setup": setup},
     output={"prompt": lambda self, tools: f"Create {self.target.relative}?"},
-    opts={"requires_approval": True},
+    # CodeCompanion 19's defaults: no question before, the diff to confirm (asked once).
+    opts={"require_approval_before": False, "require_confirmation_after": True},
+    previews=True,
 )

@@ -104,5 +104,7 @@ TOOL = ToolDefinition(
     cmds=[write],
     handlers={"setup": setup},
     output={"prompt": prompt},
-    opts={"requires_approval": True},
+    # CodeCompanion 19's defaults: no question before, the diff to confirm (asked once).
+    opts={"require_approval_before": False, "require_confirmation_after": True},
+    previews=True,
 )

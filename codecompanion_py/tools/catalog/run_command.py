@@ -33,6 +33,13 @@ def setup(self: ToolRun, tools: Any) -> None:
     command = self.args.get("cmd")
     if not isinstance(command, str):
         raise ToolError("`cmd` must be a string")
+    _prepare(self, command)
+    self.args["cmd"] = self.command  # what the prompt shows, "always accept" remembers, and runs
+
+
+def _prepare(self: ToolRun, command: str) -> None:
+    """Check and normalise the command line, and keep it as what the approval shows and
+    what runs."""
     hidden = hidden_character(command)
     if hidden is not None:
         raise ToolError(
@@ -42,14 +49,14 @@ def setup(self: ToolRun, tools: Any) -> None:
     command = normalize_command(command)
     if not command:
         raise ToolError("empty command")
-    self.args["cmd"] = command  # what the prompt shows, "always accept" remembers, and runs
+    self.command = command
     if "\n" in command or len(command) > LONG_COMMAND:
         fence = _fence(command)
         self.approval_detail = f"The command to run:\n{fence}sh\n{command}\n{fence}"
 
 
 async def run(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
-    command = args["cmd"]
+    command = self.command
     timeout = float(self.opts.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000
     env = safe_env(allow=env_allow(self.opts))
     result = await run_process(command, cwd=self.context.workspace.root, timeout=timeout, env=env)
@@ -64,7 +71,16 @@ def _fence(text: str) -> str:
 
 
 def prompt(self: ToolRun, tools: Any) -> str:
-    return f"Run the command `{self.args['cmd']}`?"
+    return f"Run the command `{self.command}`?"
+
+
+OPTS: dict[str, Any] = {
+    "requires_approval": True,
+    "require_cmd_approval": True,
+    "allowed_in_yolo_mode": False,
+    "timeout": DEFAULT_TIMEOUT_MS,
+    "env_allow": [],
+}
 
 
 TOOL = ToolDefinition(
@@ -82,11 +98,44 @@ TOOL = ToolDefinition(
     cmds=[run],
     handlers={"setup": setup},
     output={"prompt": prompt},
-    opts={
-        "requires_approval": True,
-        "require_cmd_approval": True,
-        "allowed_in_yolo_mode": False,
-        "timeout": DEFAULT_TIMEOUT_MS,
-        "env_allow": [],
-    },
+    opts=OPTS,
 )
+
+
+def extension(
+    name: str,
+    *,
+    schema: dict[str, Any],
+    build_cmd: Any,
+    handlers: dict[str, Any],
+    output: dict[str, Any],
+    opts: dict[str, Any],
+    system_prompt: str | None = None,
+) -> ToolDefinition:
+    """A tool that extends run_command (CodeCompanion's `extends = "cmd_tool"`): the LLM
+    fills the tool's own schema, its `build_cmd(args)` turns that into a command line, and
+    the command runs as run_command runs it: the same checks, approval (per exact command,
+    not in YOLO mode unless its opts say so), environment, timeout and output. Its own
+    `handlers` and `output` functions replace the defaults, except that the command is
+    always built first (its `handlers.setup` runs after that)."""
+    user_setup = handlers.get("setup")
+
+    async def build(self: ToolRun, tools: Any) -> None:
+        command = await tools.invoke(self, build_cmd, dict(self.args))
+        if not isinstance(command, str):
+            raise ToolError(f"build_cmd of `{name}` returned {command!r}, not a command line")
+        _prepare(self, command)
+        if user_setup is not None:
+            await tools.invoke(self, user_setup, tools)
+
+    return ToolDefinition(
+        name=name,
+        schema=schema,
+        cmds=[run],
+        system_prompt=system_prompt,
+        handlers={**handlers, "setup": build},
+        output={"prompt": prompt, **output},
+        opts={**OPTS, **opts},
+        build_cmd=build_cmd,
+        lua=True,
+    )
