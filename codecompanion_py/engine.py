@@ -93,7 +93,7 @@ class Engine:
         if method == "health":
             return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
         if method == "adapters":
-            return adapters.available() + acp_adapters.names()
+            return config.adapter_names(self.config)
         if method == "kill_agents":  # Neovim is exiting: no agent may outlive it
             self.kill_agents()
             return True
@@ -240,7 +240,7 @@ class Engine:
         elif models is None:
             adapter = adapters.resolve(name)
             name = adapter.name
-            models = await list_models(adapter, self.client)
+            models = await list_models(adapter, self.client, getattr(session, "editor", None))
         session.view.push(ops.ChooseModel(adapter=name, models=tuple(models)))
 
     async def _chat_agent_options(self, payload: Mapping[str, Any]) -> None:
