@@ -104,10 +104,13 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     config.connect_timeout = float(http_opts.get("connect_timeout", config.connect_timeout))
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
     config.show_http_presets = http_opts.get("show_presets", True) is not False
-    config.show_acp_presets = _table(_table(adapter_tables.get("acp"), "adapters.acp").get("opts"), "adapters.acp.opts").get(
-        "show_presets", True
-    ) is not False
-    adapter_models.CACHE_SECONDS = _number(http_opts, "cache_models_for", 30 * 60)
+    config.show_acp_presets = (
+        _table(_table(adapter_tables.get("acp"), "adapters.acp").get("opts"), "adapters.acp.opts").get(
+            "show_presets", True
+        )
+        is not False
+    )
+    adapter_models.CACHE_SECONDS = int(_number(http_opts, "cache_models_for", 30 * 60))
     config.http = _client_settings(http_opts)
     client.configure(config.http)
     return config

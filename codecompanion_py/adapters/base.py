@@ -355,7 +355,7 @@ async def prepare(
     values = await resolve_env(ready)
     ready.env_replaced = values
     ready.secrets = _secrets(ready, values)
-    return await lua.run_sync(editor, _fill, ready, values, settings)  # type: ignore[no-any-return]
+    return await lua.run_sync(editor, _fill, ready, values, settings)
 
 
 def _fill(ready: HTTPAdapter, values: Mapping[str, Any], settings: Mapping[str, Any] | None) -> HTTPAdapter:

@@ -75,7 +75,14 @@ def get_handler(adapter: Any, name: str) -> Callable[..., Any] | None:
 _CATEGORY_OF: dict[str, str] = {
     **dict.fromkeys(("setup", "on_exit", "teardown"), "lifecycle"),
     **dict.fromkeys(
-        ("build_parameters", "build_messages", "build_tools", "build_structured_output", "build_reasoning", "build_body"),
+        (
+            "build_parameters",
+            "build_messages",
+            "build_tools",
+            "build_structured_output",
+            "build_reasoning",
+            "build_body",
+        ),
         "request",
     ),
     **dict.fromkeys(("parse_chat", "parse_inline", "parse_tokens", "parse_meta"), "response"),
@@ -90,11 +97,11 @@ def _entries(handlers: Mapping[str, Any]) -> dict[str, Any]:
         for category in CATEGORIES:
             group = handlers.get(category)
             if isinstance(group, Mapping):
-                found.update({OLD_TO_NEW.get(k, k): v for k, v in group.items()})
+                found.update({OLD_TO_NEW.get(str(k), str(k)): v for k, v in group.items()})
         return found
     for name, value in handlers.items():
         if name == "tools" and isinstance(value, Mapping):
-            found.update({OLD_TO_NEW.get(k, k): v for k, v in value.items()})
+            found.update({OLD_TO_NEW.get(str(k), str(k)): v for k, v in value.items()})
         else:
             found[OLD_TO_NEW.get(name, name)] = value
     return found

@@ -132,7 +132,7 @@ class LuaFunction:
 # --- sync code that may call Lua ----------------------------------------------------------
 
 
-class _LuaGreenlet(greenlet):  # type: ignore[misc]
+class _LuaGreenlet(greenlet):
     def __init__(self, run: Callable[..., Any], parent: greenlet, editor: Editor | None) -> None:
         super().__init__(run, parent)
         self.editor = editor
@@ -290,7 +290,8 @@ def _add_tool_calls(assembler: Any, entries: Any) -> None:
     for position, entry in enumerate(entries):
         if not isinstance(entry, Mapping):
             continue
-        function = entry.get("function") if isinstance(entry.get("function"), Mapping) else entry
+        nested = entry.get("function")
+        function: Mapping[str, Any] = nested if isinstance(nested, Mapping) else entry
         arguments = function.get("arguments")
         if isinstance(arguments, (Mapping, list)):
             arguments = json.dumps(arguments) if arguments else None

@@ -55,7 +55,7 @@ async def list_models(adapter: HTTPAdapter, client: HttpClient, editor: Editor |
 
 async def _schema_choices(adapter: HTTPAdapter, editor: Editor | None) -> list[str]:
     try:
-        return await run_sync(editor, model_choices, adapter)  # type: ignore[no-any-return]
+        return await run_sync(editor, model_choices, adapter)
     except CodeCompanionError:
         current = adapter.model
         return [current] if current else []

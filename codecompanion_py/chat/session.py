@@ -18,8 +18,8 @@ from typing import Any, Literal
 from .. import adapters
 from ..acp import adapters as acp_adapters
 from ..adapters.base import HTTPAdapter
-from ..client import HttpClient
 from ..adapters.lua import LuaFunction, adapter_table
+from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage

@@ -138,7 +138,12 @@ class HttpStreamIterator(BaseStreamIterator):
         from ..adapters.request import build_request
 
         self.ready, request = await build_request(
-            self.adapter, self.messages, tools=self.tools, settings=self.settings, client=self.client, editor=self.editor
+            self.adapter,
+            self.messages,
+            tools=self.tools,
+            settings=self.settings,
+            client=self.client,
+            editor=self.editor,
         )
         self._request = request
         self.normalizer = StreamNormalizer(

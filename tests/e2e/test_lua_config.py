@@ -13,7 +13,11 @@ pytestmark = pytest.mark.nvim
 
 def chunk(content=None, finish=None):
     delta = {} if content is None else {"content": content}
-    return {"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def ok_reply(text="Hi there"):
@@ -59,7 +63,10 @@ def test_a_pasted_codecompanion_config_with_lua_functions_reaches_the_server(edi
         assert body["model"] == "model-of-mine"
         assert body["temperature"] == 0.25
         assert body["seen"] == "2 messages, last: Hello"  # the system prompt and the user's message
-        assert body["messages"][-1] == {"role": "user", "content": "Hello"}  # the built-in handlers still build the rest
+        assert body["messages"][-1] == {
+            "role": "user",
+            "content": "Hello",
+        }  # the built-in handlers still build the rest
         assert "Hi there" in editor.text()
         started = [e for e in editor.events() if e["event"] == "CodeCompanionRequestStarted"][0]
         assert started["data"]["adapter"]["model"] == "model-of-mine"
@@ -164,3 +171,41 @@ def test_a_string_system_prompt_and_an_extend_table(editor):
         assert request.json()["messages"][0] == {"role": "system", "content": "Be brief."}
         assert request.headers["authorization"] == "Bearer from-extend-table"
         assert "extend" not in editor.lua('return vim.tbl_values(require("codecompanion_py.rpc").request("adapters"))')
+
+
+def test_lua_handlers_in_both_layouts_and_a_per_chunk_chat_output(editor):
+    with ServerThread(ScriptedServer.sequence([ok_reply("streamed words"), ok_reply("second")])) as server:
+        editor.setup(f"""{{
+          adapters = {{ http = {{
+            flat = function()
+              return require("codecompanion.adapters").extend("openai_compatible", {{
+                env = {{ url = "{server.url}" }}, schema = {{ model = {{ default = "m" }} }},
+                handlers = {{
+                  setup = function(self) self.parameters.from_setup = self.opts.stream; return true end,
+                  chat_output = function(self, data, tools)
+                    local utils = require("codecompanion.adapters.utils")
+                    local json = vim.json.decode(utils.clean_streamed_data(data))
+                    local choice = json.choices[1]
+                    return {{ status = "success", finish_reason = choice.finish_reason ~= vim.NIL and choice.finish_reason or nil,
+                      output = {{ role = "assistant", content = choice.delta.content and choice.delta.content:upper() }} }}
+                  end,
+                }},
+              }})
+            end,
+            nested = function()
+              return require("codecompanion.adapters").extend("openai_compatible", {{
+                env = {{ url = "{server.url}" }}, schema = {{ model = {{ default = "m" }} }},
+                handlers = {{ request = {{ build_body = function(self, data) return {{ from_nested = #data.messages }} end }} }},
+              }})
+            end,
+          }} }},
+          interactions = {{ chat = {{ adapter = "flat" }} }},
+        }}""")
+        editor.nvim.command("CodeCompanionChat")
+        ask(editor, "One")
+        assert server.requests[0].json()["from_setup"] is True  # what setup() did to self reached the request
+        assert "STREAMED WORDS" in editor.text()
+
+        editor.nvim.command("CodeCompanionChat adapter=nested")
+        ask(editor, "Two", count=2)
+        assert server.requests[1].json()["from_nested"] == 2
