@@ -175,6 +175,7 @@ class Engine:
         name = spec.get("name") if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} else spec
         if isinstance(name, str) and acp_adapters.is_acp(name):
             agent = acp_adapters.resolve(name)
+            agent.editor = editor  # for Lua functions in its env
             model = model or (spec.get("model") if isinstance(spec, Mapping) else None)
             if model:  # chosen once the agent's session says which models it has
                 agent.defaults["model"] = model

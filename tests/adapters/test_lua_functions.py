@@ -319,3 +319,55 @@ async def test_the_chat_resolves_a_system_prompt_function_before_each_request():
     await client.aclose()
     assert [m.text for m in session.history] == ["second prompt", "hi"]
     assert fake.calls[0]["context"] == "system_prompt"
+
+
+async def test_parse_meta_from_the_llama_cpp_example_turns_an_extra_field_into_reasoning():
+    fake = FakeLua()
+
+    def parse_meta(self, data):
+        extra = data["extra"]
+        if extra.get("reasoning_content"):
+            data["output"]["reasoning"] = {"content": extra["reasoning_content"]}
+        return data
+
+    data = local(fake, handlers={"parse_message_meta": fake.ref(parse_meta, "x.handlers.parse_message_meta")})
+    ready = await prepare(adapters.resolve(data), editor=fake)
+    normalizer = StreamNormalizer(ready)
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"","extra_reasoning":1,"reasoning_content":"thinking"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"Answer"},"finish_reason":"stop"}]}\n\n'
+    )
+    events = await normalizer.normalize_chunk(body) + await normalizer.finish_async()
+    final = events[-1].message
+    assert final.text == "Answer"
+    assert [p.text for p in final.parts if p.__class__.__name__ == "ReasoningPart"] == ["thinking"]
+
+
+async def test_an_acp_agents_env_function_is_called_when_it_starts():
+    from codecompanion_py.acp import adapters as acp_adapters
+
+    fake = FakeLua()
+    config.load(
+        lua.decode(
+            {
+                "adapters": {
+                    "acp": {
+                        "codex": {
+                            "__extends": "codex",
+                            "env": {
+                                "OPENAI_API_KEY": fake.ref(
+                                    lambda self: "agent-key-" + self["name"], "adapters.acp.codex.env.OPENAI_API_KEY"
+                                )
+                            },
+                        }
+                    }
+                }
+            }
+        )
+    )
+    agent = acp_adapters.resolve("codex")
+    agent.editor = fake
+    assert (await agent.environment())["OPENAI_API_KEY"] == "agent-key-codex"
+    agent.editor = None
+    with pytest.raises(ConfigError, match="adapters.acp.codex.env.OPENAI_API_KEY: a Lua function needs Neovim"):
+        await agent.environment()
