@@ -53,15 +53,26 @@ class LuaOutsideContext(ConfigError):
     """A Lua function was called where the engine cannot reach Neovim."""
 
 
-class LuaFunction:
-    """A function of the setup() table, called in Neovim. `path` names it in errors."""
+_last: dict[int, Any] = {}
 
-    __slots__ = ("id", "path", "last")
 
-    def __init__(self, id: int, path: str) -> None:
-        self.id = id
-        self.path = path
-        self.last: Any = None  # the last value it returned (what `HTTPAdapter.model` shows before a request)
+class LuaFunction(msgspec.Struct, rename={"id": REF_KEY}, omit_defaults=True):
+    """A function of the setup() table, called in Neovim. `path` names it in errors.
+    Encoded (as any op's data can be), it is its reference again, which Lua turns back
+    into the function."""
+
+    id: int
+    path: str
+
+    @property
+    def last(self) -> Any:
+        """The last value it returned (what `HTTPAdapter.model` shows before a request);
+        kept outside the struct, so that encoding it never carries a key it returned."""
+        return _last.get(self.id)
+
+    @last.setter
+    def last(self, value: Any) -> None:
+        _last[self.id] = value
 
     def __repr__(self) -> str:
         return f"<Lua function {self.path}>"

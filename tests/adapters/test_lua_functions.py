@@ -182,7 +182,7 @@ async def test_without_an_editor_a_lua_function_is_a_clear_error():
 
 
 def test_the_model_of_a_lua_default_outside_a_request_is_the_last_one_seen():
-    fn = LuaFunction(3, "x.schema.model.default")
+    fn = LuaFunction(990001, "x.schema.model.default")
     adapter = adapters.resolve({"name": "x", "url": "http://h", "schema": {"model": {"default": fn}}})
     assert adapter.model is None
     fn.last = "seen-before"
