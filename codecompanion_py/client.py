@@ -81,6 +81,8 @@ class ClientSettings:
     retry_max_wait: float = 60.0  # seconds: the longest retry-after honoured
     max_line_bytes: int = 16 << 20
     max_response_bytes: int = 256 << 20
+    proxy: str | None = None  # CodeCompanion's `proxy`: [protocol://]host[:port]
+    verify: bool = True  # False: CodeCompanion's `allow_insecure = true`
 
 
 _defaults = ClientSettings()
@@ -163,11 +165,14 @@ class HttpClient:
         self.jitter: Callable[[], float] = jitter or random.random
         self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
         self._transport = transport
+        self._proxy, self._verify = settings.proxy, settings.verify
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, transport=self._transport)
+            self._client = httpx.AsyncClient(
+                timeout=self._timeout, transport=self._transport, proxy=self._proxy, verify=self._verify
+            )
         return self._client
 
     @asynccontextmanager

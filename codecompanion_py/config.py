@@ -1,17 +1,30 @@
 """The user's `setup()` table, in CodeCompanion's shape where it applies.
 
-    adapters = { http = { <name> = <table from adapters.extend(...)>, opts = {...} },
-                 acp = { <name> = <table over a built-in agent, or a new one with extends> } }
-    strategies = { chat = { adapter = "name" | { name = ..., model = ... }, opts = {...},
-                            tools = {...} } }      -- see tools/registry.py
+    adapters = { http = { <name> = <table from adapters.extend(...)>, opts = {...},
+                          extend = { <name> = <overrides> } },
+                 acp = { <name> = <table over a built-in agent, or a new one with extends>,
+                         opts = {...}, extend = {...} },
+                 opts = { cmd_timeout = <ms> } }
+    strategies = { chat = { adapter = "name" | { name = ..., model = ... }, model = ...,
+                            opts = { system_prompt = "..." | function(ctx) }, tools = {...} } }
     interactions = { chat = ... }          -- the newer spelling of `strategies`
     opts = { log_level = "ERROR", system_prompt = "..." }
+
+Lua functions arrive as references (`adapters/lua.py` makes them `LuaFunction`s) and stay
+where they were: env values, handlers, schema functions, a system prompt function.
+
+`adapters.<http|acp>.extend.<name>` (CodeCompanion's "extend table") is merged over the
+adapter `<name>` resolves to; `extend` and `opts` are never adapters themselves.
 
 `adapters.http.opts` holds what applies to every HTTP request: `connect_timeout` and
 `read_timeout` (seconds), `retries` (tries after a failed one, default 2; 0: none),
 `retry_max_wait` (the longest `retry-after` honoured, seconds, default 60),
 `max_line_bytes` (one SSE/NDJSON line or event, default 16 MiB) and `max_response_bytes`
-(a whole response, default 256 MiB); see client.py.
+(a whole response, default 256 MiB); see client.py. CodeCompanion's own keys there:
+`proxy` and `allow_insecure` (the HTTP client's proxy and TLS check), `cache_models_for`
+(seconds the model list is kept), `show_presets` (false: the adapter picker lists only the
+user's adapters; `adapters.acp.opts.show_presets` likewise for agents) and
+`show_model_choices` (read by the Lua side).
 
 Adapter tables are registered with the adapter registry (and the HTTP client options
 become the defaults of every HttpClient made after `load()`); the rest is kept here.
@@ -25,6 +38,9 @@ from typing import Any
 
 from . import adapters, client
 from .acp import adapters as acp_adapters
+from .adapters import base as adapter_base
+from .adapters import lua
+from .adapters import models as adapter_models
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
 from .tools.registry import ToolSettings
@@ -35,7 +51,10 @@ DEFAULT_CHAT_ADAPTER = "openai"
 @dataclass
 class Config:
     chat_adapter: Any = DEFAULT_CHAT_ADAPTER
-    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT
+    system_prompt: str | lua.LuaFunction | None = DEFAULT_SYSTEM_PROMPT
+    show_http_presets: bool = True
+    show_acp_presets: bool = True
+    user_adapters: list[str] = field(default_factory=list)  # the names the user defined, HTTP and ACP
     log_level: str = "ERROR"
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
@@ -53,31 +72,23 @@ def _table(value: Any, where: str) -> Mapping[str, Any]:
 
 def load(raw: Mapping[str, Any] | None) -> Config:
     """Apply a setup() table: register its adapters and return the chat settings."""
-    raw = _table(raw, "setup()")
+    raw = lua.decode(_table(raw, "setup()"))
     config = Config()
-    http = _table(_table(raw.get("adapters"), "adapters").get("http"), "adapters.http")
+    adapter_tables = _table(raw.get("adapters"), "adapters")
+    http = _table(adapter_tables.get("http"), "adapters.http")
     adapters.clear_user_adapters()
-    for name, definition in http.items():
-        if name == "opts":
-            continue
+    for name, definition in _user_adapters(http, "http").items():
         if not isinstance(definition, (Mapping, str)):
             raise ConfigError(f"adapters.http.{name} must be a table or an adapter name")
         adapters.register(name, definition)
+        config.user_adapters.append(name)
     acp_adapters.clear_user_adapters()
-    for name, definition in _table(_table(raw.get("adapters"), "adapters").get("acp"), "adapters.acp").items():
-        if name == "opts":
-            continue
+    for name, definition in _user_adapters(_table(adapter_tables.get("acp"), "adapters.acp"), "acp").items():
         if not isinstance(definition, Mapping):
             raise ConfigError(f"adapters.acp.{name} must be a table")
         acp_adapters.register(name, definition)
-    for key in ("interactions", "strategies"):  # the newer spelling wins
-        chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
-        if "adapter" in chat:
-            config.chat_adapter = chat["adapter"]
-            opts = _table(chat.get("opts"), f"{key}.chat.opts")
-            if "system_prompt" in opts:
-                config.system_prompt = opts["system_prompt"] or None
-            break
+        config.user_adapters.append(name)
+    _chat_settings(raw, config)
     tools: dict[str, Any] = {}
     for key in ("strategies", "interactions"):  # the newer spelling wins, entry by entry
         chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
@@ -87,12 +98,73 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     config.log_level = _log_level(opts.get("log_level", config.log_level))
     if "system_prompt" in opts:
         config.system_prompt = opts["system_prompt"] or None
+    shared_opts = _table(adapter_tables.get("opts"), "adapters.opts")
+    adapter_base.set_cmd_timeout(_number(shared_opts, "cmd_timeout", adapter_base.DEFAULT_CMD_TIMEOUT * 1000) / 1000)
     http_opts = _table(http.get("opts"), "adapters.http.opts")
     config.connect_timeout = float(http_opts.get("connect_timeout", config.connect_timeout))
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
+    config.show_http_presets = http_opts.get("show_presets", True) is not False
+    config.show_acp_presets = (
+        _table(_table(adapter_tables.get("acp"), "adapters.acp").get("opts"), "adapters.acp.opts").get(
+            "show_presets", True
+        )
+        is not False
+    )
+    adapter_models.CACHE_SECONDS = int(_number(http_opts, "cache_models_for", 30 * 60))
     config.http = _client_settings(http_opts)
     client.configure(config.http)
     return config
+
+
+def _user_adapters(section: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """The adapters of `adapters.<kind>`, with its `extend` table merged over them. A name
+    that only `extend` mentions is the preset of that name with the overrides."""
+    found = {name: value for name, value in section.items() if name not in ("opts", "extend")}
+    for name, patch in _table(section.get("extend"), f"adapters.{kind}.extend").items():
+        if not isinstance(patch, Mapping):
+            raise ConfigError(f"adapters.{kind}.extend.{name} must be a table")
+        current = found.get(name)
+        if isinstance(current, Mapping):
+            found[name] = adapters.merge_over(current, patch)
+        elif isinstance(current, str) and current != name:
+            found[name] = {adapters.EXTENDS_KEY: current, **patch}
+        else:
+            found[name] = {adapters.EXTENDS_KEY: name, **patch}
+    return found
+
+
+def _chat_settings(raw: Mapping[str, Any], config: Config) -> None:
+    """The chat's adapter and system prompt: `interactions.chat` wins over `strategies.chat`."""
+    adapter_found = prompt_found = False
+    for key in ("interactions", "strategies"):
+        chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
+        if not adapter_found and "adapter" in chat:
+            adapter_found = True
+            config.chat_adapter = chat["adapter"]
+            if isinstance(chat["adapter"], str) and isinstance(chat.get("model"), str):
+                config.chat_adapter = {"name": chat["adapter"], "model": chat["model"]}
+        opts = _table(chat.get("opts"), f"{key}.chat.opts")
+        if not prompt_found and "system_prompt" in opts:
+            prompt_found = True
+            prompt = opts["system_prompt"]
+            if prompt is not None and not isinstance(prompt, (str, lua.LuaFunction)):
+                raise ConfigError(f"{key}.chat.opts.system_prompt must be a string or a function")
+            config.system_prompt = prompt or None
+
+
+def adapter_names(config: Config) -> list[str]:
+    """What the adapter picker offers: `show_presets = false` leaves only the user's own."""
+    mine = set(config.user_adapters)
+    http = [n for n in adapters.available() if config.show_http_presets or n in mine]
+    acp = [n for n in acp_adapters.names() if config.show_acp_presets or n in mine]
+    return http + acp
+
+
+def _number(opts: Mapping[str, Any], key: str, default: float) -> float:
+    value = opts.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"adapters opts.{key} must be a number of at least 0, not {value!r}")
+    return float(value)
 
 
 def _client_settings(opts: Mapping[str, Any]) -> client.ClientSettings:
@@ -112,7 +184,10 @@ def _client_settings(opts: Mapping[str, Any]) -> client.ClientSettings:
         if number is None or isinstance(value, bool) or number < least:
             raise ConfigError(f"adapters.http.opts.{key} must be a number of at least {least}, not {value!r}")
         values[key] = number
-    return client.ClientSettings(**values)
+    proxy = opts.get("proxy")
+    if proxy is not None and not isinstance(proxy, str):
+        raise ConfigError(f"adapters.http.opts.proxy must be a URL such as socks5://127.0.0.1:9999, not {proxy!r}")
+    return client.ClientSettings(**values, proxy=proxy or None, verify=opts.get("allow_insecure") is not True)
 
 
 # CodeCompanion's level names, as Python's logging spells them.

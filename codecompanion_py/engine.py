@@ -93,7 +93,7 @@ class Engine:
         if method == "health":
             return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
         if method == "adapters":
-            return adapters.available() + acp_adapters.names()
+            return config.adapter_names(self.config)
         if method == "kill_agents":  # Neovim is exiting: no agent may outlive it
             self.kill_agents()
             return True
@@ -175,6 +175,7 @@ class Engine:
         name = spec.get("name") if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} else spec
         if isinstance(name, str) and acp_adapters.is_acp(name):
             agent = acp_adapters.resolve(name)
+            agent.editor = editor  # for Lua functions in its env
             model = model or (spec.get("model") if isinstance(spec, Mapping) else None)
             if model:  # chosen once the agent's session says which models it has
                 agent.defaults["model"] = model
@@ -240,7 +241,7 @@ class Engine:
         elif models is None:
             adapter = adapters.resolve(name)
             name = adapter.name
-            models = await list_models(adapter, self.client)
+            models = await list_models(adapter, self.client, getattr(session, "editor", None))
         session.view.push(ops.ChooseModel(adapter=name, models=tuple(models)))
 
     async def _chat_agent_options(self, payload: Mapping[str, Any]) -> None:

@@ -3,7 +3,8 @@
     commands   {default = argv, yolo = argv}: how to start the agent; `yolo` (when given)
                starts it with its own approvals turned off
     env        extra environment for the agent: values are environment variable names,
-               `cmd:...` or `file:...`, as for HTTP adapters (unset names are left out)
+               `cmd:...` or `file:...`, as for HTTP adapters (unset names are left out),
+               or Lua functions of the adapter (called through `editor` when it starts)
     defaults   auth_method (or a list of {method, env} tried in order: the first whose
                env variable is set), mode (set after the session starts), mcpServers,
                timeout (ms to answer initialize and session/new), prompt_timeout (ms of
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..adapters.base import deep_merge, resolve_env_string
+from ..adapters.lua import LuaFunction
 from ..errors import ConfigError
 
 DEFAULT_TIMEOUT_MS = 20_000
@@ -131,6 +133,7 @@ class AcpAdapter:
     env: dict[str, Any] = field(default_factory=dict)
     defaults: dict[str, Any] = field(default_factory=dict)
     install: str = ""
+    editor: Any = None  # what Lua functions in `env` are called through (the chat's editor)
 
     def command(self, yolo: bool = False) -> list[str]:
         argv = self.commands.get("yolo") if yolo else None
@@ -151,7 +154,11 @@ class AcpAdapter:
         """The agent's environment: ours, plus the adapter's resolved `env` entries."""
         env = dict(os.environ)
         for key, spec in self.env.items():
-            value = await resolve_env_string(self.name, key, spec) if isinstance(spec, str) else spec
+            if isinstance(spec, LuaFunction):
+                table = {"name": self.name, "formatted_name": self.formatted_name, "commands": self.commands}
+                value = await spec.call_async(self.editor, {**table, "defaults": self.defaults, "env": self.env})
+            else:
+                value = await resolve_env_string(self.name, key, spec) if isinstance(spec, str) else spec
             if value is None:
                 continue
             env[key] = str(value)

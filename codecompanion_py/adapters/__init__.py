@@ -14,7 +14,7 @@ from typing import Any, Union
 
 from ..errors import ConfigError
 from .base import HTTPAdapter, deep_merge, prepare
-from .handlers import call_handler, get_handler
+from .handlers import call_handler, get_handler, in_layout
 
 # Lua's `require("codecompanion_py.adapters").extend(base, overrides)` returns the
 # overrides with this key naming the base, since a Lua function cannot cross the RPC.
@@ -89,12 +89,19 @@ def _table_data(table: Mapping[str, Any], *, defining: str | None = None) -> dic
         data.setdefault("name", defining)
         return data
     base_data = _data_for(base, builtin_only=(base == defining))
-    merged = deep_merge(base_data, overrides)
+    merged = merge_over(base_data, overrides)
     if defining and "name" not in overrides:
         merged["name"] = defining
         if "formatted_name" not in overrides and defining != base:
             merged["formatted_name"] = defining
     return merged
+
+
+def merge_over(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """`overrides` deep-merged over an adapter's data, its handlers in the base's layout."""
+    if isinstance(overrides.get("handlers"), Mapping) and isinstance(base.get("handlers"), Mapping):
+        overrides = {**overrides, "handlers": in_layout(overrides["handlers"], base["handlers"])}
+    return deep_merge(base, overrides)
 
 
 def model_choices(adapter: HTTPAdapter) -> list[str]:
@@ -111,7 +118,7 @@ def model_choices(adapter: HTTPAdapter) -> list[str]:
 def extend(base: str | HTTPAdapter, overrides: Mapping[str, Any] | None = None) -> HTTPAdapter:
     """A new adapter: `base` with `overrides` deep-merged over it."""
     base_data = base.to_data() if isinstance(base, HTTPAdapter) else _data_for(base)
-    return HTTPAdapter.from_data(deep_merge(base_data, overrides or {}))
+    return HTTPAdapter.from_data(merge_over(base_data, overrides or {}))
 
 
 def resolve(spec: Definition | None, *, model: str | None = None) -> HTTPAdapter:

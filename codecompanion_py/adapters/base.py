@@ -1,10 +1,21 @@
 """The HTTP adapter: data (url, headers, env, schema, opts) plus handlers.
 
 `HTTPAdapter.from_data()` builds one from CodeCompanion's table shape. Before each request
-`prepare()` resolves `env` values (environment variable names, `cmd:` shell commands,
-`file:` paths, dotted paths into the adapter, functions), substitutes `${name}` in the
-url, headers and parameters, and maps `schema` settings into the request parameters.
-Resolved values live only in `env_replaced`, which no repr, log or error shows.
+`prepare()` resolves `env` values, substitutes `${name}` in the url, headers and
+parameters, and maps `schema` settings into the request parameters. Resolved values live
+only in `env_replaced`, which no repr, log or error shows.
+
+An `env` value is read as CodeCompanion reads it, the first that applies: `cmd:<command>`
+(its output), `file:<path>` (its text), the name of a set environment variable (its value),
+a function (called with the adapter; a Lua one through the editor, see `lua.py`), a dotted
+path into the adapter (`schema.model.default`), else the value itself (a literal key). One
+difference: an unset name that looks like a variable (`MY_API_KEY`: capitals and an
+underscore) is "not set", an error that says so, rather than a key sent as it is.
+
+Functions in the data (Lua ones from setup(), Python ones from built-in adapters) are
+called once per request, in `prepare()`: env functions, header functions, and the schema's
+`default`, `enabled` / `condition`, `choices` and `validate`; the prepared copy holds their
+values (`schema.model.default` is the model name there).
 
 Keys. An environment variable set to an empty string counts as not set (no `Bearer `
 header with nothing after it), and so does a command that prints nothing; a required
@@ -25,20 +36,24 @@ import inspect
 import os
 import re
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..processes import signal_group, start_in_group
+from . import lua
 from .handlers import call_handler
+from .lua import LuaFunction
 
 if TYPE_CHECKING:
     from ..client import HttpClient
+    from .lua import Editor
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_UNSET_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # MY_API_KEY: a variable, not a key
 _LINE_BREAK = re.compile(r"[\r\n\x00]")
 _SECRET_NAME = re.compile(r"key|token|secret|password|authorization|credential", re.IGNORECASE)
 DEFAULT_CMD_TIMEOUT = 20.0
@@ -66,6 +81,8 @@ class HTTPAdapter:
     """Set by `prepare()` on the copy it returns: the HttpClient the request goes through,
     for `env` callables that make requests of their own (Copilot's token exchange). Not
     part of the adapter's data: `copy()` and `to_data()` leave it out."""
+    editor: Editor | None = field(default=None, compare=False)
+    """Set by `prepare()` like `client`: the editor that Lua functions are called through."""
 
     _FIELDS = frozenset(
         (
@@ -105,6 +122,8 @@ class HTTPAdapter:
     @property
     def model(self) -> str | None:
         model = self.schema.get("model", {}).get("default")
+        if isinstance(model, LuaFunction) and not lua.in_context():
+            return model.last  # known once a request resolved it
         return model(self) if callable(model) else model
 
     def set_model(self, model: str) -> None:
@@ -119,18 +138,22 @@ class HTTPAdapter:
 
 
 def map_schema_to_params(adapter: HTTPAdapter, settings: Mapping[str, Any] | None = None) -> None:
-    """Write each schema entry's value (user setting, else default) into its `mapping`."""
+    """Write each schema entry's value (user setting, else default) into its `mapping`.
+    A default given as a function is replaced by its value on this adapter."""
     settings = settings or {}
     for key, entry in adapter.schema.items():
-        if not isinstance(entry, Mapping) or not entry.get("mapping"):
+        if not isinstance(entry, dict):
             continue
-        enabled = entry.get("enabled")
-        if callable(enabled) and not enabled(adapter):
+        if not _enabled(adapter, entry):
             continue
-        value = settings.get(key, entry.get("default"))
-        if callable(value):
-            value = value(adapter)
-        if value is None:
+        if key in settings:
+            value = settings[key]
+            _validate(adapter, key, entry, value)
+        else:
+            value = entry.get("default")
+            if callable(value):
+                value = entry["default"] = value(adapter)
+        if value is None or not entry.get("mapping"):
             continue
         _check_choice(adapter, key, entry, value)
         target = _dig(adapter, entry["mapping"])
@@ -138,6 +161,28 @@ def map_schema_to_params(adapter: HTTPAdapter, settings: Mapping[str, Any] | Non
         for part in parents:
             target = target.setdefault(part, {})
         target[leaf] = value
+
+
+def _enabled(adapter: HTTPAdapter, entry: Mapping[str, Any]) -> bool:
+    """`enabled` (or the older `condition`): a boolean or a function of the adapter."""
+    for name in ("enabled", "condition"):
+        check = entry.get(name)
+        if callable(check) and not check(adapter):
+            return False
+        if check is False:
+            return False
+    return True
+
+
+def _validate(adapter: HTTPAdapter, key: str, entry: Mapping[str, Any], value: Any) -> None:
+    """A setting against the entry's `validate` function: `ok[, message]`."""
+    check = entry.get("validate")
+    if not callable(check):
+        return
+    answer = check.call_many(value) if isinstance(check, LuaFunction) else check(value)
+    ok, message = (answer[0], answer[1] if len(answer) > 1 else None) if isinstance(answer, tuple) else (answer, None)
+    if not ok:
+        raise ConfigError(f"{adapter.name}: {key}={value!r} is not valid" + (f": {message}" if message else ""))
 
 
 def _choices(adapter: HTTPAdapter, entry: Mapping[str, Any]) -> list[Any] | None:
@@ -171,7 +216,7 @@ def _dig(adapter: HTTPAdapter, mapping: str) -> dict[str, Any]:
 
 async def resolve_env(adapter: HTTPAdapter) -> dict[str, Any]:
     """Resolve every `env` entry; an unset environment variable resolves to None."""
-    timeout = float(adapter.opts.get("cmd_timeout", DEFAULT_CMD_TIMEOUT))
+    timeout = float(adapter.opts.get("cmd_timeout", cmd_timeout()))
     resolved: dict[str, Any] = {}
     for key, spec in adapter.env.items():
         resolved[key] = await _resolve_one(adapter, key, spec, timeout)
@@ -179,22 +224,30 @@ async def resolve_env(adapter: HTTPAdapter) -> dict[str, Any]:
 
 
 async def _resolve_one(adapter: HTTPAdapter, key: str, spec: Any, timeout: float) -> Any:
+    if isinstance(spec, LuaFunction):
+        return await spec.call_async(adapter.editor, adapter)
     if callable(spec):
         value = spec(adapter)
         return await value if inspect.isawaitable(value) else value  # e.g. a token exchange
     if not isinstance(spec, str):
         return spec
-    if "." in spec and spec not in os.environ and spec.split(".", 1)[0] in HTTPAdapter._FIELDS:
-        return _lookup_path(adapter, spec)
-    return await resolve_env_string(adapter.name, key, spec, timeout)
+    return await resolve_env_string(adapter.name, key, spec, timeout, lookup=lambda path: _lookup_path(adapter, path))
 
 
-async def resolve_env_string(owner: str, key: str, spec: str, timeout: float = DEFAULT_CMD_TIMEOUT) -> str | None:
+async def resolve_env_string(
+    owner: str,
+    key: str,
+    spec: str,
+    timeout: float | None = None,
+    *,
+    lookup: Callable[[str], Any] | None = None,
+) -> Any:
     """One `env` value as a user writes it: `cmd:<shell command>` (its output),
-    `file:<path>` (its text), the name of an environment variable (its value, or None
-    when unset), or else the literal string. `owner` names the adapter in errors."""
+    `file:<path>` (its text), the name of an environment variable (its value), a dotted
+    path that `lookup` finds (a value of the adapter), or else the literal string; an unset
+    variable-like name (`MY_API_KEY`) is None. `owner` names the adapter in errors."""
     if spec.startswith("cmd:"):
-        return await _run_env_command(owner, key, spec[4:].strip(), timeout)
+        return await _run_env_command(owner, key, spec[4:].strip(), cmd_timeout() if timeout is None else timeout)
     if spec.startswith("file:"):
         path = Path(spec[5:].strip()).expanduser()
         try:
@@ -203,9 +256,26 @@ async def resolve_env_string(owner: str, key: str, spec: str, timeout: float = D
             raise ConfigError(f"{owner}: env {key!r} could not read {path}: {exc.strerror}") from None
     if spec in os.environ:
         return os.environ[spec] if os.environ[spec].strip() else None  # empty: no value
-    if _ENV_NAME.match(spec):
+    if lookup is not None and "." in spec:
+        found = lookup(spec)
+        if found is not None:
+            return found
+    if _UNSET_NAME.match(spec):
         return None  # an environment variable that is not set
     return spec
+
+
+_cmd_timeout = DEFAULT_CMD_TIMEOUT
+
+
+def cmd_timeout() -> float:
+    """Seconds an env command may take (`adapters.opts.cmd_timeout`, in milliseconds there)."""
+    return _cmd_timeout
+
+
+def set_cmd_timeout(seconds: float) -> None:
+    global _cmd_timeout
+    _cmd_timeout = seconds
 
 
 async def _run_env_command(owner: str, key: str, command: str, timeout: float) -> str | None:
@@ -242,9 +312,13 @@ def _program(command: str) -> str:
 
 def _lookup_path(adapter: HTTPAdapter, path: str) -> Any:
     head, *rest = path.split(".")
+    if head not in HTTPAdapter._FIELDS:
+        return None
     value: Any = getattr(adapter, head)
     for part in rest:
         value = value.get(part) if isinstance(value, Mapping) else None
+    if isinstance(value, LuaFunction):
+        return value.last  # called later in prepare(); a path to one reads what it returned last
     return value(adapter) if callable(value) else value
 
 
@@ -261,16 +335,31 @@ def substitute(text: str, values: Mapping[str, Any]) -> str:
 
 
 async def prepare(
-    adapter: HTTPAdapter, settings: Mapping[str, Any] | None = None, *, client: HttpClient | None = None
+    adapter: HTTPAdapter,
+    settings: Mapping[str, Any] | None = None,
+    *,
+    client: HttpClient | None = None,
+    editor: Editor | None = None,
 ) -> HTTPAdapter:
     """A request-ready copy: env resolved, placeholders filled, schema mapped, setup run.
     `client` is the HttpClient the request will go through, kept as the copy's `client`
-    for `env` callables that need to make requests of their own."""
+    for `env` callables that need to make requests of their own; `editor` is what Lua
+    functions of the adapter are called through (see `lua.py`)."""
     ready = adapter.copy()
     ready.client = client
+    ready.editor = editor
+    model = ready.schema.get("model")
+    if isinstance(model, dict) and isinstance(model.get("default"), LuaFunction):
+        # first, so that an env entry `schema.model.default` is the model's name
+        model["default"] = await model["default"].call_async(editor, ready)
     values = await resolve_env(ready)
     ready.env_replaced = values
     ready.secrets = _secrets(ready, values)
+    return await lua.run_sync(editor, _fill, ready, values, settings)
+
+
+def _fill(ready: HTTPAdapter, values: Mapping[str, Any], settings: Mapping[str, Any] | None) -> HTTPAdapter:
+    """The synchronous rest of `prepare()`, where Lua functions can be called."""
     _require(ready, values)
     map_schema_to_params(ready, settings)
     try:
@@ -281,6 +370,8 @@ async def prepare(
     ready.url = url
     headers: dict[str, str] = {}
     for name, value in ready.headers.items():
+        if callable(value):  # CodeCompanion calls a header function with the adapter
+            value = value(ready)
         if value is None:  # an extend() removing a header its base sends
             continue
         try:

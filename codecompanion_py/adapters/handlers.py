@@ -16,7 +16,9 @@ and `tools.format_tool_calls` / `tools.output_response`.
 
 An adapter is in the new layout when its handlers have `lifecycle`, `request` or
 `response`; `tools` exists in both layouts, so it decides nothing. Callers may use either
-name; it is translated to the adapter's layout.
+name; it is translated to the adapter's layout. `in_layout()` rewrites a user's overrides
+into the layout of the adapter they extend, so `handlers = { form_parameters = ... }` over a
+built-in in the nested layout replaces its `request.build_parameters`.
 """
 
 from __future__ import annotations
@@ -70,6 +72,59 @@ def get_handler(adapter: Any, name: str) -> Callable[..., Any] | None:
     return found if callable(found) else None
 
 
+_CATEGORY_OF: dict[str, str] = {
+    **dict.fromkeys(("setup", "on_exit", "teardown"), "lifecycle"),
+    **dict.fromkeys(
+        (
+            "build_parameters",
+            "build_messages",
+            "build_tools",
+            "build_structured_output",
+            "build_reasoning",
+            "build_body",
+        ),
+        "request",
+    ),
+    **dict.fromkeys(("parse_chat", "parse_inline", "parse_tokens", "parse_meta"), "response"),
+    **dict.fromkeys(("format_calls", "format_response"), "tools"),
+}
+
+
+def _entries(handlers: Mapping[str, Any]) -> dict[str, Any]:
+    """Every handler of `handlers`, whichever layout, by its new name."""
+    found: dict[str, Any] = {}
+    if is_new_format(handlers):
+        for category in CATEGORIES:
+            group = handlers.get(category)
+            if isinstance(group, Mapping):
+                found.update({OLD_TO_NEW.get(str(k), str(k)): v for k, v in group.items()})
+        return found
+    for name, value in handlers.items():
+        if name == "tools" and isinstance(value, Mapping):
+            found.update({OLD_TO_NEW.get(str(k), str(k)): v for k, v in value.items()})
+        else:
+            found[OLD_TO_NEW.get(name, name)] = value
+    return found
+
+
+def in_layout(overrides: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    """`overrides` (handlers in either layout) rewritten into the layout of `base`."""
+    entries = _entries(overrides)
+    if is_new_format(base):
+        nested: dict[str, Any] = {}
+        for name, value in entries.items():
+            nested.setdefault(_CATEGORY_OF.get(name, "lifecycle"), {})[name] = value
+        return nested
+    flat: dict[str, Any] = {}
+    for name, value in entries.items():
+        old = NEW_TO_OLD.get(name, name)
+        if old in _OLD_TOOL_NAMES:
+            flat.setdefault("tools", {})[old] = value
+        else:
+            flat[old] = value
+    return flat
+
+
 def call_handler(adapter: Any, name: str, *args: Any) -> Any:
     """Call the adapter's handler `name` with the adapter as first argument; None if absent."""
     handler = get_handler(adapter, name)
@@ -78,4 +133,4 @@ def call_handler(adapter: Any, name: str, *args: Any) -> Any:
     return handler(adapter, *args)
 
 
-__all__ = ["CATEGORIES", "NEW_TO_OLD", "OLD_TO_NEW", "call_handler", "get_handler", "is_new_format"]
+__all__ = ["CATEGORIES", "NEW_TO_OLD", "OLD_TO_NEW", "call_handler", "get_handler", "in_layout", "is_new_format"]

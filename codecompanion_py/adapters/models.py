@@ -17,21 +17,24 @@ from ..client import HttpClient, HttpRequest
 from ..errors import CodeCompanionError
 from . import model_choices
 from .base import HTTPAdapter, prepare, substitute
+from .lua import Editor, run_sync
 
 CACHE_SECONDS = 30 * 60
 _cache: dict[str, tuple[float, list[str]]] = {}
 
 
-async def list_models(adapter: HTTPAdapter, client: HttpClient) -> list[str]:
-    """The adapter's models, its current one first."""
+async def list_models(adapter: HTTPAdapter, client: HttpClient, editor: Editor | None = None) -> list[str]:
+    """The adapter's models, its current one first. `editor`: what the adapter's Lua
+    functions (a `choices` or `default` function, an api_key function) are called through."""
     template = adapter.opts.get("models_url")
     if not template:
-        return model_choices(adapter)
+        return await _schema_choices(adapter, editor)
     try:
-        ready = await prepare(adapter, client=client)
+        ready = await prepare(adapter, client=client, editor=editor)
         url = substitute(template, ready.env_replaced)
     except (CodeCompanionError, KeyError):
-        return model_choices(adapter)
+        return await _schema_choices(adapter, editor)
+    adapter = ready
     cached = _cache.get(url)
     if cached and time.monotonic() - cached[0] < CACHE_SECONDS:
         names = cached[1]
@@ -44,10 +47,18 @@ async def list_models(adapter: HTTPAdapter, client: HttpClient) -> list[str]:
             async with client.open(request) as response:
                 names = parse_models(await response.aread())
         except (CodeCompanionError, ValueError):
-            return model_choices(adapter)
+            return await _schema_choices(adapter, editor)
         _cache[url] = (time.monotonic(), names)
     current = adapter.model
     return ([current] if current else []) + sorted(n for n in names if n != current)
+
+
+async def _schema_choices(adapter: HTTPAdapter, editor: Editor | None) -> list[str]:
+    try:
+        return await run_sync(editor, model_choices, adapter)
+    except CodeCompanionError:
+        current = adapter.model
+        return [current] if current else []
 
 
 def parse_models(body: bytes) -> list[str]:

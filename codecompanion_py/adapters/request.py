@@ -3,7 +3,8 @@
 The body is the keep-merge (first writer wins) of, in order: `build_parameters`,
 `build_messages`, `build_tools`, the adapter's static `body`, and `build_body(payload)`.
 The request carries the adapter's `secrets` (scrubbed from every error about it) and its
-`opts.retries` when set (the client's otherwise).
+`opts.retries` when set (the client's otherwise). The handlers run where Lua functions can
+be called (`lua.run_sync`), so any of them may be a Lua override from setup().
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..errors import ConfigError
 from ..messages import Message, ToolSpec
 from .base import _ENV_NAME, HTTPAdapter, merge_keep, prepare
 from .handlers import call_handler
+from .lua import Editor, run_sync
 
 _encode = msgspec.json.Encoder().encode
 
@@ -29,18 +31,13 @@ async def build_request(
     tools: Sequence[ToolSpec | dict[str, Any]] | None = None,
     settings: Mapping[str, Any] | None = None,
     client: HttpClient | None = None,
+    editor: Editor | None = None,
 ) -> tuple[HTTPAdapter, HttpRequest]:
     """The prepared adapter (env resolved, setup run) and the request to send. `client` is
-    the HttpClient that will send it, for `env` values that make requests of their own."""
-    ready = await prepare(adapter, settings, client=client)
-    payload: dict[str, Any] = {}
-    params = call_handler(ready, "build_parameters", ready.parameters, messages)
-    merge_keep(payload, ready.parameters if params is None else params)
-    merge_keep(payload, call_handler(ready, "build_messages", messages))
-    if tools:
-        merge_keep(payload, call_handler(ready, "build_tools", tools))
-    merge_keep(payload, ready.body)
-    merge_keep(payload, call_handler(ready, "build_body", payload))
+    the HttpClient that will send it, for `env` values that make requests of their own;
+    `editor` is what Lua functions are called through."""
+    ready = await prepare(adapter, settings, client=client, editor=editor)
+    payload = await run_sync(editor, _payload, ready, messages, tools)
     request = HttpRequest(
         url=ready.url,
         body=_encode(payload),
@@ -53,6 +50,25 @@ async def build_request(
         retries=_retries(ready),
     )
     return ready, request
+
+
+def _payload(
+    ready: HTTPAdapter, messages: Sequence[Message], tools: Sequence[ToolSpec | dict[str, Any]] | None
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {}
+    params = call_handler(ready, "build_parameters", ready.parameters, messages)
+    merge_keep(payload, ready.parameters if params is None else _table(params))
+    merge_keep(payload, _table(call_handler(ready, "build_messages", messages)))
+    if tools:
+        merge_keep(payload, _table(call_handler(ready, "build_tools", tools)))
+    merge_keep(payload, ready.body)
+    merge_keep(payload, _table(call_handler(ready, "build_body", payload)))
+    return payload
+
+
+def _table(value: Any) -> Any:
+    """A Lua handler's empty table arrives as an empty list: it means no fields."""
+    return {} if value == [] else value
 
 
 def _retries(adapter: HTTPAdapter) -> int | None:
@@ -84,4 +100,6 @@ def _auth_hint(adapter: HTTPAdapter) -> str | None:
         return f"the key in {spec[5:].strip()} (env.api_key)"
     if isinstance(spec, str) and _ENV_NAME.match(spec):
         return f"the {spec} environment variable{' (it is not set)' if unset else ''}"
+    if callable(spec):
+        return f"the key returned by the function {getattr(spec, 'path', 'env.api_key')}"
     return "the adapter's env.api_key"

@@ -18,8 +18,9 @@ from typing import Any, Literal
 from .. import adapters
 from ..acp import adapters as acp_adapters
 from ..adapters.base import HTTPAdapter
+from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient
-from ..errors import ConfigError
+from ..errors import CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator
@@ -52,7 +53,7 @@ class ChatSession:
         *,
         client: HttpClient,
         sink: Sink,
-        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+        system_prompt: str | LuaFunction | None = DEFAULT_SYSTEM_PROMPT,
         settings: Mapping[str, Any] | None = None,
         tools: ToolSettings | None = None,
         editor: Editor | None = None,
@@ -64,8 +65,11 @@ class ChatSession:
         self.view = EventView(sink)
         self.settings = dict(settings or {})
         self.history: list[Message] = []
-        if system_prompt:
-            self.history.append(Message.of("system", system_prompt))
+        # A system prompt function (CodeCompanion's `function(ctx)`) is called before each request.
+        self._system_prompt_fn = system_prompt if isinstance(system_prompt, LuaFunction) else None
+        self._system_message: Message | None = None
+        if system_prompt and self._system_prompt_fn is None:
+            self.history.append(Message.of("system", str(system_prompt)))
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
         self.tool_settings = tools or ToolSettings()
@@ -198,12 +202,24 @@ class ChatSession:
 
     async def _round(self) -> tuple[Status, str | None, Usage | None]:
         """One request and its stream; (status, error message, usage)."""
+        try:
+            await self._refresh_system_prompt()
+            model = self.adapter.schema.get("model", {}).get("default")
+            if isinstance(model, LuaFunction):  # what RequestStarted says (prepare() calls it again)
+                await model.call_async(self.editor, self.adapter)
+        except CodeCompanionError as error:
+            return "error", str(error), None
         info = {"id": next(_request_ids), "adapter": self.adapter_info(), "interaction": "chat"}
         view = self.view
         view.fire("RequestStarted", info)
         specs = [definition.spec() for definition in self.tools.values()]
         stream = HttpStreamIterator(
-            self.adapter, list(self.history), client=self.client, settings=self.settings, tools=specs or None
+            self.adapter,
+            list(self.history),
+            client=self.client,
+            settings=self.settings,
+            tools=specs or None,
+            editor=self.editor,
         )
         status: Status = "success"
         message: str | None = None
@@ -228,6 +244,26 @@ class ChatSession:
             await stream.close()
             view.fire("RequestFinished", {**info, "status": status})
         return status, message, usage
+
+    async def _refresh_system_prompt(self) -> None:
+        """The system prompt function's answer as the first message (none when it returns nothing)."""
+        if self._system_prompt_fn is None:
+            return
+        context = {
+            "default_system_prompt": DEFAULT_SYSTEM_PROMPT,
+            "adapter": adapter_table(self.adapter),
+            "cwd": str(self.workspace.root),
+        }
+        text = await self._system_prompt_fn.call_async(self.editor, context, context="system_prompt")
+        if text is not None and not isinstance(text, str):
+            raise ConfigError(f"{self._system_prompt_fn.path} must return a string, not {type(text).__name__}")
+        old = self._system_message
+        index = next((i for i, m in enumerate(self.history) if m is old), None)
+        if index is not None:
+            del self.history[index]
+        self._system_message = Message.of("system", text) if text else None
+        if self._system_message is not None:
+            self.history.insert(0 if index is None else index, self._system_message)
 
     def _pending_calls(self) -> tuple[ToolCall, ...]:
         last = self.history[-1] if self.history else None

@@ -29,6 +29,7 @@ import msgspec
 
 from ..adapters.base import HTTPAdapter
 from ..adapters.handlers import call_handler
+from ..adapters.lua import Editor, run_sync
 from ..client import HttpClient, HttpRequest, Retrying, looks_like_html, not_the_api, scrub, scrub_error
 from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, TransportError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
@@ -78,7 +79,7 @@ class BaseStreamIterator:
                 chunk = await self._get_next_chunk()
                 if chunk is None:
                     self._exhausted = True
-                    queue.extend(self.normalizer.finish())
+                    queue.extend(await self.normalizer.finish_async())
                 elif chunk.__class__ is NoticeEvent:  # said beside the stream (a retry), not parsed
                     queue.append(chunk)
                 else:
@@ -114,9 +115,11 @@ class HttpStreamIterator(BaseStreamIterator):
         client: HttpClient,
         tools: Sequence[ToolSpec | dict[str, Any]] | None = None,
         settings: Mapping[str, Any] | None = None,
+        editor: Editor | None = None,
     ) -> None:
         super().__init__(None)
         self.adapter = adapter
+        self.editor = editor  # what the adapter's Lua functions are called through
         self.messages = messages
         self.tools = tools
         self.settings = settings
@@ -135,7 +138,12 @@ class HttpStreamIterator(BaseStreamIterator):
         from ..adapters.request import build_request
 
         self.ready, request = await build_request(
-            self.adapter, self.messages, tools=self.tools, settings=self.settings, client=self.client
+            self.adapter,
+            self.messages,
+            tools=self.tools,
+            settings=self.settings,
+            client=self.client,
+            editor=self.editor,
         )
         self._request = request
         self.normalizer = StreamNormalizer(
@@ -220,8 +228,12 @@ class HttpStreamIterator(BaseStreamIterator):
         await self._stack.aclose()
         if self.ready is not None:
             status = "error" if self.error else "success" if self._exhausted else "cancelled"
-            call_handler(self.ready, "on_exit", {"status": status})
-            call_handler(self.ready, "teardown")
+            await run_sync(self.ready.editor, _exit_handlers, self.ready, status)
+
+
+def _exit_handlers(ready: HTTPAdapter, status: str) -> None:
+    call_handler(ready, "on_exit", {"status": status})
+    call_handler(ready, "teardown")
 
 
 class _PassThrough:
@@ -231,6 +243,9 @@ class _PassThrough:
         return [chunk]
 
     def finish(self) -> list[StreamEvent]:
+        return []
+
+    async def finish_async(self) -> list[StreamEvent]:
         return []
 
 

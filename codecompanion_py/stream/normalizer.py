@@ -30,6 +30,7 @@ from typing import Any
 
 import msgspec
 
+from ..adapters import lua
 from ..adapters.handlers import get_handler
 from ..client import defaults, provider_message
 from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, ResponseTooLarge, StreamError
@@ -64,10 +65,14 @@ class StreamNormalizer:
         parse_chat = get_handler(adapter, "parse_chat")
         if parse_chat is None:
             raise AdapterError(f"{self.provider}: the adapter has no parse_chat handler")
-        self._parse_chat = parse_chat
-        self._parse_tokens = get_handler(adapter, "parse_tokens")
         opts = getattr(adapter, "opts", {})
         ndjson = opts.get("stream_format") == "ndjson"
+        if isinstance(parse_chat, lua.LuaFunction):  # given what CodeCompanion's handlers get
+            parse_chat = lua.chunk_parser(parse_chat, streaming=streaming, sse=not ndjson)
+        self._parse_chat = parse_chat
+        self._parse_tokens = get_handler(adapter, "parse_tokens")
+        # A Lua handler is called per frame: each chunk is parsed where it can be (see lua.py).
+        self._lua = lua.has_lua_handlers(adapter)
         settings = defaults()
         self.max_line = settings.max_line_bytes if max_line is None else max_line
         self.max_response = settings.max_response_bytes if max_response is None else max_response
@@ -94,7 +99,15 @@ class StreamNormalizer:
 
     async def normalize_chunk(self, chunk: bytes) -> list[StreamEvent]:
         """`feed_bytes` as a coroutine, for callers that await each chunk."""
+        if self._lua:
+            return await lua.run_sync(getattr(self.adapter, "editor", None), self.feed_bytes, chunk)  # type: ignore[no-any-return]
         return self.feed_bytes(chunk)
+
+    async def finish_async(self) -> list[StreamEvent]:
+        """`finish` as a coroutine (the last frames may go to a Lua handler)."""
+        if self._lua:
+            return await lua.run_sync(getattr(self.adapter, "editor", None), self.finish)  # type: ignore[no-any-return]
+        return self.finish()
 
     def feed_bytes(self, chunk: bytes) -> list[StreamEvent]:
         """A piece of the response body, split anywhere. An error frame sets `failure` and

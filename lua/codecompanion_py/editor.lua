@@ -9,6 +9,8 @@
 --   buffer.reload  re-read loaded buffers of files an agent changed on disk
 --   buffer.set     replace a buffer's lines as one undo step, then save if it was clean
 --   diagnostics    vim.diagnostic entries of a file
+--   lua.call       call a function of the setup() table (functions.lua): an api_key
+--                  function, a handler, a schema default, the system prompt...
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
 
@@ -185,6 +187,10 @@ function methods.diagnostics(_, args, reply)
     })
   end
   reply({ loaded = true, items = items })
+end
+
+function methods.lua_call(_, args, reply)
+  reply(require("codecompanion_py.functions").call(args))
 end
 
 -- "tool.invoke" arrives as a dotted name; the table keys use underscores.

@@ -189,10 +189,12 @@ local function ensure_config()
   end
 end
 
--- Functions cannot cross the RPC: adapter factories are called here, Lua-defined tools
--- stay in tools.lua (the engine gets their description), and any other function left in
--- the table is dropped with a warning naming where it was.
-local function to_data(value, path, dropped)
+-- Functions cannot cross the RPC. Adapter factories (`adapters.http.NAME = function() ... end`)
+-- are called here, as CodeCompanion calls them; Lua-defined tools stay in tools.lua (the
+-- engine gets their description); every other function becomes a reference the engine can
+-- call back (functions.lua). Functions only Lua uses (keymap callbacks...) travel as
+-- references too, which the engine never calls.
+local function to_data(value, path)
   local tool = path:match("^%a+%.chat%.tools%.([^.]+)$")
   if tool and tool ~= "opts" and tool ~= "groups" and type(value) == "table" then
     value = require("codecompanion_py.tools").register(tool, value)
@@ -204,29 +206,22 @@ local function to_data(value, path, dropped)
         vim.notify(("CodeCompanion: %s failed: %s"):format(path, result), vim.log.levels.ERROR)
         return nil
       end
-      return to_data(result, path, dropped)
+      return to_data(result, path)
     end
-    table.insert(dropped, path)
-    return nil
+    return require("codecompanion_py.functions").ref(value, path)
   end
   if type(value) ~= "table" then
     return value
   end
   local out = {}
   for k, v in pairs(value) do
-    out[k] = to_data(v, path == "" and tostring(k) or (path .. "." .. tostring(k)), dropped)
+    out[k] = to_data(v, path == "" and tostring(k) or (path .. "." .. tostring(k)))
   end
   return out
 end
 
 function M.payload_for_config()
-  local dropped = {}
-  local data = to_data(require("codecompanion_py").config, "", dropped)
-  if #dropped > 0 then
-    vim.notify("CodeCompanion: functions are not supported here yet and were ignored: "
-      .. table.concat(dropped, ", "), vim.log.levels.WARN)
-  end
-  return data
+  return to_data(require("codecompanion_py").config, "")
 end
 
 -- Returns false, after telling the user, when the Python engine cannot be reached.

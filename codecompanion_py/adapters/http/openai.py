@@ -29,7 +29,7 @@ from ...messages import (
     Usage,
     validate_tool_specs,
 )
-from ..handlers import call_handler
+from ..handlers import call_handler, get_handler
 from .wire import frame_decoder, parse_inline, setup_stream_flag
 
 # --- wire types: only the fields we read --------------------------------------------
@@ -269,6 +269,34 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     }
     if finish_reason:
         result["done"] = True  # the stream's end marker ([DONE], which may follow, is another)
+    meta = get_handler(self, "parse_meta")
+    if meta is not None:
+        result = _with_meta(self, meta, result, data)
+    return result
+
+
+_STANDARD_DELTA = frozenset(("role", "content", "tool_calls", "refusal", "function_call"))
+
+
+def _with_meta(self: Any, meta: Any, result: dict[str, Any], data: Any) -> dict[str, Any]:
+    """CodeCompanion's `parse_meta`: the result plus the delta's non-standard fields as
+    `extra` (DeepSeek's `reasoning_content`...); reasoning may come back as `{content = ...}`."""
+    try:
+        raw = msgspec.json.decode(data)
+        choice = (raw.get("choices") or [{}])[0]
+        delta = choice.get("delta") or choice.get("message") or {}
+    except (msgspec.DecodeError, AttributeError, IndexError, TypeError):
+        return result
+    extra = {k: v for k, v in delta.items() if k not in _STANDARD_DELTA} if isinstance(delta, dict) else {}
+    answer = meta(self, {"status": result["status"], "output": dict(result["output"]), "extra": extra})
+    if not isinstance(answer, dict):
+        return result
+    output = answer.get("output")
+    if isinstance(output, dict):
+        reasoning = output.get("reasoning")
+        if isinstance(reasoning, dict):
+            output = {**output, "reasoning": reasoning.get("content")}
+        result = {**result, "output": {**result["output"], **output}}
     return result
 
 
