@@ -125,7 +125,9 @@ class ChatSession:
                 definition = self.tool_settings.definition(tool)
                 self.tools[tool] = definition
                 added.append(tool)
-                self.view.fire("ChatToolAdded", {"id": self.chat_id, "tool": tool})
+                # CodeCompanion fires ChatToolAdded and documents ToolAdded: both, for either listener
+                for event in ("ChatToolAdded", "ToolAdded"):
+                    self.view.fire(event, {"id": self.chat_id, "tool": tool})
                 self._add_prompt(f"tool:{tool}", definition.prompt_text())
         return added
 

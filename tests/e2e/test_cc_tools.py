@@ -203,6 +203,7 @@ def test_tool_events_carry_cc19_data_at_its_moments(editor):
     names = [n.removeprefix("CodeCompanion") for n in editor.event_names() if "Tool" in n]
     assert names == [
         "ChatToolAdded",
+        "ToolAdded",
         "ToolsStarted",
         "ToolApprovalRequested",
         "ToolApprovalFinished",
