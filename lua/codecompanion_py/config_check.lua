@@ -21,6 +21,7 @@ local keymap = { modes = OK, callback = OK, description = OK, index = OK, hide =
 
 local chat = {
   adapter = OK,
+  model = OK,
   roles = { llm = OK, user = OK },
   keymaps = { ["*"] = keymap },
   callbacks = { ["*"] = OK },
@@ -45,13 +46,12 @@ local chat = {
     goto_file_action = OK,
     register = OK,
     yank_jump_delay_ms = OK,
-    blank_prompt = OK,
-    wait_timeout = OK,
-    debounce = OK,
+    blank_prompt = "an empty message is not sent here",
+    wait_timeout = "approval prompts wait until they are answered here",
+    debounce = "completion is Neovim's own here",
     completion_provider = "completion is Neovim's own (<C-_> or <C-x><C-o>) here",
     context_management = "context editing and compaction are not in this plugin yet",
     prompt_decorator = OK,
-    undolevels = OK,
   },
 }
 
@@ -143,7 +143,7 @@ M.SPEC = {
     log_level = OK,
     language = OK,
     send_code = OK,
-    submit_delay = OK,
+    submit_delay = "a prompt given to a new chat is sent at once here",
     per_project_config = "per-project config files are not read here",
     triggers = CONTEXT,
     python = OK, -- this plugin's own: the Python that runs the engine
