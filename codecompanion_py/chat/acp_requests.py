@@ -112,13 +112,15 @@ class AgentRequests:
             await self._confirm_protected(target)
         if target.exists:
             document = await _answerable(documents.load(self.context, target))
-            await _answerable(documents.store(self.context, document, content))
+            await _answerable(documents.store(self.context, document, content, tool=self.adapter_name))
         else:
             try:
                 self.context.workspace.create_text(target, content)
             except CodeCompanionError as error:
                 raise RpcError(INTERNAL_ERROR, str(error)) from None
-            self.context.fire("FileEdited", {"path": str(target.real), "relative": target.relative})
+            self.context.fire(
+                "FileEdited", {"path": str(target.real), "relative": target.relative, "tool": self.adapter_name}
+            )
         return {}
 
     async def _confirm_protected(self, target: Target) -> None:

@@ -95,7 +95,8 @@ def test_permission_then_the_write_goes_through_the_loaded_buffer(editor, projec
     assert editor.nvim.api.buf_get_lines(notes, 0, -1, False) == ["hello from the agent"]
     assert (project / "notes.txt").read_text() == "hello from the agent\n"  # a clean buffer is saved
     names = editor.event_names()
-    assert "CodeCompanionFileEdited" in names
+    [edited] = [e["data"] for e in editor.events() if e["event"] == "CodeCompanionFileEdited"]
+    assert edited["path"].endswith("notes.txt") and edited["tool"]  # the agent's adapter, as CodeCompanion names it
     assert names.index("CodeCompanionToolApprovalRequested") < names.index("CodeCompanionToolApprovalFinished")
     text = editor.text(chat)
     assert "**Tool** ✓ Write notes.txt" in text and "**Tool** ○" not in text  # one line, updated in place

@@ -327,7 +327,8 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
         assert "-    return a - b" in text and "+    return a + b" in text  # the diff was shown
         names = editor.event_names()
         assert names.count("CodeCompanionToolsStarted") == 3 == names.count("CodeCompanionToolsFinished")
-        assert "CodeCompanionFileEdited" in names
+        [edited] = [e["data"] for e in editor.events() if e["event"] == "CodeCompanionFileEdited"]
+        assert edited["tool"] == "insert_edit_into_file" and edited["path"].endswith("calc.py")
 
 
 def test_a_rejected_edit_changes_nothing_and_the_llm_hears_why(editor, project):

@@ -25,7 +25,9 @@ def setup(self: ToolRun, tools: Any) -> None:
 async def create(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     written = self.context.workspace.create_text(self.target, self.content)
     self.context.reads[str(self.target.real)] = written.sha256
-    self.context.fire("FileEdited", {"path": str(self.target.real), "relative": self.target.relative})
+    self.context.fire(
+        "FileEdited", {"path": str(self.target.real), "relative": self.target.relative, "tool": "create_file"}
+    )
     return {"status": "success", "data": f"Created {self.target.relative}."}
 
 

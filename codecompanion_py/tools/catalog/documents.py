@@ -77,11 +77,12 @@ def check_not_stale(run: ToolRun, document: Document) -> None:
 
 
 async def save(run: ToolRun, document: Document, text: str) -> str:
-    return await store(run.context, document, text)
+    return await store(run.context, document, text, tool=run.name)
 
 
-async def store(context: ToolsContext, document: Document, text: str) -> str:
-    """Write `text` where the document came from, fire `FileEdited`; returns a sentence
+async def store(context: ToolsContext, document: Document, text: str, *, tool: str) -> str:
+    """Write `text` where the document came from, fire `FileEdited` (with what made the
+    change: `tool`, a tool's or an agent's name, as CodeCompanion sends it); returns a sentence
     for the LLM saying where the edit went."""
     relative = document.target.relative
     if document.buffer is not None:
@@ -111,7 +112,7 @@ async def store(context: ToolsContext, document: Document, text: str) -> str:
         )
         context.reads[str(document.target.real)] = written.sha256
         where = "on disk"
-    context.fire("FileEdited", {"path": str(document.target.real), "relative": relative})
+    context.fire("FileEdited", {"path": str(document.target.real), "relative": relative, "tool": tool})
     return f"{relative} was edited {where}."
 
 
