@@ -5,18 +5,21 @@ end
 vim.g.loaded_codecompanion_py = true
 
 vim.api.nvim_create_user_command("CodeCompanionChat", function(cmd)
-  require("codecompanion_py.chat").command(cmd.fargs)
+  require("codecompanion_py.chat").command(cmd.fargs, cmd)
 end, {
   nargs = "*",
-  desc = "Open a CodeCompanion chat: [adapter=NAME] [model=NAME] [prompt]",
-  complete = function(arg)
+  range = true,
+  desc = "Open a CodeCompanion chat: [Toggle|Add|RefreshCache] [adapter=NAME] [model=NAME] [prompt]",
+  complete = function(arg, line)
     if arg:match("^adapter=") then
       local ok, names = pcall(require("codecompanion_py.rpc").request, "adapters")
       if ok then
         return vim.tbl_map(function(n) return "adapter=" .. n end, names)
       end
     end
-    return { "adapter=", "model=" }
+    local first = not line:match("CodeCompanionChat%s+%S+%s")
+    local items = first and { "Toggle", "Add", "RefreshCache", "adapter=", "model=" } or { "adapter=", "model=" }
+    return vim.tbl_filter(function(item) return item:lower():find(arg:lower(), 1, true) == 1 end, items)
   end,
 })
 

@@ -1,9 +1,100 @@
--- The functions of CodeCompanion.nvim's `require("codecompanion")` that a config or a keymap
--- calls, over this plugin (lua/codecompanion/init.lua returns this module).
+-- The functions of CodeCompanion.nvim's `require("codecompanion")` that configs and keymaps
+-- call, over this plugin (lua/codecompanion/init.lua returns this module). What this plugin
+-- does not have yet says so when called.
 local M = {}
+
+local function chat_module()
+  return require("codecompanion_py.chat")
+end
 
 function M.setup(opts)
   require("codecompanion_py").setup(opts)
 end
+
+-- chat({ params = { adapter, model }, args = "prompt", user_prompt = "...", subcommand = "toggle" | "add" | ... })
+function M.chat(args)
+  args = args or {}
+  if args.subcommand then
+    return chat_module().command({ args.subcommand }, args)
+  end
+  local params = args.params or {}
+  return chat_module().open({
+    adapter = params.adapter,
+    model = params.model,
+    prompt = args.user_prompt or args.args,
+    window = args.window_opts,
+  })
+end
+
+function M.toggle(args)
+  return chat_module().toggle(args and args.params or nil)
+end
+M.toggle_chat = M.toggle
+
+-- add({ line1, line2 }): those lines of the current buffer into the last chat.
+function M.add(args)
+  args = args or {}
+  local row = vim.api.nvim_win_get_cursor(0)[1]
+  return chat_module().add(vim.api.nvim_get_current_buf(), args.line1 or row, args.line2 or args.line1 or row)
+end
+
+function M.chat_refresh_cache()
+  chat_module().refresh_cache()
+end
+
+function M.last_chat()
+  return chat_module().last_chat()
+end
+
+function M.buf_get_chat(bufnr)
+  local chats = chat_module().chats
+  if bufnr == nil or bufnr == 0 then
+    bufnr = vim.api.nvim_get_current_buf()
+  end
+  return chats[bufnr]
+end
+
+function M.close_last_chat()
+  local chat = M.last_chat()
+  if chat then
+    chat:close()
+  end
+end
+
+function M.restore(bufnr)
+  local chat = M.buf_get_chat(bufnr)
+  if chat then
+    chat.ui.open()
+  end
+end
+
+local FEATURES = { chat = true, tools = true, acp = true, adapters = true, events = true }
+
+-- has("chat"), has({ "chat", "tools" }): whether this plugin has the feature(s).
+function M.has(feature)
+  if type(feature) == "table" then
+    for _, f in ipairs(feature) do
+      if not FEATURES[f] then
+        return false
+      end
+    end
+    return true
+  end
+  return FEATURES[feature] == true
+end
+
+local function missing(name, what)
+  M[name] = function()
+    vim.notify(("CodeCompanion: %s is not in this plugin yet"):format(what), vim.log.levels.WARN)
+  end
+end
+
+missing("inline", "the inline assistant")
+missing("cmd", ":CodeCompanionCmd")
+missing("actions", "the action palette")
+missing("prompt", "the prompt library")
+missing("cli", "the CLI interaction")
+missing("toggle_cli", "the CLI interaction")
+missing("code_review", "code review")
 
 return M

@@ -11,7 +11,6 @@ local actions = require("codecompanion_py.chat_actions")
 local M = {}
 
 local ns = api.nvim_create_namespace("codecompanion_py")
-local USER_HEADER = "## Me"
 
 ---@type table<integer, table> chat state by buffer number (the chat id)
 M.chats = {}
@@ -22,6 +21,62 @@ end
 
 local function config()
   return require("codecompanion_py").config
+end
+
+local function display()
+  return config().display.chat or {}
+end
+
+-- `interactions.chat.<key>` (or the older `strategies.chat.<key>`).
+local function chat_config(key)
+  local c = config()
+  for _, top in ipairs({ "interactions", "strategies" }) do
+    local chat = type(c[top]) == "table" and c[top].chat or nil
+    if type(chat) == "table" and chat[key] ~= nil then
+      return chat[key]
+    end
+  end
+end
+
+local function chat_opts()
+  return chat_config("opts") or {}
+end
+
+-- The headers of the turns, from `interactions.chat.roles` (CodeCompanion's defaults:
+-- "Me" and "CodeCompanion (<adapter>)"; `llm` may be a function of the adapter).
+local function user_header()
+  local roles = chat_config("roles") or {}
+  return "## " .. (type(roles.user) == "string" and roles.user or "Me")
+end
+
+local function llm_header(adapter)
+  local roles = chat_config("roles") or {}
+  local name = roles.llm
+  if type(name) == "function" then
+    local ok, result = pcall(name, adapter)
+    name = ok and result or nil
+  end
+  if type(name) ~= "string" then
+    name = ("CodeCompanion (%s)"):format(adapter.formatted_name or adapter.name)
+  end
+  return "## " .. name
+end
+M.user_header = user_header
+
+-- Run the chat's callbacks for `event` (CodeCompanion's on_created, on_before_submit, ...):
+-- those of `interactions.chat.callbacks` and those added with chat:add_callback(). Returns
+-- false when one of them returned false.
+local function run_callbacks(chat, event, info)
+  local go_on = true
+  for _, fn in ipairs(chat.callbacks and chat.callbacks[event] or {}) do
+    local ok, result = pcall(fn, chat, info)
+    if not ok then
+      vim.notify(("CodeCompanion: callback %s failed: %s"):format(event, result), vim.log.levels.ERROR)
+    elseif result == false then
+      go_on = false
+    end
+  end
+  return go_on
 end
 
 local function last_position(buf)
@@ -46,7 +101,7 @@ local function append(chat, text)
     row, col = last_position(buf)
   end
   local followers = {}
-  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+  for _, win in ipairs(display().auto_scroll == false and {} or vim.fn.win_findbuf(buf)) do
     if api.nvim_win_get_cursor(win)[1] - 1 >= row then
       table.insert(followers, win)
     end
@@ -118,22 +173,41 @@ function render.begin(chat, op)
     append(chat, "\n\n")
     return
   end
-  append(chat, ("\n\n## CodeCompanion (%s)\n\n"):format(op.adapter.formatted_name or op.adapter.name))
+  append(chat, "\n\n" .. llm_header(op.adapter) .. "\n\n")
 end
 
 function render.reasoning(chat, op)
+  if display().show_reasoning == false then
+    return
+  end
   after_block(chat)
   if chat.block ~= "reasoning" then
     append(chat, "### Reasoning\n\n")
     chat.block = "reasoning"
+    chat.reasoning_row = select(1, last_position(chat.bufnr)) - 1
   end
   append(chat, op.text)
+end
+
+-- `display.chat.fold_reasoning` (default on): the reasoning folds once the answer starts.
+local function fold_reasoning(chat)
+  local first, last = chat.reasoning_row, select(1, last_position(chat.bufnr)) - 2
+  if display().fold_reasoning == false or not first or last <= first then
+    return
+  end
+  for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
+    api.nvim_win_call(win, function()
+      vim.wo[win].foldmethod = "manual"
+      vim.cmd(("silent! %d,%dfold"):format(first + 1, last + 1))
+    end)
+  end
 end
 
 function render.text(chat, op)
   after_block(chat)
   if chat.block == "reasoning" then
     append(chat, "\n\n### Response\n\n")
+    fold_reasoning(chat)
   end
   chat.block = "text"
   append(chat, op.text)
@@ -149,6 +223,7 @@ function render.tool_call(chat, op)
 end
 
 local STATUS_MARK = { success = "✓", error = "✗", rejected = "✗ rejected", cancelled = "⊘ cancelled" }
+local STATUS_ICON = { success = "tool_success", error = "tool_failure" } -- display.chat.icons
 local FOLD_AFTER = 3 -- outputs longer than this many lines are folded
 
 -- A fence longer than any backtick run in the text, so output cannot close it early.
@@ -190,7 +265,9 @@ function M.show(chat, text, title, opts)
 end
 
 function render.tool_output(chat, op)
-  M.show(chat, op.text or "", ("**Tool** `%s` %s"):format(op.name, STATUS_MARK[op.status] or op.status))
+  local icons = display().icons or {}
+  local mark = icons[STATUS_ICON[op.status] or ""] or STATUS_MARK[op.status] or op.status
+  M.show(chat, op.text or "", ("**Tool** `%s` %s"):format(op.name, vim.trim(mark)))
 end
 
 -- Blocks that stay in place and change as an agent reports progress: one line per agent
@@ -245,9 +322,26 @@ function render.call(chat, op)
   require("codecompanion_py.editor").handle(chat, op)
 end
 
+-- `display.chat.show_tools_processing` (default on): a line at the end of the chat while tools run.
+local function tools_processing(chat, running)
+  if chat.tools_mark then
+    pcall(api.nvim_buf_del_extmark, chat.bufnr, ns, chat.tools_mark)
+    chat.tools_mark = nil
+  end
+  if running and display().show_tools_processing ~= false then
+    local row = select(1, last_position(chat.bufnr))
+    chat.tools_mark = api.nvim_buf_set_extmark(chat.bufnr, ns, row, 0, {
+      virt_lines = { { { "Tools processing ...", "Comment" } } },
+    })
+  end
+end
+
 function render.fire(chat, op)
   local data = type(op.data) == "table" and op.data or {}
   data.bufnr = chat.bufnr
+  if op.event == "ToolsStarted" or op.event == "ToolsFinished" then
+    tools_processing(chat, op.event == "ToolsStarted")
+  end
   fire(op.event, data)
 end
 
@@ -280,10 +374,16 @@ function render.done(chat, op)
   end
   chat.status = "idle"
   chat.turn_started = false
-  append(chat, "\n\n" .. USER_HEADER .. "\n\n")
+  tools_processing(chat, false)
+  append(chat, "\n\n" .. user_header() .. "\n\n")
   unlock(chat)
   fire(op.status == "stopped" and "ChatStopped" or "ChatDone",
     { bufnr = buf, id = buf, status = op.status, tokens = op.tokens })
+  if op.status == "stopped" then
+    run_callbacks(chat, "on_cancelled")
+  end
+  run_callbacks(chat, "on_completed", { status = op.status })
+  run_callbacks(chat, "on_ready")
 end
 
 local unknown_reported = {}
@@ -321,12 +421,13 @@ function M.op_names()
   return vim.list_extend(vim.tbl_keys(render), vim.tbl_keys(actions.render))
 end
 
--- The text after the last `## Me` header.
+-- The text after the last user header (`## Me`).
 local function user_text(buf)
   local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
   local start = 0
+  local header = user_header()
   for i = #lines, 1, -1 do
-    if lines[i] == USER_HEADER then
+    if lines[i] == header then
       start = i
       break
     end
@@ -348,6 +449,19 @@ function M.submit(buf)
     vim.notify("CodeCompanion: nothing to send", vim.log.levels.WARN)
     return
   end
+  if not run_callbacks(chat, "on_before_submit", { adapter = vim.deepcopy(chat.adapter) }) then
+    return M.restore(buf) -- a callback said no: the message stays, to edit and send again
+  end
+  local decorate = chat_opts().prompt_decorator
+  if type(decorate) == "function" then
+    local ok, result = pcall(decorate, text, vim.deepcopy(chat.adapter), chat.context)
+    if not ok or type(result) ~= "string" then
+      vim.notify("CodeCompanion: interactions.chat.opts.prompt_decorator failed: " .. tostring(result),
+        vim.log.levels.ERROR)
+      return
+    end
+    text = result
+  end
   if not chat.engine_ready and not rpc.notify("chat.open", chat.open_payload) then
     return -- a failed open is retried with the next submit
   end
@@ -359,6 +473,17 @@ function M.submit(buf)
   chat.end_pos = nil -- the user typed since the last reply: find the end afresh
   vim.bo[buf].modifiable = false
   fire("ChatSubmitted", { bufnr = buf, id = buf })
+  run_callbacks(chat, "on_submitted", { payload = { text = text } })
+end
+
+-- The buffer back to editable after a submit that did not go (CodeCompanion's chat:restore()).
+function M.restore(buf)
+  local chat = M.chats[buf]
+  if not chat then
+    return
+  end
+  unlock(chat)
+  fire("ChatRestored", { bufnr = buf, id = buf })
 end
 
 -- `ga`: pick an adapter, then one of its models (listed by the provider, fetched by the
@@ -384,6 +509,10 @@ end
 function render.choose_model(chat, op)
   local function use(model)
     rpc.notify("chat.set_adapter", { chat_id = chat.bufnr, adapter = op.adapter, model = model })
+  end
+  local http_opts = ((config().adapters or {}).http or {}).opts or {}
+  if http_opts.show_model_choices == false then
+    return use(nil) -- adapters.http.opts.show_model_choices = false: the adapter's default model
   end
   if #op.models <= 1 then
     return use(op.models[1])
@@ -462,70 +591,50 @@ function M.stop(buf)
   end
 end
 
-local function open_window(buf)
-  local win_opts = config().display.chat.window or {}
-  local layout = win_opts.layout or "vertical"
-  if layout == "float" then
-    local width = math.floor(vim.o.columns * (win_opts.width or 0.6))
-    local height = math.floor(vim.o.lines * (win_opts.height or 0.7))
-    return api.nvim_open_win(buf, true, {
-      relative = "editor", width = width, height = height, border = win_opts.border or "rounded",
-      row = math.floor((vim.o.lines - height) / 2), col = math.floor((vim.o.columns - width) / 2),
-    })
-  end
-  if layout == "vertical" then
-    vim.cmd("botright vsplit")
-    local width = win_opts.width or 0.45
-    api.nvim_win_set_width(0, width < 1 and math.floor(vim.o.columns * width) or width)
-  elseif layout == "horizontal" then
-    vim.cmd("botright split")
-  end
-  local win = api.nvim_get_current_win()
-  api.nvim_win_set_buf(win, buf)
-  return win
-end
+local window = require("codecompanion_py.chat.window")
+local keymaps = require("codecompanion_py.chat.keymaps")
+local editing = require("codecompanion_py.chat.editing")
 
-local KEYMAP_PREFIX = "CodeCompanion: "
-local HINT = "Press ? for keymaps"
-local MODE_NAMES = { n = "normal", i = "insert", v = "visual", x = "visual", s = "select", o = "operator" }
+local INTRO = "Welcome to CodeCompanion ✨! Press ? for options"
+local MODE_NAMES = { n = "normal", i = "insert", v = "visual", x = "visual", s = "select", o = "operator",
+  t = "terminal" }
 
--- The chat's keymaps as mapped in `buf` (those whose desc starts with "CodeCompanion: "),
--- one line each: the key, what it does and, when not normal mode only, its modes.
-function M.keymap_lines(buf)
-  local found, order = {}, {}
-  for _, mode in ipairs({ "n", "i", "v", "x", "o" }) do
-    for _, map in ipairs(api.nvim_buf_get_keymap(buf, mode)) do
-      local desc = map.desc or ""
-      if desc:sub(1, #KEYMAP_PREFIX) == KEYMAP_PREFIX then
-        local key = map.lhs .. "\t" .. desc
-        if not found[key] then
-          found[key] = { lhs = map.lhs, desc = desc:sub(#KEYMAP_PREFIX + 1), modes = {} }
-          table.insert(order, found[key])
+-- `?`: the chat's keymaps as configured, one line each: the keys, the description and,
+-- when not normal mode only, the modes.
+function M.keymap_lines()
+  local rows = {}
+  for _, map in ipairs(keymaps.resolve(config())) do
+    local keys, modes = {}, {}
+    for mode, lhs in pairs(map.modes) do
+      table.insert(modes, MODE_NAMES[mode] or mode)
+      for _, key in ipairs(type(lhs) == "table" and lhs or { lhs }) do
+        if not vim.tbl_contains(keys, key) then
+          table.insert(keys, key)
         end
-        table.insert(found[key].modes, MODE_NAMES[mode] or mode)
       end
     end
+    table.sort(modes)
+    if #keys > 0 then
+      table.insert(rows, { keys = table.concat(keys, " "), desc = map.description or map.name,
+        modes = table.concat(modes, ", ") })
+    end
   end
-  table.sort(order, function(a, b)
-    return a.lhs:lower() < b.lhs:lower() or (a.lhs:lower() == b.lhs:lower() and a.lhs < b.lhs)
-  end)
   local width = 0
-  for _, entry in ipairs(order) do
-    width = math.max(width, vim.fn.strdisplaywidth(entry.lhs))
+  for _, row in ipairs(rows) do
+    width = math.max(width, vim.fn.strdisplaywidth(row.keys))
   end
   local lines = {}
-  for _, entry in ipairs(order) do
-    local modes = table.concat(entry.modes, ", ")
-    local pad = string.rep(" ", width - vim.fn.strdisplaywidth(entry.lhs))
-    local where = modes == "normal" and "" or (" (" .. modes .. ")")
-    table.insert(lines, (" %s%s  %s%s"):format(entry.lhs, pad, entry.desc, where))
+  for _, row in ipairs(rows) do
+    local pad = string.rep(" ", width - vim.fn.strdisplaywidth(row.keys))
+    local where = row.modes == "normal" and "" or (" (" .. row.modes .. ")")
+    table.insert(lines, (" %s%s  %s%s"):format(row.keys, pad, row.desc, where))
   end
   return lines
 end
 
 -- `?`: the chat's keymaps in a floating window; q, <Esc> or ? closes it.
-function M.show_keymaps(buf)
-  local lines = M.keymap_lines(buf)
+function M.show_keymaps()
+  local lines = M.keymap_lines()
   local width = 0
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))
@@ -553,55 +662,255 @@ function M.show_keymaps(buf)
   return win
 end
 
--- The one-line hint on the first `## Me` header: virtual text, so never part of what is sent.
-local function show_hint(buf)
-  api.nvim_buf_set_extmark(buf, ns, 0, 0, { virt_text = { { "  " .. HINT, "Comment" } }, virt_text_pos = "eol" })
-end
-
-local function set_keymaps(buf)
-  local function map(mode, lhs, fn, desc)
-    vim.keymap.set(mode, lhs, fn, { buffer = buf, desc = KEYMAP_PREFIX .. desc, nowait = true })
+-- The chats, oldest first, and the one used last (Toggle and Add act on it).
+local function chat_list()
+  local list = {}
+  for _, chat in pairs(M.chats) do
+    table.insert(list, chat)
   end
-  map("n", "<CR>", function() M.submit(buf) end, "send")
-  map({ "n", "i" }, "<C-s>", function()
-    vim.cmd("stopinsert")
-    M.submit(buf)
-  end, "send")
-  map("n", "q", function() M.stop(buf) end, "stop")
-  map("n", "ga", function() M.change_adapter(buf) end, "change adapter and model")
-  map("n", "gty", function() rpc.notify("chat.yolo", { chat_id = buf }) end, "toggle YOLO mode (auto-approve tools)")
-  map("n", "gtx", function() rpc.notify("chat.clear_approvals", { chat_id = buf }) end, "forget tool approvals")
-  map("n", "gm", function() rpc.notify("chat.agent_options", { chat_id = buf }) end, "agent mode, model and options")
-  map("n", "gR", function() rpc.notify("chat.sessions", { chat_id = buf }) end, "resume an earlier agent session")
-  map("n", "?", function() M.show_keymaps(buf) end, "show keymaps")
+  table.sort(list, function(a, b) return a.bufnr < b.bufnr end)
+  return list
 end
 
----@param opts? { adapter?: string, model?: string, prompt?: string }
+function M.last_chat()
+  local last = M.last and M.chats[M.last]
+  if last then
+    return last
+  end
+  local list = chat_list()
+  return list[#list]
+end
+
+-- Show a chat that exists: focus its window in this tab, or open one.
+function M.show_chat(chat, window_opts)
+  M.last = chat.bufnr
+  local wins = window.windows(chat.bufnr)
+  if #wins > 0 then
+    api.nvim_set_current_win(wins[1])
+    return wins[1]
+  end
+  local cfg = config()
+  if window_opts then
+    cfg = vim.tbl_deep_extend("force", cfg, { display = { chat = { window = window_opts } } })
+  end
+  local win = window.open(chat.bufnr, cfg)
+  pcall(api.nvim_win_set_cursor, win, { api.nvim_buf_line_count(chat.bufnr), 0 })
+  fire("ChatOpened", { bufnr = chat.bufnr, id = chat.bufnr })
+  return win
+end
+
+function M.hide(chat)
+  if window.visible(chat.bufnr) then
+    window.hide(chat.bufnr)
+    fire("ChatHidden", { bufnr = chat.bufnr, id = chat.bufnr })
+  end
+end
+
+-- <C-c>: the chat is gone (its request stopped, its buffer wiped, the engine's session closed).
+function M.close(buf)
+  local chat = M.chats[buf]
+  if not chat then
+    return
+  end
+  M.stop(buf)
+  if M.last == buf then
+    M.last = nil
+  end
+  run_callbacks(chat, "on_closed")
+  pcall(api.nvim_buf_delete, buf, { force = true }) -- BufWipeout tells the engine
+  fire("ChatClosed", { bufnr = buf, id = buf })
+end
+
+-- `{` / `}`: the previous or next chat in this window.
+local function cycle(chat, step)
+  local list = chat_list()
+  if #list < 2 then
+    return
+  end
+  for i, other in ipairs(list) do
+    if other == chat then
+      local target = list[(i - 1 + step) % #list + 1]
+      api.nvim_win_set_buf(0, target.bufnr)
+      M.last = target.bufnr
+      fire("ChatOpened", { bufnr = target.bufnr, id = target.bufnr })
+      return
+    end
+  end
+end
+
+local function can_send_code()
+  local send = (config().opts or {}).send_code
+  if type(send) == "function" then
+    local ok, result = pcall(send)
+    return ok and result ~= false
+  end
+  return send ~= false
+end
+
+-- Lines of a buffer as CodeCompanion shares code: where they come from, then a fence.
+local function code_message(context, lines)
+  local code = table.concat(lines, "\n")
+  local fence = "```"
+  for run in code:gmatch("`+") do
+    if #run >= #fence then
+      fence = string.rep("`", #run + 1)
+    end
+  end
+  return ("Here is some code from %s:\n\n%s%s\n%s\n%s"):format(context.relative or context.path, fence,
+    context.filetype or "", code, fence)
+end
+
+-- The buffer a command was given in: its name, type and (for a range) its lines.
+local function source_context(buf, line1, line2)
+  local path = api.nvim_buf_get_name(buf)
+  local context = {
+    bufnr = buf,
+    filetype = vim.bo[buf].filetype,
+    path = path,
+    relative = path ~= "" and vim.fn.fnamemodify(path, ":.") or ("[buffer " .. buf .. "]"),
+  }
+  if line1 and line2 then
+    context.lines = api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
+    context.start_line, context.end_line = line1, line2
+  end
+  return context
+end
+
+-- Text below the last user header, as if the user had typed it there.
+local function add_to_message(chat, text)
+  local buf = chat.bufnr
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local last = lines[#lines] or ""
+  local new = vim.split(text, "\n", { plain = true })
+  if last ~= "" then
+    table.insert(new, 1, "")
+    if last ~= user_header() then
+      table.insert(new, 1, "")
+    end
+  end
+  api.nvim_buf_set_lines(buf, #lines, #lines, false, new)
+  chat.end_pos = nil
+end
+
+-- CodeCompanion's chat object, for keymap callbacks and require("codecompanion").buf_get_chat().
+local Chat = {}
+Chat.__index = Chat
+
+function Chat:add_callback(event, fn)
+  self.callbacks[event] = self.callbacks[event] or {}
+  table.insert(self.callbacks[event], fn)
+end
+
+function Chat:submit()
+  M.submit(self.bufnr)
+end
+
+function Chat:restore()
+  M.restore(self.bufnr)
+end
+
+function Chat:close()
+  M.close(self.bufnr)
+end
+
+-- chat:add_buf_message({ role = "user", content = "..." }): text for the next message.
+function Chat:add_buf_message(message)
+  if self.status == "streaming" then
+    return vim.notify("CodeCompanion: wait for the reply (or press q) before adding to the chat",
+      vim.log.levels.WARN)
+  end
+  add_to_message(self, type(message) == "table" and tostring(message.content or "") or tostring(message))
+end
+
+local function new_ui(chat)
+  return {
+    open = function() M.show_chat(chat) end,
+    hide = function() M.hide(chat) end,
+    is_visible = function() return window.visible(chat.bufnr) end,
+  }
+end
+
+-- What the keymap callbacks named "keymaps.<name>" do.
+M.actions = {
+  options = function() M.show_keymaps() end,
+  completion = function()
+    api.nvim_feedkeys(api.nvim_replace_termcodes("<C-x><C-o>", true, false, true), "n", false)
+  end,
+  send = function(chat)
+    vim.cmd("stopinsert")
+    M.submit(chat.bufnr)
+  end,
+  regenerate = function(chat) actions.regenerate(chat.bufnr) end,
+  close = function(chat)
+    vim.cmd("stopinsert")
+    M.close(chat.bufnr)
+  end,
+  stop = function(chat) M.stop(chat.bufnr) end,
+  clear = function(chat) actions.clear(chat.bufnr) end,
+  codeblock = function(chat) editing.codeblock(chat) end,
+  yank_code = function(chat) editing.yank_code(chat, chat_opts().register or "+") end,
+  next_chat = function(chat) cycle(chat, 1) end,
+  previous_chat = function(chat) cycle(chat, -1) end,
+  next_header = function(chat) editing.jump_header(chat, 1) end,
+  previous_header = function(chat) editing.jump_header(chat, -1) end,
+  change_adapter = function(chat) M.change_adapter(chat.bufnr) end,
+  fold_code = function(chat) editing.fold_code(chat) end,
+  debug = function(chat) actions.debug(chat.bufnr) end,
+  toggle_system_prompt = function(chat) actions.toggle_system_prompt(chat.bufnr) end,
+  clear_approvals = function(chat) rpc.notify("chat.clear_approvals", { chat_id = chat.bufnr }) end,
+  yolo_mode = function(chat) rpc.notify("chat.yolo", { chat_id = chat.bufnr }) end,
+  goto_file_under_cursor = function(chat) editing.goto_file(chat, chat_opts().goto_file_action) end,
+  acp_options = function(chat) rpc.notify("chat.agent_options", { chat_id = chat.bufnr }) end,
+  acp_resume = function(chat) rpc.notify("chat.sessions", { chat_id = chat.bufnr }) end,
+}
+
+local function show_intro(buf)
+  local intro = display().intro_message
+  if intro == nil then
+    intro = INTRO
+  end
+  if type(intro) == "string" and intro ~= "" then
+    api.nvim_buf_set_extmark(buf, ns, 0, 0, { virt_text = { { "  " .. intro, "Comment" } }, virt_text_pos = "eol" })
+  end
+end
+
+---@param opts? { adapter?: string, model?: string, prompt?: string, context?: table, window?: table, submit?: boolean }
 function M.open(opts)
   opts = opts or {}
+  local context = opts.context or source_context(api.nvim_get_current_buf())
   local buf = api.nvim_create_buf(false, true)
   api.nvim_buf_set_name(buf, "[CodeCompanion] " .. buf)
+  vim.bo[buf].bufhidden = "hide" -- hidden, a chat keeps its buffer, its state and its stream
+  vim.bo[buf].buflisted = (display().window or {}).buflisted == true
   vim.bo[buf].filetype = "codecompanion"
   pcall(vim.treesitter.language.register, "markdown", "codecompanion")
   -- Highlighting is Neovim's largest cost while a reply streams: treesitter re-parses
   -- after each batch (about 7 ms of CPU per 1,000 tokens of prose here), regex syntax
   -- more than twice that. `display.chat.treesitter = false` falls back to regex syntax.
-  if config().display.chat.treesitter == false or not pcall(vim.treesitter.start, buf, "markdown") then
+  if display().treesitter == false or not pcall(vim.treesitter.start, buf, "markdown") then
     vim.bo[buf].syntax = "markdown"
   end
-  local win = open_window(buf)
-  vim.wo[win].wrap = true
-  vim.wo[win].linebreak = true
-  api.nvim_buf_set_lines(buf, 0, -1, false, { USER_HEADER, "", "" })
-  local chat = {
+  api.nvim_buf_set_lines(buf, 0, -1, false, { user_header(), "", "" })
+  local chat = setmetatable({
     bufnr = buf,
+    id = buf,
     status = "idle",
+    context = context,
+    callbacks = {},
     adapter = { name = opts.adapter },
     open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, cwd = vim.fn.getcwd() },
-  }
+  }, Chat)
+  chat.ui = new_ui(chat)
+  for event, fn in pairs(chat_config("callbacks") or {}) do
+    for _, f in ipairs(type(fn) == "table" and fn or { fn }) do
+      if type(f) == "function" then
+        chat:add_callback(event, f)
+      end
+    end
+  end
   M.chats[buf] = chat
-  set_keymaps(buf)
-  show_hint(buf)
+  keymaps.set(chat, config(), M.actions)
+  show_intro(buf)
   vim.bo[buf].omnifunc = "v:lua.require'codecompanion_py.chat'.omnifunc"
   api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
@@ -611,20 +920,86 @@ function M.open(opts)
       pcall(rpc.notify, "chat.close", { chat_id = buf })
     end,
   })
+  api.nvim_create_autocmd("BufEnter", { buffer = buf, callback = function() M.last = buf end })
   rpc.notify("chat.open", chat.open_payload)
   fire("ChatCreated", { bufnr = buf, id = buf })
+  run_callbacks(chat, "on_created")
+  local win = M.show_chat(chat, opts.window)
   api.nvim_win_set_cursor(win, { 3, 0 })
   if opts.prompt and opts.prompt ~= "" then
     api.nvim_buf_set_lines(buf, 2, 3, false, vim.split(opts.prompt, "\n", { plain = true }))
-    M.submit(buf)
+    if opts.submit ~= false then
+      M.submit(buf)
+    end
+  elseif display().start_in_insert_mode then
+    vim.cmd("startinsert!")
   end
-  return buf
+  return chat
 end
 
--- :CodeCompanionChat [adapter=NAME] [model=NAME] [prompt words...]
-function M.command(fargs)
+-- :CodeCompanionChat Toggle: hide the last chat when it shows, show it when hidden, or a new one.
+function M.toggle(opts)
+  local chat = M.last_chat()
+  if chat and window.visible(chat.bufnr) then
+    return M.hide(chat)
+  elseif chat then
+    M.show_chat(chat)
+    return chat
+  end
+  return M.open(opts)
+end
+
+-- :'<,'>CodeCompanionChat Add: the lines into the last chat (a new one if none), shown.
+function M.add(buf, line1, line2)
+  if not can_send_code() then
+    return vim.notify("CodeCompanion: sending code is turned off (opts.send_code)", vim.log.levels.WARN)
+  end
+  local context = source_context(buf, line1, line2)
+  local chat = M.last_chat() or M.open({ context = context })
+  if chat.status == "streaming" then
+    return vim.notify("CodeCompanion: wait for the reply (or press q) before adding to the chat",
+      vim.log.levels.WARN)
+  end
+  add_to_message(chat, code_message(context, context.lines))
+  M.show_chat(chat)
+  return chat
+end
+
+function M.refresh_cache()
+  rpc.config_changed() -- the engine reads adapters and tools afresh with the next command
+  vim.notify("CodeCompanion: refreshed the cache for all chat buffers")
+end
+
+-- CodeCompanion's event to ask for a refresh.
+api.nvim_create_autocmd("User", {
+  pattern = "CodeCompanionChatRefreshCache",
+  callback = function() M.refresh_cache() end,
+})
+
+local SUBCOMMANDS = { toggle = true, add = true, refreshcache = true }
+
+-- :[range]CodeCompanionChat [Toggle | Add | RefreshCache | adapter=NAME model=NAME prompt...]
+-- `cmd` is the user command's table (its range); a range shares those lines with the chat.
+function M.command(fargs, cmd)
+  fargs = fargs or {}
+  cmd = cmd or {}
+  local buf = api.nvim_get_current_buf()
+  local ranged = (cmd.range or 0) > 0
+  local sub = fargs[1] and fargs[1]:lower()
+  if #fargs == 1 and SUBCOMMANDS[sub] then
+    if sub == "toggle" then
+      return M.toggle()
+    elseif sub == "add" then
+      local line1, line2 = cmd.line1, cmd.line2
+      if not ranged then
+        line1, line2 = api.nvim_win_get_cursor(0)[1], api.nvim_win_get_cursor(0)[1]
+      end
+      return M.add(buf, line1, line2)
+    end
+    return M.refresh_cache()
+  end
   local opts, words = {}, {}
-  for _, arg in ipairs(fargs or {}) do
+  for _, arg in ipairs(fargs) do
     local key, value = arg:match("^(%w+)=(.+)$")
     if (key == "adapter" or key == "model") and #words == 0 then
       opts[key] = value
@@ -633,6 +1008,16 @@ function M.command(fargs)
     end
   end
   opts.prompt = table.concat(words, " ")
+  if ranged and not M.chats[buf] then
+    if not can_send_code() then
+      return vim.notify("CodeCompanion: sending code is turned off (opts.send_code)", vim.log.levels.WARN)
+    end
+    opts.context = source_context(buf, cmd.line1, cmd.line2)
+    local code = code_message(opts.context, opts.context.lines)
+    -- with a prompt: sent at once, the code after it; without: the code waits for the user's words
+    opts.submit = opts.prompt ~= ""
+    opts.prompt = opts.prompt ~= "" and (opts.prompt .. "\n\n" .. code) or code
+  end
   return M.open(opts)
 end
 

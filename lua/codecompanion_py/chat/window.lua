@@ -1,0 +1,117 @@
+-- Where a chat buffer shows: `display.chat.window` as CodeCompanion has it.
+--   layout       "vertical" | "horizontal" | "float" | "buffer" | "tab"
+--   position     "left" | "right" (vertical), "top" | "bottom" (horizontal)
+--   width/height a fraction of the editor (< 1) or columns/lines
+--   full_height  vertical splits span the editor's height (botright/topleft) or the current window's
+--   border, relative, row, col, title   the float's
+--   opts         window-local options
+-- A hidden chat keeps its buffer (and its state and stream); showing it again reuses it.
+local api = vim.api
+
+local M = {}
+
+M.DEFAULTS = {
+  layout = "vertical",
+  width = 0.5,
+  height = 0.8,
+  border = "single",
+  relative = "editor",
+  full_height = true,
+  opts = { breakindent = true, linebreak = true, wrap = true },
+}
+
+local function size(value, total)
+  if type(value) ~= "number" then
+    return nil
+  end
+  return value <= 1 and math.floor(total * value) or math.floor(value)
+end
+
+function M.options(config)
+  local display = config.display and config.display.chat or {}
+  return vim.tbl_deep_extend("force", vim.deepcopy(M.DEFAULTS), display.window or {})
+end
+
+-- Open a window on `buf` as the options say; returns the window.
+function M.open(buf, config)
+  local o = M.options(config)
+  local layout = o.layout
+  local win
+  if layout == "float" then
+    local float = vim.tbl_deep_extend("force", o, (config.display and config.display.chat or {}).floating_window or {})
+    local width = size(float.width, vim.o.columns) or math.floor(vim.o.columns * 0.5)
+    local height = size(float.height, vim.o.lines) or math.floor(vim.o.lines * 0.8)
+    win = api.nvim_open_win(buf, true, {
+      relative = float.relative or "editor", width = width, height = height, border = float.border,
+      row = float.row or math.floor((vim.o.lines - height) / 2),
+      col = float.col or math.floor((vim.o.columns - width) / 2),
+      title = float.title, title_pos = float.title and "center" or nil,
+    })
+  elseif layout == "vertical" then
+    local side = o.position == "left" and "topleft" or "botright"
+    vim.cmd((o.full_height == false and (o.position == "left" and "leftabove" or "rightbelow") or side) .. " vsplit")
+    win = api.nvim_get_current_win()
+    api.nvim_win_set_buf(win, buf)
+    local width = size(o.width, vim.o.columns)
+    if width then
+      api.nvim_win_set_width(win, width)
+    end
+  elseif layout == "horizontal" then
+    vim.cmd((o.position == "top" and "topleft" or "botright") .. " split")
+    win = api.nvim_get_current_win()
+    api.nvim_win_set_buf(win, buf)
+    local height = size(o.height, vim.o.lines)
+    if height then
+      api.nvim_win_set_height(win, height)
+    end
+  elseif layout == "tab" then
+    vim.cmd("tabnew")
+    local scratch = api.nvim_get_current_buf()
+    win = api.nvim_get_current_win()
+    api.nvim_win_set_buf(win, buf)
+    if scratch ~= buf and api.nvim_buf_is_valid(scratch) and api.nvim_buf_get_name(scratch) == "" then
+      pcall(api.nvim_buf_delete, scratch, {})
+    end
+  else -- "buffer": the current window
+    win = api.nvim_get_current_win()
+    api.nvim_win_set_buf(win, buf)
+  end
+  for name, value in pairs(o.opts or {}) do
+    pcall(api.nvim_set_option_value, name, value, { scope = "local", win = win })
+  end
+  return win
+end
+
+-- The windows of the current tab that show `buf`.
+function M.windows(buf)
+  local out = {}
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if api.nvim_win_get_buf(win) == buf then
+      table.insert(out, win)
+    end
+  end
+  return out
+end
+
+function M.visible(buf)
+  return #M.windows(buf) > 0
+end
+
+-- Hide `buf`'s windows in this tab: closed, or when one is the last window, showing
+-- another buffer (the alternate, else an empty one). The buffer stays.
+function M.hide(buf)
+  for _, win in ipairs(M.windows(buf)) do
+    if #api.nvim_tabpage_list_wins(0) > 1 then
+      api.nvim_win_close(win, false)
+    else
+      local other = vim.fn.bufnr("#")
+      if other > 0 and other ~= buf and api.nvim_buf_is_valid(other) then
+        api.nvim_win_set_buf(win, other)
+      else
+        api.nvim_win_set_buf(win, api.nvim_create_buf(true, false))
+      end
+    end
+  end
+end
+
+return M
