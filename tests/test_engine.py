@@ -110,6 +110,8 @@ def test_an_http_chat_sends_typed_ops_in_order(engine, tmp_path):
     shown = engine.recorded.ops()
     assert isinstance(shown[0], ops.Ready) and shown[0].adapter.name == "local" and shown[0].adapter.type == "http"
     assert [op.event for op in shown if isinstance(op, ops.Fire)] == [
+        "ChatAdapter",
+        "ChatModel",
         "RequestStarted",
         "RequestStreaming",
         "RequestFinished",
