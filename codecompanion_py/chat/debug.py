@@ -1,5 +1,5 @@
 """The debug view (`gd`): what the engine holds for a chat, as Markdown for a read-only
-window. The last request's body is shown without the secrets it carried (`client.scrub`)."""
+window. Nothing in it shows a secret the last request carried (`client.scrub`)."""
 
 from __future__ import annotations
 
@@ -41,11 +41,12 @@ def debug_text(
     if request is None:
         lines += [no_request, ""]
     else:
-        body = scrub(request.body.decode("utf-8", "replace"), request)
+        body = request.body.decode("utf-8", "replace")
         try:
             body = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
         except ValueError:
             pass
-        lines += [f"`{request.method} {scrub(request.url, request)}`", ""]
+        lines += [f"`{request.method} {request.url}`", ""]
         lines += _fenced("json", body)
-    return "\n".join(lines).rstrip() + "\n"
+    # what the user pasted (a key in a message) is scrubbed too
+    return scrub("\n".join(lines).rstrip() + "\n", request)
