@@ -130,6 +130,9 @@ function M.render.rewind(chat)
   while #draft > 0 and vim.trim(draft[#draft]) == "" do
     table.remove(draft)
   end
+  while #draft > 0 and vim.trim(draft[1]) == "" do
+    table.remove(draft, 1)
+  end
   local cut = header - 1 -- 0-based row of the header
   while cut > 0 and lines[cut] == "" do
     cut = cut - 1

@@ -302,7 +302,7 @@ def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
           else on_choice(items[2]) end
         end""")
         editor.nvim.input("ga")
-        changed = editor.wait_event("CodeCompanionChatAdapter")
+        changed = editor.wait_event("CodeCompanionChatAdapter", count=2)  # the first: as the chat opened
         assert changed["data"]["adapter"]["name"] == "anthropic"
         model = changed["data"]["adapter"]["model"]
         assert model == "claude-a"  # the second entry of the provider's list, after the current model
