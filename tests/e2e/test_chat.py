@@ -302,8 +302,14 @@ def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
           else on_choice(items[2]) end
         end""")
         editor.nvim.input("ga")
-        changed = editor.wait_event("CodeCompanionChatAdapter", count=2)  # the first: as the chat opened
-        assert changed["data"]["adapter"]["name"] == "anthropic"
+        # (the chat fires ChatAdapter as it opens too)
+        changed = editor.wait_for(
+            lambda: [
+                e for e in editor.events()
+                if e["event"] == "CodeCompanionChatAdapter" and e["data"]["adapter"]["name"] == "anthropic"
+            ],
+            what="ChatAdapter for anthropic",
+        )[0]
         model = changed["data"]["adapter"]["model"]
         assert model == "claude-a"  # the second entry of the provider's list, after the current model
         assert two.requests[0].method == "GET" and two.requests[0].headers["x-api-key"] == "k"
