@@ -14,8 +14,8 @@ the chat says so).
 from __future__ import annotations
 
 import asyncio
-import logging
 import itertools
+import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, Literal
 

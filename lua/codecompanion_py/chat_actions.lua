@@ -156,7 +156,8 @@ function M.render.rewind(chat)
       end,
     })
   end
-  api.nvim_exec_autocmds("User", { pattern = "CodeCompanionChatSubmitted", modeline = false, data = { bufnr = buf, id = buf } })
+  local data = { bufnr = buf, id = buf }
+  api.nvim_exec_autocmds("User", { pattern = "CodeCompanionChatSubmitted", modeline = false, data = data })
 end
 
 -- A read-only float with what the engine holds for the chat; q closes it.

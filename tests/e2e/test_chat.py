@@ -305,7 +305,8 @@ def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
         # (the chat fires ChatAdapter as it opens too)
         changed = editor.wait_for(
             lambda: [
-                e for e in editor.events()
+                e
+                for e in editor.events()
                 if e["event"] == "CodeCompanionChatAdapter" and e["data"]["adapter"]["name"] == "anthropic"
             ],
             what="ChatAdapter for anthropic",
