@@ -73,6 +73,10 @@ class Engine:
             "chat.set_option": self._chat_set_option,
             "chat.sessions": self._chat_sessions,
             "chat.resume": self._chat_resume,
+            "chat.system_prompt": self._chat_system_prompt,
+            "chat.clear": self._chat_clear,
+            "chat.regenerate": self._chat_regenerate,
+            "chat.debug": self._chat_debug,
             "editor.reply": self._editor_reply,
         }
 
@@ -160,7 +164,16 @@ class Engine:
         if old is not None:
             await old.close()
         self.sessions[chat_id] = session
-        session.view.push(ops.Ready(adapter=session.adapter_info()))
+        self._announce(session)
+
+    def _announce(self, session: Session, *, model_changed: bool = True) -> None:
+        """The chat's adapter, to the buffer (header, settings) and to listeners."""
+        info = session.adapter_info()
+        session.view.push(ops.Ready(adapter=info))
+        session.view.push(ops.Settings(entries=session.settings_header()))
+        session.view.fire("ChatAdapter", {"adapter": info, "id": session.chat_id})
+        if model_changed:
+            session.view.fire("ChatModel", {"adapter": info, "id": session.chat_id, "model": info.model})
 
     def _new_session(
         self,
@@ -208,7 +221,29 @@ class Engine:
         return session
 
     async def _chat_submit(self, payload: Mapping[str, Any]) -> None:
-        self._session(payload).submit(str(payload.get("text", "")))
+        session = self._session(payload)
+        settings = payload.get("settings")
+        if isinstance(settings, Mapping):  # the settings header: checked before anything is sent
+            await session.apply_settings(settings)
+        session.submit(str(payload.get("text", "")))
+
+    async def _chat_system_prompt(self, payload: Mapping[str, Any]) -> None:
+        on = self._session(payload).toggle_system_prompt()
+        self.bridge.notify(f"CodeCompanion: system prompt {'on' if on else 'off'} for this chat", "INFO")
+
+    async def _chat_clear(self, payload: Mapping[str, Any]) -> None:
+        session = self._session(payload)
+        session.clear()
+        session.view.push(ops.Cleared())
+        session.view.push(ops.Settings(entries=session.settings_header()))
+        session.view.fire("ChatCleared", {"id": session.chat_id})
+
+    async def _chat_regenerate(self, payload: Mapping[str, Any]) -> None:
+        self._session(payload).regenerate()
+
+    async def _chat_debug(self, payload: Mapping[str, Any]) -> None:
+        session = self._session(payload)
+        session.view.push(ops.Debug(text=session.debug()))
 
     async def _chat_set_adapter(self, payload: Mapping[str, Any]) -> None:
         """Switch the chat's adapter and/or model. A session changes in place when it can
@@ -216,7 +251,8 @@ class Engine:
         takes over with the conversation's history (an agent keeps its own memory, so a
         new one is told the conversation's text once)."""
         session = self._session(payload)
-        name = str(payload.get("adapter") or session.adapter_info().name)
+        before = session.adapter_info()
+        name = str(payload.get("adapter") or before.name)
         model = payload.get("model") or None
         if not await session.switch(name, model):
             if session.busy:
@@ -227,8 +263,7 @@ class Engine:
             await session.close()
             self.sessions[session.chat_id] = replacement
             session = replacement
-        session.view.push(ops.Ready(adapter=session.adapter_info()))
-        session.view.fire("ChatAdapter", {"adapter": session.adapter_info()})
+        self._announce(session, model_changed=session.adapter_info().model != before.model)
 
     async def _chat_models(self, payload: Mapping[str, Any]) -> None:
         """The adapter's models, fetched off the UI thread, for Lua to offer. An agent

@@ -110,6 +110,8 @@ def test_an_http_chat_sends_typed_ops_in_order(engine, tmp_path):
     shown = engine.recorded.ops()
     assert isinstance(shown[0], ops.Ready) and shown[0].adapter.name == "local" and shown[0].adapter.type == "http"
     assert [op.event for op in shown if isinstance(op, ops.Fire)] == [
+        "ChatAdapter",
+        "ChatModel",
         "RequestStarted",
         "RequestStreaming",
         "RequestFinished",
@@ -163,3 +165,131 @@ def test_an_unknown_method_is_reported_in_the_chat_or_as_a_notification(engine, 
     engine.call("nothing.at_all", {})
     assert ops.Error(message="unknown method 'chat.frobnicate'") in engine.recorded.ops()
     assert engine.recorded.notes == [("unknown method 'nothing.at_all'", "ERROR")]
+
+
+def sent(engine, url_index: int = 0) -> list[dict[str, Any]]:
+    return [request.json() for request in engine.servers[url_index].requests]
+
+
+def fires(engine, name: str) -> list[dict[str, Any]]:
+    return [op.data for op in engine.recorded.ops() if isinstance(op, ops.Fire) and op.event == name]
+
+
+@pytest.fixture
+def chat(engine, tmp_path):
+    """An HTTP chat on a server that answers each request with `reply N`."""
+    replies = [sse_reply([delta(f"reply {n}")]) for n in range(1, 7)]
+    server = ScriptedServer.sequence(replies)
+    asyncio.run_coroutine_threadsafe(server.start(), engine.loop).result(5)
+    engine.servers = [server]  # type: ignore[attr-defined]
+    configure(engine, server.url)
+    engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+    yield engine
+    asyncio.run_coroutine_threadsafe(server.close(), engine.loop).result(5)
+
+
+def test_the_system_prompt_toggle_leaves_it_out_and_puts_it_back(chat):
+    chat.call("chat.system_prompt", {"chat_id": 1})
+    chat.call("chat.submit", {"chat_id": 1, "text": "one"})
+    chat.recorded.wait_done(1)
+    chat.call("chat.system_prompt", {"chat_id": 1})
+    chat.call("chat.submit", {"chat_id": 1, "text": "two"})
+    chat.recorded.wait_done(2)
+    first, second = sent(chat)
+    assert [m["role"] for m in first["messages"]] == ["user"]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]
+    assert chat.recorded.notes == [
+        ("CodeCompanion: system prompt off for this chat", "INFO"),
+        ("CodeCompanion: system prompt on for this chat", "INFO"),
+    ]
+
+
+def test_regenerate_drops_the_last_reply_and_sends_the_last_message_again(chat):
+    chat.call("chat.submit", {"chat_id": 1, "text": "one"})
+    chat.recorded.wait_done(1)
+    chat.call("chat.regenerate", {"chat_id": 1})
+    chat.recorded.wait_done(2)
+    first, second = sent(chat)
+    assert first["messages"] == second["messages"]
+    history = [(m.role, m.text) for m in chat.sessions[1].history if m.role != "system"]
+    assert history == [("user", "one"), ("assistant", "reply 2")]
+    shown = chat.recorded.ops()
+    rewind = shown.index(ops.Rewind())
+    assert isinstance(shown[rewind + 1], ops.Begin)  # the buffer drops the old reply before the new one
+
+
+def test_regenerate_before_any_message_says_so_and_sends_nothing(chat):
+    chat.call("chat.regenerate", {"chat_id": 1})
+    assert ops.Error(message="there is no message to send again yet") in chat.recorded.ops()
+    assert sent(chat) == []
+
+
+def test_clear_forgets_the_conversation_but_keeps_the_system_prompt(chat):
+    chat.call("chat.submit", {"chat_id": 1, "text": "one"})
+    chat.recorded.wait_done(1)
+    chat.call("chat.clear", {"chat_id": 1})
+    assert fires(chat, "ChatCleared") == [{"id": 1}]
+    chat.call("chat.submit", {"chat_id": 1, "text": "fresh"})
+    chat.recorded.wait_done(2)
+    assert [(m["role"], m["content"]) for m in sent(chat)[1]["messages"][1:]] == [("user", "fresh")]
+
+
+def test_debug_shows_messages_and_the_last_request_without_secrets(chat, monkeypatch):
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "sk-very-secret-key-123")
+    chat.call("chat.submit", {"chat_id": 1, "text": "my key is sk-very-secret-key-123"})
+    chat.recorded.wait_done(1)
+    assert sent(chat)[0]["messages"][-1]["content"].endswith("sk-very-secret-key-123")  # it was sent
+    chat.call("chat.debug", {"chat_id": 1})
+    [debug] = [op for op in chat.recorded.ops() if isinstance(op, ops.Debug)]
+    assert "## Messages (3)" in debug.text and "reply 1" in debug.text
+    assert "## Last request" in debug.text and '"stream": true' in debug.text
+    assert "sk-very-secret-key-123" not in debug.text and "my key is ***" in debug.text
+
+
+def test_settings_from_the_header_reach_the_request_and_bad_ones_send_nothing(chat):
+    [header] = [op for op in chat.recorded.ops() if isinstance(op, ops.Settings)]
+    values = {entry.key: entry.value for entry in header.entries}
+    assert "temperature" in values and values["temperature"] is None
+    chat.call("chat.submit", {"chat_id": 1, "text": "one", "settings": {"temperature": 0.3, "top_p": None}})
+    chat.recorded.wait_done(1)
+    assert sent(chat)[0]["temperature"] == 0.3 and "top_p" not in sent(chat)[0]
+
+    for bad, message in (
+        ({"temperature": "hot"}, "settings header: temperature must be a number, not 'hot'"),
+        ({"colour": 1}, "settings header: local has no setting 'colour'"),
+        ({"_unparsed": ["oops"]}, "settings header: cannot read 'oops'"),
+    ):
+        chat.call("chat.submit", {"chat_id": 1, "text": "two", "settings": bad})
+        errors = [op.message for op in chat.recorded.ops() if isinstance(op, ops.Error)]
+        assert errors[-1].startswith(message)
+    assert len(sent(chat)) == 1
+
+
+def test_a_model_from_the_header_switches_the_model(chat):
+    chat.call("chat.submit", {"chat_id": 1, "text": "one", "settings": {"model": "other-model"}})
+    chat.recorded.wait_done(1)
+    assert sent(chat)[0]["model"] == "other-model"
+    assert fires(chat, "ChatModel")[-1]["model"] == "other-model"
+
+
+def test_agent_chats_refuse_what_does_not_apply_and_fire_acp_events(engine, tmp_path):
+    configure(engine, engine.serve())
+    engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path), "adapter": "fake"})
+    assert fires(engine, "ChatAdapter")[0]["adapter"].name == "fake"
+    for method in ("chat.regenerate", "chat.system_prompt"):
+        engine.call(method, {"chat_id": 1})
+    errors = [op.message for op in engine.recorded.ops() if isinstance(op, ops.Error)]
+    assert "cannot be regenerated" in errors[0] and "own system prompt" in errors[1]
+    engine.call("chat.submit", {"chat_id": 1, "text": "hello agent"})
+    engine.recorded.wait_done(1)
+    names = [op.event for op in engine.recorded.ops() if isinstance(op, ops.Fire)]
+    order = ["ACPConnected", "ACPSessionPre", "ACPSessionPost", "RequestStarted", "RequestStreaming", "RequestFinished"]
+    assert [n for n in names if n in order] == order
+    finished = fires(engine, "RequestFinished")[0]
+    assert finished["status"] == "success" and finished["interaction"] == "chat" and finished["adapter"].name == "fake"
+    assert fires(engine, "ACPSessionPost")[0]["session_id"]
+    engine.call("chat.clear", {"chat_id": 1})
+    assert engine.sessions[1].history == [] and engine.sessions[1].session_id is None
+    engine.call("chat.submit", {"chat_id": 1, "text": "again"})
+    engine.recorded.wait_done(2)
+    assert len(fires(engine, "ACPSessionPost")) == 2  # a new session of the agent

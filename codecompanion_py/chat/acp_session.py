@@ -14,6 +14,7 @@ the chat says so).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, Literal
@@ -34,10 +35,12 @@ from .acp_prompt import prompt_blocks
 from .acp_requests import AgentRequests
 from .acp_state import MODE_OPTION, AgentState
 from .acp_updates import REPLY_UPDATES, AgentUpdates
+from .debug import debug_text
 
 log = logging.getLogger("codecompanion_py.acp")
 
 Status = Literal["success", "error", "stopped"]
+_request_ids = itertools.count(1)
 
 
 class AcpChatSession:
@@ -86,6 +89,8 @@ class AcpChatSession:
         self._reply: list[str] = []
         self._lost_agent = False
         self._background: set[asyncio.Future[Any]] = set()
+        self._titles: dict[str, str] = {}  # earlier sessions' titles, for ACPChatRestored
+        self._streaming: dict[str, Any] | None = None  # the turn's event data until RequestStreaming
 
     # --- the Session interface --------------------------------------------------------------
 
@@ -149,6 +154,47 @@ class AcpChatSession:
             return self.state.model_names()
         return None
 
+    def settings_header(self) -> tuple[ops.SettingEntry, ...]:
+        return ()  # an agent has no schema parameters
+
+    async def apply_settings(self, raw: Mapping[str, Any]) -> None:
+        if raw:
+            raise AgentError(
+                f"{self.adapter.formatted_name} takes no settings from the header; use `gm` for its options"
+            )
+
+    def toggle_system_prompt(self) -> bool:
+        raise AgentError(f"{self.adapter.formatted_name} uses its own system prompt; `gs` applies to HTTP adapters")
+
+    def clear(self) -> None:
+        """Forget the conversation: the next message starts a new session of the agent."""
+        if self.busy:
+            raise AgentError("wait for the reply to finish (or press q) to clear the chat")
+        self.history.clear()
+        self._carried = 0
+        self.session_id = None
+        self.resume_id = None
+
+    def regenerate(self) -> asyncio.Task[None] | None:
+        raise AgentError(
+            f"{self.adapter.formatted_name} remembers its replies itself, so one cannot be regenerated; "
+            "send your message again instead"
+        )
+
+    def debug(self) -> str:
+        state = self.state
+        details = {
+            "session_id": self.session_id,
+            "mode": state.modes.get("currentModeId"),
+            "capabilities": self.client.capabilities if self.client is not None else None,
+        }
+        return debug_text(
+            self.adapter_info(),
+            details={k: v for k, v in details.items() if v is not None},
+            history=self.history,
+            no_request="An agent receives prompts over ACP, not as HTTP requests.",
+        )
+
     def options(self) -> list[AgentOption]:
         found = self.state.options()
         if not found:
@@ -159,6 +205,7 @@ class AcpChatSession:
         return found
 
     async def set_option(self, option_id: str, value: Any) -> None:
+        model = self.state.current_model()
         if option_id == MODE_OPTION:
             await self.set_mode(str(value))
         else:
@@ -166,15 +213,19 @@ class AcpChatSession:
             result = await client.set_config_option(session_id, option_id, value)
             self.state.set_config_options(result.get("configOptions"))
         self.view.push(ops.Ready(adapter=self.adapter_info()))
+        if self.state.current_model() != model:
+            info = self.adapter_info()
+            self.view.fire("ChatModel", {"adapter": info, "id": self.chat_id, "model": info.model})
 
     async def set_mode(self, mode_id: str) -> None:
         client, session_id = self._session()
         await client.set_mode(session_id, mode_id)
         self.state.modes["currentModeId"] = mode_id
+        self.view.fire("ChatACPModeChanged", {"id": self.chat_id, "session_id": session_id, "mode": mode_id})
 
     async def list_sessions(self) -> list[AgentSession]:
         client = await self._start_agent()
-        return [
+        found = [
             AgentSession(
                 id=str(s["sessionId"]),
                 title=str(s.get("title") or s["sessionId"]),
@@ -182,6 +233,8 @@ class AcpChatSession:
             )
             for s in await client.list_sessions()
         ]
+        self._titles.update((s.id, s.title) for s in found)
+        return found
 
     def resume(self, session_id: str) -> None:
         """Load an earlier session of the agent with the next message."""
@@ -203,14 +256,16 @@ class AcpChatSession:
         self._begun = asyncio.current_task()
         view = self.view
         view.push(ops.Begin(adapter=self.adapter_info()))
-        info = {"adapter": self.adapter_info(), "interaction": "chat"}
+        info: dict[str, Any] = {"id": next(_request_ids), "adapter": self.adapter_info(), "interaction": "chat"}
         status: Status = "success"
         message: str | None = None
         tokens: int | None = None
         self._reply = []
         try:
             client, session_id = await self._ensure_session()
+            info["adapter"] = self.adapter_info()  # the model is known once the session is
             view.fire("RequestStarted", info)
+            self._streaming = info
             carried, self._carried = self.history[: self._carried], 0
             blocks = await prompt_blocks(
                 text,
@@ -237,6 +292,7 @@ class AcpChatSession:
             if self.client is not None and not self.client.alive:
                 await self._drop_agent()
         finally:
+            self._streaming = None
             if self._reply:
                 self.history.append(Message.of("assistant", "".join(self._reply)))
             view.fire("RequestFinished", {**info, "status": status})
@@ -248,14 +304,20 @@ class AcpChatSession:
         if self.client is not None and self.session_id is not None:
             return self.client, self.session_id
         client = await self._start_agent()
-        if self.resume_id is not None:
-            session_id, self.resume_id = self.resume_id, None
-            self.session_id = session_id
+        self.view.fire("ACPSessionPre", {"id": self.chat_id, "agent_capabilities": client.capabilities or None})
+        restored = self.resume_id
+        if restored is not None:
+            self.resume_id = None
+            session_id = self.session_id = restored
             self.state.remember_session(await client.load_session(session_id))
         else:
             session = await client.new_session()
             session_id = self.session_id = str(session["sessionId"])
             self.state.remember_session(session)
+        self.view.fire("ACPSessionPost", {"id": self.chat_id, "session_id": session_id})
+        if restored is not None:
+            title = self._titles.get(restored) or self.state.title
+            self.view.fire("ACPChatRestored", {"id": self.chat_id, "session_id": session_id, "title": title})
         if self._lost_agent:
             self._lost_agent = False
             self.view.show(
@@ -282,6 +344,7 @@ class AcpChatSession:
             await self.client.close()
         self.client = AcpClient(self.adapter, self, cwd=str(self.workspace.root))
         await self.client.start()
+        self.view.fire("ACPConnected", {"id": self.chat_id, "adapter": self.adapter_info()})
         return self.client
 
     async def _drop_agent(self) -> None:
@@ -306,6 +369,9 @@ class AcpChatSession:
             # after the turn's answer: the chat is the user's again
             log.debug("%s: dropped a late %s", self.adapter.name, kind)
             return
+        if kind in REPLY_UPDATES and self._streaming is not None:
+            self.view.fire("RequestStreaming", self._streaming)
+            self._streaming = None
         translation = self.updates.translate(update)
         if translation.text:
             self._reply.append(translation.text)

@@ -10,12 +10,13 @@ what to do instead.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..messages import Message
 from ..tools.approvals import Approvals
 from ..tools.workspace import Workspace
-from ..ui.ops import AdapterInfo, AgentOption, AgentSession
+from ..ui.ops import AdapterInfo, AgentOption, AgentSession, SettingEntry
 from ..ui.view import EventView
 
 
@@ -57,6 +58,31 @@ class Session(Protocol):
     def own_models(self, name: str) -> list[str] | None:
         """The models of adapter `name` when this session knows them (an agent lists its
         own); None to ask the provider."""
+        ...
+
+    def settings_header(self) -> tuple[SettingEntry, ...]:
+        """The adapter's schema parameters for the settings header (none for an agent)."""
+        ...
+
+    async def apply_settings(self, raw: Mapping[str, Any]) -> None:
+        """Use the settings header's values from the next request; a wrong one raises a
+        `ConfigError` naming it."""
+        ...
+
+    def toggle_system_prompt(self) -> bool:
+        """`gs`: leave the system prompt out of the next requests, or put it back; the new state."""
+        ...
+
+    def clear(self) -> None:
+        """`gx`: forget the conversation (an agent starts a new session)."""
+        ...
+
+    def regenerate(self) -> asyncio.Task[None] | None:
+        """`gr`: drop the last reply and send the last message again (pushes `Rewind` first)."""
+        ...
+
+    def debug(self) -> str:
+        """`gd`: what the chat holds, as Markdown."""
         ...
 
     def options(self) -> list[AgentOption]: ...

@@ -19,7 +19,7 @@ from .. import adapters
 from ..acp import adapters as acp_adapters
 from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
-from ..client import HttpClient
+from ..client import HttpClient, HttpRequest
 from ..errors import CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
@@ -32,6 +32,8 @@ from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession
 from ..ui.sink import Sink
 from ..ui.view import EventView
+from . import settings as settings_header
+from .debug import debug_text
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI programming assistant working inside the Neovim text editor. "
@@ -67,9 +69,13 @@ class ChatSession:
         self.history: list[Message] = []
         # A system prompt function (CodeCompanion's `function(ctx)`) is called before each request.
         self._system_prompt_fn = system_prompt if isinstance(system_prompt, LuaFunction) else None
-        self._system_message: Message | None = None
+        self._system_message: Message | None = None  # the system prompt (not a tool's)
         if system_prompt and self._system_prompt_fn is None:
-            self.history.append(Message.of("system", str(system_prompt)))
+            self._system_message = Message.of("system", str(system_prompt))
+            self.history.append(self._system_message)
+        self.system_prompt_on = True  # `gs`
+        self._last_prompt: Message | None = None  # the user's last message, for `gr`
+        self.last_request: HttpRequest | None = None  # for `gd`
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
         self.tool_settings = tools or ToolSettings()
@@ -91,8 +97,60 @@ class ChatSession:
     async def switch(self, name: str, model: str | None) -> bool:
         if acp_adapters.is_acp(name):
             return False
+        if name != self.adapter.name:
+            self.settings = {}  # another schema
         self.adapter = adapters.resolve(name, model=model)
         return True
+
+    def settings_header(self) -> tuple[ops.SettingEntry, ...]:
+        return settings_header.header(self.adapter, self.settings)
+
+    async def apply_settings(self, raw: Mapping[str, Any]) -> None:
+        """The values of the settings header, for the next request; a wrong one raises
+        (and nothing is sent). A new model there switches the model."""
+        settings = settings_header.validate(self.adapter, raw)
+        model = settings.pop("model", None)
+        if model is not None and model != self.adapter.model:
+            self.adapter = adapters.resolve(self.adapter.name, model=str(model))
+            self.view.push(ops.Ready(adapter=self.adapter_info()))
+            self.view.fire("ChatModel", {"adapter": self.adapter_info(), "id": self.chat_id, "model": model})
+        self.settings = settings
+
+    def toggle_system_prompt(self) -> bool:
+        self.system_prompt_on = not self.system_prompt_on
+        return self.system_prompt_on
+
+    def clear(self) -> None:
+        """Forget the conversation; the system prompts (and enabled tools) stay."""
+        self._refuse_while_busy("clear the chat")
+        self.history[:] = [m for m in self.history if m.role == "system"]
+        self._last_prompt = None
+        self.file_reads.clear()
+
+    def regenerate(self) -> asyncio.Task[None] | None:
+        """Drop the last reply (with its tool turns) and send the last message again."""
+        self._refuse_while_busy("regenerate")
+        users = [i for i, m in enumerate(self.history) if m.role == "user"]
+        # the message the user sent last; after a change of backend, the last user message
+        index = next((i for i in users if self.history[i] is self._last_prompt), users[-1] if users else None)
+        if index is None:
+            raise ConfigError("there is no message to send again yet")
+        del self.history[index + 1 :]
+        self.view.push(ops.Rewind())
+        return self._start()
+
+    def debug(self) -> str:
+        details = {
+            "parameters": self.adapter.parameters,
+            "settings": self.settings,
+            "system_prompt": "on" if self.system_prompt_on else "off",
+            "tools": sorted(self.tools),
+        }
+        return debug_text(self.adapter_info(), details=details, history=self.history, request=self.last_request)
+
+    def _refuse_while_busy(self, what: str) -> None:
+        if self.busy:
+            raise ConfigError(f"wait for the reply to finish (or press q) to {what}")
 
     def own_models(self, name: str) -> list[str] | None:
         return None
@@ -146,7 +204,11 @@ class ChatSession:
             return None
         tools, _groups, text = mentions(text, self.tool_settings)
         self.enable(tools)
-        self.history.append(Message.of("user", text))
+        self._last_prompt = Message.of("user", text)
+        self.history.append(self._last_prompt)
+        return self._start()
+
+    def _start(self) -> asyncio.Task[None]:
         self.task = asyncio.get_running_loop().create_task(self._turn())
         self.task.add_done_callback(self._end_unstarted)
         return self.task
@@ -215,9 +277,10 @@ class ChatSession:
         view = self.view
         view.fire("RequestStarted", info)
         specs = [definition.spec() for definition in self.tools.values()]
+        system = None if self.system_prompt_on else self._system_message
         stream = HttpStreamIterator(
             self.adapter,
-            list(self.history),
+            [m for m in self.history if m is not system],
             client=self.client,
             settings=self.settings,
             tools=specs or None,
@@ -243,6 +306,7 @@ class ChatSession:
             status = "stopped"
             self._keep_partial(stream)
         finally:
+            self.last_request = stream._request or self.last_request  # what `gd` shows
             await stream.close()
             view.fire("RequestFinished", {**info, "status": status})
         return status, message, usage

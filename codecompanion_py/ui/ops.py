@@ -185,6 +185,34 @@ class Commands(_Op, tag="commands", frozen=True):
     commands: tuple[AgentCommand, ...] = ()
 
 
+class SettingEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One line of the settings header: a schema key and its value now (None: unset)."""
+
+    key: str
+    value: Any = None
+
+
+class Settings(_Op, tag="settings", frozen=True):
+    """The adapter's schema parameters for the YAML header at the top of the chat
+    (shown when `display.chat.show_settings` is on); no entries removes the header."""
+
+    entries: tuple[SettingEntry, ...] = ()
+
+
+class Cleared(_Op, tag="cleared", frozen=True):
+    """The conversation is gone (`gx`): the buffer becomes a fresh chat."""
+
+
+class Rewind(_Op, tag="rewind", frozen=True):
+    """`gr`: the last reply leaves the buffer, which locks for the new one that follows."""
+
+
+class Debug(_Op, tag="debug", frozen=True):
+    """`gd`: what the engine holds for this chat, as Markdown for a read-only window."""
+
+    text: str
+
+
 Op = Union[
     Ready,
     Begin,
@@ -203,6 +231,10 @@ Op = Union[
     ChooseOption,
     ChooseSession,
     Commands,
+    Settings,
+    Cleared,
+    Rewind,
+    Debug,
 ]
 
 OP_NAMES: tuple[str, ...] = tuple(str(kind.__struct_config__.tag) for kind in get_args(Op))

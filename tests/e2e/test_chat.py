@@ -66,7 +66,8 @@ def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor)
         assert " (42 tokens)" in editor.virtual_text()
         assert done["data"]["bufnr"] == buf and done["data"]["tokens"] == 42
 
-        names = [n for n in editor.event_names()]
+        # the adapter and model events come from the engine as the chat opens (test_chat_actions)
+        names = [n for n in editor.event_names() if n not in ("CodeCompanionChatAdapter", "CodeCompanionChatModel")]
         assert names == [
             "CodeCompanionChatCreated",
             "CodeCompanionChatSubmitted",
@@ -75,10 +76,10 @@ def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor)
             "CodeCompanionRequestFinished",
             "CodeCompanionChatDone",
         ]
-        started = editor.events()[2]["data"]
+        started = editor.wait_event("CodeCompanionRequestStarted")["data"]
         assert started["adapter"]["name"] == "testllm" and started["adapter"]["model"] == "test-model"
         assert started["bufnr"] == buf and started["interaction"] == "chat"
-        assert editor.events()[4]["data"]["status"] == "success"
+        assert editor.wait_event("CodeCompanionRequestFinished")["data"]["status"] == "success"
 
         sent = server.requests[0].json()
         assert sent["model"] == "test-model" and sent["stream"] is True
@@ -301,8 +302,15 @@ def test_ga_switches_provider_mid_chat_and_the_history_converts(editor):
           else on_choice(items[2]) end
         end""")
         editor.nvim.input("ga")
-        changed = editor.wait_event("CodeCompanionChatAdapter")
-        assert changed["data"]["adapter"]["name"] == "anthropic"
+        # (the chat fires ChatAdapter as it opens too)
+        changed = editor.wait_for(
+            lambda: [
+                e
+                for e in editor.events()
+                if e["event"] == "CodeCompanionChatAdapter" and e["data"]["adapter"]["name"] == "anthropic"
+            ],
+            what="ChatAdapter for anthropic",
+        )[0]
         model = changed["data"]["adapter"]["model"]
         assert model == "claude-a"  # the second entry of the provider's list, after the current model
         assert two.requests[0].method == "GET" and two.requests[0].headers["x-api-key"] == "k"
