@@ -605,7 +605,10 @@ function M.keymap_lines()
   local rows = {}
   for _, map in ipairs(keymaps.resolve(config())) do
     local keys, modes = {}, {}
-    for mode, lhs in pairs(map.modes) do
+    local mode_order = vim.tbl_keys(map.modes)
+    table.sort(mode_order, function(a, b) return (a == "n" and "" or a) < (b == "n" and "" or b) end)
+    for _, mode in ipairs(mode_order) do
+      local lhs = map.modes[mode]
       table.insert(modes, MODE_NAMES[mode] or mode)
       for _, key in ipairs(type(lhs) == "table" and lhs or { lhs }) do
         if not vim.tbl_contains(keys, key) then

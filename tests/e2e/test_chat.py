@@ -70,6 +70,7 @@ def test_submit_streams_the_reply_into_the_buffer_with_events_and_tokens(editor)
         names = [n for n in editor.event_names() if n not in ("CodeCompanionChatAdapter", "CodeCompanionChatModel")]
         assert names == [
             "CodeCompanionChatCreated",
+            "CodeCompanionChatOpened",
             "CodeCompanionChatSubmitted",
             "CodeCompanionRequestStarted",
             "CodeCompanionRequestStreaming",

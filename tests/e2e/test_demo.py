@@ -15,7 +15,7 @@ from .test_tools import RECORD_UI
 
 pytestmark = pytest.mark.nvim
 
-HINT = "Press ? for keymaps"
+HINT = "Welcome to CodeCompanion ✨! Press ? for options"
 
 
 @pytest.fixture
@@ -114,21 +114,21 @@ def floats() -> str:
       return out"""
 
 
-def test_question_mark_lists_the_chats_keymaps_from_the_mapped_ones(demo):
+def test_question_mark_lists_the_chats_keymaps_by_codecompanions_names(demo):
     editor, _, _ = demo
     chat = editor.nvim.current.buffer.number
     vt = editor.virtual_text()
     assert vt == ["  " + HINT]
-    # a keymap added to the chat with the prefix is listed too: the list is read from the mappings
-    editor.lua("vim.keymap.set('n', 'gX', function() end, { buffer = 0, desc = 'CodeCompanion: my own' })")
     editor.nvim.input("?")
     [listed] = editor.wait_for(lambda: editor.lua(floats()) or None, what="the keymap window")
     keys = {line.split()[0]: line for line in listed}
-    for key in ("<CR>", "q", "ga", "gty", "gtx", "?", "gX"):
+    for key in ("<CR>", "q", "ga", "gr", "gx", "gy", "gc", "gd", "gs", "gf", "gR", "]]", "[[", "{", "}", "gty", "gtx"):
         assert key in keys, listed
-    assert "send" in keys["<CR>"] and "stop" in keys["q"] and "YOLO" in keys["gty"] and "my own" in keys["gX"]
-    assert keys["<C-S>"].endswith("(normal, insert)")
-    assert not any("CodeCompanion: " in line for line in listed)
+    assert "<CR> <C-s>" in keys["<CR>"] and "Send the message to the LLM" in keys["<CR>"]
+    assert keys["<CR>"].endswith("(insert, normal)")
+    assert "Stop the current request" in keys["q"] and "YOLO" in keys["gty"] and "Clear all messages" in keys["gx"]
+    assert keys["<C-c>"].endswith("Close the chat buffer (insert, normal)")
+    assert "agent" in keys["gao"] and "agent" in keys["gas"]  # the agents' own, off CodeCompanion's keys
 
     editor.nvim.input("q")  # closes the list; the chat is untouched
     editor.wait_for(lambda: editor.lua(floats()) == [], what="the keymap window closed")

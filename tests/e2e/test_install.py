@@ -87,7 +87,11 @@ class Session(Editor):
         return wait(found, timeout, lambda: f"a message with {fragment!r}; messages: {self.messages()}")
 
     def chat(self) -> dict:
-        return self.lua("return require('codecompanion_py.chat').chats[vim.api.nvim_get_current_buf()]")
+        # the state a user sees; the chat object also holds functions, which cannot cross the RPC
+        return self.lua(
+            "local c = require('codecompanion_py.chat').chats[vim.api.nvim_get_current_buf()]"
+            " return { status = c.status, engine_ready = c.engine_ready }"
+        )
 
     def host(self) -> dict | None:
         return self.lua("return require('codecompanion_py.rpc').host()")
