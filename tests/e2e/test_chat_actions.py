@@ -72,7 +72,8 @@ def test_gs_gr_and_gx_change_what_the_next_request_carries(editor):
         cleared = editor.wait_event("CodeCompanionChatCleared")
         assert cleared["data"] == {"bufnr": buf, "id": buf}
         assert editor.lines() == ["## Me", "", ""]
-        assert editor.virtual_text() == ["  Welcome to CodeCompanion ✨! Press ? for options"]  # the intro stays, token counts go
+        # the intro stays, token counts go
+        assert editor.virtual_text() == ["  Welcome to CodeCompanion ✨! Press ? for options"]
         send(editor, "fresh", 4)
         assert [r for r, _ in roles(server.requests[3])] == ["system", "user"]
         assert roles(server.requests[3])[-1] == ("user", "fresh")
