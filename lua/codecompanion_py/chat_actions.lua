@@ -8,8 +8,15 @@ local rpc = require("codecompanion_py.rpc")
 local M = {}
 
 local ns = api.nvim_create_namespace("codecompanion_py") -- chat.lua's marks (hint, tokens, blocks)
-local USER_HEADER = "## Me"
-local REPLY_HEADER = "^## CodeCompanion"
+-- The turns' headers follow `interactions.chat.roles` (chat.lua): the user's is one line,
+-- any other `## ` line heads a reply.
+local function user_header()
+  return require("codecompanion_py.chat").user_header()
+end
+
+local function is_reply_header(line)
+  return line:sub(1, 3) == "## " and line ~= user_header()
+end
 local FENCE = "---"
 
 ---@type table<string, fun(chat: table, op: table)> renderers of the ops these actions use
@@ -93,7 +100,7 @@ function M.render.cleared(chat)
   local buf = chat.bufnr
   local first = 0
   for i, line in ipairs(lines_of(buf)) do
-    if line == USER_HEADER then
+    if line == user_header() then
       first = i
       break
     end
@@ -101,7 +108,7 @@ function M.render.cleared(chat)
   delete_marks_from(buf, first) -- token counts, agent tool blocks (the hint is on row first - 1)
   chat.blocks, chat.block = {}, nil
   if first == 0 then
-    set_lines(chat, 0, -1, { USER_HEADER, "", "" })
+    set_lines(chat, 0, -1, { user_header(), "", "" })
   else
     set_lines(chat, first, -1, { "", "" })
   end
@@ -115,10 +122,10 @@ function M.render.rewind(chat)
   local lines = lines_of(buf)
   local header, me
   for i = #lines, 1, -1 do
-    if not me and lines[i] == USER_HEADER then
+    if not me and lines[i] == user_header() then
       me = i
     end
-    if lines[i]:match(REPLY_HEADER) then
+    if is_reply_header(lines[i]) then
       header = i
       break
     end
