@@ -366,8 +366,13 @@ function render.done(chat, op)
   if op.status == "stopped" then
     table.insert(virt, { " (stopped)", "WarningMsg" })
   end
-  if op.tokens and config().display.chat.show_token_count ~= false then
-    table.insert(virt, { (" (%d tokens)"):format(op.tokens), "Comment" })
+  if op.tokens and display().show_token_count ~= false then
+    local shown = (" (%d tokens)"):format(op.tokens)
+    if type(display().token_count) == "function" then -- CodeCompanion's formatter: (tokens, adapter)
+      local ok, text = pcall(display().token_count, op.tokens, vim.deepcopy(chat.adapter))
+      shown = ok and type(text) == "string" and text or shown
+    end
+    table.insert(virt, { shown, "Comment" })
   end
   if #virt > 0 then
     api.nvim_buf_set_extmark(buf, ns, row, 0, { virt_text = virt, virt_text_pos = "eol" })

@@ -23,8 +23,26 @@ local chat = {
   adapter = OK,
   model = OK,
   roles = { llm = OK, user = OK },
-  keymaps = { ["*"] = keymap },
-  callbacks = { ["*"] = OK },
+  keymaps = {
+    ["*"] = keymap,
+    buffer_sync_all = "pinned buffers are not in this plugin yet",
+    buffer_sync_diff = "pinned buffers are not in this plugin yet",
+    rules = "rules are not in this plugin yet",
+    copilot_stats = "Copilot usage statistics are not shown here",
+    _btw = "follow-ups while a reply streams are not in this plugin yet",
+  },
+  -- CodeCompanion adds these with chat:add_callback(); here they can also be given for every chat
+  callbacks = {
+    on_created = OK,
+    on_before_submit = OK,
+    on_submitted = OK,
+    on_ready = OK,
+    on_completed = OK,
+    on_cancelled = OK,
+    on_closed = OK,
+    on_checkpoint = "the engine holds the messages here; there is no checkpoint callback",
+    on_tool_output = "tool output cannot be changed from Lua here",
+  },
   tools = {
     ["*"] = ANY,
     groups = ANY,
@@ -45,7 +63,7 @@ local chat = {
     system_prompt = OK,
     goto_file_action = OK,
     register = OK,
-    yank_jump_delay_ms = OK,
+    yank_jump_delay_ms = "gy yanks without moving the cursor here",
     blank_prompt = "an empty message is not sent here",
     wait_timeout = "approval prompts wait until they are answered here",
     debounce = "completion is Neovim's own here",
@@ -65,8 +83,8 @@ local window = {
   full_height = OK,
   opts = { ["*"] = OK },
   buflisted = OK,
-  sticky = OK,
-  pertab = OK,
+  sticky = "the chat window does not follow between tabs here",
+  pertab = "chats are not kept per tab here",
   title = OK,
   row = OK,
   col = OK,
@@ -113,17 +131,21 @@ M.SPEC = {
       window = window,
       floating_window = window,
       intro_message = OK,
-      separator = OK,
+      separator = "header separators are not drawn here",
       show_settings = OK,
       show_reasoning = OK,
       fold_reasoning = OK,
       show_tools_processing = OK,
       show_token_count = OK,
       token_count = OK,
-      show_header_separator = OK,
+      show_header_separator = "header separators are not drawn here",
       start_in_insert_mode = OK,
       auto_scroll = OK,
-      icons = { ["*"] = OK },
+      icons = {
+        tool_success = OK,
+        tool_failure = OK,
+        ["*"] = "only tool_success and tool_failure are shown here",
+      },
       show_context = CONTEXT,
       fold_context = CONTEXT,
       treesitter = OK, -- this plugin's own: false uses regex syntax
@@ -133,7 +155,7 @@ M.SPEC = {
     inline = INLINE,
     input = INLINE,
     cli = "the CLI interaction is not in this plugin",
-    icons = { ["*"] = OK },
+    icons = "these icons are not used here",
   },
   prompt_library = PALETTE,
   rules = CONTEXT,
@@ -160,7 +182,9 @@ function M.unsupported(opts)
       return
     end
     if type(spec) == "string" then
-      table.insert(found, { key = path, why = spec })
+      if value ~= false then -- turning off what is not here anyway is no loss
+        table.insert(found, { key = path, why = spec })
+      end
       return
     end
     if type(value) ~= "table" or vim.islist(value) then
