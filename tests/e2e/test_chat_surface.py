@@ -253,3 +253,27 @@ def test_codecompanion_api_and_send_code_off(editor, tmp_path):
         editor.nvim.command("1CodeCompanionChat Add")
         assert any("sending code is turned off" in n for n in notes(editor))
         assert "secret" not in editor.text(buf)
+
+
+def test_the_engine_actions_answer_their_codecompanion_keys(editor):
+    with ServerThread(ScriptedServer.sequence([reply("one"), reply("two")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.nvim.command("CodeCompanionChat")
+        buf = editor.nvim.current.buffer.number
+        send(editor, "hello", 1)
+        editor.nvim.input("gs")
+        editor.wait_for(lambda: any("system prompt off" in n for n in notes(editor)), what="gs")
+        editor.nvim.input("gr")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        assert [m["role"] for m in server.requests[1].json()["messages"]] == ["user"]  # no system prompt, resent
+        assert "two" in editor.text(buf) and "one" not in editor.text(buf)
+        editor.nvim.input("gd")
+        editor.wait_for(
+            lambda: any(editor.nvim.api.win_get_config(w)["relative"] for w in editor.nvim.api.list_wins()),
+            what="the debug window",
+        )
+        editor.nvim.input("q")
+        editor.wait_for(lambda: editor.nvim.current.buffer.number == buf, what="back in the chat")
+        editor.nvim.input("gx")
+        editor.wait_event("CodeCompanionChatCleared")
+        assert editor.lines(buf) == ["## Me", "", ""]
