@@ -98,6 +98,13 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     config.log_level = _log_level(opts.get("log_level", config.log_level))
     if "system_prompt" in opts:
         config.system_prompt = opts["system_prompt"] or None
+    language = opts.get("language")
+    if isinstance(language, str) and language.strip() and config.system_prompt == DEFAULT_SYSTEM_PROMPT:
+        # CodeCompanion's default prompt asks for prose in `opts.language`; a prompt of the
+        # user's own (a string or a function, whose ctx has `language`) says what it says
+        config.system_prompt = (
+            f"{DEFAULT_SYSTEM_PROMPT} All non-code text responses must be written in the {language.strip()} language."
+        )
     shared_opts = _table(adapter_tables.get("opts"), "adapters.opts")
     adapter_base.set_cmd_timeout(_number(shared_opts, "cmd_timeout", adapter_base.DEFAULT_CMD_TIMEOUT * 1000) / 1000)
     http_opts = _table(http.get("opts"), "adapters.http.opts")

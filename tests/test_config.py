@@ -107,3 +107,14 @@ def test_acp_adapters_come_from_setup():
     finally:
         acp_adapters.clear_user_adapters()
     assert acp_adapters.resolve("codex").command() == ["codex-acp"]
+
+
+def test_opts_language_asks_the_default_prompt_for_that_language_only():
+    from codecompanion_py.chat.session import DEFAULT_SYSTEM_PROMPT
+
+    french = config.load({"opts": {"language": "French"}})
+    assert french.system_prompt.startswith(DEFAULT_SYSTEM_PROMPT)
+    assert french.system_prompt.endswith("written in the French language.")
+    own = config.load({"opts": {"language": "French"}, "interactions": {"chat": {"opts": {"system_prompt": "Mine."}}}})
+    assert own.system_prompt == "Mine."
+    assert config.load({}).system_prompt == DEFAULT_SYSTEM_PROMPT
