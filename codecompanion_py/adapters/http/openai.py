@@ -269,10 +269,24 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     }
     if finish_reason:
         result["done"] = True  # the stream's end marker ([DONE], which may follow, is another)
-    meta = get_handler(self, "parse_meta")
+    meta = _parse_meta_of(self)
     if meta is not None:
         result = _with_meta(self, meta, result, data)
     return result
+
+
+def _parse_meta_of(adapter: Any) -> Any:
+    """The adapter's `parse_meta` handler, looked up once per handlers table: parse_chat
+    runs per streamed frame, where a handler lookup in each is a measurable cost."""
+    handlers = getattr(adapter, "handlers", None)
+    cache = getattr(adapter, "__dict__", None)
+    cached = cache.get("_parse_meta") if cache is not None else None
+    if cached is not None and cached[0] is handlers:
+        return cached[1]
+    meta = get_handler(adapter, "parse_meta")
+    if cache is not None:
+        cache["_parse_meta"] = (handlers, meta)
+    return meta
 
 
 _STANDARD_DELTA = frozenset(("role", "content", "tool_calls", "refusal", "function_call"))
