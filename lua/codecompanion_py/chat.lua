@@ -721,12 +721,7 @@ function M.close(buf)
     return
   end
   M.stop(buf)
-  if M.last == buf then
-    M.last = nil
-  end
-  run_callbacks(chat, "on_closed")
-  pcall(api.nvim_buf_delete, buf, { force = true }) -- BufWipeout tells the engine
-  fire("ChatClosed", { bufnr = buf, id = buf })
+  pcall(api.nvim_buf_delete, buf, { force = true }) -- BufWipeout does the rest
 end
 
 -- `{` / `}`: the previous or next chat in this window.
@@ -923,9 +918,14 @@ function M.open(opts)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
     once = true,
-    callback = function()
+    callback = function() -- <C-c>, :bwipeout, or any other way the buffer goes
       M.chats[buf] = nil
+      if M.last == buf then
+        M.last = nil
+      end
       pcall(rpc.notify, "chat.close", { chat_id = buf })
+      run_callbacks(chat, "on_closed")
+      fire("ChatClosed", { bufnr = buf, id = buf })
     end,
   })
   api.nvim_create_autocmd("BufEnter", { buffer = buf, callback = function() M.last = buf end })

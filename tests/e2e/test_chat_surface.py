@@ -277,3 +277,14 @@ def test_the_engine_actions_answer_their_codecompanion_keys(editor):
         editor.nvim.input("gx")
         editor.wait_event("CodeCompanionChatCleared")
         assert editor.lines(buf) == ["## Me", "", ""]
+
+
+def test_a_chat_wiped_any_other_way_is_closed_too(editor):
+    with ServerThread(ScriptedServer.sequence([])) as server:
+        setup(editor, server.url, chat_config("callbacks = { on_closed = function(chat) _G.closed = chat.bufnr end },"))
+        editor.nvim.command("CodeCompanionChat")
+        buf = editor.nvim.current.buffer.number
+        editor.nvim.command(f"bwipeout! {buf}")
+        closed = editor.wait_event("CodeCompanionChatClosed")
+        assert closed["data"]["bufnr"] == buf and editor.lua("return _G.closed") == buf
+        assert editor.lua("return require('codecompanion').last_chat()") is None
