@@ -60,6 +60,8 @@ class Config:
     read_timeout: float = 120.0
     http: client.ClientSettings = field(default_factory=client.ClientSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
+    # what was left out, each said to the user once; the rest of the config still applies
+    problems: list[str] = field(default_factory=list)
 
 
 def _table(value: Any, where: str) -> Mapping[str, Any]:
@@ -78,14 +80,20 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     http = _table(adapter_tables.get("http"), "adapters.http")
     adapters.clear_user_adapters()
     for name, definition in _user_adapters(http, "http").items():
+        if definition == []:  # Lua's empty table arrives as a list
+            definition = {}
         if not isinstance(definition, (Mapping, str)):
-            raise ConfigError(f"adapters.http.{name} must be a table or an adapter name")
+            config.problems.append(f"adapters.http.{name} must be a table or an adapter name; it was left out")
+            continue
         adapters.register(name, definition)
         config.user_adapters.append(name)
     acp_adapters.clear_user_adapters()
     for name, definition in _user_adapters(_table(adapter_tables.get("acp"), "adapters.acp"), "acp").items():
+        if definition == []:
+            definition = {}
         if not isinstance(definition, Mapping):
-            raise ConfigError(f"adapters.acp.{name} must be a table")
+            config.problems.append(f"adapters.acp.{name} must be a table; it was left out")
+            continue
         acp_adapters.register(name, definition)
         config.user_adapters.append(name)
     _chat_settings(raw, config)

@@ -151,6 +151,8 @@ class Engine:
     async def _config_set(self, payload: Mapping[str, Any]) -> None:
         self.config = config.load(payload)
         log.setLevel(self.config.log_level)
+        for problem in self.config.problems:
+            self.bridge.notify(f"CodeCompanion: {problem}", "WARN")
         if self._client is not None:
             await self._client.aclose()
             self._client = None

@@ -40,8 +40,9 @@ def test_interactions_wins_over_strategies_and_tables_are_kept():
 
 def test_empty_lua_tables_and_bad_shapes():
     assert config.load({"adapters": {"http": []}}).chat_adapter == "openai"
-    with pytest.raises(ConfigError, match="adapters.http.x must be a table"):
-        config.load({"adapters": {"http": {"x": 3}}})
+    assert config.load({"adapters": {"http": {"x": 3}}}).problems == [
+        "adapters.http.x must be a table or an adapter name; it was left out"
+    ]
     with pytest.raises(ConfigError, match="setup\\(\\) must be a table"):
         config.load("nope")
 
@@ -102,8 +103,9 @@ def test_acp_adapters_come_from_setup():
     config.load({"adapters": {"acp": {"codex": {"commands": {"default": ["/opt/codex-acp"]}}}}})
     try:
         assert acp_adapters.resolve("codex").command() == ["/opt/codex-acp"]
-        with pytest.raises(ConfigError, match="adapters.acp.bad must be a table"):
-            config.load({"adapters": {"acp": {"bad": 3}}})
+        assert config.load({"adapters": {"acp": {"bad": 3}}}).problems == [
+            "adapters.acp.bad must be a table; it was left out"
+        ]
     finally:
         acp_adapters.clear_user_adapters()
     assert acp_adapters.resolve("codex").command() == ["codex-acp"]
@@ -118,3 +120,17 @@ def test_opts_language_asks_the_default_prompt_for_that_language_only():
     own = config.load({"opts": {"language": "French"}, "interactions": {"chat": {"opts": {"system_prompt": "Mine."}}}})
     assert own.system_prompt == "Mine."
     assert config.load({}).system_prompt == DEFAULT_SYSTEM_PROMPT
+
+
+def test_a_bad_adapter_entry_is_left_out_and_the_rest_of_the_config_applies():
+    loaded = config.load(
+        {
+            "adapters": {"http": {"broken": 42, "empty": [], "mine": {"__extends": "openai"}}, "acp": {"odd": "x"}},
+            "interactions": {"chat": {"adapter": "mine"}},
+        }
+    )
+    assert loaded.chat_adapter == "mine" and "mine" in loaded.user_adapters and "empty" in loaded.user_adapters
+    assert loaded.problems == [
+        "adapters.http.broken must be a table or an adapter name; it was left out",
+        "adapters.acp.odd must be a table; it was left out",
+    ]

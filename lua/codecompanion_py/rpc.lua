@@ -194,19 +194,22 @@ end
 -- engine gets their description); every other function becomes a reference the engine can
 -- call back (functions.lua). Functions only Lua uses (keymap callbacks...) travel as
 -- references too, which the engine never calls.
-local function to_data(value, path)
-  local tool = path:match("^%a+%.chat%.tools%.([^.]+)$")
-  if tool and tool ~= "opts" and tool ~= "groups" and type(value) == "table" then
-    value = require("codecompanion_py.tools").register(tool, value)
+-- `keys` are the path's parts: names may hold dots (CodeCompanion's own docs name an adapter
+-- "llama.cpp"), so where a value sits is read from them, not from the dotted `path`.
+local function to_data(value, path, keys)
+  local depth = #keys
+  if depth == 4 and keys[2] == "chat" and keys[3] == "tools" and keys[4] ~= "opts" and keys[4] ~= "groups"
+      and type(value) == "table" then
+    value = require("codecompanion_py.tools").register(keys[4], value)
   end
   if type(value) == "function" then
-    if path:match("^adapters%.http%.[^.]+$") or path:match("^adapters%.acp%.[^.]+$") then
+    if depth == 3 and keys[1] == "adapters" and (keys[2] == "http" or keys[2] == "acp") then
       local ok, result = pcall(value)
       if not ok then
         vim.notify(("CodeCompanion: %s failed: %s"):format(path, result), vim.log.levels.ERROR)
         return nil
       end
-      return to_data(result, path)
+      return to_data(result, path, keys)
     end
     return require("codecompanion_py.functions").ref(value, path)
   end
@@ -215,13 +218,15 @@ local function to_data(value, path)
   end
   local out = {}
   for k, v in pairs(value) do
-    out[k] = to_data(v, path == "" and tostring(k) or (path .. "." .. tostring(k)))
+    local name = tostring(k)
+    local sub = vim.list_extend(vim.list_slice(keys), { name })
+    out[k] = to_data(v, path == "" and name or (path .. "." .. name), sub)
   end
   return out
 end
 
 function M.payload_for_config()
-  return to_data(require("codecompanion_py").config, "")
+  return to_data(require("codecompanion_py").config, "", {})
 end
 
 -- Returns false, after telling the user, when the Python engine cannot be reached.

@@ -105,3 +105,31 @@ def test_an_installed_codecompanion_keeps_its_own_modules(editor, tmp_path):
     report = editor.text()
     assert "CodeCompanion.nvim is installed too" in report
     assert str(original) in report
+
+
+def test_the_docs_llama_cpp_adapter_and_an_acp_agent_with_codecompanions_helpers_load(editor):
+    """Two of CodeCompanion's own examples: an adapter whose name holds a dot, and an agent
+    defined with its ACP helpers module."""
+    editor.lua(CAPTURE_NOTIFY)
+    editor.lua("""require("codecompanion").setup({
+      adapters = {
+        http = { ["llama.cpp"] = function()
+          return require("codecompanion.adapters").extend("openai_compatible", {
+            env = { url = "http://127.0.0.1:8080", api_key = "TERM", chat_url = "/v1/chat/completions" },
+          })
+        end },
+        acp = { my_agent = function()
+          local helpers = require("codecompanion.adapters.acp.helpers")
+          return { name = "my_agent", formatted_name = "MyAgent", type = "acp",
+            commands = { default = { "myagent", "--acp" } },
+            handlers = { form_messages = function(self, messages, caps) return helpers.form_messages(self, messages, caps) end } }
+        end },
+      },
+      interactions = { chat = { adapter = "llama.cpp" } },
+    })""")
+    for name in ("llama.cpp", "my_agent"):
+        editor.nvim.command(f"CodeCompanionChat adapter={name}")
+        buf = editor.nvim.current.buffer.number
+        ready = f"local c = require('codecompanion_py.chat').chats[{buf}] return c.engine_ready and c.adapter.name"
+        editor.wait_for(lambda: editor.lua(ready) == name, what=f"the {name} chat ready")
+    assert notices(editor) == []
