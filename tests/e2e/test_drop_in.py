@@ -131,5 +131,5 @@ def test_the_docs_llama_cpp_adapter_and_an_acp_agent_with_codecompanions_helpers
         editor.nvim.command(f"CodeCompanionChat adapter={name}")
         buf = editor.nvim.current.buffer.number
         ready = f"local c = require('codecompanion_py.chat').chats[{buf}] return c.engine_ready and c.adapter.name"
-        editor.wait_for(lambda: editor.lua(ready) == name, what=f"the {name} chat ready")
+        editor.wait_for(lambda code=ready, name=name: editor.lua(code) == name, what=f"the {name} chat ready")
     assert notices(editor) == []
