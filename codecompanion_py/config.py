@@ -32,6 +32,7 @@ become the defaults of every HttpClient made after `load()`); the rest is kept h
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,7 @@ from .errors import ConfigError
 from .tools.registry import ToolSettings
 
 DEFAULT_CHAT_ADAPTER = "openai"
+EDITOR_KEY = "__editor"  # what rpc.lua adds to the setup() table: facts about the editor
 
 
 @dataclass
@@ -62,6 +64,26 @@ class Config:
     tools: ToolSettings = field(default_factory=ToolSettings)
     # what was left out, each said to the user once; the rest of the config still applies
     problems: list[str] = field(default_factory=list)
+    language: str = "English"  # opts.language
+    editor: dict[str, str] = field(default_factory=dict)  # facts Lua adds: nvim_version, os
+
+    def chat_system_prompt(self, cwd: str) -> str | lua.LuaFunction | None:
+        """The system prompt of a chat in `cwd`. The default one, as CodeCompanion's, tells
+        the LLM the language to write in, the working directory, the date, the Neovim
+        version and the OS; a prompt of the user's own (a string, or a function whose ctx
+        has these facts) is used as it is."""
+        if self.system_prompt != DEFAULT_SYSTEM_PROMPT:
+            return self.system_prompt
+        facts = [
+            f"All non-code text responses must be written in the {self.language} language.",
+            f"The user's current working directory is {cwd}.",
+            f"The current date is {datetime.date.today().strftime('%A, %d %B %Y')}.",
+        ]
+        if "nvim_version" in self.editor:
+            facts.append(f"The user's Neovim version is {self.editor['nvim_version']}.")
+        if "os" in self.editor:
+            facts.append(f"The user is working on a {self.editor['os']} machine.")
+        return DEFAULT_SYSTEM_PROMPT + "\n\nAdditional context:\n" + "\n".join(facts)
 
 
 def _table(value: Any, where: str) -> Mapping[str, Any]:
@@ -107,12 +129,10 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     if "system_prompt" in opts:
         config.system_prompt = opts["system_prompt"] or None
     language = opts.get("language")
-    if isinstance(language, str) and language.strip() and config.system_prompt == DEFAULT_SYSTEM_PROMPT:
-        # CodeCompanion's default prompt asks for prose in `opts.language`; a prompt of the
-        # user's own (a string or a function, whose ctx has `language`) says what it says
-        config.system_prompt = (
-            f"{DEFAULT_SYSTEM_PROMPT} All non-code text responses must be written in the {language.strip()} language."
-        )
+    if isinstance(language, str) and language.strip():
+        config.language = language.strip()
+    editor = _table(raw.get(EDITOR_KEY), EDITOR_KEY)
+    config.editor = {key: str(editor[key]) for key in ("nvim_version", "os") if editor.get(key)}
     shared_opts = _table(adapter_tables.get("opts"), "adapters.opts")
     adapter_base.set_cmd_timeout(_number(shared_opts, "cmd_timeout", adapter_base.DEFAULT_CMD_TIMEOUT * 1000) / 1000)
     http_opts = _table(http.get("opts"), "adapters.http.opts")

@@ -207,7 +207,7 @@ class Engine:
             adapters.resolve(spec, model=model),
             client=self.client,
             sink=sink,
-            system_prompt=self.config.system_prompt,
+            system_prompt=self.config.chat_system_prompt(str(workspace.root)),
             tools=self.config.tools,
             editor=editor,
             workspace=workspace,

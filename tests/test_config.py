@@ -111,15 +111,23 @@ def test_acp_adapters_come_from_setup():
     assert acp_adapters.resolve("codex").command() == ["codex-acp"]
 
 
-def test_opts_language_asks_the_default_prompt_for_that_language_only():
+def test_the_default_system_prompt_knows_the_language_cwd_date_editor_and_os():
     from codecompanion_py.chat.session import DEFAULT_SYSTEM_PROMPT
 
-    french = config.load({"opts": {"language": "French"}})
-    assert french.system_prompt.startswith(DEFAULT_SYSTEM_PROMPT)
-    assert french.system_prompt.endswith("written in the French language.")
+    french = config.load({"opts": {"language": "French"}, "__editor": {"nvim_version": "0.11.4", "os": "Linux"}})
+    prompt = french.chat_system_prompt("/home/me/project")
+    assert prompt.startswith(DEFAULT_SYSTEM_PROMPT)
+    for fact in (
+        "written in the French language",
+        "working directory is /home/me/project",
+        "Neovim version is 0.11.4",
+        "on a Linux machine",
+        "The current date is ",
+    ):
+        assert fact in prompt
+    assert "English language" in config.load({}).chat_system_prompt("/x")
     own = config.load({"opts": {"language": "French"}, "interactions": {"chat": {"opts": {"system_prompt": "Mine."}}}})
-    assert own.system_prompt == "Mine."
-    assert config.load({}).system_prompt == DEFAULT_SYSTEM_PROMPT
+    assert own.chat_system_prompt("/x") == "Mine."
 
 
 def test_a_bad_adapter_entry_is_left_out_and_the_rest_of_the_config_applies():

@@ -226,7 +226,15 @@ local function to_data(value, path, keys)
 end
 
 function M.payload_for_config()
-  return to_data(require("codecompanion_py").config, "", {})
+  local data = to_data(require("codecompanion_py").config, "", {})
+  local v = vim.version()
+  local sysname = vim.uv.os_uname().sysname
+  -- facts for the default system prompt (config.py's EDITOR_KEY)
+  data.__editor = {
+    nvim_version = ("%d.%d.%d"):format(v.major, v.minor, v.patch),
+    os = sysname == "Darwin" and "Mac" or (sysname:find("Windows") and "Windows") or sysname,
+  }
+  return data
 end
 
 -- Returns false, after telling the user, when the Python engine cannot be reached.

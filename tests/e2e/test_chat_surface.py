@@ -261,6 +261,9 @@ def test_the_engine_actions_answer_their_codecompanion_keys(editor):
         editor.nvim.command("CodeCompanionChat")
         buf = editor.nvim.current.buffer.number
         send(editor, "hello", 1)
+        [system] = [m["content"] for m in server.requests[0].json()["messages"] if m["role"] == "system"]
+        version = editor.lua("local v = vim.version() return ('%d.%d.%d'):format(v.major, v.minor, v.patch)")
+        assert f"Neovim version is {version}" in system and editor.nvim.call("getcwd") in system
         editor.nvim.input("gs")
         editor.wait_for(lambda: any("system prompt off" in n for n in notes(editor)), what="gs")
         editor.nvim.input("gr")
