@@ -27,6 +27,7 @@ from . import adapters, config, health, processes
 from .acp import adapters as acp_adapters
 from .adapters.models import list_models
 from .chat.acp_session import AcpChatSession
+from .chat.context import with_context
 from .chat.protocol import Session
 from .chat.session import ChatSession
 from .client import HttpClient
@@ -227,7 +228,8 @@ class Engine:
         settings = payload.get("settings")
         if isinstance(settings, Mapping):  # the settings header: checked before anything is sent
             await session.apply_settings(settings)
-        session.submit(str(payload.get("text", "")))
+        context = payload.get("context")
+        session.submit(with_context(str(payload.get("text", "")), context if isinstance(context, list) else None))
 
     async def _chat_system_prompt(self, payload: Mapping[str, Any]) -> None:
         on = self._session(payload).toggle_system_prompt()

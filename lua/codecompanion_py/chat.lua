@@ -426,6 +426,8 @@ function M.op_names()
   return vim.list_extend(vim.tbl_keys(render), vim.tbl_keys(actions.render))
 end
 
+local show_context
+
 -- The text after the last user header (`## Me`).
 local function user_text(buf)
   local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -467,18 +469,39 @@ function M.submit(buf)
     end
     text = result
   end
+  local context, problems = require("codecompanion_py.chat.context").capture(chat, text,
+    chat_opts().max_context_chars)
+  if #problems > 0 then -- the user meant to share it: say why not, and keep the message
+    return vim.notify("CodeCompanion: not sent: " .. table.concat(problems, "; "), vim.log.levels.WARN)
+  end
   if not chat.engine_ready and not rpc.notify("chat.open", chat.open_payload) then
     return -- a failed open is retried with the next submit
   end
-  if not rpc.notify("chat.submit", { chat_id = buf, text = text, settings = actions.read_settings(buf) }) then
+  local payload = { chat_id = buf, text = text, settings = actions.read_settings(buf), context = context }
+  if not rpc.notify("chat.submit", payload) then
     return
   end
+  show_context(chat, context)
   chat.status = "streaming"
   chat.turn_started = false
   chat.end_pos = nil -- the user typed since the last reply: find the end afresh
   vim.bo[buf].modifiable = false
   fire("ChatSubmitted", { bufnr = buf, id = buf })
   run_callbacks(chat, "on_submitted", { payload = { text = text } })
+end
+
+-- Under the message, one line per piece of editor context that went with it (virtual
+-- lines: never part of what is sent).
+show_context = function(chat, items)
+  if #items == 0 then
+    return
+  end
+  local lines = {}
+  for _, item in ipairs(items) do
+    table.insert(lines, { { "> Context: " .. item.label, "Comment" } })
+  end
+  local row = select(1, last_position(chat.bufnr))
+  api.nvim_buf_set_extmark(chat.bufnr, ns, row, 0, { virt_lines = lines })
 end
 
 -- The buffer back to editable after a submit that did not go (CodeCompanion's chat:restore()).

@@ -14,7 +14,9 @@ local ANY = "any" -- a table of the user's own entries, checked where it is used
 
 local INLINE = "the inline assistant is not in this plugin yet"
 local PALETTE = "the action palette and prompt library are not in this plugin yet"
-local CONTEXT = "editor context, slash commands and rules are not in this plugin yet"
+local CONTEXT = "slash commands and rules are not in this plugin yet"
+local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
+  .. "context of your own cannot be added from the config yet"
 local MCP = "MCP servers are not in this plugin yet"
 
 local keymap = { modes = OK, callback = OK, description = OK, index = OK, hide = OK, opts = OK }
@@ -57,8 +59,8 @@ local chat = {
     },
   },
   slash_commands = CONTEXT,
-  editor_context = CONTEXT,
-  variables = CONTEXT,
+  editor_context = EDITOR_CONTEXT,
+  variables = EDITOR_CONTEXT,
   opts = {
     system_prompt = OK,
     goto_file_action = OK,
@@ -70,6 +72,7 @@ local chat = {
     completion_provider = "completion is Neovim's own (<C-_> or <C-x><C-o>) here",
     context_management = "context editing and compaction are not in this plugin yet",
     prompt_decorator = OK,
+    max_context_chars = OK, -- this plugin's own: the most of one #{...} capture that is sent
   },
 }
 
@@ -146,8 +149,8 @@ M.SPEC = {
         tool_failure = OK,
         ["*"] = "only tool_success and tool_failure are shown here",
       },
-      show_context = CONTEXT,
-      fold_context = CONTEXT,
+      show_context = "the shared context is always listed under the message here",
+      fold_context = "the shared context is listed on virtual lines here, nothing to fold",
       treesitter = OK, -- this plugin's own: false uses regex syntax
     },
     action_palette = PALETTE,

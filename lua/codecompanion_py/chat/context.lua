@@ -1,0 +1,242 @@
+-- Editor context in a message, CodeCompanion's `#{...}`: what each names is read from the
+-- editor when the message is sent and goes with it (the engine adds it to the user's turn as
+-- a block the LLM can read; codecompanion_py/chat/context.py).
+--   #{buffer}  #{buffer:name}  #{buffers}  #{selection}  #{viewport}  #{diagnostics}
+--   #{diff}    #{quickfix}     #{messages}  #{terminal}
+-- A capture larger than `interactions.chat.opts.max_context_chars` (default 100,000) is cut,
+-- with a line that says so, so a huge buffer never goes whole.
+local api = vim.api
+
+local M = {}
+
+M.DEFAULT_MAX_CHARS = 100000
+
+local function is_chat(buf)
+  return vim.bo[buf].filetype == "codecompanion"
+end
+
+local function is_file_buffer(buf)
+  return api.nvim_buf_is_valid(buf) and api.nvim_buf_is_loaded(buf) and vim.bo[buf].buftype == ""
+    and not is_chat(buf) and api.nvim_buf_get_name(buf) ~= ""
+end
+
+local function relative(buf)
+  local name = api.nvim_buf_get_name(buf)
+  return name ~= "" and vim.fn.fnamemodify(name, ":.") or ("[buffer " .. buf .. "]")
+end
+
+-- The buffer the user works in: the one the chat was opened from, else the last file
+-- buffer used.
+local function source_buffer(chat)
+  local buf = chat.context and chat.context.bufnr
+  if buf and api.nvim_buf_is_valid(buf) and not is_chat(buf) then
+    return buf
+  end
+  local best, last_used
+  for _, info in ipairs(vim.fn.getbufinfo({ buflisted = 1 })) do
+    if is_file_buffer(info.bufnr) and (not last_used or info.lastused > last_used) then
+      best, last_used = info.bufnr, info.lastused
+    end
+  end
+  return best
+end
+
+local function buffer_item(buf, kind)
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  return {
+    kind = kind,
+    label = ("%s (%d lines)"):format(relative(buf), #lines),
+    path = api.nvim_buf_get_name(buf),
+    filetype = vim.bo[buf].filetype,
+    content = table.concat(lines, "\n"),
+  }
+end
+
+-- `#{buffer:name}`: a loaded buffer whose path ends with `name` (or holds it).
+local function find_buffer(name)
+  local fallback
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if is_file_buffer(buf) then
+      local path = api.nvim_buf_get_name(buf)
+      if path:sub(-#name) == name then
+        return buf
+      end
+      if not fallback and path:find(name, 1, true) then
+        fallback = buf
+      end
+    end
+  end
+  return fallback
+end
+
+local capture = {}
+
+function capture.buffer(chat, arg)
+  local buf = arg and find_buffer(arg) or (not arg and source_buffer(chat))
+  if not buf then
+    return nil, arg and ("no open buffer matches %q"):format(arg) or "there is no file buffer to share"
+  end
+  return buffer_item(buf, "buffer")
+end
+
+function capture.buffers()
+  local items = {}
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if is_file_buffer(buf) and vim.bo[buf].buflisted then
+      table.insert(items, buffer_item(buf, "buffer"))
+    end
+  end
+  if #items == 0 then
+    return nil, "there are no file buffers to share"
+  end
+  return items
+end
+
+function capture.selection(chat)
+  local buf = source_buffer(chat)
+  if not buf then
+    return nil, "there is no file buffer with a selection"
+  end
+  local first, last = api.nvim_buf_get_mark(buf, "<"), api.nvim_buf_get_mark(buf, ">")
+  if first[1] == 0 or last[1] == 0 then
+    return nil, ("%s has no selection"):format(relative(buf))
+  end
+  local lines = api.nvim_buf_get_lines(buf, first[1] - 1, last[1], false)
+  return {
+    kind = "selection",
+    label = ("%s lines %d-%d"):format(relative(buf), first[1], last[1]),
+    path = api.nvim_buf_get_name(buf),
+    filetype = vim.bo[buf].filetype,
+    content = table.concat(lines, "\n"),
+  }
+end
+
+function capture.viewport()
+  local items = {}
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    local buf = api.nvim_win_get_buf(win)
+    if is_file_buffer(buf) and api.nvim_win_get_config(win).relative == "" then
+      local span = api.nvim_win_call(win, function() return { vim.fn.line("w0"), vim.fn.line("w$") } end)
+      local top, bottom = span[1], span[2]
+      table.insert(items, {
+        kind = "viewport",
+        label = ("%s lines %d-%d (visible)"):format(relative(buf), top, bottom),
+        path = api.nvim_buf_get_name(buf),
+        filetype = vim.bo[buf].filetype,
+        content = table.concat(api.nvim_buf_get_lines(buf, top - 1, bottom, false), "\n"),
+      })
+    end
+  end
+  if #items == 0 then
+    return nil, "no window shows a file"
+  end
+  return items
+end
+
+local SEVERITY = { "ERROR", "WARN", "INFO", "HINT" }
+
+function capture.diagnostics(chat)
+  local buf = source_buffer(chat)
+  if not buf then
+    return nil, "there is no file buffer with diagnostics"
+  end
+  local out = {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do
+    local line = (api.nvim_buf_get_lines(buf, d.lnum, d.lnum + 1, false)[1] or ""):gsub("^%s+", "")
+    table.insert(out, ("%s:%d:%d %s: %s\n    %s"):format(relative(buf), d.lnum + 1, d.col + 1,
+      SEVERITY[d.severity] or "?", (d.message or ""):gsub("\n", " "), line))
+  end
+  return {
+    kind = "diagnostics",
+    label = ("diagnostics of %s (%d)"):format(relative(buf), #out),
+    content = #out > 0 and table.concat(out, "\n") or "No diagnostics.",
+  }
+end
+
+function capture.quickfix()
+  local out = {}
+  for _, entry in ipairs(vim.fn.getqflist()) do
+    local name = entry.bufnr > 0 and relative(entry.bufnr) or ""
+    table.insert(out, ("%s:%d: %s"):format(name, entry.lnum, vim.trim(entry.text or "")))
+  end
+  return { kind = "quickfix", label = ("the quickfix list (%d entries)"):format(#out),
+    content = #out > 0 and table.concat(out, "\n") or "The quickfix list is empty." }
+end
+
+function capture.messages()
+  local ok, result = pcall(api.nvim_exec2, "messages", { output = true })
+  local text = ok and result.output or ""
+  return { kind = "messages", label = "Neovim's :messages", content = text ~= "" and text or "No messages." }
+end
+
+function capture.diff()
+  local ok, result = pcall(function()
+    return vim.system({ "git", "diff", "--no-color", "--no-ext-diff" }, { cwd = vim.fn.getcwd(), text = true })
+      :wait(5000)
+  end)
+  if not ok or result.code ~= 0 then
+    local why = ok and vim.trim(result.stderr or "") or tostring(result)
+    return nil, "git diff failed: " .. (why ~= "" and why or ("exit code " .. tostring(result.code)))
+  end
+  return { kind = "diff", label = "git diff of " .. vim.fn.fnamemodify(vim.fn.getcwd(), ":~"), filetype = "diff",
+    content = result.stdout ~= "" and result.stdout or "No changes." }
+end
+
+function capture.terminal()
+  local last
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "terminal" then
+      last = buf
+    end
+  end
+  if not last then
+    return nil, "there is no terminal buffer"
+  end
+  local lines = api.nvim_buf_get_lines(last, 0, -1, false)
+  while #lines > 0 and vim.trim(lines[#lines]) == "" do
+    table.remove(lines)
+  end
+  lines = vim.list_slice(lines, math.max(1, #lines - 199))
+  return { kind = "terminal", label = ("terminal %s (last %d lines)"):format(api.nvim_buf_get_name(last), #lines),
+    content = table.concat(lines, "\n") }
+end
+
+M.KINDS = vim.tbl_keys(capture)
+table.sort(M.KINDS)
+
+local function cut(item, limit)
+  if #item.content > limit then
+    local rest = #item.content - limit
+    item.content = item.content:sub(1, limit)
+      .. ("\n[... cut here: %d more characters were not sent (interactions.chat.opts.max_context_chars)]"):format(rest)
+    item.label = item.label .. ", cut"
+  end
+  return item
+end
+
+-- The context `text` names, read now: a list of { kind, label, content, filetype?, path? }, and
+-- what could not be read (one sentence each).
+function M.capture(chat, text, max_chars)
+  local items, problems, seen = {}, {}, {}
+  for name, arg in text:gmatch("#{(%w+):?([^}]*)}") do
+    local key = name .. ":" .. arg
+    local fn = capture[name]
+    if fn and not seen[key] then
+      seen[key] = true
+      local ok, got, why = pcall(fn, chat, arg ~= "" and arg or nil)
+      if not ok then
+        got, why = nil, "could not be read: " .. tostring(got)
+      end
+      if not got then
+        table.insert(problems, ("#{%s}: %s"):format(name .. (arg ~= "" and (":" .. arg) or ""), why))
+      else
+        for _, item in ipairs(got.kind and { got } or got) do
+          table.insert(items, cut(item, max_chars or M.DEFAULT_MAX_CHARS))
+        end
+      end
+    end
+  end
+  return items, problems
+end
+
+return M

@@ -1,0 +1,85 @@
+"""Editor context in a message (`#{buffer}`, `#{selection}`...), in real Neovim: what the
+server receives, what the chat shows, and a message that names what cannot be read."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from tests.e2e.test_chat_surface import chat_config, notes, reply, send, setup
+
+pytestmark = pytest.mark.nvim
+
+
+def user_message(server, index: int) -> str:
+    return [m["content"] for m in server.requests[index].json()["messages"] if m["role"] == "user"][-1]
+
+
+def shown_context(editor, buf: int) -> list[str]:
+    """The lines the chat shows under a message (virtual lines)."""
+    return editor.lua(
+        """local ns = vim.api.nvim_create_namespace("codecompanion_py")
+        local out = {}
+        for _, m in ipairs(vim.api.nvim_buf_get_extmarks(..., ns, 0, -1, { details = true })) do
+          for _, line in ipairs(m[4].virt_lines or {}) do table.insert(out, line[1][1]) end
+        end
+        return out""",
+        buf,
+    )
+
+
+def test_each_kind_of_context_reaches_the_llm(editor, tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n\nprint(add(1, 2))\n")
+    (project / "notes.txt").write_text("remember the milk\n")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["git", "add", "."], cwd=project, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"], cwd=project, check=True
+    )
+    (project / "calc.py").write_text("def add(a, b):\n    return a + b\n\nprint(add(1, 2))\n")
+    replies = [reply(f"ok {i}") for i in range(1, 8)]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup(editor, server.url, chat_config("opts = { max_context_chars = 45 }"))
+        editor.nvim.command(f"cd {project}")
+        editor.nvim.command("edit notes.txt")
+        editor.nvim.command("edit calc.py")
+        editor.nvim.command("normal! 2GVj\x1b")  # select lines 2-3
+        editor.lua(
+            "vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0,"
+            " {{ lnum = 1, col = 4, message = 'always 3?', severity = vim.diagnostic.severity.WARN }})"
+        )
+        editor.nvim.call("setqflist", [{"filename": "calc.py", "lnum": 4, "text": "the call"}])
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+
+        send(editor, "Look at #{buffer}", 1)
+        sent = user_message(server, 0)
+        assert sent.startswith("Look at #{buffer}\n\nContext: calc.py (4 lines), cut\n```python\ndef add(a, b):")
+        assert "[... cut here: " in sent and "print(add(1, 2))" not in sent  # 45 characters at most
+        assert "> Context: calc.py (4 lines), cut" in shown_context(editor, chat)
+
+        send(editor, "#{selection} and #{diagnostics} and #{quickfix}", 2)
+        sent = user_message(server, 1)
+        assert "Context: calc.py lines 2-3\n```python\n    return a + b\n```" in sent
+        assert "calc.py:2:5 WARN: always 3?\n    return a + b" in sent
+        assert "calc.py:4: the call" in sent
+
+        send(editor, "#{buffer:notes.txt} #{diff}", 3)
+        sent = user_message(server, 2)
+        assert "Context: notes.txt (1 lines)\n```text\nremember the milk\n```" in sent
+        assert "-    return a - b\n+    return a + b" in sent or "[... cut here" in sent
+
+        send(editor, "#{viewport} #{messages}", 4)
+        sent = user_message(server, 3)
+        assert "(visible)" in sent and "Context: Neovim's :messages" in sent
+
+        # what cannot be read is said, and nothing is sent: the message stays to edit
+        editor.type_prompt("#{terminal} please")
+        editor.nvim.input("<CR>")
+        editor.wait_for(lambda: any("#{terminal}: there is no terminal buffer" in n for n in notes(editor)), what="why")
+        assert len(server.requests) == 4 and editor.lines(chat)[-1] == "#{terminal} please"
+        assert editor.nvim.current.buffer.options["modifiable"]
