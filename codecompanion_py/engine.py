@@ -97,6 +97,8 @@ class Engine:
     def request(self, method: str, payload: Mapping[str, Any]) -> Any:
         if method == "health":
             return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
+        if method == "tools":  # for `@` completion in the chat
+            return self.config.tools.mentionable()
         if method == "adapters":
             return config.adapter_names(self.config)
         if method == "kill_agents":  # Neovim is exiting: no agent may outlive it

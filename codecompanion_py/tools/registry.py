@@ -124,6 +124,16 @@ class ToolSettings:
         """Every tool and group a user can mention, for completion."""
         return sorted({*(set(CATALOG) - self.disabled), *self.entries, *self.groups})
 
+    def mentionable(self) -> list[dict[str, str]]:
+        """`names()` with what each is, for `@{...}` completion: a group's or a configured
+        tool's description when it has one."""
+        out = []
+        for name in self.names():
+            spec = self.groups.get(name) if name in self.groups else self.entries.get(name, {})
+            description = spec.get("description") if isinstance(spec.get("description"), str) else ""
+            out.append({"name": name, "kind": "group" if name in self.groups else "tool", "description": description})
+        return out
+
     def expand(self, name: str) -> list[str]:
         """A tool's name, or a group's tools; [] for unknown names."""
         name = ALIASES.get(name, name)

@@ -83,3 +83,29 @@ def test_each_kind_of_context_reaches_the_llm(editor, tmp_path):
         editor.wait_for(lambda: any("#{terminal}: there is no terminal buffer" in n for n in notes(editor)), what="why")
         assert len(server.requests) == 4 and editor.lines(chat)[-1] == "#{terminal} please"
         assert editor.nvim.current.buffer.options["modifiable"]
+
+
+def test_hash_and_at_complete_context_and_tools_with_what_they_are(editor):
+    with ServerThread(ScriptedServer.sequence([])) as server:
+        setup(
+            editor,
+            server.url,
+            chat_config('tools = { groups = { mine = { description = "My tools", tools = { "read_file" } } } }'),
+        )
+        editor.nvim.command("CodeCompanionChat")
+        editor.nvim.command("normal! G")
+        editor.nvim.input("Aexplain #{sel")
+        editor.wait_for(lambda: editor.lines()[-1] == "explain #{sel", what="typed")
+        complete = """local chat = require("codecompanion_py.chat")
+          local start = chat.omnifunc(1, "")
+          local line = vim.api.nvim_get_current_line()
+          return { start, chat.omnifunc(0, line:sub(start + 1, vim.api.nvim_win_get_cursor(0)[2])) }"""
+        start, items = editor.lua(complete)
+        assert start == len("explain ") and [i["word"] for i in items] == ["#{selection}"]
+        editor.nvim.input("<C-u>use @{")
+        editor.wait_for(lambda: editor.lines()[-1] == "use @{", what="typed")
+        start, items = editor.lua(complete)
+        words = {i["word"]: i["menu"] for i in items}
+        assert start == len("use ") and words["@{mine}"] == "My tools" and words["@{read_file}"] == "tool"
+        editor.nvim.input("<C-x><C-o>")  # Neovim's own completion of the chat uses the same function
+        editor.wait_for(lambda: editor.nvim.call("pumvisible") == 1, what="the completion menu")
