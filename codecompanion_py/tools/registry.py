@@ -127,11 +127,17 @@ class ToolSettings:
     def mentionable(self) -> list[dict[str, str]]:
         """`names()` with what each is, for `@{...}` completion: a group's or a configured
         tool's description when it has one."""
-        out = []
+        out: list[dict[str, str]] = []
         for name in self.names():
-            spec = self.groups.get(name) if name in self.groups else self.entries.get(name, {})
-            description = spec.get("description") if isinstance(spec.get("description"), str) else ""
-            out.append({"name": name, "kind": "group" if name in self.groups else "tool", "description": description})
+            spec = self.groups.get(name) or self.entries.get(name) or {}
+            description = spec.get("description")
+            out.append(
+                {
+                    "name": name,
+                    "kind": "group" if name in self.groups else "tool",
+                    "description": description if isinstance(description, str) else "",
+                }
+            )
         return out
 
     def expand(self, name: str) -> list[str]:
