@@ -217,6 +217,7 @@ end
 -- The context `text` names, read now: a list of { kind, label, content, filetype?, path? }, and
 -- what could not be read (one sentence each).
 function M.capture(chat, text, max_chars)
+  max_chars = tonumber(max_chars) or M.DEFAULT_MAX_CHARS
   local items, problems, seen = {}, {}, {}
   for name, arg in text:gmatch("#{(%w+):?([^}]*)}") do
     local key = name .. ":" .. arg
@@ -231,7 +232,7 @@ function M.capture(chat, text, max_chars)
         table.insert(problems, ("#{%s}: %s"):format(name .. (arg ~= "" and (":" .. arg) or ""), why))
       else
         for _, item in ipairs(got.kind and { got } or got) do
-          table.insert(items, cut(item, max_chars or M.DEFAULT_MAX_CHARS))
+          table.insert(items, cut(item, max_chars))
         end
       end
     end
