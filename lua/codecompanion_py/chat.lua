@@ -602,7 +602,7 @@ function M.omnifunc(findstart, base)
   local chat = M.chats[api.nvim_get_current_buf()]
   if findstart == 1 then
     local before = api.nvim_get_current_line():sub(1, api.nvim_win_get_cursor(0)[2])
-    local start = before:find("[#@\\][{]?[%w_:.-]*$")
+    local start = before:find("[#@\\/][{]?[%w_:.-]*$")
     return start and start - 1 or -3
   end
   local items = {}
@@ -616,6 +616,8 @@ function M.omnifunc(findstart, base)
     for _, kind in ipairs(require("codecompanion_py.chat.context").KINDS) do
       add("#{" .. kind .. "}", "editor context")
     end
+  elseif sigil == "/" then
+    vim.list_extend(items, require("codecompanion_py.chat.slash").items(chat or {}, base))
   elseif sigil == "@" then
     local ok, tools = pcall(rpc.request, "tools")
     for _, tool in ipairs(ok and tools or {}) do
@@ -969,6 +971,10 @@ function M.open(opts)
     end,
   })
   api.nvim_create_autocmd("BufEnter", { buffer = buf, callback = function() M.last = buf end })
+  api.nvim_create_autocmd("CompleteDone", {
+    buffer = buf,
+    callback = function() require("codecompanion_py.chat.slash").completed(chat, vim.v.completed_item) end,
+  })
   rpc.notify("chat.open", chat.open_payload)
   fire("ChatCreated", { bufnr = buf, id = buf })
   run_callbacks(chat, "on_created")

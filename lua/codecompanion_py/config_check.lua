@@ -14,7 +14,7 @@ local ANY = "any" -- a table of the user's own entries, checked where it is used
 
 local INLINE = "the inline assistant is not in this plugin yet"
 local PALETTE = "the action palette and prompt library are not in this plugin yet"
-local CONTEXT = "slash commands and rules are not in this plugin yet"
+local CONTEXT = "rules and the other slash commands are not in this plugin yet"
 local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
   .. "context of your own cannot be added from the config yet"
 local MCP = "MCP servers are not in this plugin yet"
@@ -58,7 +58,8 @@ local chat = {
       tool_replacement_message = OK,
     },
   },
-  slash_commands = CONTEXT,
+  slash_commands = "the built-in /buffer, /file and /now (and /mode, /resume with agents) work; "
+    .. "slash commands of your own cannot be added from the config yet",
   editor_context = EDITOR_CONTEXT,
   variables = EDITOR_CONTEXT,
   opts = {

@@ -109,3 +109,36 @@ def test_hash_and_at_complete_context_and_tools_with_what_they_are(editor):
         assert start == len("use ") and words["@{mine}"] == "My tools" and words["@{read_file}"] == "tool"
         editor.nvim.input("<C-x><C-o>")  # Neovim's own completion of the chat uses the same function
         editor.wait_for(lambda: editor.nvim.call("pumvisible") == 1, what="the completion menu")
+
+
+ANSWER_FIRST = """
+_G.cc_prompts = {}
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(_G.cc_prompts, { prompt = opts.prompt, items = items })
+  on_choice(items[1], 1)
+end
+"""
+
+
+def test_slash_commands_complete_run_and_share_what_they_pick(editor, tmp_path):
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("print('hi')\n")
+    with ServerThread(ScriptedServer.sequence([reply("seen")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.lua(ANSWER_FIRST)
+        editor.nvim.command(f"cd {project}")
+        editor.nvim.command("CodeCompanionChat")
+        editor.nvim.command("normal! G")
+        editor.nvim.options["completeopt"] = "menuone,noinsert"  # a menu even for one match, as many users set
+        editor.nvim.input("ARead /fi<C-x><C-o>")
+        editor.wait_for(lambda: editor.nvim.call("pumvisible") == 1, what="the completion menu")
+        editor.nvim.input("<C-y><Esc>")  # accept /file: it runs, the picker answers src/app.py
+        editor.wait_for(lambda: editor.lines()[-1] == "Read #{file:src/app.py}", what="the file inserted")
+        assert editor.lua("return _G.cc_prompts")[0] == {"prompt": "File", "items": ["src/app.py"]}
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone")
+        sent = user_message(server, 0)
+        assert sent == "Read #{file:src/app.py}\n\nContext: src/app.py (1 lines)\n```python\nprint('hi')\n```"
+        start, items = editor.lua("local chat = require('codecompanion_py.chat') return { 0, chat.omnifunc(0, '/') }")
+        assert [i["word"] for i in items] == ["/buffer", "/file", "/now"]  # /mode and /resume: agents only

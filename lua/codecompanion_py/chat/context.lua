@@ -2,7 +2,7 @@
 -- editor when the message is sent and goes with it (the engine adds it to the user's turn as
 -- a block the LLM can read; codecompanion_py/chat/context.py).
 --   #{buffer}  #{buffer:name}  #{buffers}  #{selection}  #{viewport}  #{diagnostics}
---   #{diff}    #{quickfix}     #{messages}  #{terminal}
+--   #{diff}    #{quickfix}     #{messages}  #{terminal}  #{file:path}
 -- A capture larger than `interactions.chat.opts.max_context_chars` (default 100,000) is cut,
 -- with a line that says so, so a huge buffer never goes whole.
 local api = vim.api
@@ -77,6 +77,35 @@ function capture.buffer(chat, arg)
     return nil, arg and ("no open buffer matches %q"):format(arg) or "there is no file buffer to share"
   end
   return buffer_item(buf, "buffer")
+end
+
+-- `#{file:path}` (what /file inserts): a file read from disk. An agent reads it itself (the
+-- ACP chat sends it as a resource), so there it is not captured here.
+function capture.file(chat, arg)
+  if chat.adapter and chat.adapter.type == "acp" then
+    return {}
+  end
+  if not arg then
+    return nil, "name the file: #{file:path}"
+  end
+  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+  local handle, err = io.open(path, "rb")
+  if not handle then
+    return nil, tostring(err)
+  end
+  local content = handle:read("*a") or ""
+  handle:close()
+  if content:find("\0", 1, true) then
+    return nil, arg .. " is not a text file"
+  end
+  local lines = select(2, content:gsub("\n", "")) + (content:sub(-1) == "\n" and 0 or 1)
+  return {
+    kind = "file",
+    label = ("%s (%d lines)"):format(vim.fn.fnamemodify(path, ":."), lines),
+    path = path,
+    filetype = vim.filetype.match({ filename = path }) or "",
+    content = content:gsub("\n$", ""),
+  }
 end
 
 function capture.buffers()
@@ -231,7 +260,7 @@ function M.capture(chat, text, max_chars)
       if not got then
         table.insert(problems, ("#{%s}: %s"):format(name .. (arg ~= "" and (":" .. arg) or ""), why))
       else
-        for _, item in ipairs(got.kind and { got } or got) do
+        for _, item in ipairs(got.kind and { got } or got) do -- one item, or a list (maybe empty)
           table.insert(items, cut(item, max_chars))
         end
       end
