@@ -65,7 +65,7 @@ class Config:
     # what was left out, each said to the user once; the rest of the config still applies
     problems: list[str] = field(default_factory=list)
     language: str = "English"  # opts.language
-    editor: dict[str, str] = field(default_factory=dict)  # facts Lua adds: nvim_version, os
+    editor: dict[str, str] = field(default_factory=dict)  # what Lua adds: nvim_version, os, history_dir
 
     def chat_system_prompt(self, cwd: str) -> str | lua.LuaFunction | None:
         """The system prompt of a chat in `cwd`. The default one, as CodeCompanion's, tells
@@ -132,7 +132,7 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     if isinstance(language, str) and language.strip():
         config.language = language.strip()
     editor = _table(raw.get(EDITOR_KEY), EDITOR_KEY)
-    config.editor = {key: str(editor[key]) for key in ("nvim_version", "os") if editor.get(key)}
+    config.editor = {key: str(editor[key]) for key in ("nvim_version", "os", "history_dir") if editor.get(key)}
     shared_opts = _table(adapter_tables.get("opts"), "adapters.opts")
     adapter_base.set_cmd_timeout(_number(shared_opts, "cmd_timeout", adapter_base.DEFAULT_CMD_TIMEOUT * 1000) / 1000)
     http_opts = _table(http.get("opts"), "adapters.http.opts")

@@ -23,6 +23,10 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command("CodeCompanionHistory", function()
+  require("codecompanion_py.history").pick()
+end, { desc = "Reopen a saved chat (newest first) and carry on" })
+
 vim.api.nvim_create_user_command("CodeCompanionInstall", function()
   require("codecompanion_py.rpc").install()
 end, { desc = "Install the Python engine into the plugin's .venv (runs build.lua, in the background)" })

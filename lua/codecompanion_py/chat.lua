@@ -919,7 +919,23 @@ local function show_intro(buf)
   end
 end
 
----@param opts? { adapter?: string, model?: string, prompt?: string, context?: table, window?: table, submit?: boolean }
+-- The lines of a saved chat's turns (`opts.saved`, from :CodeCompanionHistory), ending with
+-- the user's header, ready for the next message.
+local function transcript_lines(saved)
+  local lines = {}
+  for _, turn in ipairs(saved.transcript or {}) do
+    local header = turn.role == "user" and user_header()
+      or llm_header({ name = saved.adapter, formatted_name = saved.adapter })
+    vim.list_extend(lines, { header, "" })
+    vim.list_extend(lines, vim.split(turn.text, "\n", { plain = true }))
+    table.insert(lines, "")
+  end
+  vim.list_extend(lines, { user_header(), "", "" })
+  return lines
+end
+
+---@param opts? { adapter?: string, model?: string, prompt?: string, context?: table, window?: table,
+---  submit?: boolean, saved?: table }
 function M.open(opts)
   opts = opts or {}
   local context = opts.context or source_context(api.nvim_get_current_buf())
@@ -935,7 +951,7 @@ function M.open(opts)
   if display().treesitter == false or not pcall(vim.treesitter.start, buf, "markdown") then
     vim.bo[buf].syntax = "markdown"
   end
-  api.nvim_buf_set_lines(buf, 0, -1, false, { user_header(), "", "" })
+  api.nvim_buf_set_lines(buf, 0, -1, false, opts.saved and transcript_lines(opts.saved) or { user_header(), "", "" })
   local chat = setmetatable({
     bufnr = buf,
     id = buf,
@@ -943,7 +959,8 @@ function M.open(opts)
     context = context,
     callbacks = {},
     adapter = { name = opts.adapter },
-    open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, cwd = vim.fn.getcwd() },
+    open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, cwd = vim.fn.getcwd(),
+      history_id = opts.saved and opts.saved.id or nil },
   }, Chat)
   chat.ui = new_ui(chat)
   for event, fn in pairs(chat_config("callbacks") or {}) do
@@ -979,7 +996,7 @@ function M.open(opts)
   fire("ChatCreated", { bufnr = buf, id = buf })
   run_callbacks(chat, "on_created")
   local win = M.show_chat(chat, opts.window)
-  api.nvim_win_set_cursor(win, { 3, 0 })
+  api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
   if opts.prompt and opts.prompt ~= "" then
     api.nvim_buf_set_lines(buf, 2, 3, false, vim.split(opts.prompt, "\n", { plain = true }))
     if opts.submit ~= false then

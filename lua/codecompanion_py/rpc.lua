@@ -225,6 +225,11 @@ local function to_data(value, path, keys)
   return out
 end
 
+-- Where the engine saves chats (codecompanion_py/chat/history.py).
+function M.history_dir()
+  return vim.fn.stdpath("data") .. "/codecompanion_py/history"
+end
+
 function M.payload_for_config()
   local data = to_data(require("codecompanion_py").config, "", {})
   local v = vim.version()
@@ -233,6 +238,7 @@ function M.payload_for_config()
   data.__editor = {
     nvim_version = ("%d.%d.%d"):format(v.major, v.minor, v.patch),
     os = sysname == "Darwin" and "Mac" or (sysname:find("Windows") and "Windows") or sysname,
+    history_dir = M.history_dir(), -- saved chats
   }
   return data
 end

@@ -1,0 +1,111 @@
+"""Saved chats: one JSON file per chat, written atomically after each turn, so a chat can
+be reopened (`:CodeCompanionHistory`) and carried on, with any adapter.
+
+A file holds the chat's canonical messages (messages.py, as msgspec encodes them), its
+adapter and model, the project it ran in, a title (the first line of its first message)
+and when it was created and last updated. The newest `keep` chats stay; older ones are
+pruned. A file that cannot be read is skipped (and logged), never fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ..messages import Message
+
+log = logging.getLogger("codecompanion_py")
+
+DEFAULT_KEEP = 200
+TITLE_LENGTH = 60
+
+
+class Record(msgspec.Struct, kw_only=True):
+    id: str
+    title: str
+    adapter: str
+    model: str | None = None
+    cwd: str = ""
+    created: float = 0.0
+    updated: float = 0.0
+    messages: list[Message] = msgspec.field(default_factory=list)
+
+
+def new_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+
+
+def title_of(messages: Sequence[Message]) -> str:
+    first = next((m.text for m in messages if m.role == "user" and m.text.strip()), "")
+    line = first.strip().splitlines()[0] if first.strip() else "(empty chat)"
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
+
+
+class HistoryStore:
+    def __init__(self, root: str | Path, keep: int = DEFAULT_KEEP) -> None:
+        self.root = Path(root)
+        self.keep = keep
+
+    def _path(self, chat_id: str) -> Path:
+        if not chat_id or "/" in chat_id or chat_id.startswith("."):
+            raise ValueError(f"not a saved chat's id: {chat_id!r}")
+        return self.root / f"{chat_id}.json"
+
+    def save(self, record: Record) -> None:
+        """Write the record in one step (a temporary file renamed over the old one), then prune."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        data = msgspec.json.encode(record)
+        fd, temp = tempfile.mkstemp(dir=self.root, prefix=".saving-", suffix=".json")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temp, self._path(record.id))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+        self.prune()
+
+    def load(self, chat_id: str) -> Record:
+        return msgspec.json.decode(self._path(chat_id).read_bytes(), type=Record)
+
+    def records(self) -> list[Record]:
+        """Every readable saved chat, the most recently updated first."""
+        found = []
+        for path in self.root.glob("*.json") if self.root.is_dir() else ():
+            if path.name.startswith("."):
+                continue
+            try:
+                found.append(msgspec.json.decode(path.read_bytes(), type=Record))
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
+                log.warning("history: skipped %s: %s", path.name, error)
+        return sorted(found, key=lambda r: r.updated, reverse=True)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        return [
+            {"id": r.id, "title": r.title, "adapter": r.adapter, "model": r.model, "updated": r.updated, "cwd": r.cwd}
+            for r in self.records()
+        ]
+
+    def delete(self, chat_id: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(chat_id).unlink()
+
+    def prune(self) -> None:
+        for old in self.records()[self.keep :]:
+            self.delete(old.id)
+
+
+def transcript(messages: Sequence[Message]) -> list[dict[str, str]]:
+    """The turns as the chat buffer shows them again: the user's and the LLM's text (tool
+    calls and results are in the history the engine keeps, not in the buffer)."""
+    return [{"role": m.role, "text": m.text} for m in messages if m.role in ("user", "assistant") and m.text.strip()]
