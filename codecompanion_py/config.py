@@ -124,6 +124,7 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
         tools.update(_table(chat.get("tools"), f"{key}.chat.tools"))
     config.tools = ToolSettings.from_config(tools)
+    config.problems.extend(config.tools.problems)
     opts = _table(raw.get("opts"), "opts")
     config.log_level = _log_level(opts.get("log_level", config.log_level))
     if "system_prompt" in opts:

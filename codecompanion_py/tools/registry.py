@@ -84,6 +84,7 @@ class ToolSettings:
     # `opts.tool_replacement_message` ("the ${tool} tool"); None: the name in backticks
     replacement: str | None = None
     disabled: set[str] = field(default_factory=set)  # `enabled = false` entries
+    problems: list[str] = field(default_factory=list)  # names left out, said to the user
     _cache: dict[str, ToolDefinition] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -108,9 +109,16 @@ class ToolSettings:
         for group_name, group_spec in settings.groups.items():  # as in CodeCompanion, groups leave disabled tools out
             members = [t for t in group_spec.get("tools") or [] if ALIASES.get(str(t), str(t)) not in settings.disabled]
             settings.groups[group_name] = {**group_spec, "tools": members}
-        for name in [*settings.default_tools, *(t for g in settings.groups.values() for t in g.get("tools") or [])]:
-            if not settings.known(name):
-                raise ConfigError(f"tools: unknown tool or group {name!r}")
+        # An unknown name is left out and said, not fatal: the rest of the config still applies.
+        mentioned = [*settings.default_tools, *(t for g in settings.groups.values() for t in g.get("tools") or [])]
+        unknown = sorted({str(name) for name in mentioned if not settings.known(str(name))})
+        for name in unknown:
+            settings.problems.append(f"tools: unknown tool or group {name!r}; it was left out")
+        if unknown:
+            settings.default_tools = [t for t in settings.default_tools if t not in unknown]
+            for group_name, group_spec in settings.groups.items():
+                members = [t for t in group_spec.get("tools") or [] if str(t) not in unknown]
+                settings.groups[group_name] = {**group_spec, "tools": members}
         return settings
 
     def known(self, name: str) -> bool:

@@ -72,9 +72,15 @@ def test_groups_expand_and_mentions_are_replaced_by_names():
     assert "run_command" not in settings.expand("files")
 
 
-def test_unknown_names_in_groups_are_config_errors():
-    with pytest.raises(ConfigError, match="unknown tool or group 'nope'"):
-        ToolSettings.from_config({"groups": {"g": {"tools": ["nope"]}}})
+def test_unknown_names_are_left_out_and_said():
+    settings = ToolSettings.from_config(
+        {"groups": {"g": {"tools": ["nope", "read_file"]}}, "opts": {"default_tools": ["g", "ghost"]}}
+    )
+    assert settings.problems == [
+        "tools: unknown tool or group 'ghost'; it was left out",
+        "tools: unknown tool or group 'nope'; it was left out",
+    ]
+    assert settings.groups["g"]["tools"] == ["read_file"] and settings.default_tools == ["g"]
 
 
 def test_every_catalog_tool_loads_with_a_valid_spec():
