@@ -29,7 +29,9 @@ DEFAULT_KEEP = 200
 TITLE_LENGTH = 60
 
 
-class Record(msgspec.Struct, kw_only=True):
+class Summary(msgspec.Struct, kw_only=True):
+    """What the picker shows of a saved chat (decoding only this skips its messages)."""
+
     id: str
     title: str
     adapter: str
@@ -37,6 +39,9 @@ class Record(msgspec.Struct, kw_only=True):
     cwd: str = ""
     created: float = 0.0
     updated: float = 0.0
+
+
+class Record(Summary, kw_only=True):
     messages: list[Message] = msgspec.field(default_factory=list)
 
 
@@ -78,31 +83,36 @@ class HistoryStore:
     def load(self, chat_id: str) -> Record:
         return msgspec.json.decode(self._path(chat_id).read_bytes(), type=Record)
 
-    def records(self) -> list[Record]:
-        """Every readable saved chat, the most recently updated first."""
-        found = []
-        for path in self.root.glob("*.json") if self.root.is_dir() else ():
-            if path.name.startswith("."):
-                continue
-            try:
-                found.append(msgspec.json.decode(path.read_bytes(), type=Record))
-            except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
-                log.warning("history: skipped %s: %s", path.name, error)
-        return sorted(found, key=lambda r: r.updated, reverse=True)
+    def _files(self) -> list[Path]:
+        if not self.root.is_dir():
+            return []
+        return [path for path in self.root.glob("*.json") if not path.name.startswith(".")]
 
     def summaries(self) -> list[dict[str, Any]]:
-        return [
-            {"id": r.id, "title": r.title, "adapter": r.adapter, "model": r.model, "updated": r.updated, "cwd": r.cwd}
-            for r in self.records()
-        ]
+        """Every readable saved chat, the most recently updated first."""
+        found = []
+        for path in self._files():
+            try:
+                found.append(msgspec.json.decode(path.read_bytes(), type=Summary))
+            except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
+                log.warning("history: skipped %s: %s", path.name, error)
+        found.sort(key=lambda s: s.updated, reverse=True)
+        return [msgspec.structs.asdict(s) for s in found]
 
     def delete(self, chat_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self._path(chat_id).unlink()
 
     def prune(self) -> None:
-        for old in self.records()[self.keep :]:
-            self.delete(old.id)
+        """Keep the `keep` most recently written files. Runs after each save, so it reads
+        only the directory, never the chats themselves."""
+        dated = []
+        for path in self._files():
+            with contextlib.suppress(OSError):
+                dated.append((path.stat().st_mtime_ns, path.name, path))
+        for _, _, path in sorted(dated, reverse=True)[self.keep :]:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
 def transcript(messages: Sequence[Message]) -> list[dict[str, str]]:

@@ -29,13 +29,7 @@ end
 
 -- `interactions.chat.<key>` (or the older `strategies.chat.<key>`).
 local function chat_config(key)
-  local c = config()
-  for _, top in ipairs({ "interactions", "strategies" }) do
-    local chat = type(c[top]) == "table" and c[top].chat or nil
-    if type(chat) == "table" and chat[key] ~= nil then
-      return chat[key]
-    end
-  end
+  return require("codecompanion_py").chat_option(key)
 end
 
 local function chat_opts()
@@ -904,7 +898,7 @@ M.actions = {
   toggle_system_prompt = function(chat) actions.toggle_system_prompt(chat.bufnr) end,
   clear_approvals = function(chat) rpc.notify("chat.clear_approvals", { chat_id = chat.bufnr }) end,
   yolo_mode = function(chat) rpc.notify("chat.yolo", { chat_id = chat.bufnr }) end,
-  goto_file_under_cursor = function(chat) editing.goto_file(chat, chat_opts().goto_file_action) end,
+  goto_file_under_cursor = function() editing.goto_file(chat_opts().goto_file_action) end,
   acp_options = function(chat) rpc.notify("chat.agent_options", { chat_id = chat.bufnr }) end,
   acp_resume = function(chat) rpc.notify("chat.sessions", { chat_id = chat.bufnr }) end,
 }

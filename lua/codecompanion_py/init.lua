@@ -26,15 +26,19 @@ function M.setup(opts)
   require("codecompanion_py.rpc").config_changed()
 end
 
--- The adapter a new chat uses when the command names none: CodeCompanion's
--- `strategies.chat.adapter` or the newer `interactions.chat.adapter`.
-function M.chat_adapter()
-  local c = M.config
-  local chat = (c.interactions and c.interactions.chat) or {}
-  if chat.adapter == nil and c.strategies and c.strategies.chat then
-    chat = c.strategies.chat
+-- `interactions.chat.<key>`, else the older spelling `strategies.chat.<key>`.
+function M.chat_option(key)
+  for _, top in ipairs({ "interactions", "strategies" }) do
+    local chat = type(M.config[top]) == "table" and M.config[top].chat or nil
+    if type(chat) == "table" and chat[key] ~= nil then
+      return chat[key]
+    end
   end
-  return chat.adapter
+end
+
+-- The adapter a new chat uses when the command names none.
+function M.chat_adapter()
+  return M.chat_option("adapter")
 end
 
 return M

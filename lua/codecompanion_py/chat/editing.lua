@@ -90,7 +90,7 @@ end
 -- gR: the file under the cursor (`path`, `path:line`), opened by `goto_file_action`
 -- (a command such as "tabnew" or "edit", or a function of the path; default: a new tab
 -- or the window that shows it already).
-function M.goto_file(chat, action)
+function M.goto_file(action)
   local word = vim.fn.expand("<cWORD>"):gsub("^[`'\"(%[]+", ""):gsub("[`'\",.)%]:]+$", "")
   local path, line = word:match("^(.-):(%d+)")
   path = path or word
@@ -113,7 +113,6 @@ function M.goto_file(chat, action)
   if line and api.nvim_get_current_win() ~= from then
     pcall(api.nvim_win_set_cursor, 0, { tonumber(line), 0 })
   end
-  return chat
 end
 
 return M
