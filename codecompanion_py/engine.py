@@ -31,7 +31,7 @@ from .acp import adapters as acp_adapters
 from .adapters.models import list_models
 from .chat import history
 from .chat.acp_session import AcpChatSession
-from .chat.context import with_context
+from .chat.context import items_of, shared
 from .chat.history import HistoryStore
 from .chat.protocol import Session
 from .chat.session import ChatSession
@@ -71,6 +71,7 @@ class Engine:
             "chat.open": self._chat_open,
             "chat.submit": self._chat_submit,
             "chat.stop": self._chat_stop,
+            "chat.remove_context": self._chat_remove_context,
             "chat.close": self._chat_close,
             "chat.set_adapter": self._chat_set_adapter,
             "chat.models": self._chat_models,
@@ -247,6 +248,7 @@ class Engine:
             "model": record.model,
             "cwd": record.cwd,
             "transcript": history.transcript(record.messages),
+            "context": shared(record.messages),
         }
 
     def _announce(self, session: Session, *, model_changed: bool = True) -> None:
@@ -308,10 +310,8 @@ class Engine:
         settings = payload.get("settings")
         if isinstance(settings, Mapping):  # the settings header: checked before anything is sent
             await session.apply_settings(settings)
-        context = payload.get("context")
-        task = session.submit(
-            with_context(str(payload.get("text", "")), context if isinstance(context, list) else None)
-        )
+        removed = [str(i) for i in payload.get("removed") or () if i]
+        task = session.submit(str(payload.get("text", "")), items_of(payload.get("context")), removed)
         if task is not None:  # saved once the turn ends, however it ends
             chat_id = session.chat_id
             task.add_done_callback(lambda _task: self._save_chat(chat_id))
@@ -398,6 +398,9 @@ class Engine:
 
     async def _editor_reply(self, payload: Mapping[str, Any]) -> None:
         self.pending.settle(payload)
+
+    async def _chat_remove_context(self, payload: Mapping[str, Any]) -> None:
+        self._session(payload).remove_context([str(i) for i in payload.get("ids") or () if i])
 
     async def _chat_stop(self, payload: Mapping[str, Any]) -> None:
         session = self.sessions.get(payload.get("chat_id"))

@@ -134,6 +134,9 @@ _ALLOWED_PARTS: dict[str, tuple[type, ...]] = {
 class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     role: str
     parts: tuple[Part, ...]
+    # set on a message that carries shared context (a buffer, a file, rules...): its id in the
+    # chat's context list, so that removing the item removes what it sent. Never sent to a provider.
+    context_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

@@ -3,7 +3,8 @@
 `#{file:path}` attaches the file as a resource (the buffer's text when it is loaded) or
 as a link when the agent takes no embedded context, `#{image:path}` attaches an image,
 a leading `\\command` becomes the agent's `/command`, and a conversation carried over from
-another backend goes first, once.
+another backend goes first, once. Editor context the user shared (`#{buffer}`, `#{selection}`...)
+goes as resources of the file it came from (its text as the editor has it), else as text.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..acp.client import AcpClient
@@ -18,6 +20,7 @@ from ..errors import AgentError, PathRefused
 from ..messages import Message
 from ..tools.catalog import documents
 from ..tools.orchestrator import ToolsContext
+from .context import ContextItem, text_of
 
 _FILE_MENTION = re.compile(r"#\{file:([^}]+)\}")
 _IMAGE_MENTION = re.compile(r"#\{image:([^}]+)\}")
@@ -42,8 +45,9 @@ async def prompt_blocks(
     agent_name: str,
     commands: set[str],
     earlier: Sequence[Message] = (),
+    shared: Sequence[ContextItem] = (),
 ) -> list[Block]:
-    attached: list[Block] = []
+    attached: list[Block] = [_shared_block(item, client) for item in shared]
     for raw in dict.fromkeys(m.strip() for m in _IMAGE_MENTION.findall(text)):
         attached.append(_image_block(raw, client=client, context=context, agent_name=agent_name))
     for raw in dict.fromkeys(m.strip() for m in _FILE_MENTION.findall(text)):
@@ -62,6 +66,15 @@ async def prompt_blocks(
     if text.startswith("\\") and first_word and first_word[0] in commands:
         text = "/" + text[1:]
     return [*_earlier_conversation(earlier), {"type": "text", "text": text}, *attached]
+
+
+def _shared_block(item: ContextItem, client: AcpClient) -> Block:
+    if not item.path or item.kind != "buffer" or item.update == "diff":
+        return {"type": "text", "text": text_of(item)}
+    uri = Path(item.path).as_uri()
+    if client.supports("promptCapabilities", "embeddedContext"):
+        return {"type": "resource", "resource": {"uri": uri, "text": item.content or "", "mimeType": "text/plain"}}
+    return {"type": "resource_link", "uri": uri, "name": Path(item.path).name}
 
 
 def _image_block(raw: str, *, client: AcpClient, context: ToolsContext, agent_name: str) -> Block:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
 from ..acp.adapters import AcpAdapter
@@ -35,6 +35,7 @@ from .acp_prompt import prompt_blocks
 from .acp_requests import AgentRequests
 from .acp_state import MODE_OPTION, AgentState
 from .acp_updates import REPLY_UPDATES, AgentUpdates
+from .context import ContextItem
 from .debug import debug_text
 
 log = logging.getLogger("codecompanion_py.acp")
@@ -106,16 +107,21 @@ class AcpChatSession:
             type="acp",
         )
 
-    def submit(self, text: str) -> asyncio.Task[None] | None:
+    def submit(
+        self, text: str, context: Sequence[ContextItem] = (), removed: Sequence[str] = ()
+    ) -> asyncio.Task[None] | None:
         if self.busy:
             self.view.push(ops.Error(message="the agent is still working; press q to stop it"))
             return None
         if not text.strip():
             self.view.push(ops.Done(status="empty"))
             return None
-        self.task = asyncio.get_running_loop().create_task(self._turn(text))
+        self.task = asyncio.get_running_loop().create_task(self._turn(text, context))
         self.task.add_done_callback(self._end_unstarted)
         return self.task
+
+    def remove_context(self, ids: Sequence[str]) -> None:
+        """An agent keeps what it was shown in its own session: nothing to take back here."""
 
     def stop(self) -> bool:
         """`q`: ask the agent to cancel the turn; the turn ends when the agent says so."""
@@ -252,7 +258,7 @@ class AcpChatSession:
         if self._begun is not task:
             self.view.push(ops.Done(status="stopped"))
 
-    async def _turn(self, text: str) -> None:
+    async def _turn(self, text: str, shared: Sequence[ContextItem] = ()) -> None:
         self._begun = asyncio.current_task()
         view = self.view
         view.push(ops.Begin(adapter=self.adapter_info()))
@@ -274,6 +280,7 @@ class AcpChatSession:
                 agent_name=self.adapter.formatted_name,
                 commands=self.state.command_names(),
                 earlier=carried,
+                shared=shared,
             )
             self.history.append(Message.of("user", text))
             result = await client.prompt(session_id, blocks)

@@ -1,16 +1,57 @@
-"""Editor context (`#{buffer}`, `#{diagnostics}`...) as it goes to the LLM: Lua reads each
-item from the editor when the user sends (lua/codecompanion_py/chat/context.lua); here each
-becomes a block after the user's words, headed with what it is, its text fenced so that
-nothing in it can close the fence early. The `#{...}` words stay in the message, so the LLM
-reads what the user pointed at."""
+"""Shared context (`#{buffer}`, `#{diagnostics}`, `/image`, rules...) as it goes to the LLM.
+
+Lua reads each item from the editor when the user sends (lua/codecompanion_py/chat/context.lua)
+and keeps the chat's context list; here each item becomes a message of its own, before the
+user's words, tagged with the item's id (`Message.context_id`) so that removing the item
+from the chat's context block removes what it sent. A text item is headed with what it is,
+its text fenced so that nothing in it can close the fence early; an image becomes an image
+part. A followed buffer that changed comes again as `update = "all"` (the whole buffer,
+replacing what it sent before) or `update = "diff"` (only the changes, added after it).
+"""
 
 from __future__ import annotations
 
+import base64
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from ..errors import ConfigError
+from ..messages import ImagePart, Message, TextPart
 
 _BACKTICKS = re.compile(r"`{3,}")
+
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+MAX_IMAGE_BYTES = 10_000_000
+
+
+class ContextItem(msgspec.Struct, kw_only=True):
+    id: str
+    kind: str = "context"
+    label: str = ""
+    content: str | None = None
+    filetype: str = ""
+    path: str | None = None
+    update: Literal["diff", "all"] | None = None
+
+
+def items_of(raw: Any) -> list[ContextItem]:
+    """The items the editor sent; one that is not an item is a bug on the Lua side, said as such."""
+    if not raw:
+        return []
+    try:
+        return msgspec.convert(raw, list[ContextItem])
+    except msgspec.ValidationError as error:
+        raise ConfigError(f"the editor sent context the engine cannot read: {error}") from None
 
 
 def fenced(content: str, language: str = "") -> str:
@@ -19,16 +60,59 @@ def fenced(content: str, language: str = "") -> str:
     return f"{fence}{language}\n{content}\n{fence}"
 
 
-def block(item: Mapping[str, Any]) -> str | None:
-    content = item.get("content")
-    if not isinstance(content, str):
-        return None
-    label = str(item.get("label") or item.get("kind") or "context")
-    language = item.get("filetype") if isinstance(item.get("filetype"), str) else ""
-    return f"Context: {label}\n{fenced(content.rstrip(), language or '')}"
+def text_of(item: ContextItem) -> str:
+    label = item.label or item.kind
+    if item.update == "diff":
+        return f"Context: {label}, what changed since it was last shared\n{fenced(item.content or '', 'diff')}"
+    heading = f"Context: {label}" + (" (updated)" if item.update == "all" else "")
+    return f"{heading}\n{fenced((item.content or '').rstrip(), item.filetype)}"
 
 
-def with_context(text: str, items: Sequence[Mapping[str, Any]] | None) -> str:
-    """The user's message with the editor context it named, in the order named."""
-    blocks = [b for b in (block(item) for item in items or () if isinstance(item, Mapping)) if b]
-    return "\n\n".join([text, *blocks]) if blocks else text
+def image_part(path: str) -> ImagePart:
+    """An image file the user chose, inline as base64 (what every provider takes)."""
+    file = Path(path).expanduser()
+    media_type = IMAGE_TYPES.get(file.suffix.lower())
+    if media_type is None:
+        raise ConfigError(f"{file.name} is not an image this chat can send ({', '.join(sorted(IMAGE_TYPES))})")
+    try:
+        size = file.stat().st_size
+        if size > MAX_IMAGE_BYTES:
+            raise ConfigError(f"{file.name} is {size:,} bytes; images up to {MAX_IMAGE_BYTES:,} bytes are sent")
+        data = file.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"the image {path} cannot be read: {error.strerror or error}") from None
+    return ImagePart(data=base64.b64encode(data).decode(), media_type=media_type)
+
+
+def message_of(item: ContextItem) -> Message:
+    if item.kind == "image":
+        if not item.path:
+            raise ConfigError("an image needs a path")
+        label = TextPart(text=f"Context: the image {item.label or item.path}")
+        return Message(role="user", parts=(label, image_part(item.path)), context_id=item.id)
+    return Message(role="user", parts=(TextPart(text=text_of(item)),), context_id=item.id)
+
+
+def without(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:
+    gone = set(ids)
+    return [m for m in history if m.context_id is None or m.context_id not in gone]
+
+
+def add(history: list[Message], items: Sequence[ContextItem]) -> None:
+    """Append each item's message (reading images now: a bad one raises before anything is
+    added); an item re-sent whole replaces what it sent before."""
+    messages = [message_of(item) for item in items]
+    replaced = [item.id for item in items if item.update == "all"]
+    if replaced:
+        history[:] = without(history, replaced)
+    history.extend(messages)
+
+
+def shared(history: Iterable[Message]) -> list[dict[str, str]]:
+    """The context items a history holds, in the order first shared (for a reopened chat's block)."""
+    seen: dict[str, str] = {}
+    for message in history:
+        if message.context_id and message.context_id not in seen:
+            first = message.text.split("\n", 1)[0]
+            seen[message.context_id] = first.removeprefix("Context: ")
+    return [{"id": key, "label": label} for key, label in seen.items()]

@@ -50,7 +50,7 @@ def new_id() -> str:
 
 
 def title_of(messages: Sequence[Message]) -> str:
-    first = next((m.text for m in messages if m.role == "user" and m.text.strip()), "")
+    first = next((m.text for m in messages if m.role == "user" and not m.context_id and m.text.strip()), "")
     line = first.strip().splitlines()[0] if first.strip() else "(empty chat)"
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
 
@@ -117,5 +117,9 @@ class HistoryStore:
 
 def transcript(messages: Sequence[Message]) -> list[dict[str, str]]:
     """The turns as the chat buffer shows them again: the user's and the LLM's text (tool
-    calls and results are in the history the engine keeps, not in the buffer)."""
-    return [{"role": m.role, "text": m.text} for m in messages if m.role in ("user", "assistant") and m.text.strip()]
+    calls and results, and shared context, are in the history the engine keeps, not in the buffer)."""
+    return [
+        {"role": m.role, "text": m.text}
+        for m in messages
+        if m.role in ("user", "assistant") and not m.context_id and m.text.strip()
+    ]

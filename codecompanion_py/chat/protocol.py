@@ -10,7 +10,7 @@ what to do instead.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..messages import Message
@@ -18,6 +18,7 @@ from ..tools.approvals import Approvals
 from ..tools.workspace import Workspace
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession, SettingEntry
 from ..ui.view import EventView
+from .context import ContextItem
 
 
 class Session(Protocol):
@@ -36,8 +37,15 @@ class Session(Protocol):
 
     def adapter_info(self) -> AdapterInfo: ...
 
-    def submit(self, text: str) -> asyncio.Task[None] | None:
-        """Start a turn; None (and an op saying why) when it cannot start."""
+    def submit(
+        self, text: str, context: Sequence[ContextItem] = (), removed: Sequence[str] = ()
+    ) -> asyncio.Task[None] | None:
+        """Start a turn with the context shared with it, without the context items the
+        user removed; None (and an op saying why) when it cannot start."""
+        ...
+
+    def remove_context(self, ids: Sequence[str]) -> None:
+        """Forget what the context items `ids` sent."""
         ...
 
     def stop(self) -> bool:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from .. import adapters
+import msgspec
+
+from .. import adapters, web
 from ..acp import adapters as acp_adapters
 from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
@@ -32,7 +34,9 @@ from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession
 from ..ui.sink import Sink
 from ..ui.view import EventView
+from . import context as shared_context
 from . import settings as settings_header
+from .context import ContextItem
 from .debug import debug_text
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -194,22 +198,37 @@ class ChatSession:
             self._prompted.add(key)
             self.history.append(Message.of("system", prompt))
 
-    def submit(self, text: str) -> asyncio.Task[None] | None:
-        """Start a turn for the user's `text`; refused (with an error op) while one runs."""
+    def submit(
+        self, text: str, context: Sequence[ContextItem] = (), removed: Sequence[str] = ()
+    ) -> asyncio.Task[None] | None:
+        """Start a turn for the user's `text` with the context shared with it (and without
+        the context items the user removed); refused (with an error op) while one runs."""
         if self.busy:
             self.view.push(ops.Error(message="a request is already running; press q to stop it"))
             return None
         if not text.strip():
             self.view.push(ops.Done(status="empty"))
             return None
+        self.remove_context(removed)
+        pages = [item for item in context if item.kind == "fetch"]  # read in the turn, not here
+        try:
+            shared_context.add(self.history, [item for item in context if item.kind != "fetch"])
+        except ConfigError as error:
+            self.view.push(ops.Error(message=str(error)))  # gives the message back to edit
+            return None
         tools, _groups, text = mentions(text, self.tool_settings)
         self.enable(tools)
         self._last_prompt = Message.of("user", text)
         self.history.append(self._last_prompt)
-        return self._start()
+        return self._start(pages)
 
-    def _start(self) -> asyncio.Task[None]:
-        self.task = asyncio.get_running_loop().create_task(self._turn())
+    def remove_context(self, ids: Sequence[str]) -> None:
+        """Forget what the context items `ids` sent (the user deleted them from the block, or `gM`)."""
+        if ids:
+            self.history[:] = shared_context.without(self.history, ids)
+
+    def _start(self, pages: Sequence[ContextItem] = ()) -> asyncio.Task[None]:
+        self.task = asyncio.get_running_loop().create_task(self._turn(pages))
         self.task.add_done_callback(self._end_unstarted)
         return self.task
 
@@ -229,7 +248,7 @@ class ChatSession:
         if self._begun is not task:
             self.view.push(ops.Done(status="stopped"))
 
-    async def _turn(self) -> None:
+    async def _turn(self, pages: Sequence[ContextItem] = ()) -> None:
         self._begun = asyncio.current_task()
         push = self.view.push
         push(ops.Begin(adapter=self.adapter_info()))
@@ -238,6 +257,7 @@ class ChatSession:
         usage: Usage | None = None
         rounds = 0
         try:
+            await self._read_pages(pages)
             while True:
                 status, message, round_usage = await self._round()
                 usage = round_usage or usage
@@ -257,12 +277,30 @@ class ChatSession:
                     status = "stopped"
                     break
                 push(ops.Begin(adapter=self.adapter_info(), continued=True))
+        except CodeCompanionError as error:  # a page of /fetch that could not be read
+            status, message = "error", str(error)
+        except asyncio.CancelledError:  # stopped while a page was read
+            status = "stopped"
         finally:
             push(
                 ops.Done(
                     status=status, tokens=usage.total_tokens if usage is not None else None, message=message or None
                 )
             )
+
+    async def _read_pages(self, pages: Sequence[ContextItem]) -> None:
+        """The pages `/fetch` shared, read now (the engine's loop, never the editor's) and put
+        before the message that shared them."""
+        if not pages:
+            return
+        read = []
+        for page in pages:
+            text = await web.page_text(page.path or "", cached=True)
+            read.append(msgspec.structs.replace(page, content=text, label=page.label or page.path or "a web page"))
+        at = next((i for i, m in enumerate(self.history) if m is self._last_prompt), len(self.history))
+        added: list[Message] = []
+        shared_context.add(added, read)
+        self.history[at:at] = added
 
     async def _round(self) -> tuple[Status, str | None, Usage | None]:
         """One request and its stream; (status, error message, usage)."""

@@ -7,6 +7,7 @@ local rpc = require("codecompanion_py.rpc")
 -- What needs the engine beyond sending (regenerate, clear, debug view, system prompt,
 -- settings header): its functions, and the renderers of its ops.
 local actions = require("codecompanion_py.chat_actions")
+local shared = require("codecompanion_py.chat.shared")
 
 local M = {}
 
@@ -146,6 +147,7 @@ local function unlock(chat)
 end
 
 local render = {}
+local show_shared -- the context block (below)
 
 function render.ready(chat, op)
   if chat.engine_ready and chat.adapter.model ~= nil and
@@ -376,6 +378,7 @@ function render.done(chat, op)
   tools_processing(chat, false)
   append(chat, "\n\n" .. user_header() .. "\n\n")
   unlock(chat)
+  show_shared(chat)
   fire(op.status == "stopped" and "ChatStopped" or "ChatDone",
     { bufnr = buf, id = buf, status = op.status, tokens = op.tokens })
   if op.status == "stopped" then
@@ -420,7 +423,53 @@ function M.op_names()
   return vim.list_extend(vim.tbl_keys(render), vim.tbl_keys(actions.render))
 end
 
-local show_context
+-- The context block at the top of the user's message (chat/shared.lua), under the last header.
+show_shared = function(chat)
+  local lines = shared.block_lines(chat)
+  local buf = chat.bufnr
+  if not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local all = api.nvim_buf_get_lines(buf, 0, -1, false)
+  for row = #all, 1, -1 do
+    if all[row] == user_header() then
+      local first, last = row + 1, row + 1 -- 0-based: the line after the header's blank line
+      if all[first + 1] == shared.HEADING then -- an older block: replaced
+        last = first + 1
+        while all[last + 1] and all[last + 1]:sub(1, 1) == ">" do
+          last = last + 1
+        end
+        last = all[last + 1] == "" and last + 1 or last
+      end
+      if #lines > 0 then
+        table.insert(lines, "")
+      end
+      api.nvim_buf_set_lines(buf, first, last, false, lines)
+      return
+    end
+  end
+end
+
+-- `gM` (kind "rules"), or any kind: the chat forgets those items and what they sent.
+function M.remove_context(chat, kind)
+  local ids = {}
+  for _, item in ipairs(chat.shared or {}) do
+    if item.kind == kind or item.id:match("^<" .. kind .. ">") then
+      table.insert(ids, item.id)
+    end
+  end
+  if #ids == 0 then
+    return vim.notify("CodeCompanion: this chat has no " .. kind)
+  end
+  shared.remove(chat, ids)
+  if chat.engine_ready then
+    rpc.notify("chat.remove_context", { chat_id = chat.bufnr, ids = ids })
+  end
+  if vim.bo[chat.bufnr].modifiable then
+    show_shared(chat)
+  end
+  vim.notify(("CodeCompanion: removed %d %s from the chat"):format(#ids, kind))
+end
 
 -- The text after the last user header (`## Me`).
 local function user_text(buf)
@@ -445,7 +494,7 @@ function M.submit(buf)
     vim.notify("CodeCompanion: a request is running; press q to stop it", vim.log.levels.WARN)
     return
   end
-  local text = user_text(buf)
+  local text, listed = shared.split(user_text(buf))
   if text == "" then
     vim.notify("CodeCompanion: nothing to send", vim.log.levels.WARN)
     return
@@ -463,39 +512,26 @@ function M.submit(buf)
     end
     text = result
   end
-  local context, problems = require("codecompanion_py.chat.context").capture(chat, text,
-    chat_opts().max_context_chars)
+  local removed = shared.removed(chat, listed)
+  local context, problems = shared.collect(chat, text, chat_opts().max_context_chars, removed)
   if #problems > 0 then -- the user meant to share it: say why not, and keep the message
     return vim.notify("CodeCompanion: not sent: " .. table.concat(problems, "; "), vim.log.levels.WARN)
   end
   if not chat.engine_ready and not rpc.notify("chat.open", chat.open_payload) then
     return -- a failed open is retried with the next submit
   end
-  local payload = { chat_id = buf, text = text, settings = actions.read_settings(buf), context = context }
+  local payload = { chat_id = buf, text = text, settings = actions.read_settings(buf),
+    context = vim.tbl_map(shared.wire, context), removed = removed }
   if not rpc.notify("chat.submit", payload) then
     return
   end
-  show_context(chat, context)
+  shared.commit(chat, context, removed)
   chat.status = "streaming"
   chat.turn_started = false
   chat.end_pos = nil -- the user typed since the last reply: find the end afresh
   vim.bo[buf].modifiable = false
   fire("ChatSubmitted", { bufnr = buf, id = buf })
   run_callbacks(chat, "on_submitted", { payload = { text = text } })
-end
-
--- Under the message, one line per piece of editor context that went with it (virtual
--- lines: never part of what is sent).
-show_context = function(chat, items)
-  if #items == 0 then
-    return
-  end
-  local lines = {}
-  for _, item in ipairs(items) do
-    table.insert(lines, { { "> Context: " .. item.label, "Comment" } })
-  end
-  local row = select(1, last_position(chat.bufnr))
-  api.nvim_buf_set_extmark(chat.bufnr, ns, row, 0, { virt_lines = lines })
 end
 
 -- The buffer back to editable after a submit that did not go (CodeCompanion's chat:restore()).
@@ -635,6 +671,7 @@ end
 local window = require("codecompanion_py.chat.window")
 local keymaps = require("codecompanion_py.chat.keymaps")
 local editing = require("codecompanion_py.chat.editing")
+local rules = require("codecompanion_py.chat.rules")
 
 local INTRO = "Welcome to CodeCompanion ✨! Press ? for options"
 local MODE_NAMES = { n = "normal", i = "insert", v = "visual", x = "visual", s = "select", o = "operator",
@@ -861,6 +898,26 @@ function Chat:add_buf_message(message)
   add_to_message(self, type(message) == "table" and tostring(message.content or "") or tostring(message))
 end
 
+-- chat:add_context({ role = "user", content = "..." }, source, id): context for the next
+-- message, listed in the chat's context block as `id` (CodeCompanion's, for slash commands
+-- of the user's own).
+function Chat:add_context(message, source, id)
+  local content = type(message) == "table" and message.content or message
+  if type(content) ~= "string" or content == "" then
+    return vim.notify("CodeCompanion: add_context needs { content = <text> }", vim.log.levels.WARN)
+  end
+  source = type(source) == "string" and source or "context"
+  id = type(id) == "string" and id ~= "" and id or ("<" .. source .. ">" .. source .. "</" .. source .. ">")
+  if not id:match("^<(%w+)>.-</%1>$") then -- the block lists ids of this form
+    local tag = (source:gsub("%W", ""))
+    id = ("<%s>%s</%s>"):format(tag, (id:gsub("[<>]", "")), tag)
+  end
+  shared.add_pending(self, { { id = id, kind = source, label = source, content = content } })
+  if vim.bo[self.bufnr].modifiable then
+    show_shared(self)
+  end
+end
+
 local function new_ui(chat)
   return {
     open = function() M.show_chat(chat) end,
@@ -899,6 +956,9 @@ M.actions = {
   clear_approvals = function(chat) rpc.notify("chat.clear_approvals", { chat_id = chat.bufnr }) end,
   yolo_mode = function(chat) rpc.notify("chat.yolo", { chat_id = chat.bufnr }) end,
   goto_file_under_cursor = function() editing.goto_file(chat_opts().goto_file_action) end,
+  buffer_sync_all = function(chat) shared.toggle_sync(chat, "all") end,
+  buffer_sync_diff = function(chat) shared.toggle_sync(chat, "diff") end,
+  clear_rules = function(chat) M.remove_context(chat, "rules") end,
   acp_options = function(chat) rpc.notify("chat.agent_options", { chat_id = chat.bufnr }) end,
   acp_resume = function(chat) rpc.notify("chat.sessions", { chat_id = chat.bufnr }) end,
 }
@@ -926,6 +986,18 @@ local function transcript_lines(saved)
   end
   vim.list_extend(lines, { user_header(), "", "" })
   return lines
+end
+
+-- Rule groups into a chat (when it opens, and /rules): listed in its context block, sent
+-- with its next message.
+function M.load_rules(chat, names)
+  local items, problems = rules.load(config(), names)
+  if #problems > 0 then
+    vim.notify("CodeCompanion: rules: " .. table.concat(problems, "; "), vim.log.levels.WARN)
+  end
+  shared.add_pending(chat, items)
+  show_shared(chat)
+  return items
 end
 
 ---@param opts? { adapter?: string, model?: string, prompt?: string, context?: table, window?: table,
@@ -965,7 +1037,12 @@ function M.open(opts)
     end
   end
   M.chats[buf] = chat
+  if opts.saved then
+    shared.restore(chat, opts.saved.context)
+  end
+  M.load_rules(chat, rules.autoload(config(), chat))
   keymaps.set(chat, config(), M.actions)
+  require("codecompanion_py.chat.slash").set_keymaps(chat)
   show_intro(buf)
   vim.bo[buf].omnifunc = "v:lua.require'codecompanion_py.chat'.omnifunc"
   api.nvim_create_autocmd("BufWipeout", {
@@ -992,7 +1069,7 @@ function M.open(opts)
   local win = M.show_chat(chat, opts.window)
   api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
   if opts.prompt and opts.prompt ~= "" then
-    api.nvim_buf_set_lines(buf, 2, 3, false, vim.split(opts.prompt, "\n", { plain = true }))
+    api.nvim_buf_set_lines(buf, -2, -1, false, vim.split(opts.prompt, "\n", { plain = true }))
     if opts.submit ~= false then
       M.submit(buf)
     end

@@ -107,6 +107,7 @@ function M.render.cleared(chat)
   end
   delete_marks_from(buf, first) -- token counts, agent tool blocks (the hint is on row first - 1)
   chat.blocks, chat.block = {}, nil
+  chat.shared, chat.shared_pending = {}, nil -- the engine forgot what the context sent too
   if first == 0 then
     set_lines(chat, 0, -1, { user_header(), "", "" })
   else

@@ -17,17 +17,17 @@ def user_message(server, index: int) -> str:
     return [m["content"] for m in server.requests[index].json()["messages"] if m["role"] == "user"][-1]
 
 
-def shown_context(editor, buf: int) -> list[str]:
-    """The lines the chat shows under a message (virtual lines)."""
-    return editor.lua(
-        """local ns = vim.api.nvim_create_namespace("codecompanion_py")
-        local out = {}
-        for _, m in ipairs(vim.api.nvim_buf_get_extmarks(..., ns, 0, -1, { details = true })) do
-          for _, line in ipairs(m[4].virt_lines or {}) do table.insert(out, line[1][1]) end
-        end
-        return out""",
-        buf,
-    )
+def context_sent(server, index: int) -> list[str]:
+    """The user messages of request `index` that carry shared context, in order."""
+    users = [m["content"] for m in server.requests[index].json()["messages"] if m["role"] == "user"]
+    return [text for text in users if isinstance(text, str) and text.startswith("Context: ")]
+
+
+def block(editor, buf: int) -> list[str]:
+    """The context block the chat shows at the top of the user's last message."""
+    lines = editor.lines(buf)
+    last = len(lines) - 1 - lines[::-1].index("## Me")
+    return [line for line in lines[last:] if line.startswith("> ")]
 
 
 def test_each_kind_of_context_reaches_the_llm(editor, tmp_path):
@@ -57,24 +57,25 @@ def test_each_kind_of_context_reaches_the_llm(editor, tmp_path):
         chat = editor.nvim.current.buffer.number
 
         send(editor, "Look at #{buffer}", 1)
-        sent = user_message(server, 0)
-        assert sent.startswith("Look at #{buffer}\n\nContext: calc.py (4 lines), cut\n```python\ndef add(a, b):")
+        assert user_message(server, 0) == "Look at #{buffer}"
+        (sent,) = context_sent(server, 0)
+        assert sent.startswith("Context: calc.py (4 lines), cut\n```python\ndef add(a, b):")
         assert "[... cut here: " in sent and "print(add(1, 2))" not in sent  # 45 characters at most
-        assert "> Context: calc.py (4 lines), cut" in shown_context(editor, chat)
+        assert block(editor, chat) == ["> Context:", "> - <buf>calc.py</buf> (diff)"]
 
         send(editor, "#{selection} and #{diagnostics} and #{quickfix}", 2)
-        sent = user_message(server, 1)
+        sent = "\n".join(context_sent(server, 1))
         assert "Context: calc.py lines 2-3\n```python\n    return a + b\n```" in sent
         assert "calc.py:2:5 WARN: always 3?\n    return a + b" in sent
         assert "calc.py:4: the call" in sent
 
         send(editor, "#{buffer:notes.txt} #{diff}", 3)
-        sent = user_message(server, 2)
+        sent = "\n".join(context_sent(server, 2))
         assert "Context: notes.txt (1 lines)\n```text\nremember the milk\n```" in sent
         assert "-    return a - b\n+    return a + b" in sent or "[... cut here" in sent
 
         send(editor, "#{viewport} #{messages}", 4)
-        sent = user_message(server, 3)
+        sent = "\n".join(context_sent(server, 3))
         assert "(visible)" in sent and "Context: Neovim's :messages" in sent
 
         # what cannot be read is said, and nothing is sent: the message stays to edit
@@ -83,6 +84,53 @@ def test_each_kind_of_context_reaches_the_llm(editor, tmp_path):
         editor.wait_for(lambda: any("#{terminal}: there is no terminal buffer" in n for n in notes(editor)), what="why")
         assert len(server.requests) == 4 and editor.lines(chat)[-1] == "#{terminal} please"
         assert editor.nvim.current.buffer.options["modifiable"]
+
+
+def test_a_followed_buffer_sends_its_changes_and_a_removed_item_leaves_the_requests(editor, tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "app.py").write_text("one = 1\ntwo = 2\nthree = 3\n")
+    (project / "big.txt").write_text("alpha\n")
+    replies = [reply(f"ok {i}") for i in range(1, 6)]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.nvim.command(f"cd {project}")
+        editor.nvim.command("edit big.txt")
+        big = editor.nvim.current.buffer
+        editor.nvim.command("edit app.py")
+        app = editor.nvim.current.buffer
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        send(editor, "Read #{buffer:app.py} and #{buffer:big.txt}{all}", 1)
+        assert len(context_sent(server, 0)) == 2
+        assert block(editor, chat) == ["> Context:", "> - <buf>app.py</buf> (diff)", "> - <buf>big.txt</buf> (all)"]
+
+        # the user edits both buffers: app.py sends its diff, big.txt itself again
+        app[1] = "two = 22"
+        big[0] = "beta"
+        send(editor, "and now?", 2)
+        later = context_sent(server, 1)
+        assert len(later) == 3, later
+        diff = next(t for t in later if "what changed" in t)
+        assert diff.startswith("Context: app.py (3 lines), what changed since it was last shared\n```diff\n")
+        assert "-two = 2\n+two = 22" in diff
+        assert sum("beta" in t for t in later) == 1 and not any("alpha" in t for t in later)  # replaced, not added
+
+        # unchanged: nothing is sent again
+        send(editor, "thanks", 3)
+        assert context_sent(server, 2) == later
+
+        # the user deletes app.py's line from the block: what it sent leaves the next request
+        lines = editor.lines(chat)
+        row = len(lines) - 1 - lines[::-1].index("> - <buf>app.py</buf> (diff)")  # the block of this message
+        editor.nvim.api.buf_set_lines(chat, row, row + 1, False, [])
+        send(editor, "forget app.py", 4)
+        sent = context_sent(server, 3)
+        assert sent and not any("app.py" in t for t in sent) and any("beta" in t for t in sent)
+        assert block(editor, chat) == ["> Context:", "> - <buf>big.txt</buf> (all)"]
+        app[0] = "one = 11"  # no longer followed
+        send(editor, "bye", 5)
+        assert not any("app.py" in t for t in context_sent(server, 4))
 
 
 def test_hash_and_at_complete_context_and_tools_with_what_they_are(editor):
@@ -138,7 +186,13 @@ def test_slash_commands_complete_run_and_share_what_they_pick(editor, tmp_path):
         assert editor.lua("return _G.cc_prompts")[0] == {"prompt": "File", "items": ["src/app.py"]}
         editor.nvim.input("<CR>")
         editor.wait_event("CodeCompanionChatDone")
-        sent = user_message(server, 0)
-        assert sent == "Read #{file:src/app.py}\n\nContext: src/app.py (1 lines)\n```python\nprint('hi')\n```"
+        assert user_message(server, 0) == "Read #{file:src/app.py}"
+        assert context_sent(server, 0) == ["Context: src/app.py (1 lines)\n```python\nprint('hi')\n```"]
         start, items = editor.lua("local chat = require('codecompanion_py.chat') return { 0, chat.omnifunc(0, '/') }")
-        assert [i["word"] for i in items] == ["/buffer", "/file", "/now"]  # /mode and /resume: agents only
+        assert [i["word"] for i in items] == [
+            "/buffer",
+            "/file",
+            "/image",
+            "/now",
+            "/rules",
+        ]  # /mode and /resume: agents only

@@ -2,7 +2,8 @@
 -- editor when the message is sent and goes with it (the engine adds it to the user's turn as
 -- a block the LLM can read; codecompanion_py/chat/context.py).
 --   #{buffer}  #{buffer:name}  #{buffers}  #{selection}  #{viewport}  #{diagnostics}
---   #{diff}    #{quickfix}     #{messages}  #{terminal}  #{file:path}
+--   #{diff}    #{quickfix}     #{messages}  #{terminal}  #{file:path}  #{image:path}
+-- `#{buffer}{diff}` / `#{buffer}{all}` say how a shared buffer is followed (chat/shared.lua).
 -- A capture larger than `interactions.chat.opts.max_context_chars` (default 100,000) is cut,
 -- with a line that says so, so a huge buffer never goes whole.
 local api = vim.api
@@ -45,6 +46,7 @@ local function buffer_item(buf, kind)
   local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
   return {
     kind = kind,
+    bufnr = buf,
     label = ("%s (%d lines)"):format(relative(buf), #lines),
     path = api.nvim_buf_get_name(buf),
     filetype = vim.bo[buf].filetype,
@@ -68,6 +70,9 @@ local function find_buffer(name)
   end
   return fallback
 end
+
+local IMAGE_TYPES = { png = true, jpg = true, jpeg = true, gif = true, webp = true }
+M.IMAGE_TYPES = IMAGE_TYPES
 
 local capture = {}
 
@@ -106,6 +111,135 @@ function capture.file(chat, arg)
     filetype = vim.filetype.match({ filename = path }) or "",
     content = content:gsub("\n$", ""),
   }
+end
+
+-- `#{image:path}` (what /image inserts): the engine reads the file and sends it in the
+-- provider's image format; an agent gets it from the message itself.
+function capture.image(chat, arg)
+  if chat.adapter and chat.adapter.type == "acp" then
+    return {}
+  end
+  if not arg then
+    return nil, "name the image: #{image:path}"
+  end
+  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+  if vim.fn.filereadable(path) == 0 then
+    return nil, arg .. " is not a readable file"
+  end
+  if not IMAGE_TYPES[(path:match("%.(%w+)$") or ""):lower()] then
+    return nil, arg .. " is not an image (png, jpg, jpeg, gif or webp)"
+  end
+  return { kind = "image", label = vim.fn.fnamemodify(path, ":~:."), path = path }
+end
+
+-- `#{fetch:url}` (what /fetch inserts): the engine reads the page when the message goes
+-- (cached for a while); an agent fetches what it needs itself.
+function capture.fetch(chat, arg)
+  if chat.adapter and chat.adapter.type == "acp" then
+    return {}
+  end
+  if not arg or not arg:match("^https?://") then
+    return nil, "name an http(s) URL: #{fetch:https://...}"
+  end
+  return { kind = "fetch", label = arg, path = arg }
+end
+
+-- `#{help:tag}` (what /help inserts): the section of Vim's help that `tag` opens.
+function capture.help(_, arg)
+  if not arg then
+    return nil, "name a help tag: #{help:tag}"
+  end
+  local file
+  for _, tags in ipairs(api.nvim_get_runtime_file("doc/tags", true)) do
+    for _, line in ipairs(vim.fn.readfile(tags)) do
+      local tag, name = line:match("^([^\t]+)\t([^\t]+)\t")
+      if tag == arg then
+        file = vim.fs.joinpath(vim.fs.dirname(tags), name)
+        break
+      end
+    end
+    if file then
+      break
+    end
+  end
+  if not file then
+    return nil, ("there is no help tag %q"):format(arg)
+  end
+  local lines = vim.fn.readfile(file)
+  local start
+  for i, line in ipairs(lines) do
+    if line:find("*" .. arg .. "*", 1, true) then
+      start = i
+      break
+    end
+  end
+  if not start then
+    return nil, ("the help tag %q is not in %s"):format(arg, file)
+  end
+  local out = {}
+  for i = start, math.min(#lines, start + 199) do
+    local next_tag = i > start + 1 and vim.trim(lines[i - 1]) == "" and lines[i]:match("%*[^%s%*]+%*%s*$")
+    if i > start and (lines[i]:match("^====") or lines[i]:match("^%-%-%-%-") or next_tag) then
+      break
+    end
+    table.insert(out, lines[i])
+  end
+  return { kind = "help", label = ("Vim help *%s* (%s)"):format(arg, vim.fn.fnamemodify(file, ":t")),
+    filetype = "help", content = table.concat(out, "\n") }
+end
+
+local SYMBOL_WORDS = { "function", "method", "class", "struct", "interface", "enum", "trait", "impl", "module",
+  "type" }
+
+local function symbol_kind(node_type)
+  if not (node_type:match("_declaration$") or node_type:match("_definition$") or node_type:match("_item$")
+      or node_type:match("^local_function")) then
+    return nil
+  end
+  for _, word in ipairs(SYMBOL_WORDS) do
+    if node_type:find(word, 1, true) then
+      return word
+    end
+  end
+end
+
+-- `#{symbols:path}` (what /symbols inserts): the file's outline from its tree-sitter parser,
+-- one line per function, method, class... with its line number.
+function capture.symbols(_, arg)
+  if not arg then
+    return nil, "name the file: #{symbols:path}"
+  end
+  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+  local ok_read, lines = pcall(vim.fn.readfile, path)
+  if not ok_read then
+    return nil, arg .. " cannot be read"
+  end
+  local filetype = vim.filetype.match({ filename = path, contents = lines }) or ""
+  local lang = vim.treesitter.language.get_lang(filetype) or filetype
+  local content = table.concat(lines, "\n")
+  local ok, parser = pcall(vim.treesitter.get_string_parser, content, lang)
+  if not ok or not parser then
+    return nil, ("there is no tree-sitter parser for %s (%s)"):format(arg,
+      filetype ~= "" and filetype or "unknown type")
+  end
+  local out = {}
+  local function walk(node, depth)
+    for child in node:iter_children() do
+      local kind = symbol_kind(child:type())
+      local next_depth = depth
+      if kind then
+        local name_node = child:field("name")[1]
+        local name = name_node and vim.treesitter.get_node_text(name_node, content)
+          or vim.trim((vim.treesitter.get_node_text(child, content):match("[^\n]*")))
+        table.insert(out, ("%s%s %s (line %d)"):format(("  "):rep(depth), kind, name, child:start() + 1))
+        next_depth = depth + 1
+      end
+      walk(child, next_depth)
+    end
+  end
+  walk(parser:parse()[1]:root(), 0)
+  return { kind = "symbols", label = ("symbols of %s (%d)"):format(vim.fn.fnamemodify(path, ":."), #out),
+    content = #out > 0 and table.concat(out, "\n") or "No symbols found." }
 end
 
 function capture.buffers()
@@ -233,8 +367,9 @@ end
 M.KINDS = vim.tbl_keys(capture)
 table.sort(M.KINDS)
 
-local function cut(item, limit)
-  if #item.content > limit then
+function M.cut(item, limit)
+  limit = tonumber(limit) or M.DEFAULT_MAX_CHARS
+  if type(item.content) == "string" and #item.content > limit then
     local rest = #item.content - limit
     item.content = item.content:sub(1, limit)
       .. ("\n[... cut here: %d more characters were not sent (interactions.chat.opts.max_context_chars)]"):format(rest)
@@ -243,12 +378,13 @@ local function cut(item, limit)
   return item
 end
 
--- The context `text` names, read now: a list of { kind, label, content, filetype?, path? }, and
--- what could not be read (one sentence each).
+-- The context `text` names, read now: a list of { kind, label, content, filetype?, path?,
+-- bufnr?, param? } (param: a following {diff} or {all}), and what could not be read (one
+-- sentence each).
 function M.capture(chat, text, max_chars)
-  max_chars = tonumber(max_chars) or M.DEFAULT_MAX_CHARS
   local items, problems, seen = {}, {}, {}
-  for name, arg in text:gmatch("#{(%w+):?([^}]*)}") do
+  for name, arg, after in text:gmatch("#{(%w+):?([^}]*)}()") do
+    local param = text:sub(after):match("^{(%a+)}")
     local key = name .. ":" .. arg
     local fn = capture[name]
     if fn and not seen[key] then
@@ -261,7 +397,8 @@ function M.capture(chat, text, max_chars)
         table.insert(problems, ("#{%s}: %s"):format(name .. (arg ~= "" and (":" .. arg) or ""), why))
       else
         for _, item in ipairs(got.kind and { got } or got) do -- one item, or a list (maybe empty)
-          table.insert(items, cut(item, max_chars))
+          item.param = (param == "all" or param == "diff") and item.kind == "buffer" and param or nil
+          table.insert(items, M.cut(item, max_chars))
         end
       end
     end

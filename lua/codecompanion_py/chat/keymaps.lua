@@ -37,6 +37,11 @@ M.DEFAULTS = {
     description = "Toggle YOLO/auto-approval of tool calls" },
   auto_tool_mode = { modes = { n = "gta" }, callback = "keymaps.yolo_mode",
     description = "Toggle YOLO/auto-approval of tool calls (its name before v18)" },
+  buffer_sync_all = { modes = { n = "gba" }, callback = "keymaps.buffer_sync_all",
+    description = "Send the whole buffer on every turn it changed" },
+  buffer_sync_diff = { modes = { n = "gbd" }, callback = "keymaps.buffer_sync_diff",
+    description = "Send the buffer's changes on every turn" },
+  rules = { modes = { n = "gM" }, callback = "keymaps.clear_rules", description = "Remove rules from the chat" },
   goto_file_under_cursor = { modes = { n = "gR" }, callback = "keymaps.goto_file_under_cursor",
     description = "Open the file path under the cursor" },
   -- this plugin's own, for coding agents (CodeCompanion has /mode and /resume for these)
@@ -48,7 +53,8 @@ M.DEFAULTS = {
 
 M.ORDER = { "options", "completion", "send", "regenerate", "close", "stop", "clear", "codeblock", "yank_code",
   "next_chat", "previous_chat", "next_header", "previous_header", "change_adapter", "fold_code", "debug",
-  "system_prompt", "clear_approvals", "yolo_mode", "auto_tool_mode", "goto_file_under_cursor", "acp_options",
+  "system_prompt", "buffer_sync_all", "buffer_sync_diff", "rules", "clear_approvals", "yolo_mode", "auto_tool_mode",
+  "goto_file_under_cursor", "acp_options",
   "acp_resume" }
 
 -- The user's keymaps table: the newer spelling wins, entry by entry.

@@ -2,6 +2,12 @@
 -- accept one, and it runs: the `/word` goes and what the command gives takes its place.
 --   /buffer   pick an open buffer: `#{buffer:path}` (read when the message is sent)
 --   /file     pick a project file: `#{file:path}`
+--   /image    pick an image (of the project, or any path): `#{image:path}`, sent in the
+--             provider's image format
+--   /rules    add a rule group (rules files) to the chat
+--   /fetch    a web page: `#{fetch:url}`, read by the engine when the message goes
+--   /help     a section of Vim's help: `#{help:tag}`
+--   /symbols  the tree-sitter outline of a file: `#{symbols:path}`
 --   /now      the date and time
 --   /mode, /resume   (agent chats) the agent's options, an earlier session
 -- Pickers are vim.ui.select, so a picker plugin that replaces it styles them.
@@ -11,6 +17,7 @@ local rpc = require("codecompanion_py.rpc")
 local M = {}
 
 local MAX_FILES = 5000
+local OTHER_PATH = "Another path..."
 local SKIP = { [".git"] = true, node_modules = true, [".venv"] = true, __pycache__ = true }
 
 -- The project's files, relative to the cwd: git's list when it is a repository, else a walk.
@@ -66,6 +73,71 @@ M.COMMANDS = {
       end)
     end,
   },
+  image = {
+    description = "Share an image",
+    run = function(_, insert)
+      local images = vim.tbl_filter(function(path)
+        local ext = path:match("%.(%w+)$")
+        return ext ~= nil and require("codecompanion_py.chat.context").IMAGE_TYPES[ext:lower()] == true
+      end, project_files())
+      table.insert(images, OTHER_PATH)
+      vim.ui.select(images, { prompt = "Image" }, function(path)
+        if path == OTHER_PATH then
+          vim.ui.input({ prompt = "Image path: ", completion = "file" }, function(typed)
+            if typed and vim.trim(typed) ~= "" then insert("#{image:" .. vim.trim(typed) .. "}") end
+          end)
+        elseif path then
+          insert("#{image:" .. path .. "}")
+        end
+      end)
+    end,
+  },
+  rules = {
+    description = "Add rules files to the chat",
+    run = function(chat)
+      local rules = require("codecompanion_py.chat.rules")
+      local groups = rules.groups(require("codecompanion_py").config or {})
+      local names = vim.tbl_keys(groups)
+      table.sort(names)
+      vim.ui.select(names, {
+        prompt = "Rules",
+        format_item = function(name)
+          return name .. (groups[name].description and (": " .. groups[name].description) or "")
+        end,
+      }, function(name)
+        if name then
+          local added = require("codecompanion_py.chat").load_rules(chat, { name })
+          vim.notify(("CodeCompanion: %d rules file(s) of %s will go with your next message"):format(#added, name))
+        end
+      end)
+    end,
+  },
+  fetch = {
+    description = "Share a web page (read when the message goes)",
+    run = function(_, insert)
+      vim.ui.input({ prompt = "URL: " }, function(url)
+        url = url and vim.trim(url) or ""
+        if url ~= "" then insert("#{fetch:" .. url .. "}") end
+      end)
+    end,
+  },
+  help = {
+    description = "Share a section of Vim's help",
+    run = function(_, insert)
+      vim.ui.input({ prompt = "Help tag: ", completion = "help" }, function(tag)
+        tag = tag and vim.trim(tag) or ""
+        if tag ~= "" then insert("#{help:" .. tag .. "}") end
+      end)
+    end,
+  },
+  symbols = {
+    description = "Share the outline of a file (tree-sitter)",
+    run = function(_, insert)
+      vim.ui.select(project_files(), { prompt = "Symbols of" }, function(path)
+        if path then insert("#{symbols:" .. path .. "}") end
+      end)
+    end,
+  },
   now = {
     description = "Insert the date and time",
     run = function(_, insert) insert(os.date("%a, %d %b %Y %H:%M:%S %z")) end,
@@ -82,17 +154,84 @@ M.COMMANDS = {
   },
 }
 
+-- `interactions.chat.slash_commands`: the user's own commands (a `callback` called with the
+-- chat, as CodeCompanion's), `enabled` (a boolean, or a function given { adapter }) and
+-- `description` over the built-ins.
+local function user_commands()
+  local configured = require("codecompanion_py").chat_option("slash_commands")
+  return type(configured) == "table" and configured or {}
+end
+
+-- Every command in effect, by name.
+function M.commands()
+  local out = {}
+  for name, command in pairs(M.COMMANDS) do
+    out[name] = command
+  end
+  for name, spec in pairs(user_commands()) do
+    if type(spec) == "table" and name ~= "opts" then
+      local base = out[name] or {}
+      local callback = spec.callback
+      out[name] = {
+        description = spec.description or base.description or name,
+        agent = base.agent,
+        enabled = spec.enabled,
+        keymaps = spec.keymaps,
+        run = type(callback) == "function" and function(chat) callback(chat) end or base.run,
+      }
+    elseif spec == false then
+      out[name] = nil
+    end
+  end
+  return out
+end
+
 local function available(chat, command)
-  return not command.agent or (chat.adapter and chat.adapter.type == "acp")
+  if not command.run or (command.agent and not (chat.adapter and chat.adapter.type == "acp")) then
+    return false
+  end
+  if type(command.enabled) == "function" then
+    local ok, on = pcall(command.enabled, { adapter = vim.deepcopy(chat.adapter) })
+    return ok and on ~= false
+  end
+  return command.enabled ~= false
+end
+
+-- `slash_commands.<name>.keymaps.modes`: keys that run the command in the chat.
+function M.set_keymaps(chat)
+  for name, command in pairs(M.commands()) do
+    local modes = type(command.keymaps) == "table" and command.keymaps.modes or {}
+    for mode, keys in pairs(modes) do
+      for _, lhs in ipairs(type(keys) == "table" and keys or { keys }) do
+        vim.keymap.set(mode, lhs, function() M.run(chat, name) end,
+          { buffer = chat.bufnr, desc = "CodeCompanion: /" .. name })
+      end
+    end
+  end
+end
+
+-- Run command `name` with what it gives inserted at the cursor.
+function M.run(chat, name)
+  local command = M.commands()[name]
+  if not command or not available(chat, command) then
+    return vim.notify("CodeCompanion: /" .. name .. " is not available in this chat", vim.log.levels.WARN)
+  end
+  local row, col = unpack(api.nvim_win_get_cursor(0))
+  command.run(chat, function(text)
+    if api.nvim_buf_is_valid(chat.bufnr) and vim.bo[chat.bufnr].modifiable then
+      api.nvim_buf_set_text(chat.bufnr, row - 1, col, row - 1, col, { text })
+    end
+  end)
 end
 
 -- Completion items for `base` ("/fi"): each command with its description.
 function M.items(chat, base)
-  local names = vim.tbl_keys(M.COMMANDS)
+  local commands = M.commands()
+  local names = vim.tbl_keys(commands)
   table.sort(names)
   local items = {}
   for _, name in ipairs(names) do
-    local command = M.COMMANDS[name]
+    local command = commands[name]
     if available(chat, command) and ("/" .. name):sub(1, #base) == base then
       table.insert(items,
         { word = "/" .. name, menu = command.description, user_data = { codecompanion_slash = name } })
@@ -105,7 +244,7 @@ end
 function M.completed(chat, item)
   local data = type(item) == "table" and item.user_data or nil
   local name = type(data) == "table" and data.codecompanion_slash or nil
-  local command = name and M.COMMANDS[name]
+  local command = name and M.commands()[name]
   if not command then
     return
   end

@@ -1,0 +1,187 @@
+-- Rules files, CodeCompanion's `rules`: groups of files (AGENTS.md, CLAUDE.md, .cursorrules...)
+-- whose text goes into a chat as context. `rules.opts.chat.autoload` (default "default")
+-- names the groups every new chat loads; `/rules` adds a group to a chat; `gM` removes
+-- them all. A file read with the `claude` or `codecompanion` parser brings the files its
+-- `@path` lines name (resolved beside it, then in the cwd), to a depth of M.MAX_DEPTH; a file
+-- met twice is sent once, so an import loop ends. Files that do not exist are left out.
+local M = {}
+
+M.MAX_DEPTH = 5
+
+M.DEFAULTS = {
+  default = {
+    description = "Collection of common files for all projects",
+    files = {
+      ".clinerules",
+      ".cursorrules",
+      ".goosehints",
+      ".rules",
+      ".windsurfrules",
+      ".github/copilot-instructions.md",
+      "AGENT.md",
+      "AGENTS.md",
+      { path = "CLAUDE.md", parser = "claude" },
+      { path = "CLAUDE.local.md", parser = "claude" },
+      { path = "~/.claude/CLAUDE.md", parser = "claude" },
+    },
+  },
+}
+
+local NOT_GROUPS = { opts = true, parsers = true }
+
+local function rules_config(config)
+  return type(config.rules) == "table" and config.rules or {}
+end
+
+-- Every group: the defaults, with the user's groups over them (a group of the same name replaces it).
+function M.groups(config)
+  local groups = vim.deepcopy(M.DEFAULTS)
+  local opts = rules_config(config).opts or {}
+  if opts.show_presets == false then
+    groups = {}
+  end
+  for name, group in pairs(rules_config(config)) do
+    if not NOT_GROUPS[name] and type(group) == "table" then
+      groups[name] = group
+    end
+  end
+  return groups
+end
+
+local function enabled(value, ...)
+  if type(value) == "function" then
+    local ok, result = pcall(value, ...)
+    return ok and result ~= false
+  end
+  return value ~= false
+end
+
+-- The groups a new chat loads (none when `rules.opts.chat.enabled` is false).
+function M.autoload(config, chat)
+  local opts = vim.tbl_get(rules_config(config), "opts", "chat") or {}
+  if not enabled(opts.enabled, chat) then
+    return {}
+  end
+  local names = opts.autoload
+  if names == nil then
+    names = "default"
+  end
+  if type(names) == "function" then
+    local ok, result = pcall(names)
+    names = ok and result or {}
+  end
+  return type(names) == "string" and { names } or (type(names) == "table" and names or {})
+end
+
+-- The { path, parser } entries of a group, its nested groups' included.
+local function entries(group, parser, out)
+  if type(group) ~= "table" or not enabled(group.enabled) then
+    return out
+  end
+  parser = group.parser or parser
+  local files = group.files or {}
+  for _, entry in ipairs(files) do
+    if type(entry) == "string" then
+      table.insert(out, { path = entry, parser = parser })
+    elseif type(entry) == "table" and type(entry.path) == "string" then
+      table.insert(out, { path = entry.path, parser = entry.parser or parser })
+    end
+  end
+  local nested = vim.tbl_filter(function(key) return type(key) == "string" end, vim.tbl_keys(files))
+  table.sort(nested)
+  for _, key in ipairs(nested) do
+    entries(files[key], parser, out)
+  end
+  return out
+end
+
+local function read(path)
+  local handle = io.open(path, "rb")
+  if not handle then
+    return nil
+  end
+  local text = handle:read("*a") or ""
+  handle:close()
+  return not text:find("\0", 1, true) and text or nil
+end
+
+-- The `@path` lines of a rules file (not those inside fenced code).
+function M.imports(text)
+  local found, fenced = {}, false
+  for line in (text .. "\n"):gmatch("(.-)\n") do
+    if line:match("^%s*```") or line:match("^%s*~~~") then
+      fenced = not fenced
+    elseif not fenced then
+      local path = line:match("^%s*@(%S+)%s*$")
+      if path then
+        table.insert(found, path)
+      end
+    end
+  end
+  return found
+end
+
+local function resolve(path, beside)
+  if path:match("^[/~]") then
+    return vim.fn.fnamemodify(vim.fn.expand(path), ":p")
+  end
+  local near = vim.fs.normalize(vim.fs.joinpath(beside, path))
+  if vim.fn.filereadable(near) == 1 then
+    return near
+  end
+  return vim.fn.fnamemodify(path, ":p")
+end
+
+-- The rules items of `names` (groups): { kind = "rules", path, label, content, filetype },
+-- and the problems met (one sentence each).
+function M.load(config, names)
+  local groups = M.groups(config)
+  local items, problems, seen = {}, {}, {}
+  local function add(path, parser, depth, from)
+    local real = vim.uv.fs_realpath(path)
+    if not real then
+      if from then
+        table.insert(problems, ("%s imports %s, which does not exist"):format(from, vim.fn.fnamemodify(path, ":~:.")))
+      end
+      return
+    end
+    if seen[real] then
+      if from then
+        table.insert(problems, ("%s imports %s again (an import loop?): it is sent once"):format(from,
+          vim.fn.fnamemodify(real, ":~:.")))
+      end
+      return
+    end
+    seen[real] = true
+    local text = read(real)
+    if not text then
+      return table.insert(problems, ("%s cannot be read as text"):format(path))
+    end
+    local label = vim.fn.fnamemodify(real, ":~:.")
+    table.insert(items, { kind = "rules", path = real, label = label, content = text,
+      filetype = vim.filetype.match({ filename = real }) or "markdown" })
+    if parser == "claude" or parser == "codecompanion" then
+      for _, import in ipairs(M.imports(text)) do
+        if depth >= M.MAX_DEPTH then
+          table.insert(problems, ("%s: @%s is deeper than %d imports and was left out"):format(label, import,
+            M.MAX_DEPTH))
+        else
+          add(resolve(import, vim.fs.dirname(real)), parser, depth + 1, label)
+        end
+      end
+    end
+  end
+  for _, name in ipairs(names) do
+    local group = groups[name]
+    if not group then
+      table.insert(problems, ("there is no rule group %q"):format(name))
+    else
+      for _, entry in ipairs(entries(group, group.parser, {})) do
+        add(vim.fn.fnamemodify(vim.fn.expand(entry.path), ":p"), entry.parser, 0, nil)
+      end
+    end
+  end
+  return items, problems
+end
+
+return M

@@ -1,0 +1,70 @@
+"""Rules files in real Neovim: CodeCompanion's default group loads into every chat with
+its `@file` imports (a loop sent once, a missing import said), is listed in the chat's
+context block and reaches the LLM; `gM` removes it and `/rules` adds a group."""
+
+from __future__ import annotations
+
+import pytest
+
+from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from tests.e2e.test_chat_surface import chat_config, notes, reply, send, setup
+from tests.e2e.test_context import block, context_sent
+
+pytestmark = pytest.mark.nvim
+
+
+def test_rules_load_with_imports_are_listed_sent_removed_and_added(editor, tmp_path):
+    project = tmp_path / "proj"
+    (project / "docs").mkdir(parents=True)
+    (project / "AGENTS.md").write_text("Use tabs.\n@docs/style.md\n")  # no parser: not an import
+    (project / "CLAUDE.md").write_text("Be brief.\n@docs/style.md\n@missing.md\n```\n@not/an/import.md\n```\n")
+    (project / "docs" / "style.md").write_text("Style: PEP 8.\n@../CLAUDE.md\n")  # a loop back
+    (project / "extra.md").write_text("Extra rule.\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    with ServerThread(ScriptedServer.sequence([reply(f"ok {i}") for i in range(3)])) as server:
+        editor.lua(f"vim.env.HOME = '{home}'")
+        setup(
+            editor,
+            server.url,
+            chat_config("") + ' rules = { mine = { description = "My extras", files = { "extra.md" } } },',
+        )
+        editor.nvim.command(f"cd {project}")
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        assert block(editor, chat) == [
+            "> Context:",
+            "> - <rules>AGENTS.md</rules>",
+            "> - <rules>CLAUDE.md</rules>",
+            "> - <rules>docs/style.md</rules>",
+        ]
+        said = "\n".join(notes(editor))
+        assert "CLAUDE.md imports missing.md, which does not exist" in said
+        assert "docs/style.md imports CLAUDE.md again" in said and "not/an/import" not in said
+
+        send(editor, "hello", 1)
+        sent = context_sent(server, 0)
+        assert [t.split("\n")[0] for t in sent] == [
+            "Context: AGENTS.md",
+            "Context: CLAUDE.md",
+            "Context: docs/style.md",
+        ]
+        assert "Style: PEP 8." in sent[2]
+        body = server.requests[0].json()["messages"]
+        assert body[-1] == {"role": "user", "content": "hello"}  # the rules come before the message
+
+        editor.nvim.command("normal! G")
+        editor.nvim.input("gM")
+        editor.wait_for(lambda: block(editor, chat) == [], what="the rules gone from the block")
+        send(editor, "again", 2)
+        assert context_sent(server, 1) == []
+
+        editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice('mine', 1) end")
+        editor.nvim.command("normal! G")
+        editor.nvim.options["completeopt"] = "menuone,noinsert"
+        editor.nvim.input("A/rul<C-x><C-o>")
+        editor.wait_for(lambda: editor.nvim.call("pumvisible") == 1, what="the completion menu")
+        editor.nvim.input("<C-y><Esc>")
+        editor.wait_for(lambda: block(editor, chat) == ["> Context:", "> - <rules>extra.md</rules>"], what="listed")
+        send(editor, "with extras", 3)
+        assert context_sent(server, 2) == ["Context: extra.md\n```markdown\nExtra rule.\n```"]
