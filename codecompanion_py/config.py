@@ -66,6 +66,9 @@ class Config:
     problems: list[str] = field(default_factory=list)
     language: str = "English"  # opts.language
     editor: dict[str, str] = field(default_factory=dict)  # what Lua adds: nvim_version, os, history_dir
+    # interactions.background: an LLM writes each chat's title after its first turn
+    make_titles: bool = False
+    background_adapter: Any = None  # None: the chat's own adapter
 
     def chat_system_prompt(self, cwd: str) -> str | lua.LuaFunction | None:
         """The system prompt of a chat in `cwd`. The default one, as CodeCompanion's, tells
@@ -119,6 +122,7 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         acp_adapters.register(name, definition)
         config.user_adapters.append(name)
     _chat_settings(raw, config)
+    _background_settings(raw, config)
     tools: dict[str, Any] = {}
     for key in ("strategies", "interactions"):  # the newer spelling wins, entry by entry
         chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
@@ -186,6 +190,28 @@ def _chat_settings(raw: Mapping[str, Any], config: Config) -> None:
             if prompt is not None and not isinstance(prompt, (str, lua.LuaFunction)):
                 raise ConfigError(f"{key}.chat.opts.system_prompt must be a string or a function")
             config.system_prompt = prompt or None
+
+
+TITLE_ACTION = "interactions.background.builtin.chat_make_title"
+
+
+def _background_settings(raw: Mapping[str, Any], config: Config) -> None:
+    """CodeCompanion's background chat interaction: `opts.enabled = true` turns it on, and its
+    `on_ready` callback runs the title action unless the user's `actions` leave it out."""
+    for key in ("strategies", "interactions"):  # the newer spelling wins
+        background = _table(_table(raw.get(key), key).get("background"), f"{key}.background")
+        if "adapter" in background:
+            config.background_adapter = background["adapter"] or None
+        chat = _table(background.get("chat"), f"{key}.background.chat")
+        if "enabled" not in _table(chat.get("opts"), f"{key}.background.chat.opts"):
+            continue
+        on_ready = _table(_table(chat.get("callbacks"), "callbacks").get("on_ready"), "on_ready")
+        actions = on_ready.get("actions", [TITLE_ACTION])
+        config.make_titles = (
+            _table(chat.get("opts"), "opts").get("enabled") is True
+            and on_ready.get("enabled", True) is not False
+            and TITLE_ACTION in (actions if isinstance(actions, list) else [])
+        )
 
 
 def adapter_names(config: Config) -> list[str]:

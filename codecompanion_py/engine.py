@@ -18,21 +18,17 @@ import contextlib
 import logging
 import os
 import threading
-import time
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-import msgspec
-
 from . import adapters, config, health, processes
 from .acp import adapters as acp_adapters
 from .adapters.models import list_models
-from .chat import history
 from .chat.acp_session import AcpChatSession
-from .chat.context import items_of, shared
-from .chat.history import HistoryStore
+from .chat.context import items_of
+from .chat.keeper import ChatKeeper
 from .chat.protocol import Session
 from .chat.session import ChatSession
 from .client import HttpClient
@@ -59,8 +55,8 @@ class Engine:
         self.bridge = bridge
         self.config = config.load({})
         self.sessions: dict[Any, Session] = {}
-        self._history_ids: dict[Any, tuple[str, float]] = {}  # chat -> (saved chat id, created)
         self._client: HttpClient | None = None
+        self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.bridge.notify)
         self.pending = PendingCalls()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run, name="codecompanion-engine", daemon=True)
@@ -105,7 +101,7 @@ class Engine:
         if method == "health":
             return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
         if method.startswith("history."):
-            return self._history_request(method, payload)
+            return self.keeper.request(method, payload)
         if method == "tools":  # for `@` completion in the chat
             return self.config.tools.mentionable()
         if method == "adapters":
@@ -173,83 +169,22 @@ class Engine:
         chat_id = payload["chat_id"]
         spec = payload.get("adapter") or self.config.chat_adapter
         sink = RenderSink(lambda batch: self.bridge.render(chat_id, batch), self.loop)
-        saved = self._saved_chat(chat_id, payload.get("history_id"))
+        saved = self.keeper.begin(chat_id, payload.get("history_id"))
         session = self._new_session(
-            chat_id, spec, payload.get("model") or None, sink, _workspace(payload), history=saved
+            chat_id,
+            spec,
+            payload.get("model") or None,
+            sink,
+            _workspace(payload),
+            history=saved.messages if saved else None,
         )
+        if saved is not None and saved.session_id and isinstance(session, AcpChatSession):
+            session.saved_session = saved.session_id
         old = self.sessions.pop(chat_id, None)
         if old is not None:
             await old.close()
         self.sessions[chat_id] = session
         self._announce(session)
-
-    # --- history: every chat saved after each turn (chat/history.py) ---------------------
-
-    def history(self) -> HistoryStore | None:
-        root = self.config.editor.get("history_dir")
-        return HistoryStore(root) if root else None
-
-    def _saved_chat(self, chat_id: Any, history_id: Any) -> list[Message] | None:
-        """The messages of the saved chat this chat continues (None for a new chat)."""
-        store = self.history()
-        if store is None or not history_id:
-            self._history_ids[chat_id] = (history.new_id(), time.time())
-            return None
-        try:
-            record = store.load(str(history_id))
-        except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise ConfigError(f"the saved chat {history_id} cannot be read: {error}") from None
-        self._history_ids[chat_id] = (record.id, record.created)
-        return record.messages
-
-    def _save_chat(self, chat_id: Any) -> None:
-        store, session = self.history(), self.sessions.get(chat_id)
-        if store is None or session is None or chat_id not in self._history_ids:
-            return
-        messages = [m for m in session.history if m.role != "system"]
-        if not any(m.role == "user" for m in messages):
-            return
-        history_id, created = self._history_ids[chat_id]
-        info = session.adapter_info()
-        record = history.Record(
-            id=history_id,
-            title=history.title_of(messages),
-            adapter=info.name,
-            model=info.model,
-            cwd=str(session.workspace.root),
-            created=created,
-            updated=time.time(),
-            messages=messages,
-        )
-        try:
-            store.save(record)
-        except OSError as error:
-            self.bridge.notify(f"CodeCompanion: the chat could not be saved to {store.root}: {error}", "WARN")
-
-    def _history_request(self, method: str, payload: Mapping[str, Any]) -> Any:
-        # the editor says where (a request can arrive before the config that says it too)
-        store = HistoryStore(str(payload["dir"])) if payload.get("dir") else self.history()
-        if store is None:
-            raise ConfigError("there is no history directory (the editor did not give one)")
-        if method == "history.list":
-            return store.summaries()
-        chat = str(payload.get("id", ""))
-        if method == "history.delete":
-            store.delete(chat)
-            return True
-        try:
-            record = store.load(chat)
-        except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise ConfigError(f"the saved chat {chat} cannot be read: {error}") from None
-        return {
-            "id": record.id,
-            "title": record.title,
-            "adapter": record.adapter,
-            "model": record.model,
-            "cwd": record.cwd,
-            "transcript": history.transcript(record.messages),
-            "context": shared(record.messages),
-        }
 
     def _announce(self, session: Session, *, model_changed: bool = True) -> None:
         """The chat's adapter, to the buffer (header, settings) and to listeners."""
@@ -313,8 +248,7 @@ class Engine:
         removed = [str(i) for i in payload.get("removed") or () if i]
         task = session.submit(str(payload.get("text", "")), items_of(payload.get("context")), removed)
         if task is not None:  # saved once the turn ends, however it ends
-            chat_id = session.chat_id
-            task.add_done_callback(lambda _task: self._save_chat(chat_id))
+            task.add_done_callback(lambda _task: self.keeper.after_turn(session))
 
     async def _chat_system_prompt(self, payload: Mapping[str, Any]) -> None:
         on = self._session(payload).toggle_system_prompt()
@@ -409,7 +343,7 @@ class Engine:
 
     async def _chat_close(self, payload: Mapping[str, Any]) -> None:
         session = self.sessions.pop(payload.get("chat_id"), None)
-        self._history_ids.pop(payload.get("chat_id"), None)
+        self.keeper.forget(payload.get("chat_id"))
         if session is not None:
             await session.close()
 

@@ -23,9 +23,15 @@ end, {
   end,
 })
 
-vim.api.nvim_create_user_command("CodeCompanionHistory", function()
-  require("codecompanion_py.history").pick()
-end, { desc = "Reopen a saved chat (newest first) and carry on" })
+vim.api.nvim_create_user_command("CodeCompanionHistory", function(cmd)
+  require("codecompanion_py.history").pick(cmd.fargs[1])
+end, {
+  nargs = "?",
+  desc = "Reopen a saved chat (newest first) and carry on; `rename` or `delete` one",
+  complete = function(arg)
+    return vim.tbl_filter(function(item) return item:find(arg, 1, true) == 1 end, { "rename", "delete" })
+  end,
+})
 
 vim.api.nvim_create_user_command("CodeCompanionInstall", function()
   require("codecompanion_py.rpc").install()

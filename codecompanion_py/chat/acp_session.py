@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from ..acp.adapters import AcpAdapter
 from ..acp.client import AcpClient
-from ..errors import AgentError, CodeCompanionError
+from ..errors import AgentError, CodeCompanionError, RpcError
 from ..events import NoticeEvent
 from ..messages import Message
 from ..tools.approvals import Approvals
@@ -85,6 +85,8 @@ class AcpChatSession:
         self.client: AcpClient | None = None
         self.session_id: str | None = None
         self.resume_id: str | None = None  # a session to load instead of starting a new one
+        self.saved_session: str | None = None  # a reopened chat's session, loaded when the agent can
+        self._replaying = False
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
         self._reply: list[str] = []
@@ -312,11 +314,14 @@ class AcpChatSession:
             return self.client, self.session_id
         client = await self._start_agent()
         self.view.fire("ACPSessionPre", {"id": self.chat_id, "agent_capabilities": client.capabilities or None})
-        restored = self.resume_id
+        restored, self.resume_id = self.resume_id, None
+        saved, self.saved_session = self.saved_session, None
+        if restored is None and saved is not None and client.supports("loadSession"):
+            restored = await self._load_saved(client, saved)
         if restored is not None:
-            self.resume_id = None
             session_id = self.session_id = restored
-            self.state.remember_session(await client.load_session(session_id))
+            if restored != saved:
+                self.state.remember_session(await client.load_session(session_id))
         else:
             session = await client.new_session()
             session_id = self.session_id = str(session["sessionId"])
@@ -342,6 +347,22 @@ class AcpChatSession:
         self.view.push(ops.Ready(adapter=self.adapter_info()))
         self.view.fire("ChatACPSession", {"adapter": self.adapter_info(), "session_id": session_id})
         return client, session_id
+
+    async def _load_saved(self, client: AcpClient, session_id: str) -> str | None:
+        """A chat reopened from the history: its agent session loaded (the agent remembers
+        it, so the transcript is not told again; its replay is not drawn, the transcript is
+        on screen already). None when the agent cannot load it: the chat goes on in a new
+        session that is told the transcript."""
+        self._replaying = True
+        try:
+            self.state.remember_session(await client.load_session(session_id))
+        except (AgentError, RpcError) as error:
+            log.info("%s: the saved session %s did not load: %s", self.adapter.name, session_id, error)
+            return None
+        finally:
+            self._replaying = False
+        self._carried = 0
+        return session_id
 
     async def _start_agent(self) -> AcpClient:
         """The agent's process, started unless one is running (sessions come and go on it)."""
@@ -380,9 +401,9 @@ class AcpChatSession:
             self.view.fire("RequestStreaming", self._streaming)
             self._streaming = None
         translation = self.updates.translate(update)
-        if translation.text:
+        if translation.text and not self._replaying:
             self._reply.append(translation.text)
-        for event in translation.events:
+        for event in translation.events if not self._replaying else ():  # a reopened chat's: on screen already
             self.view.show(event)
         if translation.commands_changed:
             listed = tuple(

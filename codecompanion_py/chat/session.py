@@ -209,8 +209,8 @@ class ChatSession:
         if not text.strip():
             self.view.push(ops.Done(status="empty"))
             return None
-        self.remove_context(removed)
         pages = [item for item in context if item.kind == "fetch"]  # read in the turn, not here
+        self.remove_context([*removed, *(page.id for page in pages if page.update == "all")])
         try:
             shared_context.add(self.history, [item for item in context if item.kind != "fetch"])
         except ConfigError as error:

@@ -1,7 +1,9 @@
 -- :CodeCompanionHistory: the saved chats, newest first (title, adapter, age), through
 -- vim.ui.select; the one picked opens as a chat that carries on where it stopped (the engine
--- keeps its whole history; ga switches the adapter as in any chat). Chats are saved by the
--- engine after each turn (codecompanion_py/chat/history.py), under stdpath("data").
+-- keeps its whole history; ga switches the adapter as in any chat).
+-- :CodeCompanionHistory rename / delete: pick one, then give it a title / confirm.
+-- Chats are saved by the engine after each turn (codecompanion_py/chat/history.py), under
+-- stdpath("data").
 local rpc = require("codecompanion_py.rpc")
 
 local M = {}
@@ -31,17 +33,53 @@ function M.open(id)
   return require("codecompanion_py.chat").open({ adapter = saved.adapter, model = saved.model, saved = saved })
 end
 
-function M.pick()
-  local ok, entries = pcall(rpc.request, "history.list", { dir = rpc.history_dir() })
+local function request(method, payload)
+  payload.dir = rpc.history_dir()
+  local ok, result = pcall(rpc.request, method, payload)
   if not ok then
-    return vim.notify("CodeCompanion: " .. tostring(entries), vim.log.levels.ERROR)
+    vim.notify("CodeCompanion: " .. tostring(result), vim.log.levels.ERROR)
+    return nil
+  end
+  return result
+end
+
+function M.rename(entry)
+  vim.ui.input({ prompt = "Title: ", default = entry.title }, function(title)
+    if title and vim.trim(title) ~= "" and request("history.rename", { id = entry.id, title = title }) then
+      vim.notify(("CodeCompanion: renamed to %q"):format(vim.trim(title)))
+    end
+  end)
+end
+
+function M.delete(entry)
+  local question = { prompt = ("Delete %q?"):format(entry.title), format_item = tostring }
+  vim.ui.select({ "Delete", "Keep" }, question, function(choice)
+    if choice == "Delete" and request("history.delete", { id = entry.id }) then
+      vim.notify(("CodeCompanion: deleted %q"):format(entry.title))
+    end
+  end)
+end
+
+local ACTIONS = { open = function(entry) M.open(entry.id) end, rename = M.rename, delete = M.delete }
+
+-- `action`: nil (open), "rename" or "delete".
+function M.pick(action)
+  local act = ACTIONS[action or "open"]
+  if not act then
+    return vim.notify("CodeCompanion: :CodeCompanionHistory takes rename or delete, not " .. action,
+      vim.log.levels.ERROR)
+  end
+  local entries = request("history.list", {})
+  if not entries then
+    return
   end
   if #entries == 0 then
     return vim.notify("CodeCompanion: no saved chats yet")
   end
-  vim.ui.select(entries, { prompt = "Saved chats", format_item = M.label }, function(entry)
+  local prompt = action and ("Saved chat to " .. action) or "Saved chats"
+  vim.ui.select(entries, { prompt = prompt, format_item = M.label }, function(entry)
     if entry then
-      M.open(entry.id)
+      act(entry)
     end
   end)
 end

@@ -13,13 +13,17 @@ from tests.e2e.test_chat_surface import chat_config, notes, reply, send, setup
 pytestmark = pytest.mark.nvim
 
 
+def llm_requests(server) -> list:
+    return [r for r in server.requests if r.method == "POST"]
+
+
 def user_message(server, index: int) -> str:
-    return [m["content"] for m in server.requests[index].json()["messages"] if m["role"] == "user"][-1]
+    return [m["content"] for m in llm_requests(server)[index].json()["messages"] if m["role"] == "user"][-1]
 
 
 def context_sent(server, index: int) -> list[str]:
-    """The user messages of request `index` that carry shared context, in order."""
-    users = [m["content"] for m in server.requests[index].json()["messages"] if m["role"] == "user"]
+    """The user messages of request `index` to the LLM that carry shared context, in order."""
+    users = [m["content"] for m in llm_requests(server)[index].json()["messages"] if m["role"] == "user"]
     return [text for text in users if isinstance(text, str) and text.startswith("Context: ")]
 
 

@@ -9,7 +9,7 @@ import pynvim
 import pytest
 
 from codecompanion_py.demo.launch import nvim_binary
-from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from codecompanion_py.demo.server import ScriptedServer, ServerThread, json_reply
 from tests.e2e.conftest import RECORD_EVENTS, Editor, quit_nvim
 from tests.e2e.test_chat_surface import chat_config, reply, send, setup
 
@@ -78,3 +78,114 @@ def test_a_chat_is_saved_and_carried_on_after_neovim_restarts(nvim_home, monkeyp
             quit_nvim(editor.nvim, pid)
     again = json.loads(saved[0].read_text())  # the same file, now with the third turn
     assert len(again["messages"]) == 6 and again["id"] == record["id"]
+
+
+def test_a_title_is_written_by_the_llm_and_chats_are_renamed_and_deleted(editor, tmp_path):
+    replies = [reply("Paris."), reply('"French capital question."'), reply("Blue.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup(
+            editor,
+            server.url,
+            chat_config("") + " interactions = { chat = { adapter = 'testllm' },"
+            " background = { chat = { opts = { enabled = true } } } },",
+        )
+        folder = tmp_path / "history"
+        editor.lua(f"require('codecompanion_py.rpc').history_dir = function() return '{folder}' end")
+        editor.nvim.command("CodeCompanionChat")
+        send(editor, "Capital of France?", 1)
+        editor.wait_for(lambda: len(server.requests) == 2, what="the title request")
+        title_request = server.requests[1].json()["messages"]
+        assert title_request[0]["role"] == "system" and "title" in title_request[0]["content"]
+        assert "Capital of France?" in title_request[1]["content"] and "Paris." in title_request[1]["content"]
+
+        def saved_titles():
+            return sorted(json.loads(p.read_text())["title"] for p in folder.glob("*.json"))
+
+        editor.wait_for(lambda: saved_titles() == ["French capital question"], what="the written title")
+        send(editor, "Sky colour?", 2)  # one title per chat: no second title request
+        assert len(server.requests) == 3 and saved_titles() == ["French capital question"]
+
+        editor.lua(PICK_FIRST)
+        editor.lua("vim.ui.input = function(opts, on_done) _G.cc_default = opts.default; on_done('Geography') end")
+        editor.nvim.command("CodeCompanionHistory rename")
+        editor.wait_for(lambda: saved_titles() == ["Geography"], what="renamed")
+        assert editor.lua("return _G.cc_default") == "French capital question"
+        assert editor.lua("return _G.cc_picked")[-1]["prompt"] == "Saved chat to rename"
+        send(editor, "Grass colour?", 3)  # the open chat keeps the new title
+        assert saved_titles() == ["Geography"]
+        editor.nvim.command("CodeCompanionHistory delete")  # answers the first choice: Delete
+        editor.wait_for(lambda: saved_titles() == [], what="deleted")
+
+
+def test_a_reopened_chat_goes_on_with_another_adapter(editor, tmp_path):
+    first = [reply("Paris."), reply("Blue.")]
+    models = json_reply({"data": [{"id": "other-model"}]})
+    other = ScriptedServer(lambda r: models if r.method == "GET" else reply("Seine."))
+    with ServerThread(ScriptedServer.sequence(first)) as one, ServerThread(other) as two:
+        editor.lua("vim.env.OTHER_KEY = 'k'")
+        setup(
+            editor,
+            one.url,
+            chat_config("")
+            + f""" adapters = {{ http = {{
+                 testllm = function() return require("codecompanion.adapters").extend("openai_compatible",
+                   {{ env = {{ url = "{one.url}" }}, schema = {{ model = {{ default = "test-model" }} }} }}) end,
+                 other = function() return require("codecompanion.adapters").extend("openai_compatible",
+                   {{ env = {{ url = "{two.url}" }}, schema = {{ model = {{ default = "other-model" }} }} }}) end,
+               }} }},""",
+        )
+        folder = tmp_path / "history"
+        editor.lua(f"require('codecompanion_py.rpc').history_dir = function() return '{folder}' end")
+        editor.nvim.command("CodeCompanionChat")
+        send(editor, "Capital of France?", 1)
+        send(editor, "Sky colour?", 2)
+        editor.nvim.command("close")
+        editor.lua(PICK_FIRST)
+        editor.nvim.command("CodeCompanionHistory")
+        editor.wait_for(lambda: "Sky colour?" in editor.text(), what="reopened")
+        editor.lua("""vim.ui.select = function(items, opts, on_choice)
+          for i, item in ipairs(items) do
+            local label = opts.format_item and opts.format_item(item) or item
+            if tostring(label):find("other", 1, true) then return on_choice(item, i) end
+          end
+          on_choice(items[1], 1)
+        end""")
+        editor.nvim.input("ga")
+        editor.wait_event("CodeCompanionChatAdapter", count=3)
+        send(editor, "Its river?", 3)
+        body = [r for r in two.requests if r.method == "POST"][-1].json()
+        assert body["model"] == "other-model"
+        assert [(m["role"], m["content"]) for m in body["messages"] if m["role"] != "system"] == [
+            ("user", "Capital of France?"),
+            ("assistant", "Paris."),
+            ("user", "Sky colour?"),
+            ("assistant", "Blue."),
+            ("user", "Its river?"),
+        ]
+
+
+def test_an_agent_chat_reopens_in_its_own_session(editor, tmp_path):
+    from tests.e2e.test_acp import open_agent_chat
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    log = tmp_path / "agent.log"
+    folder = tmp_path / "history"
+    editor.lua(f"require('codecompanion_py.rpc').history_dir = function() return '{folder}' end")
+    open_agent_chat(editor, project, "hello there", env_lua=f'FAKE_AGENT_LOG = "{log}"')
+    editor.wait_event("CodeCompanionChatDone")
+    saved = editor.wait_for(lambda: list(folder.glob("*.json")) or None, what="the saved chat")
+    record = json.loads(saved[0].read_text())
+    assert record["adapter"] == "fake" and record["session_id"] == "sess-1"
+    editor.nvim.command("close")
+    editor.lua(PICK_FIRST)
+    editor.nvim.command("CodeCompanionHistory")
+    editor.wait_for(lambda: "echo: hello there" in editor.text(), what="reopened")
+    send(editor, "and again", 2)
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    loads = [m["params"]["sessionId"] for m in sent if m.get("method") == "session/load"]
+    prompts = [m["params"]["prompt"] for m in sent if m.get("method") == "session/prompt"]
+    assert loads == ["sess-1"]
+    assert prompts[-1] == [{"type": "text", "text": "and again"}]  # the agent remembers: no transcript told
+    assert "earlier question" not in editor.text()  # its replay is not drawn again
+    assert editor.text().count("echo: hello there") == 1 and "echo: and again" in editor.text()

@@ -139,9 +139,9 @@ function M.collect(chat, text, max_chars, removed)
         item.sent = table.concat(api.nvim_buf_get_lines(item.bufnr, 0, -1, false), "\n")
         item.tick = api.nvim_buf_get_changedtick(item.bufnr)
       end
-      if find(chat, item.id) and not skip[item.id] then
-        item.update = "all" -- named again: the whole buffer, in place of what it sent
-      end
+    end
+    if find(chat, item.id) and not skip[item.id] then
+      item.update = "all" -- named again: it goes afresh, in place of what it sent
     end
   end
   for id in pairs(skip) do

@@ -1,0 +1,169 @@
+"""Keeping chats: which saved chat each open chat writes to, the save after each turn, the
+title an LLM writes for it (when the background interaction is on), and the editor's
+`history.*` requests (list, load, rename, delete) for `:CodeCompanionHistory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from .. import adapters
+from ..adapters.base import HTTPAdapter
+from ..client import HttpClient
+from ..errors import CodeCompanionError, ConfigError
+from . import history, titles
+from .acp_session import AcpChatSession
+from .context import shared
+from .history import HistoryStore, Record
+from .protocol import Session
+
+log = logging.getLogger("codecompanion_py")
+
+
+@dataclass
+class _Kept:
+    id: str
+    created: float
+    title: str | None = None  # the LLM's, once written
+    titling: bool = False
+
+
+class ChatKeeper:
+    def __init__(
+        self,
+        settings: Callable[[], Any],  # the engine's current Config
+        client: Callable[[], HttpClient],
+        notify: Callable[[str, str], None],
+    ) -> None:
+        self._settings = settings
+        self._client = client
+        self._notify = notify
+        self._kept: dict[Any, _Kept] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def store(self, folder: Any = None) -> HistoryStore | None:
+        root = folder or self._settings().editor.get("history_dir")
+        return HistoryStore(str(root)) if root else None
+
+    def begin(self, chat_id: Any, history_id: Any) -> Record | None:
+        """Chat `chat_id` opens: a new saved chat, or the saved chat `history_id` it carries on."""
+        store = self.store()
+        if store is None or not history_id:
+            self._kept[chat_id] = _Kept(history.new_id(), time.time())
+            return None
+        try:
+            record = store.load(str(history_id))
+        except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise ConfigError(f"the saved chat {history_id} cannot be read: {error}") from None
+        self._kept[chat_id] = _Kept(record.id, record.created, title=record.title if record.titled else None)
+        return record
+
+    def forget(self, chat_id: Any) -> None:
+        self._kept.pop(chat_id, None)
+
+    def after_turn(self, session: Session) -> None:
+        """Save the chat; after its first turn, have its title written when that is on."""
+        self.save(session)
+        kept = self._kept.get(session.chat_id)
+        if kept is not None and kept.title is None and not kept.titling and self._settings().make_titles:
+            adapter = self._title_adapter(session)
+            if adapter is not None:
+                kept.titling = True
+                task = asyncio.get_running_loop().create_task(self._write_title(session, kept, adapter))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    def save(self, session: Session) -> None:
+        store, kept = self.store(), self._kept.get(session.chat_id)
+        if store is None or kept is None:
+            return
+        messages = [m for m in session.history if m.role != "system"]
+        if not any(m.role == "user" and not m.context_id for m in messages):
+            return
+        info = session.adapter_info()
+        record = Record(
+            id=kept.id,
+            title=kept.title or history.title_of(messages),
+            titled=kept.title is not None,
+            adapter=info.name,
+            model=info.model,
+            cwd=str(session.workspace.root),
+            created=kept.created,
+            updated=time.time(),
+            session_id=session.session_id if isinstance(session, AcpChatSession) else None,
+            messages=messages,
+        )
+        try:
+            store.save(record)
+        except OSError as error:
+            self._notify(f"CodeCompanion: the chat could not be saved to {store.root}: {error}", "WARN")
+
+    def _title_adapter(self, session: Session) -> HTTPAdapter | None:
+        spec = self._settings().background_adapter
+        if spec is None:
+            adapter = getattr(session, "adapter", None)
+            return adapter if isinstance(adapter, HTTPAdapter) else None  # an agent's chat needs one named
+        try:
+            return adapters.resolve(spec)
+        except CodeCompanionError as error:
+            self._notify(f"CodeCompanion: interactions.background.adapter: {error}", "WARN")
+            return None
+
+    async def _write_title(self, session: Session, kept: _Kept, adapter: HTTPAdapter) -> None:
+        try:
+            title = await titles.make_title(adapter, self._client(), list(session.history))
+        except CodeCompanionError as error:
+            log.info("no title for chat %s: %s", kept.id, error)
+            title = None
+        if title and self._kept.get(session.chat_id) is kept:
+            kept.title = title
+            self.save(session)
+
+    # --- the editor's requests ------------------------------------------------------------
+
+    def request(self, method: str, payload: Mapping[str, Any]) -> Any:
+        # the editor says where (a request can arrive before the config that says it too)
+        store = self.store(payload.get("dir"))
+        if store is None:
+            raise ConfigError("there is no history directory (the editor did not give one)")
+        if method == "history.list":
+            return store.summaries()
+        chat = str(payload.get("id", ""))
+        if method == "history.delete":
+            store.delete(chat)
+            return True
+        record = self._load(store, chat)
+        if method == "history.rename":
+            title = " ".join(str(payload.get("title") or "").split())
+            if not title:
+                raise ConfigError("a title cannot be empty")
+            store.save(msgspec.structs.replace(record, title=title, titled=True))
+            for kept in self._kept.values():  # an open chat keeps the new title
+                if kept.id == record.id:
+                    kept.title = title
+            return True
+        if method != "history.load":
+            raise ValueError(f"unknown request {method!r}")
+        return {
+            "id": record.id,
+            "title": record.title,
+            "adapter": record.adapter,
+            "model": record.model,
+            "cwd": record.cwd,
+            "transcript": history.transcript(record.messages),
+            "context": shared(record.messages),
+        }
+
+    @staticmethod
+    def _load(store: HistoryStore, chat: str) -> Record:
+        try:
+            return store.load(chat)
+        except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise ConfigError(f"the saved chat {chat} cannot be read: {error}") from None
