@@ -42,6 +42,7 @@ from .acp import adapters as acp_adapters
 from .adapters import base as adapter_base
 from .adapters import lua
 from .adapters import models as adapter_models
+from .chat import compaction
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
 from .tools.registry import ToolSettings
@@ -68,6 +69,7 @@ class Config:
     editor: dict[str, str] = field(default_factory=dict)  # what Lua adds: nvim_version, os, history_dir
     # interactions.background: an LLM writes each chat's title after its first turn
     make_titles: bool = False
+    context_management: compaction.Settings = field(default_factory=compaction.Settings)
     background_adapter: Any = None  # None: the chat's own adapter
 
     def chat_system_prompt(self, cwd: str) -> str | lua.LuaFunction | None:
@@ -123,6 +125,11 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         config.user_adapters.append(name)
     _chat_settings(raw, config)
     _background_settings(raw, config)
+    for key in ("strategies", "interactions"):  # the newer spelling wins
+        opts = _chat_opts(raw, key)
+        if "context_management" in opts:
+            config.context_management = compaction.Settings.from_config(opts["context_management"])
+    config.problems.extend(config.context_management.problems)
     tools: dict[str, Any] = {}
     for key in ("strategies", "interactions"):  # the newer spelling wins, entry by entry
         chat = _table(_table(raw.get(key), key).get("chat"), f"{key}.chat")
@@ -212,6 +219,10 @@ def _background_settings(raw: Mapping[str, Any], config: Config) -> None:
             and on_ready.get("enabled", True) is not False
             and TITLE_ACTION in (actions if isinstance(actions, list) else [])
         )
+
+
+def _chat_opts(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    return _table(_table(_table(raw.get(key), key).get("chat"), f"{key}.chat").get("opts"), f"{key}.chat.opts")
 
 
 def adapter_names(config: Config) -> list[str]:

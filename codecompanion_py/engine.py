@@ -68,6 +68,7 @@ class Engine:
             "chat.submit": self._chat_submit,
             "chat.stop": self._chat_stop,
             "chat.remove_context": self._chat_remove_context,
+            "chat.compact": self._chat_compact,
             "chat.close": self._chat_close,
             "chat.set_adapter": self._chat_set_adapter,
             "chat.models": self._chat_models,
@@ -229,6 +230,7 @@ class Engine:
             tools=self.config.tools,
             editor=editor,
             workspace=workspace,
+            context_management=self.config.context_management,
         )
         if history:
             session.history.extend(m for m in history if m.role != "system")
@@ -332,6 +334,12 @@ class Engine:
 
     async def _editor_reply(self, payload: Mapping[str, Any]) -> None:
         self.pending.settle(payload)
+
+    async def _chat_compact(self, payload: Mapping[str, Any]) -> None:
+        session = self._session(payload)
+        task = session.compact()
+        if task is not None:
+            task.add_done_callback(lambda _task: self.keeper.after_turn(session))
 
     async def _chat_remove_context(self, payload: Mapping[str, Any]) -> None:
         self._session(payload).remove_context([str(i) for i in payload.get("ids") or () if i])

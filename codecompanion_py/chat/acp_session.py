@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from ..acp.adapters import AcpAdapter
 from ..acp.client import AcpClient
-from ..errors import AgentError, CodeCompanionError, RpcError
+from ..errors import AgentError, CodeCompanionError, ConfigError, RpcError
 from ..events import NoticeEvent
 from ..messages import Message
 from ..tools.approvals import Approvals
@@ -124,6 +124,11 @@ class AcpChatSession:
 
     def remove_context(self, ids: Sequence[str]) -> None:
         """An agent keeps what it was shown in its own session: nothing to take back here."""
+
+    def compact(self) -> asyncio.Task[None] | None:
+        raise ConfigError(
+            f"{self.adapter.formatted_name} keeps its own context: send \\compact if it offers that command"
+        )
 
     def stop(self) -> bool:
         """`q`: ask the agent to cancel the turn; the turn ends when the agent says so."""

@@ -48,6 +48,11 @@ class Session(Protocol):
         """Forget what the context items `ids` sent."""
         ...
 
+    def compact(self) -> asyncio.Task[None] | None:
+        """`/compact`: summarise the earlier turns now (a `ConfigError` where the backend
+        keeps its own context)."""
+        ...
+
     def stop(self) -> bool:
         """`q`: stop the running turn, keeping what arrived; False when idle."""
         ...

@@ -34,6 +34,7 @@ from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession
 from ..ui.sink import Sink
 from ..ui.view import EventView
+from . import compaction
 from . import context as shared_context
 from . import settings as settings_header
 from .context import ContextItem
@@ -64,6 +65,7 @@ class ChatSession:
         tools: ToolSettings | None = None,
         editor: Editor | None = None,
         workspace: Workspace | None = None,
+        context_management: compaction.Settings | None = None,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
@@ -89,6 +91,8 @@ class ChatSession:
         self.file_reads: dict[str, str] = {}  # what the LLM has seen, so edits to stale reads are refused
         self.tools: dict[str, Any] = {}  # enabled tool definitions by name
         self._prompted: set[str] = set()
+        self.context_management = context_management or compaction.Settings()
+        self._last_tokens = 0  # the provider's count after the last request
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -306,6 +310,7 @@ class ChatSession:
         """One request and its stream; (status, error message, usage)."""
         try:
             await self._refresh_system_prompt()
+            await self._manage_context()
             model = self.adapter.schema.get("model", {}).get("default")
             if isinstance(model, LuaFunction):  # what RequestStarted says (prepare() calls it again)
                 await model.call_async(self.editor, self.adapter)
@@ -337,6 +342,8 @@ class ChatSession:
                 if isinstance(event, FinalEvent):
                     self.history.append(event.message)
                     usage = event.usage
+                    if usage is not None:
+                        self._last_tokens = usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
                 elif isinstance(event, ErrorEvent):
                     status, message = "error", event.message
                     self._keep_partial(stream)
@@ -348,6 +355,74 @@ class ChatSession:
             await stream.close()
             view.fire("RequestFinished", {**info, "status": status})
         return status, message, usage
+
+    def compact(self) -> asyncio.Task[None] | None:
+        """`/compact`: summarise the earlier turns now, as a turn of its own."""
+        if self.busy:
+            self.view.push(ops.Error(message="a request is already running; press q to stop it"))
+            return None
+        self.task = asyncio.get_running_loop().create_task(self._compact_turn())
+        self.task.add_done_callback(self._end_unstarted)
+        return self.task
+
+    async def _compact_turn(self) -> None:
+        self._begun = asyncio.current_task()
+        self.view.push(ops.Begin(adapter=self.adapter_info()))
+        status: Status = "success"
+        message: str | None = None
+        try:
+            await self._manage_context(force=True)
+        except CodeCompanionError as error:
+            status, message = "error", str(error)
+        except asyncio.CancelledError:
+            status = "stopped"
+        finally:
+            self.view.push(ops.Done(status=status, message=message))
+
+    async def _manage_context(self, *, force: bool = False) -> None:
+        """Keep the chat inside its model's window (compaction.py): old tool output cut
+        first, then the earlier turns summarised; the chat says what happened."""
+        settings = self.context_management
+        if not settings.enabled and not force:
+            return
+        window = compaction.context_window(self.adapter)
+        size = max(self._last_tokens, compaction.estimate(self.history))
+        edit_at = compaction.threshold(settings.editing_trigger, window)
+        if not force and edit_at is not None and size >= edit_at:
+            removed = compaction.trim_tool_outputs(self.history, settings.keep_cycles, settings.exclude_tools)
+            if removed:
+                size = compaction.estimate(self.history)
+                self._say_context(
+                    f"Cut the output of older tool calls (~{removed // compaction.CHARS_PER_TOKEN:,} tokens) "
+                    f"to keep the chat within {self._window_words(window)}."
+                )
+        compact_at = compaction.threshold(settings.compaction_trigger, window)
+        if not force and (compact_at is None or size < compact_at):
+            return
+        system, older, kept = compaction.split_for_summary(self.history)
+        saved = compaction.estimate(older)
+        if not older or (not force and saved < settings.min_token_savings):
+            if force:
+                self._say_context("There is nothing to compact yet: the chat is its last turns.")
+            return
+        self.view.fire("ChatCompacting", {"id": self.chat_id, "tokens": size, "messages": len(older)})
+        adapter = adapters.resolve(settings.adapter) if settings.adapter else self.adapter
+        text = await compaction.summarise(adapter, self.client, older, self.editor)
+        summary = compaction.summary_message(text, len(older))
+        self.history[:] = [*system, summary, *kept]
+        self._last_tokens = 0
+        self._say_context(
+            f"Compacted: the {len(older)} earlier messages (~{saved:,} tokens) are now a summary of "
+            f"~{compaction.estimate([summary]):,} tokens; the chat was ~{size:,} tokens of "
+            f"{self._window_words(window)}."
+        )
+
+    @staticmethod
+    def _window_words(window: int | None) -> str:
+        return f"the model's {window:,}-token window" if window else "the configured limit"
+
+    def _say_context(self, text: str) -> None:
+        self.view.show(NoticeEvent(title="**Context**", text=text))
 
     async def _refresh_system_prompt(self) -> None:
         """The system prompt function's answer as the first message (none when it returns nothing)."""

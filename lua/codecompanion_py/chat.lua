@@ -534,6 +534,24 @@ function M.submit(buf)
   run_callbacks(chat, "on_submitted", { payload = { text = text } })
 end
 
+-- `/compact`: the engine summarises the earlier turns now, as a turn of its own.
+function M.compact(chat)
+  if chat.status == "streaming" then
+    return vim.notify("CodeCompanion: a request is running; press q to stop it", vim.log.levels.WARN)
+  end
+  local typed = shared.split(user_text(chat.bufnr))
+  if typed ~= "" then
+    return vim.notify("CodeCompanion: send or clear your message first, then /compact", vim.log.levels.WARN)
+  end
+  if not chat.engine_ready and not rpc.notify("chat.open", chat.open_payload) then
+    return
+  end
+  if rpc.notify("chat.compact", { chat_id = chat.bufnr }) then
+    chat.status, chat.turn_started, chat.end_pos = "streaming", false, nil
+    vim.bo[chat.bufnr].modifiable = false
+  end
+end
+
 -- The buffer back to editable after a submit that did not go (CodeCompanion's chat:restore()).
 function M.restore(buf)
   local chat = M.chats[buf]

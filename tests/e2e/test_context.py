@@ -193,10 +193,5 @@ def test_slash_commands_complete_run_and_share_what_they_pick(editor, tmp_path):
         assert user_message(server, 0) == "Read #{file:src/app.py}"
         assert context_sent(server, 0) == ["Context: src/app.py (1 lines)\n```python\nprint('hi')\n```"]
         start, items = editor.lua("local chat = require('codecompanion_py.chat') return { 0, chat.omnifunc(0, '/') }")
-        assert [i["word"] for i in items] == [
-            "/buffer",
-            "/file",
-            "/image",
-            "/now",
-            "/rules",
-        ]  # /mode and /resume: agents only
+        words = [i["word"] for i in items]  # /mode and /resume: agents only
+        assert words == ["/buffer", "/compact", "/fetch", "/file", "/help", "/image", "/now", "/rules", "/symbols"]

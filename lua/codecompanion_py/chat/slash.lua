@@ -8,6 +8,7 @@
 --   /fetch    a web page: `#{fetch:url}`, read by the engine when the message goes
 --   /help     a section of Vim's help: `#{help:tag}`
 --   /symbols  the tree-sitter outline of a file: `#{symbols:path}`
+--   /compact  summarise the earlier turns now (an agent keeps its own context: \compact)
 --   /now      the date and time
 --   /mode, /resume   (agent chats) the agent's options, an earlier session
 -- Pickers are vim.ui.select, so a picker plugin that replaces it styles them.
@@ -138,6 +139,11 @@ M.COMMANDS = {
       end)
     end,
   },
+  compact = {
+    description = "Summarise the earlier turns to free the context window",
+    http = true,
+    run = function(chat) require("codecompanion_py.chat").compact(chat) end,
+  },
   now = {
     description = "Insert the date and time",
     run = function(_, insert) insert(os.date("%a, %d %b %Y %H:%M:%S %z")) end,
@@ -175,6 +181,7 @@ function M.commands()
       out[name] = {
         description = spec.description or base.description or name,
         agent = base.agent,
+        http = base.http,
         enabled = spec.enabled,
         keymaps = spec.keymaps,
         run = type(callback) == "function" and function(chat) callback(chat) end or base.run,
@@ -187,7 +194,8 @@ function M.commands()
 end
 
 local function available(chat, command)
-  if not command.run or (command.agent and not (chat.adapter and chat.adapter.type == "acp")) then
+  local agent_chat = chat.adapter and chat.adapter.type == "acp"
+  if not command.run or (command.agent and not agent_chat) or (command.http and agent_chat) then
     return false
   end
   if type(command.enabled) == "function" then
