@@ -107,10 +107,21 @@ class Engine:
             return self.config.tools.mentionable()
         if method == "adapters":
             return config.adapter_names(self.config)
-        if method == "kill_agents":  # Neovim is exiting: no agent may outlive it
+        if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it
+            with contextlib.suppress(Exception):  # the agents go whatever happens to the saving
+                self._on_loop(self._save_all, timeout=2)
             self.kill_agents()
             return True
         raise ValueError(f"unknown request {method!r}")
+
+    def _on_loop(self, work: Callable[[], Any], timeout: float) -> Any:
+        async def run() -> Any:
+            return work()
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(timeout=timeout)
+
+    def _save_all(self) -> None:
+        self.keeper.save_all(list(self.sessions.values()))
 
     def kill_agents(self) -> None:
         """SIGKILL every agent's process group, at once, from any thread; and with them
@@ -249,7 +260,8 @@ class Engine:
             await session.apply_settings(settings)
         removed = [str(i) for i in payload.get("removed") or () if i]
         task = session.submit(str(payload.get("text", "")), items_of(payload.get("context")), removed)
-        if task is not None:  # saved once the turn ends, however it ends
+        if task is not None:  # saved as it goes, and once the turn ends, however it ends
+            self.keeper.watch(session, task)
             task.add_done_callback(lambda _task: self.keeper.after_turn(session))
 
     async def _chat_system_prompt(self, payload: Mapping[str, Any]) -> None:

@@ -122,6 +122,11 @@ class AcpChatSession:
         self.task.add_done_callback(self._end_unstarted)
         return self.task
 
+    def snapshot(self) -> list[Message]:
+        if self.busy and self._reply:
+            return [*self.history, Message.of("assistant", "".join(self._reply))]
+        return list(self.history)
+
     def remove_context(self, ids: Sequence[str]) -> None:
         """An agent keeps what it was shown in its own session: nothing to take back here."""
 

@@ -1,5 +1,6 @@
-"""Keeping chats: which saved chat each open chat writes to, the save after each turn, the
-title an LLM writes for it (when the background interaction is on), and the editor's
+"""Keeping chats: which saved chat each open chat writes to; its saves (when a turn starts,
+every second while the reply streams, after the turn, and when Neovim exits); the title
+an LLM writes for it (when the background interaction is on); and the editor's
 `history.*` requests (list, load, rename, delete) for `:CodeCompanionHistory`.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,8 @@ from .history import HistoryStore, Record
 from .protocol import Session
 
 log = logging.getLogger("codecompanion_py")
+
+SAVE_EVERY = 1.0  # seconds between saves while a reply streams
 
 
 @dataclass
@@ -80,11 +83,31 @@ class ChatKeeper:
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
 
+    def watch(self, session: Session, turn: asyncio.Task[None]) -> None:
+        """A turn started: saved now (the user's message), then every SAVE_EVERY seconds with
+        what has streamed, so a crash loses at most that much; after the turn, `after_turn`."""
+        self.save(session)
+
+        async def keep_saving() -> None:
+            while not turn.done():
+                await asyncio.sleep(SAVE_EVERY)
+                if not turn.done():
+                    self.save(session)
+
+        task = asyncio.get_running_loop().create_task(keep_saving())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def save_all(self, sessions: Iterable[Session]) -> None:
+        """Neovim is exiting (`:qa!` too): every chat as it stands, the reply streaming included."""
+        for session in sessions:
+            self.save(session)
+
     def save(self, session: Session) -> None:
         store, kept = self.store(), self._kept.get(session.chat_id)
         if store is None or kept is None:
             return
-        messages = [m for m in session.history if m.role != "system"]
+        messages = [m for m in session.snapshot() if m.role != "system"]
         if not any(m.role == "user" and not m.context_id for m in messages):
             return
         info = session.adapter_info()

@@ -48,6 +48,10 @@ class Session(Protocol):
         """Forget what the context items `ids` sent."""
         ...
 
+    def snapshot(self) -> list[Message]:
+        """The history with what the running turn has shown so far (saved mid-stream)."""
+        ...
+
     def compact(self) -> asyncio.Task[None] | None:
         """`/compact`: summarise the earlier turns now (a `ConfigError` where the backend
         keeps its own context)."""

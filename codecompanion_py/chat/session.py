@@ -93,6 +93,7 @@ class ChatSession:
         self._prompted: set[str] = set()
         self.context_management = context_management or compaction.Settings()
         self._last_tokens = 0  # the provider's count after the last request
+        self._stream: HttpStreamIterator | None = None  # the reply streaming now
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -226,6 +227,11 @@ class ChatSession:
         self.history.append(self._last_prompt)
         return self._start(pages)
 
+    def snapshot(self) -> list[Message]:
+        """The history with the part of the reply that has streamed so far (for saving mid-stream)."""
+        partial = self._stream.partial_message() if self._stream is not None else None
+        return [*self.history, partial] if partial is not None else list(self.history)
+
     def remove_context(self, ids: Sequence[str]) -> None:
         """Forget what the context items `ids` sent (the user deleted them from the block, or `gM`)."""
         if ids:
@@ -333,6 +339,7 @@ class ChatSession:
         message: str | None = None
         usage: Usage | None = None
         streaming = False
+        self._stream = stream
         try:
             async for event in stream:
                 if not streaming and not isinstance(event, NoticeEvent):  # a retry's notice is no reply yet
@@ -351,6 +358,7 @@ class ChatSession:
             status = "stopped"
             self._keep_partial(stream)
         finally:
+            self._stream = None
             self.last_request = stream._request or self.last_request  # what `gd` shows
             await stream.close()
             view.fire("RequestFinished", {**info, "status": status})

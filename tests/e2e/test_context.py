@@ -3,6 +3,7 @@ server receives, what the chat shows, and a message that names what cannot be re
 
 from __future__ import annotations
 
+import json
 import subprocess
 
 import pytest
@@ -195,3 +196,23 @@ def test_slash_commands_complete_run_and_share_what_they_pick(editor, tmp_path):
         start, items = editor.lua("local chat = require('codecompanion_py.chat') return { 0, chat.omnifunc(0, '/') }")
         words = [i["word"] for i in items]  # /mode and /resume: agents only
         assert words == ["/buffer", "/compact", "/fetch", "/file", "/help", "/image", "/now", "/rules", "/symbols"]
+
+
+def test_an_agent_gets_a_shared_buffer_as_a_resource_of_its_file(editor, tmp_path):
+    from tests.e2e.test_acp import open_agent_chat
+
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "notes.txt").write_text("on disk\n")
+    log = tmp_path / "agent.log"
+    editor.nvim.command(f"edit {project / 'notes.txt'}")
+    editor.nvim.current.buffer[0] = "unsaved edit"  # the agent gets the text as the editor has it
+    open_agent_chat(editor, project, "#{buffer:notes.txt} and #{quickfix} please", env_lua=f'FAKE_AGENT_LOG = "{log}"')
+    editor.wait_event("CodeCompanionChatDone")
+    prompts = [
+        json.loads(line)["params"]["prompt"] for line in log.read_text().splitlines() if '"session/prompt"' in line
+    ]
+    blocks = prompts[-1]
+    resource = next(b["resource"] for b in blocks if b["type"] == "resource")
+    assert resource == {"uri": (project / "notes.txt").as_uri(), "text": "unsaved edit", "mimeType": "text/plain"}
+    assert any(b["type"] == "text" and b["text"].startswith("Context: the quickfix list") for b in blocks)

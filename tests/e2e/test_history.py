@@ -9,8 +9,9 @@ import pynvim
 import pytest
 
 from codecompanion_py.demo.launch import nvim_binary
-from codecompanion_py.demo.server import ScriptedServer, ServerThread, json_reply
+from codecompanion_py.demo.server import ScriptedServer, ServerThread, json_reply, sse_reply
 from tests.e2e.conftest import RECORD_EVENTS, Editor, quit_nvim
+from tests.e2e.test_chat import chunk
 from tests.e2e.test_chat_surface import chat_config, reply, send, setup
 
 pytestmark = pytest.mark.nvim
@@ -189,3 +190,55 @@ def test_an_agent_chat_reopens_in_its_own_session(editor, tmp_path):
     assert prompts[-1] == [{"type": "text", "text": "and again"}]  # the agent remembers: no transcript told
     assert "earlier question" not in editor.text()  # its replay is not drawn again
     assert editor.text().count("echo: hello there") == 1 and "echo: and again" in editor.text()
+
+
+def test_qa_mid_stream_loses_nothing_that_was_on_screen(nvim_home, monkeypatch, tmp_path):
+    data = tmp_path / "data"
+    streaming = sse_reply([chunk("The first half of the answer, "), chunk("then more")], delay=0.3)
+    streaming.hang = True  # the reply never finishes
+    with ServerThread(ScriptedServer.sequence([streaming])) as server:
+        editor, pid = start(nvim_home, monkeypatch, data)
+        try:
+            setup(editor, server.url, chat_config(""))
+            editor.nvim.command("CodeCompanionChat")
+            editor.type_prompt("Explain it all")
+            editor.nvim.input("<CR>")
+            editor.wait_for(lambda: "then more" in editor.text(), what="the reply on screen")
+        finally:
+            quit_nvim(editor.nvim, pid)  # :qa! while the reply still streams
+    folder = data / "nvim" / "codecompanion_py" / "history"
+    [saved] = list(folder.glob("*.json"))
+    messages = json.loads(saved.read_text())["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["parts"][0]["text"] == "The first half of the answer, then more"
+
+
+def test_a_crash_mid_stream_keeps_what_streamed_a_second_before(nvim_home, monkeypatch, tmp_path):
+    import os
+    import signal
+
+    data = tmp_path / "data"
+    streaming = sse_reply([chunk("Streamed before the crash.")])
+    streaming.hang = True
+    with ServerThread(ScriptedServer.sequence([streaming])) as server:
+        editor, pid = start(nvim_home, monkeypatch, data)
+        try:
+            setup(editor, server.url, chat_config(""))
+            editor.nvim.command("CodeCompanionChat")
+            editor.type_prompt("Go")
+            editor.nvim.input("<CR>")
+            editor.wait_for(lambda: "before the crash" in editor.text(), what="the reply on screen")
+            folder = data / "nvim" / "codecompanion_py" / "history"
+
+            def saved_reply():
+                for path in folder.glob("*.json"):
+                    messages = json.loads(path.read_text())["messages"]
+                    if len(messages) == 2:
+                        return messages[1]["parts"][0]["text"]
+                return None
+
+            # saved while it streams (every second): no exit hook is needed
+            assert editor.wait_for(saved_reply, what="a save mid-stream") == "Streamed before the crash."
+            os.kill(pid, signal.SIGKILL)
+        finally:
+            quit_nvim(editor.nvim, pid, grace=1)
