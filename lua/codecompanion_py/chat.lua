@@ -647,36 +647,12 @@ end
 -- <C-_> or <C-x><C-o> in the chat: `#{` editor context, `@{` tools and groups, and after `\`
 -- an agent's slash commands.
 function M.omnifunc(findstart, base)
-  local chat = M.chats[api.nvim_get_current_buf()]
+  local completion = require("codecompanion_py.chat.completion")
   if findstart == 1 then
-    local before = api.nvim_get_current_line():sub(1, api.nvim_win_get_cursor(0)[2])
-    local start = before:find("[#@\\/][{]?[%w_:.-]*$")
+    local start = completion.start(api.nvim_get_current_line():sub(1, api.nvim_win_get_cursor(0)[2]))
     return start and start - 1 or -3
   end
-  local items = {}
-  local function add(word, menu)
-    if word:sub(1, #base) == base then
-      table.insert(items, { word = word, menu = menu })
-    end
-  end
-  local sigil = base:sub(1, 1)
-  if sigil == "#" then
-    for _, kind in ipairs(require("codecompanion_py.chat.context").KINDS) do
-      add("#{" .. kind .. "}", "editor context")
-    end
-  elseif sigil == "/" then
-    vim.list_extend(items, require("codecompanion_py.chat.slash").items(chat or {}, base))
-  elseif sigil == "@" then
-    local ok, tools = pcall(rpc.request, "tools")
-    for _, tool in ipairs(ok and tools or {}) do
-      add("@{" .. tool.name .. "}", tool.description ~= "" and tool.description or tool.kind)
-    end
-  else
-    for _, command in ipairs(chat and chat.commands or {}) do
-      add("\\" .. command.name, command.description)
-    end
-  end
-  return items
+  return completion.items(M.chats[api.nvim_get_current_buf()], base)
 end
 
 function M.stop(buf)
@@ -1063,6 +1039,7 @@ function M.open(opts)
   require("codecompanion_py.chat.slash").set_keymaps(chat)
   show_intro(buf)
   vim.bo[buf].omnifunc = "v:lua.require'codecompanion_py.chat'.omnifunc"
+  require("codecompanion_py.chat.completion").register(chat_opts().completion_provider)
   api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
     once = true,

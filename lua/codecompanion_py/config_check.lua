@@ -14,7 +14,8 @@ local ANY = "any" -- a table of the user's own entries, checked where it is used
 
 local INLINE = "the inline assistant is not in this plugin yet"
 local PALETTE = "the action palette and prompt library are not in this plugin yet"
-local CONTEXT = "rules and the other slash commands are not in this plugin yet"
+local TRIGGERS = "the triggers are #, @, / and \\ here"
+local PICKER = "pickers go through vim.ui.select here (a picker plugin that replaces it styles them)"
 local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
   .. "context of your own cannot be added from the config yet"
 local MCP = "MCP servers are not in this plugin yet"
@@ -27,9 +28,6 @@ local chat = {
   roles = { llm = OK, user = OK },
   keymaps = {
     ["*"] = keymap,
-    buffer_sync_all = "pinned buffers are not in this plugin yet",
-    buffer_sync_diff = "pinned buffers are not in this plugin yet",
-    rules = "rules are not in this plugin yet",
     copilot_stats = "Copilot usage statistics are not shown here",
     _btw = "follow-ups while a reply streams are not in this plugin yet",
   },
@@ -58,8 +56,17 @@ local chat = {
       tool_replacement_message = OK,
     },
   },
-  slash_commands = "the built-in /buffer, /file and /now (and /mode, /resume with agents) work; "
-    .. "slash commands of your own cannot be added from the config yet",
+  slash_commands = {
+    ["*"] = {
+      description = OK,
+      callback = OK,
+      enabled = OK,
+      keymaps = OK,
+      path = "a slash command is a callback function here, not a module path",
+      opts = { provider = PICKER, contains_code = OK, ["*"] = "this slash command option is not read here" },
+    },
+    opts = { acp = { trigger = TRIGGERS } },
+  },
   editor_context = EDITOR_CONTEXT,
   variables = EDITOR_CONTEXT,
   opts = {
@@ -69,9 +76,18 @@ local chat = {
     yank_jump_delay_ms = "gy yanks without moving the cursor here",
     blank_prompt = "an empty message is not sent here",
     wait_timeout = "approval prompts wait until they are answered here",
-    debounce = "completion is Neovim's own here",
-    completion_provider = "completion is Neovim's own (<C-_> or <C-x><C-o>) here",
-    context_management = "context editing and compaction are not in this plugin yet",
+    debounce = "the completion plugin's own debounce applies here",
+    completion_provider = OK,
+    context_management = {
+      enabled = OK,
+      editing = { trigger = OK, exclude_tools = OK, keep_cycles = OK },
+      compaction = {
+        trigger = OK,
+        min_token_savings = OK,
+        adapter = OK,
+        fallback_to_chat_adapter = "a failed summary ends the turn with its reason here",
+      },
+    },
     prompt_decorator = OK,
     max_context_chars = OK, -- this plugin's own: the most of one #{...} capture that is sent
   },
@@ -98,10 +114,26 @@ local interactions = {
   chat = chat,
   inline = INLINE,
   cmd = INLINE,
-  background = "background interactions (titles, the LLM judge) are not in this plugin",
+  background = {
+    adapter = OK,
+    chat = {
+      callbacks = {
+        on_ready = { actions = OK, enabled = OK },
+        ["*"] = "only the title action (on_ready) is run in the background here",
+      },
+      opts = { enabled = OK },
+    },
+    gates = "the LLM judge of tool calls is not in this plugin",
+  },
   code_review = "code review is not in this plugin",
   cli = "the CLI interaction is not in this plugin; its agents run over ACP in the chat instead",
-  shared = CONTEXT,
+  shared = {
+    editor_context = {
+      buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT } },
+      ["*"] = EDITOR_CONTEXT,
+    },
+    ["*"] = EDITOR_CONTEXT,
+  },
   opts = { date_format = OK, watcher = "file watching is not in this plugin yet" },
 }
 
@@ -150,8 +182,8 @@ M.SPEC = {
         tool_failure = OK,
         ["*"] = "only tool_success and tool_failure are shown here",
       },
-      show_context = "the shared context is always listed under the message here",
-      fold_context = "the shared context is listed on virtual lines here, nothing to fold",
+      show_context = "the shared context is always listed in the Context block of the message here",
+      fold_context = "the Context block is a few lines here, not folded",
       treesitter = OK, -- this plugin's own: false uses regex syntax
     },
     action_palette = PALETTE,
@@ -162,7 +194,19 @@ M.SPEC = {
     icons = "these icons are not used here",
   },
   prompt_library = PALETTE,
-  rules = CONTEXT,
+  rules = {
+    ["*"] = ANY, -- rule groups: { description, files = {...}, parser, enabled }
+    parsers = "the claude and codecompanion parsers follow @imports here; parsers of your own are not read",
+    opts = {
+      chat = {
+        autoload = OK,
+        enabled = OK,
+        default_params = "a rules file is sent once here, not followed",
+        autoload_groups_in_prompt_library = "the prompt library is not in this plugin yet",
+      },
+      show_presets = OK,
+    },
+  },
   mcp = MCP,
   extensions = "CodeCompanion's extensions are Lua modules of its own and cannot load here",
   opts = {
@@ -171,7 +215,7 @@ M.SPEC = {
     send_code = OK,
     submit_delay = "a prompt given to a new chat is sent at once here",
     per_project_config = "per-project config files are not read here",
-    triggers = CONTEXT,
+    triggers = TRIGGERS,
     python = OK, -- this plugin's own: the Python that runs the engine
   },
 }

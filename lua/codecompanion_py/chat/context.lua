@@ -364,6 +364,23 @@ function capture.terminal()
     content = table.concat(lines, "\n") }
 end
 
+M.DESCRIPTIONS = {
+  buffer = "The current buffer ({diff}: its changes on later turns, {all}: itself again)",
+  buffers = "Every open buffer",
+  selection = "The last visual selection",
+  viewport = "What the windows show",
+  diagnostics = "The current buffer's diagnostics",
+  diff = "The git diff of the project",
+  quickfix = "The quickfix list",
+  messages = "Neovim's :messages",
+  terminal = "The last terminal's output",
+  file = "A file of the project (#{file:path})",
+  image = "An image (#{image:path})",
+  fetch = "A web page (#{fetch:url})",
+  help = "A section of Vim's help (#{help:tag})",
+  symbols = "A file's outline (#{symbols:path})",
+}
+
 M.KINDS = vim.tbl_keys(capture)
 table.sort(M.KINDS)
 
