@@ -652,7 +652,11 @@ function M.omnifunc(findstart, base)
     local start = completion.start(api.nvim_get_current_line():sub(1, api.nvim_win_get_cursor(0)[2]))
     return start and start - 1 or -3
   end
-  return completion.items(M.chats[api.nvim_get_current_buf()], base)
+  local items = completion.items(M.chats[api.nvim_get_current_buf()], base)
+  for _, item in ipairs(items) do
+    item.group = nil
+  end
+  return items
 end
 
 function M.stop(buf)

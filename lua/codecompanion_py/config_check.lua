@@ -15,7 +15,6 @@ local ANY = "any" -- a table of the user's own entries, checked where it is used
 local INLINE = "the inline assistant is not in this plugin yet"
 local PALETTE = "the action palette and prompt library are not in this plugin yet"
 local TRIGGERS = "the triggers are #, @, / and \\ here"
-local PICKER = "pickers go through vim.ui.select here (a picker plugin that replaces it styles them)"
 local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
   .. "context of your own cannot be added from the config yet"
 local MCP = "MCP servers are not in this plugin yet"
@@ -63,7 +62,7 @@ local chat = {
       enabled = OK,
       keymaps = OK,
       path = "a slash command is a callback function here, not a module path",
-      opts = { provider = PICKER, contains_code = OK, ["*"] = "this slash command option is not read here" },
+      opts = { provider = OK, contains_code = OK, ["*"] = "this slash command option is not read here" },
     },
     opts = { acp = { trigger = TRIGGERS } },
   },

@@ -6,6 +6,7 @@ from GitHub, which a machine with only package registries cannot reach)."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,47 @@ def test_blink_cmp_offers_context_tools_and_slash_commands_and_runs_them(editor,
         assert editor.wait_for(lambda: entries() == ["/file"] or None, what="blink's menu")
         editor.lua("require('blink.cmp').select_and_accept()")
         editor.wait_for(lambda: editor.lines()[-1] == "Share #{buffer} #{file:app.py}", what="the command ran")
+
+
+PICKERS = {
+    "telescope": ("telescope.nvim", "plenary.nvim"),
+    "fzf_lua": ("fzf-lua",),
+    "mini_pick": ("mini.pick",),
+    "snacks": ("snacks.nvim",),
+}
+SETUP = {
+    "telescope": "",
+    "fzf_lua": "",
+    "mini_pick": "require('mini.pick').setup()",
+    "snacks": "require('snacks').setup({ picker = { enabled = true } })",
+}
+
+
+@pytest.mark.parametrize("provider", list(PICKERS))
+def test_slash_commands_pick_through_each_picker_plugin(editor, tmp_path, provider):
+    paths = [plugin(name) for name in PICKERS[provider]]
+    if provider == "fzf_lua" and not shutil.which("fzf"):
+        pytest.skip("fzf-lua needs the fzf program")
+    (tmp_path / "app.py").write_text("x = 1\n")
+    with ServerThread(ScriptedServer.sequence([])) as server:
+        for path in paths:
+            editor.nvim.command(f"set runtimepath+={path}")
+        if SETUP[provider]:
+            editor.lua(SETUP[provider])
+        setup(editor, server.url, chat_config(""))
+        editor.lua("_G.cc_default_used = false; vim.ui.select = function() _G.cc_default_used = true end")
+        editor.nvim.command(f"cd {tmp_path}")
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        assert editor.lua("return require('codecompanion_py.pickers').provider()") == provider
+        editor.nvim.command("normal! G")
+        run = "require('codecompanion_py.chat.slash').run(require('codecompanion_py.chat').chats[...], 'file')"
+        editor.nvim.exec_lua(run, chat, async_=True)  # mini.pick's runs until it has its keys
+        editor.wait_for(lambda: editor.nvim.current.buffer.number != chat, what="the picker open")
+        shown = "return table.concat(vim.tbl_map(function(w) return table.concat("
+        shown += "vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false), '\\n') end,"
+        shown += " vim.api.nvim_list_wins()), '\\n')"
+        editor.wait_for(lambda: "app.py" in editor.lua(shown), what="the picker listing app.py")
+        editor.nvim.input("<CR>")
+        editor.wait_for(lambda: editor.lines(chat)[-1] == "#{file:app.py}", what="the picked file inserted")
+        assert editor.lua("return _G.cc_default_used") is False

@@ -64,7 +64,6 @@ def test_a_pasted_config_names_only_what_does_nothing_here(editor):
     named = [line.split(":")[0].strip() for line in lines[1:]]
     assert named == [
         "display.action_palette",
-        "interactions.chat.slash_commands.file.opts.provider",
         "interactions.inline",
     ]
     # the config reached the plugin: the adapter a new chat uses

@@ -16,12 +16,13 @@ function M.start(before)
   return before:find(TRIGGER)
 end
 
--- The items for `base` ("#{bu", "/fi", "@{", "\\re"): { word, menu, kind, slash? }.
+-- The items for `base` ("#{bu", "/fi", "@{", "\\re"): { word, menu, user_data? } with the
+-- source's kind of item in `group` (context, tool, slash, command), which Vim ignores.
 function M.items(chat, base)
   local items = {}
   local function add(word, menu, kind)
     if word:sub(1, #base) == base then
-      table.insert(items, { word = word, menu = menu, kind = kind })
+      table.insert(items, { word = word, menu = menu, group = kind })
     end
   end
   local sigil = base:sub(1, 1)
@@ -32,7 +33,7 @@ function M.items(chat, base)
     end
   elseif sigil == "/" then
     for _, item in ipairs(require("codecompanion_py.chat.slash").items(chat or {}, base)) do
-      item.kind = "slash"
+      item.group = "slash"
       table.insert(items, item)
     end
   elseif sigil == "@" then
@@ -71,7 +72,7 @@ local function lsp_items(before, row, kinds)
     table.insert(out, {
       label = item.word,
       filterText = item.word,
-      kind = kinds[item.kind],
+      kind = kinds[item.group],
       detail = item.menu,
       documentation = item.menu and { kind = "markdown", value = item.menu } or nil,
       textEdit = {

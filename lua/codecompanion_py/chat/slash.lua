@@ -10,10 +10,12 @@
 --   /symbols  the tree-sitter outline of a file: `#{symbols:path}`
 --   /compact  summarise the earlier turns now (an agent keeps its own context: \compact)
 --   /now      the date and time
---   /mode, /resume   (agent chats) the agent's options, an earlier session
--- Pickers are vim.ui.select, so a picker plugin that replaces it styles them.
+--   /mode, /acp_session_options, /resume   (agent chats) the agent's options, an earlier session
+-- Pickers: telescope, fzf-lua, mini.pick or snacks when installed (or named by a command's
+-- `opts.provider`), else vim.ui.select (pickers.lua).
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
+local pickers = require("codecompanion_py.pickers")
 
 local M = {}
 
@@ -60,29 +62,29 @@ end
 M.COMMANDS = {
   buffer = {
     description = "Share an open buffer",
-    run = function(_, insert)
-      vim.ui.select(file_buffers(), { prompt = "Buffer" }, function(path)
+    run = function(_, insert, provider)
+      pickers.select(file_buffers(), { prompt = "Buffer" }, function(path)
         if path then insert("#{buffer:" .. path .. "}") end
-      end)
+      end, provider)
     end,
   },
   file = {
     description = "Share a file of the project",
-    run = function(_, insert)
-      vim.ui.select(project_files(), { prompt = "File" }, function(path)
+    run = function(_, insert, provider)
+      pickers.select(project_files(), { prompt = "File" }, function(path)
         if path then insert("#{file:" .. path .. "}") end
-      end)
+      end, provider)
     end,
   },
   image = {
     description = "Share an image",
-    run = function(_, insert)
+    run = function(_, insert, provider)
       local images = vim.tbl_filter(function(path)
         local ext = path:match("%.(%w+)$")
         return ext ~= nil and require("codecompanion_py.chat.context").IMAGE_TYPES[ext:lower()] == true
       end, project_files())
       table.insert(images, OTHER_PATH)
-      vim.ui.select(images, { prompt = "Image" }, function(path)
+      pickers.select(images, { prompt = "Image" }, function(path)
         if path == OTHER_PATH then
           vim.ui.input({ prompt = "Image path: ", completion = "file" }, function(typed)
             if typed and vim.trim(typed) ~= "" then insert("#{image:" .. vim.trim(typed) .. "}") end
@@ -90,17 +92,17 @@ M.COMMANDS = {
         elseif path then
           insert("#{image:" .. path .. "}")
         end
-      end)
+      end, provider)
     end,
   },
   rules = {
     description = "Add rules files to the chat",
-    run = function(chat)
+    run = function(chat, _, provider)
       local rules = require("codecompanion_py.chat.rules")
       local groups = rules.groups(require("codecompanion_py").config or {})
       local names = vim.tbl_keys(groups)
       table.sort(names)
-      vim.ui.select(names, {
+      pickers.select(names, {
         prompt = "Rules",
         format_item = function(name)
           return name .. (groups[name].description and (": " .. groups[name].description) or "")
@@ -110,7 +112,7 @@ M.COMMANDS = {
           local added = require("codecompanion_py.chat").load_rules(chat, { name })
           vim.notify(("CodeCompanion: %d rules file(s) of %s will go with your next message"):format(#added, name))
         end
-      end)
+      end, provider)
     end,
   },
   fetch = {
@@ -133,10 +135,10 @@ M.COMMANDS = {
   },
   symbols = {
     description = "Share the outline of a file (tree-sitter)",
-    run = function(_, insert)
-      vim.ui.select(project_files(), { prompt = "Symbols of" }, function(path)
+    run = function(_, insert, provider)
+      pickers.select(project_files(), { prompt = "Symbols of" }, function(path)
         if path then insert("#{symbols:" .. path .. "}") end
-      end)
+      end, provider)
     end,
   },
   compact = {
@@ -150,6 +152,11 @@ M.COMMANDS = {
   },
   mode = {
     description = "Change the agent's mode, model or options",
+    agent = true,
+    run = function(chat) rpc.notify("chat.agent_options", { chat_id = chat.bufnr }) end,
+  },
+  acp_session_options = {
+    description = "Change the agent's session options (mode, model...)",
     agent = true,
     run = function(chat) rpc.notify("chat.agent_options", { chat_id = chat.bufnr }) end,
   },
@@ -185,6 +192,7 @@ function M.commands()
         enabled = spec.enabled,
         keymaps = spec.keymaps,
         run = type(callback) == "function" and function(chat) callback(chat) end or base.run,
+        provider = type(spec.opts) == "table" and spec.opts.provider or nil,
       }
     elseif spec == false then
       out[name] = nil
@@ -229,7 +237,7 @@ function M.run(chat, name)
     if api.nvim_buf_is_valid(chat.bufnr) and vim.bo[chat.bufnr].modifiable then
       api.nvim_buf_set_text(chat.bufnr, row - 1, col, row - 1, col, { text })
     end
-  end)
+  end, command.provider)
 end
 
 -- Completion items for `base` ("/fi"): each command with its description.
@@ -273,7 +281,7 @@ function M.completed(chat, item)
       pcall(api.nvim_win_set_cursor, win, { row, start + #text })
     end
   end
-  vim.schedule(function() command.run(chat, insert) end) -- not inside the completion's own event
+  vim.schedule(function() command.run(chat, insert, command.provider) end) -- not inside the completion's own event
 end
 
 return M

@@ -1,0 +1,86 @@
+-- Pickers for the slash commands, chosen as CodeCompanion chooses them: a command's
+-- `opts.provider` ("telescope", "fzf_lua", "mini_pick", "snacks" or "default"), else the
+-- first of those installed, else vim.ui.select. Each takes vim.ui.select's arguments:
+-- `select(items, { prompt, format_item }, on_choice)`, on_choice(item, index) or nil.
+local M = {}
+
+M.ORDER = { "telescope", "fzf_lua", "mini_pick", "snacks" }
+local MODULES = { telescope = "telescope", fzf_lua = "fzf-lua", mini_pick = "mini.pick", snacks = "snacks" }
+
+local function format(opts, item)
+  return opts.format_item and opts.format_item(item) or tostring(item)
+end
+
+local function telescope(items, opts, on_choice)
+  local actions, state = require("telescope.actions"), require("telescope.actions.state")
+  local chosen = false
+  require("telescope.pickers").new({}, {
+    prompt_title = opts.prompt,
+    finder = require("telescope.finders").new_table({
+      results = items,
+      entry_maker = function(item)
+        local text = format(opts, item)
+        return { value = item, display = text, ordinal = text }
+      end,
+    }),
+    sorter = require("telescope.config").values.generic_sorter({}),
+    attach_mappings = function(prompt_bufnr)
+      actions.select_default:replace(function()
+        local entry = state.get_selected_entry()
+        chosen = true
+        actions.close(prompt_bufnr)
+        if entry then
+          on_choice(entry.value, entry.index)
+        else
+          on_choice(nil, nil)
+        end
+      end)
+      actions.close:enhance({ post = function() if not chosen then on_choice(nil, nil) end end })
+      return true
+    end,
+  }):find()
+end
+
+local SELECT = {
+  default = function(items, opts, on_choice) vim.ui.select(items, opts, on_choice) end,
+  telescope = telescope,
+  fzf_lua = function(items, opts, on_choice)
+    require("fzf-lua.providers.ui_select").ui_select(items, opts, on_choice)
+  end,
+  mini_pick = function(items, opts, on_choice) require("mini.pick").ui_select(items, opts, on_choice) end,
+  snacks = function(items, opts, on_choice) require("snacks").picker.select(items, opts, on_choice) end,
+}
+
+local function installed(name)
+  return (pcall(require, MODULES[name]))
+end
+
+-- The provider for `wanted` (a name, or nil to find one).
+function M.provider(wanted)
+  if wanted == "default" or (wanted and SELECT[wanted] and installed(wanted)) then
+    return wanted
+  end
+  if wanted and SELECT[wanted] then
+    vim.notify(("CodeCompanion: the picker %s is not installed; using vim.ui.select"):format(wanted),
+      vim.log.levels.WARN)
+    return "default"
+  end
+  for _, name in ipairs(M.ORDER) do
+    if installed(name) then
+      return name
+    end
+  end
+  return "default"
+end
+
+function M.select(items, opts, on_choice, wanted)
+  local name = M.provider(wanted)
+  local ok, err = pcall(SELECT[name], items, opts, on_choice)
+  if not ok then -- a picker's own error: the choice still happens, in vim.ui.select
+    vim.notify(("CodeCompanion: the %s picker failed (%s); using vim.ui.select"):format(name, err),
+      vim.log.levels.WARN)
+    vim.ui.select(items, opts, on_choice)
+  end
+end
+
+return M
