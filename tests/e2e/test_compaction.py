@@ -22,11 +22,17 @@ def non_system(body: dict) -> list[tuple[str, str]]:
 def test_a_chat_past_its_window_is_summarised_and_goes_on(editor):
     replies = [reply(STORY), reply("Second answer."), reply("The story, in brief."), reply("Third answer.")]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup(
-            editor,
-            server.url,
-            chat_config("opts = { context_management = { compaction = { trigger = 200, min_token_savings = 0 } } }"),
-        )
+        # a model with a small window (300 tokens) and the default trigger, 85% of it
+        editor.lua(f"""require("codecompanion").setup({{
+          adapters = {{ http = {{ small = function()
+            return require("codecompanion.adapters").extend("openai_compatible", {{
+              env = {{ url = "{server.url}" }},
+              schema = {{ model = {{ default = "tiny", choices = {{ tiny = {{ meta = {{ context_window = 300 }} }} }} }} }},
+            }})
+          end }} }},
+          interactions = {{ chat = {{ adapter = "small",
+            opts = {{ context_management = {{ compaction = {{ min_token_savings = 0 }} }} }} }} }},
+        }})""")
         editor.nvim.command("CodeCompanionChat")
         send(editor, "Tell me a story", 1)
         send(editor, "Shorter?", 2)  # 2 turns: nothing older than the last two to summarise yet
@@ -47,6 +53,7 @@ def test_a_chat_past_its_window_is_summarised_and_goes_on(editor):
         assert "CodeCompanionChatCompacting" in events
         assert events.index("CodeCompanionChatCompacting") < len(events) - 1
         assert "Compacted: the 2 earlier messages" in editor.text()
+        assert "of the model's 300-token window" in editor.text()
 
 
 def test_slash_compact_summarises_on_demand(editor):

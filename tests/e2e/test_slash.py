@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 
@@ -144,3 +145,25 @@ def test_gba_and_gbd_switch_how_a_buffer_is_followed(editor, tmp_path):
         source[0] = "third"
         send(editor, "and now?", 3)
         assert not any("third" in t for t in context_sent(server, 2))
+
+
+def test_buffer_and_now_with_the_default_picker(editor, tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.lua("vim.ui.select = function(items, opts, on_choice) _G.cc_offered = items; on_choice(items[1], 1) end")
+        editor.nvim.command(f"cd {tmp_path}")
+        editor.nvim.command("edit a.txt")
+        editor.nvim.command("CodeCompanionChat")
+        run_slash(editor, "Read /buf", "/buffer")
+        editor.wait_for(lambda: editor.lines()[-1] == "Read #{buffer:a.txt}", what="the buffer inserted")
+        assert editor.lua("return _G.cc_offered") == ["a.txt"]  # file buffers only, not the chat
+        editor.nvim.input("A at <Esc>")
+        run_slash(editor, "/no", "/now")
+        editor.wait_for(lambda: editor.lines()[-1] != "Read #{buffer:a.txt} at ", what="the date inserted")
+        assert re.fullmatch(
+            r"Read #\{buffer:a\.txt\} at \w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d [+-]\d{4}", editor.lines()[-1]
+        )
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone")
+        assert context_sent(server, 0) == ["Context: a.txt (1 lines)\n```text\nalpha\n```"]
