@@ -374,6 +374,7 @@ class Engine:
         sessions = list(self.sessions.values())
         self.sessions.clear()
         await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
+        await self.keeper.close()
         if self._client is not None:
             await self._client.aclose()
 

@@ -89,14 +89,21 @@ class ChatKeeper:
         self.save(session)
 
         async def keep_saving() -> None:
-            while not turn.done():
+            while True:
                 await asyncio.sleep(SAVE_EVERY)
-                if not turn.done():
-                    self.save(session)
+                self.save(session)
 
         task = asyncio.get_running_loop().create_task(keep_saving())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        turn.add_done_callback(lambda _turn: task.cancel())
+
+    async def close(self) -> None:
+        """The engine stops: no save or title is left pending."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def save_all(self, sessions: Iterable[Session]) -> None:
         """Neovim is exiting (`:qa!` too): every chat as it stands, the reply streaming included."""
