@@ -192,6 +192,9 @@ class Engine:
         )
         if saved is not None and saved.session_id and isinstance(session, AcpChatSession):
             session.saved_session = saved.session_id
+        if saved is not None and saved.settings and isinstance(session, ChatSession):
+            if saved.adapter == session.adapter.name:  # another adapter has another schema
+                session.settings = dict(saved.settings)
         old = self.sessions.pop(chat_id, None)
         if old is not None:
             await old.close()

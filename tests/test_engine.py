@@ -83,22 +83,23 @@ def engine():
 
 
 def configure(engine, url: str) -> None:
-    engine.call(
-        "config.set",
-        {
-            "adapters": {
-                "http": {"local": {"__extends": "openai_compatible", "env": {"url": url}}},
-                "acp": {
-                    "fake": {
-                        "formatted_name": "Fake Agent",
-                        "defaults": {"timeout": 10000},
-                        "commands": {"default": [sys.executable, FAKE_AGENT]},
-                    }
-                },
+    engine.call("config.set", _config(url))
+
+
+def _config(url: str) -> dict[str, Any]:
+    return {
+        "adapters": {
+            "http": {"local": {"__extends": "openai_compatible", "env": {"url": url}}},
+            "acp": {
+                "fake": {
+                    "formatted_name": "Fake Agent",
+                    "defaults": {"timeout": 10000},
+                    "commands": {"default": [sys.executable, FAKE_AGENT]},
+                }
             },
-            "interactions": {"chat": {"adapter": "local"}},
         },
-    )
+        "interactions": {"chat": {"adapter": "local"}},
+    }
 
 
 def test_an_http_chat_sends_typed_ops_in_order(engine, tmp_path):
@@ -293,3 +294,16 @@ def test_agent_chats_refuse_what_does_not_apply_and_fire_acp_events(engine, tmp_
     engine.call("chat.submit", {"chat_id": 1, "text": "again"})
     engine.recorded.wait_done(2)
     assert len(fires(engine, "ACPSessionPost")) == 2  # a new session of the agent
+
+
+def test_a_reopened_chat_keeps_its_settings_header_values(engine, tmp_path):
+    url = engine.serve(*[sse_reply([delta(f"reply {n}")]) for n in (1, 2)])
+    folder = tmp_path / "history"
+    engine.call("config.set", {**_config(url), "__editor": {"history_dir": str(folder)}})
+    engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+    engine.call("chat.submit", {"chat_id": 1, "text": "one", "settings": {"temperature": 0.3}})
+    engine.recorded.wait_done(1)
+    [saved] = engine.request("history.list", {"dir": str(folder)})
+    engine.call("chat.open", {"chat_id": 2, "cwd": str(tmp_path), "history_id": saved["id"]})
+    [header] = [op for op in engine.recorded.ops(2) if isinstance(op, ops.Settings)]
+    assert {entry.key: entry.value for entry in header.entries}["temperature"] == 0.3

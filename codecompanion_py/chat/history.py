@@ -2,7 +2,7 @@
 be reopened (`:CodeCompanionHistory`) and carried on, with any adapter.
 
 A file holds the chat's canonical messages (messages.py, as msgspec encodes them), its
-adapter and model, the project it ran in, a title (the first line of its first message
+adapter, model and settings, the project it ran in, a title (the first line of its first message
 until an LLM or the user writes one), an agent chat's session id, and when it was created
 and last updated. The newest `keep` chats stay; older ones are
 pruned. A file that cannot be read is skipped (and logged), never fatal.
@@ -45,6 +45,7 @@ class Summary(msgspec.Struct, kw_only=True):
 class Record(Summary, kw_only=True):
     titled: bool = False  # the title was written (by the LLM or the user), not taken from the first line
     session_id: str | None = None  # an agent's chat: its session, loaded again when the agent can
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)  # the settings header's values
     messages: list[Message] = msgspec.field(default_factory=list)
 
 

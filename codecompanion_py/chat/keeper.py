@@ -24,6 +24,7 @@ from .acp_session import AcpChatSession
 from .context import shared
 from .history import HistoryStore, Record
 from .protocol import Session
+from .session import ChatSession
 
 log = logging.getLogger("codecompanion_py")
 
@@ -128,6 +129,7 @@ class ChatKeeper:
             created=kept.created,
             updated=time.time(),
             session_id=session.session_id if isinstance(session, AcpChatSession) else None,
+            settings=dict(session.settings) if isinstance(session, ChatSession) else {},
             messages=messages,
         )
         try:
