@@ -68,6 +68,8 @@ class Config:
     language: str = "English"  # opts.language
     editor: dict[str, str] = field(default_factory=dict)  # what Lua adds: nvim_version, os, history_dir
     # interactions.background: an LLM writes each chat's title after its first turn
+    inline_adapter: Any = None  # interactions.inline.adapter (None: the chat's)
+    cmd_adapter: Any = None  # interactions.cmd.adapter
     make_titles: bool = False
     context_management: compaction.Settings = field(default_factory=compaction.Settings)
     background_adapter: Any = None  # None: the chat's own adapter
@@ -125,6 +127,15 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         config.user_adapters.append(name)
     _chat_settings(raw, config)
     _background_settings(raw, config)
+    for key in ("strategies", "interactions"):  # the newer spelling wins
+        section = _table(raw.get(key), key)
+        for name in ("inline", "cmd"):
+            table = _table(section.get(name), f"{key}.{name}")
+            if table.get("adapter"):
+                spec = table["adapter"]
+                if isinstance(spec, str) and isinstance(table.get("model"), str):
+                    spec = {"name": spec, "model": table["model"]}
+                setattr(config, f"{name}_adapter", spec)
     for key in ("strategies", "interactions"):  # the newer spelling wins
         opts = _chat_opts(raw, key)
         if "context_management" in opts:

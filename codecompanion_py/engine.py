@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from . import adapters, config, health, processes
 from .acp import adapters as acp_adapters
+from .adapters.base import HTTPAdapter
 from .adapters.models import list_models
 from .chat.acp_session import AcpChatSession
 from .chat.context import items_of
@@ -33,6 +34,7 @@ from .chat.protocol import Session
 from .chat.session import ChatSession
 from .client import HttpClient
 from .errors import CodeCompanionError, ConfigError
+from .inline import PLACEMENTS, InlineRequest, InlineSession, command_for
 from .messages import Message
 from .tools.workspace import Workspace
 from .ui import ops
@@ -56,6 +58,7 @@ class Engine:
         self.config = config.load({})
         self.sessions: dict[Any, Session] = {}
         self._client: HttpClient | None = None
+        self.inlines: dict[str, InlineSession] = {}
         self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.bridge.notify)
         self.pending = PendingCalls()
         self.loop = asyncio.new_event_loop()
@@ -69,6 +72,9 @@ class Engine:
             "chat.stop": self._chat_stop,
             "chat.remove_context": self._chat_remove_context,
             "chat.compact": self._chat_compact,
+            "inline.run": self._inline_run,
+            "inline.stop": self._inline_stop,
+            "cmd.run": self._cmd_run,
             "chat.close": self._chat_close,
             "chat.set_adapter": self._chat_set_adapter,
             "chat.models": self._chat_models,
@@ -349,6 +355,51 @@ class Engine:
 
     async def _editor_reply(self, payload: Mapping[str, Any]) -> None:
         self.pending.settle(payload)
+
+    # --- the inline assistant and :CodeCompanionCmd (inline.py) ---------------------------
+
+    def _http_adapter(self, payload: Mapping[str, Any], configured: Any, what: str) -> HTTPAdapter:
+        spec = payload.get("adapter") or configured or self.config.chat_adapter
+        name = spec.get("name") if isinstance(spec, Mapping) else spec
+        if isinstance(name, str) and acp_adapters.is_acp(name):
+            raise ConfigError(f"{what} needs an HTTP adapter, not the agent {name} (adapter=NAME on the command line)")
+        return adapters.resolve(spec, model=payload.get("model") or None)
+
+    async def _inline_run(self, payload: Mapping[str, Any]) -> None:
+        inline_id = str(payload["chat_id"])
+        adapter = self._http_adapter(payload, self.config.inline_adapter, "the inline assistant")
+        sink = RenderSink(lambda batch: self.bridge.render(inline_id, batch), self.loop)
+        session = InlineSession(
+            inline_id, adapter, client=self.client, sink=sink, editor=SinkEditor(sink, self.pending)
+        )
+        context = [item for item in payload.get("context") or () if isinstance(item, Mapping)]
+        chat = self.sessions.get(payload.get("chat"))
+        if chat is not None:  # #{chat}: the last chat's messages
+            turns = [f"{m.role}: {m.text}" for m in chat.history if m.role in ("user", "assistant") and m.text]
+            context.append({"label": "The last chat", "content": "\n\n".join(turns)})
+        lines = payload.get("lines")
+        request = InlineRequest(
+            prompt=str(payload.get("prompt") or ""),
+            filetype=str(payload.get("filetype") or ""),
+            path=str(payload.get("path") or ""),
+            selection=payload.get("selection") if isinstance(payload.get("selection"), str) else None,
+            lines=(int(lines[0]), int(lines[1])) if isinstance(lines, list) and len(lines) == 2 else None,
+            placement=payload.get("placement") if payload.get("placement") in PLACEMENTS else None,
+            context=context,
+        )
+        self.inlines[inline_id] = session
+        session.start(request).add_done_callback(lambda _task: self.inlines.pop(inline_id, None))
+
+    async def _inline_stop(self, payload: Mapping[str, Any]) -> None:
+        session = self.inlines.get(str(payload.get("chat_id")))
+        if session is not None:
+            session.stop()
+
+    async def _cmd_run(self, payload: Mapping[str, Any]) -> None:
+        target = payload["chat_id"]
+        adapter = self._http_adapter(payload, self.config.cmd_adapter, ":CodeCompanionCmd")
+        command = await command_for(adapter, self.client, str(payload.get("prompt") or ""))
+        self.bridge.render(target, [ops.Text(text=command), ops.Done(status="success")])
 
     async def _chat_compact(self, payload: Mapping[str, Any]) -> None:
         session = self._session(payload)

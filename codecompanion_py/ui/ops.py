@@ -146,6 +146,12 @@ class Fire(_Op, tag="fire", frozen=True):
     data: dict[str, Any] = {}
 
 
+class Placement(_Op, tag="placement", frozen=True):
+    """Inline: where the code that follows goes (replace, add, before, new or chat)."""
+
+    placement: str
+
+
 class Error(_Op, tag="error", frozen=True):
     """An error to notify; it unlocks the chat when no reply had started."""
 
@@ -214,6 +220,7 @@ class Debug(_Op, tag="debug", frozen=True):
 
 
 Op = Union[
+    Placement,
     Ready,
     Begin,
     Text,

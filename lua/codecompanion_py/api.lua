@@ -89,8 +89,17 @@ local function missing(name, what)
   end
 end
 
-missing("inline", "the inline assistant")
-missing("cmd", ":CodeCompanionCmd")
+-- CodeCompanion's `inline(args)` and `cmd(args)`: `args` as a user command gets it
+-- ({ args, range, line1, line2 }), or a string.
+function M.inline(args)
+  args = type(args) == "table" and args or { args = args }
+  return require("codecompanion_py.inline").run(args)
+end
+
+function M.cmd(args)
+  return require("codecompanion_py.inline").cmd(type(args) == "table" and args.args or args)
+end
+
 missing("actions", "the action palette")
 missing("prompt", "the prompt library")
 missing("cli", "the CLI interaction")

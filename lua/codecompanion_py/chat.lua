@@ -391,6 +391,9 @@ end
 local unknown_reported = {}
 
 function M.apply(chat_id, ops)
+  if type(chat_id) == "string" then -- "inline:N", "cmd:N": the inline assistant's requests
+    return require("codecompanion_py.inline").apply(chat_id, ops)
+  end
   local chat = M.chats[chat_id]
   if not chat then
     return
@@ -420,7 +423,13 @@ end
 
 -- The op names this file renders (checked against the engine's list by the tests).
 function M.op_names()
-  return vim.list_extend(vim.tbl_keys(render), vim.tbl_keys(actions.render))
+  local names = vim.list_extend(vim.tbl_keys(render), vim.tbl_keys(actions.render))
+  for _, name in ipairs(require("codecompanion_py.inline").op_names) do
+    if not vim.tbl_contains(names, name) then
+      table.insert(names, name)
+    end
+  end
+  return names
 end
 
 -- The context block at the top of the user's message (chat/shared.lua), under the last header.

@@ -86,7 +86,10 @@ M.COMMANDS = {
       table.insert(images, OTHER_PATH)
       pickers.select(images, { prompt = "Image" }, function(path)
         if path == OTHER_PATH then
-          vim.ui.input({ prompt = "Image path: ", completion = "file" }, function(typed)
+          -- a screenshot tool that copied the file's path: offered as the answer
+          local ok, copied = pcall(vim.fn.getreg, "+")
+          copied = ok and vim.trim(copied or ""):match("^[^\n]+%.%w+$") or ""
+          vim.ui.input({ prompt = "Image path: ", completion = "file", default = copied }, function(typed)
             if typed and vim.trim(typed) ~= "" then insert("#{image:" .. vim.trim(typed) .. "}") end
           end)
         elseif path then

@@ -1,0 +1,309 @@
+-- One diff review for an edit the LLM made in a buffer (the inline assistant's): the new
+-- lines stand in the buffer, highlighted, with the lines they replaced shown as virtual
+-- lines above them, until the user decides.
+--   g1 always accept (this buffer, from now on)   g2 accept   g3 reject   g4 cancel (reject)
+--   g5 accept the hunk under the cursor   g6 reject it   } { the next / previous hunk
+--   gv the whole change in a diff tab
+-- The keys are CodeCompanion's `interactions.shared.keymaps` (its names, changeable as there);
+-- g5 and g6 are this plugin's own. Highlights: CodeCompanionDiffAdd, CodeCompanionDiffDelete
+-- and CodeCompanionDiffHint, linked by default to DiffAdd, DiffDelete and Comment.
+--
+-- Rejecting puts the lines back byte for byte and the buffer's 'modified' as it was; the
+-- writes of the edit are one undo step, so accepting leaves one `u` to undo it all. A buffer
+-- the user changed while the diff shows is not rejected over (that would lose their edit):
+-- the review says so and the change stays, for `u`.
+local api = vim.api
+
+local M = {}
+
+local ns = api.nvim_create_namespace("codecompanion_py_diff")
+
+M.KEYMAPS = {
+  always_accept = { modes = { n = "g1" }, description = "Always accept changes in this buffer" },
+  accept_change = { modes = { n = "g2" }, description = "Accept change" },
+  reject_change = { modes = { n = "g3" }, description = "Reject change" },
+  cancel = { modes = { n = "g4" }, description = "Cancel: reject the change" },
+  accept_hunk = { modes = { n = "g5" }, description = "Accept the hunk under the cursor" },
+  reject_hunk = { modes = { n = "g6" }, description = "Reject the hunk under the cursor" },
+  next_hunk = { modes = { n = "}" }, description = "Go to next hunk" },
+  previous_hunk = { modes = { n = "{" }, description = "Go to previous hunk" },
+  view_diff = { modes = { n = "gv" }, description = "View the proposed diff" },
+}
+
+M.reviews = {} ---@type table<integer, table> the review of each buffer
+
+local function highlights()
+  api.nvim_set_hl(0, "CodeCompanionDiffAdd", { link = "DiffAdd", default = true })
+  api.nvim_set_hl(0, "CodeCompanionDiffDelete", { link = "DiffDelete", default = true })
+  api.nvim_set_hl(0, "CodeCompanionDiffHint", { link = "Comment", default = true })
+end
+
+local function keymaps()
+  local user = {}
+  for _, key in ipairs({ "strategies", "interactions" }) do
+    local section = (require("codecompanion_py").config or {})[key]
+    local maps = type(section) == "table" and type(section.shared) == "table" and section.shared.keymaps or nil
+    for name, map in pairs(type(maps) == "table" and maps or {}) do
+      user[name] = map
+    end
+  end
+  local out = {}
+  for name, default in pairs(M.KEYMAPS) do
+    local map = user[name]
+    if map ~= false then
+      out[name] = vim.tbl_deep_extend("force", default, type(map) == "table" and map or {})
+    end
+  end
+  return out
+end
+
+-- The region's lines now.
+local function current(review)
+  return api.nvim_buf_get_lines(review.buf, review.start, review.start + review.count, false)
+end
+
+local function joined(lines)
+  return #lines > 0 and (table.concat(lines, "\n") .. "\n") or ""
+end
+
+-- { a_start, a_count, b_start, b_count }: `base` lines a.. became the region's lines b..
+function M.hunks(base, lines)
+  return vim.diff(joined(base), joined(lines), { result_type = "indices", algorithm = "histogram" })
+end
+
+-- The hunk's rows in the buffer (0-based, end exclusive) and where its old lines are drawn.
+local function rows(review, hunk)
+  local _, _, b_start, b_count = unpack(hunk)
+  local first = review.start + (b_count > 0 and b_start - 1 or b_start)
+  return first, first + b_count
+end
+
+local function render(review)
+  api.nvim_buf_clear_namespace(review.buf, ns, 0, -1)
+  local last_row = api.nvim_buf_line_count(review.buf) - 1
+  for index, hunk in ipairs(review.hunks) do
+    local a_start, a_count = hunk[1], hunk[2]
+    local first, stop = rows(review, hunk)
+    for row = first, stop - 1 do
+      api.nvim_buf_set_extmark(review.buf, ns, row, 0, { line_hl_group = "CodeCompanionDiffAdd", sign_text = "+" })
+    end
+    local old = {}
+    for i = a_start, a_start + a_count - 1 do
+      table.insert(old, { { review.base[i] or "", "CodeCompanionDiffDelete" } })
+    end
+    if index == 1 then
+      table.insert(old, 1, { { review.hint, "CodeCompanionDiffHint" } })
+    end
+    if #old > 0 then
+      local above = first <= last_row
+      api.nvim_buf_set_extmark(review.buf, ns, math.min(first, last_row), 0,
+        { virt_lines = old, virt_lines_above = above })
+    end
+  end
+end
+
+local function write(review, first, stop, lines)
+  pcall(vim.cmd.undojoin) -- the review's writes join the edit's undo step
+  api.nvim_buf_set_lines(review.buf, first, stop, false, lines)
+  review.count = review.count + #lines - (stop - first)
+  review.tick = api.nvim_buf_get_changedtick(review.buf)
+end
+
+local function changed_by_user(review)
+  if api.nvim_buf_get_changedtick(review.buf) ~= review.tick then
+    vim.notify("CodeCompanion: the buffer changed while the diff was shown, so it is not rolled back over "
+      .. "your edit; the change stays (u undoes it)", vim.log.levels.WARN)
+    return true
+  end
+end
+
+local function unmap(review)
+  for _, map in ipairs(review.mapped) do
+    pcall(vim.keymap.del, map.mode, map.lhs, { buffer = review.buf })
+    if map.previous then
+      pcall(vim.fn.mapset, map.mode, false, map.previous)
+    end
+  end
+end
+
+local function finish(review, result)
+  M.reviews[review.buf] = nil
+  if api.nvim_buf_is_valid(review.buf) then
+    api.nvim_buf_clear_namespace(review.buf, ns, 0, -1)
+    unmap(review)
+  end
+  if review.on_done then
+    review.on_done(result, { accepted = review.accepted, rejected = review.rejected })
+  end
+end
+
+local function refresh(review)
+  review.hunks = M.hunks(review.base, current(review))
+  if #review.hunks == 0 then
+    local result = review.rejected == 0 and "accepted" or (review.accepted == 0 and "rejected" or "partial")
+    if result == "rejected" and api.nvim_buf_is_valid(review.buf) then
+      vim.bo[review.buf].modified = review.modified
+    end
+    return finish(review, result)
+  end
+  render(review)
+end
+
+local actions = {}
+
+function actions.accept_change(review)
+  review.accepted = review.accepted + #review.hunks
+  finish(review, review.rejected == 0 and "accepted" or "partial")
+end
+
+function actions.always_accept(review)
+  vim.b[review.buf].codecompanion_always_accept = true
+  vim.notify("CodeCompanion: changes to this buffer are accepted from now on")
+  actions.accept_change(review)
+end
+
+function actions.reject_change(review)
+  if changed_by_user(review) then
+    return finish(review, "kept")
+  end
+  review.rejected = review.rejected + #review.hunks
+  write(review, review.start, review.start + review.count, review.base)
+  refresh(review)
+end
+actions.cancel = actions.reject_change
+
+-- The hunk under the cursor (or the nearest after it).
+local function hunk_here(review)
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  for _, hunk in ipairs(review.hunks) do
+    local first, stop = rows(review, hunk)
+    if row < math.max(stop, first + 1) then
+      return hunk
+    end
+  end
+  return review.hunks[#review.hunks]
+end
+
+function actions.accept_hunk(review)
+  local hunk = hunk_here(review)
+  local a_start, a_count, b_start, b_count = unpack(hunk)
+  local lines = current(review)
+  local new = vim.list_slice(lines, b_start, b_start + b_count - 1)
+  local base = vim.list_slice(review.base, 1, a_count > 0 and a_start - 1 or a_start)
+  vim.list_extend(base, new)
+  vim.list_extend(base, vim.list_slice(review.base, a_start + a_count))
+  review.base = base
+  review.accepted = review.accepted + 1
+  refresh(review)
+end
+
+function actions.reject_hunk(review)
+  if changed_by_user(review) then
+    return finish(review, "kept")
+  end
+  local hunk = hunk_here(review)
+  local a_start, a_count = hunk[1], hunk[2]
+  local first, stop = rows(review, hunk)
+  write(review, first, stop, vim.list_slice(review.base, a_start, a_start + a_count - 1))
+  review.rejected = review.rejected + 1
+  refresh(review)
+end
+
+local function jump(review, step)
+  local row = api.nvim_win_get_cursor(0)[1] - 1
+  local starts = vim.tbl_map(function(hunk) return (rows(review, hunk)) end, review.hunks)
+  local target
+  if step > 0 then
+    for _, first in ipairs(starts) do
+      if first > row then target = first break end
+    end
+  else
+    for i = #starts, 1, -1 do
+      if starts[i] < row then target = starts[i] break end
+    end
+  end
+  if target then
+    api.nvim_win_set_cursor(0, { math.min(target + 1, api.nvim_buf_line_count(review.buf)), 0 })
+  end
+end
+
+function actions.next_hunk(review) jump(review, 1) end
+function actions.previous_hunk(review) jump(review, -1) end
+
+function actions.view_diff(review)
+  local before, after = review.base, current(review)
+  vim.cmd("tabnew")
+  local function pane(lines, name)
+    local buf = api.nvim_get_current_buf()
+    api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].buftype, vim.bo[buf].bufhidden, vim.bo[buf].modifiable = "nofile", "wipe", false
+    vim.bo[buf].filetype = vim.bo[review.buf].filetype
+    pcall(api.nvim_buf_set_name, buf, name)
+    vim.cmd("diffthis")
+    vim.keymap.set("n", "q", "<Cmd>tabclose<CR>", { buffer = buf })
+  end
+  pane(before, ("[CodeCompanion] before %d"):format(review.buf))
+  vim.cmd("vnew")
+  pane(after, ("[CodeCompanion] after %d"):format(review.buf))
+end
+
+-- Review the region of `buf` from row `start` (0-based), `count` lines long now, that was
+-- `original`. `modified`: the buffer's flag before the edit. on_done(result, counts) with
+-- result "accepted", "rejected", "partial" or "kept" (the user edited during the review).
+function M.start(buf, opts)
+  highlights()
+  local review = {
+    buf = buf,
+    start = opts.start,
+    count = opts.count,
+    base = opts.original,
+    modified = opts.modified,
+    on_done = opts.on_done,
+    tick = api.nvim_buf_get_changedtick(buf),
+    accepted = 0,
+    rejected = 0,
+    mapped = {},
+  }
+  local maps = keymaps()
+  local function key(name)
+    local map = maps[name]
+    local lhs = map and map.modes and map.modes.n
+    return type(lhs) == "table" and lhs[1] or lhs or "-"
+  end
+  review.hint = ("  %s accept  %s reject  %s/%s this hunk  %s view  %s always accept"):format(key("accept_change"),
+    key("reject_change"), key("accept_hunk"), key("reject_hunk"), key("view_diff"), key("always_accept"))
+  if M.reviews[buf] then -- one review per buffer: the older one is accepted as it stands
+    actions.accept_change(M.reviews[buf])
+  end
+  if vim.b[buf].codecompanion_always_accept then
+    return finish(review, "accepted")
+  end
+  M.reviews[buf] = review
+  for name, map in pairs(maps) do
+    for mode, lhs in pairs(map.modes or {}) do
+      for _, key_lhs in ipairs(type(lhs) == "table" and lhs or { lhs }) do
+        local previous = vim.fn.maparg(key_lhs, mode, false, true)
+        table.insert(review.mapped, { mode = mode, lhs = key_lhs,
+          previous = previous.buffer == 1 and previous or nil })
+        vim.keymap.set(mode, key_lhs, function()
+          if M.reviews[buf] == review then
+            actions[name](review)
+          end
+        end, vim.tbl_extend("force", { nowait = true }, map.opts or {},
+          { buffer = buf, desc = "CodeCompanion: " .. map.description }))
+      end
+    end
+  end
+  refresh(review)
+  return review
+end
+
+-- For tests and for `require("codecompanion_py.diff").act(buf, "accept_hunk")`.
+function M.act(buf, name)
+  local review = M.reviews[buf]
+  if review and actions[name] then
+    actions[name](review)
+  end
+end
+
+return M

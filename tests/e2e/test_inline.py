@@ -1,0 +1,146 @@
+"""The inline assistant and :CodeCompanionCmd in real Neovim against a local server: each
+placement streamed into the buffer and reviewed (accepted, rejected, hunk by hunk), the
+buffer's bytes, 'modified' and undo checked; an edit during the review; a stopped request."""
+
+from __future__ import annotations
+
+import pytest
+
+from codecompanion_py.demo.server import ScriptedServer, ServerThread, sse_reply
+from tests.e2e.test_chat import chunk
+from tests.e2e.test_chat_surface import chat_config, notes, setup
+
+pytestmark = pytest.mark.nvim
+
+CODE = ["def add(a, b):", "    return a - b", "", "print(add(1, 2))"]
+
+
+def answer(text: str, delay: float = 0.0):
+    """`text` streamed in pieces of 7 characters, as a model streams."""
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    return sse_reply([chunk(p) for p in pieces] + [chunk(finish="stop")], delay=delay)
+
+
+def open_code(editor, tmp_path, lines=CODE):
+    path = tmp_path / "calc.py"
+    path.write_text("\n".join(lines) + "\n")
+    editor.nvim.command(f"edit {path}")
+    return editor.nvim.current.buffer
+
+
+def diff_marks(editor, buf) -> int:
+    return editor.lua(
+        "return #vim.api.nvim_buf_get_extmarks(..., vim.api.nvim_create_namespace('codecompanion_py_diff'), 0, -1, {})",
+        buf.number,
+    )
+
+
+def wait_review(editor, buf):
+    editor.wait_event("CodeCompanionInlineFinished")
+    editor.wait_for(lambda: diff_marks(editor, buf) > 0, what="the diff review")
+
+
+def test_replace_accepted_is_one_undo_step_and_rejected_leaves_the_bytes(editor, tmp_path):
+    fixed = "PLACEMENT: replace\n```python\ndef add(a, b):\n    return a + b\n```\n"
+    with ServerThread(ScriptedServer.sequence([answer(fixed), answer(fixed)])) as server:
+        setup(editor, server.url, chat_config(""))
+        buf = open_code(editor, tmp_path)
+        editor.nvim.command("1,2CodeCompanion fix the bug")
+        wait_review(editor, buf)
+        assert buf[:] == ["def add(a, b):", "    return a + b", "", "print(add(1, 2))"]
+        body = server.requests[0].json()["messages"]
+        assert "The selected lines 1-2:\n```python\ndef add(a, b):\n    return a - b\n```" in body[1]["content"]
+        assert body[1]["content"].endswith("The request: fix the bug")
+        editor.nvim.input("g2")
+        editor.wait_for(lambda: diff_marks(editor, buf) == 0, what="accepted")
+        assert buf[:][1] == "    return a + b" and buf.options["modified"]
+        editor.nvim.command("undo")  # the whole edit is one step
+        assert buf[:] == CODE and not buf.options["modified"]
+
+        editor.nvim.command("1,2CodeCompanion fix the bug")
+        editor.wait_event("CodeCompanionInlineFinished", count=2)
+        editor.wait_for(lambda: diff_marks(editor, buf) > 0, what="the second review")
+        editor.nvim.input("g3")
+        editor.wait_for(lambda: diff_marks(editor, buf) == 0, what="rejected")
+        assert buf[:] == CODE and not buf.options["modified"]
+        assert (tmp_path / "calc.py").read_text() == "\n".join(CODE) + "\n"
+    events = editor.event_names()
+    assert events.count("CodeCompanionInlineStarted") == 2 and events.count("CodeCompanionInlineFinished") == 2
+
+
+def test_add_after_and_a_new_buffer(editor, tmp_path):
+    added = "PLACEMENT: add\ndef sub(a, b):\n    return a - b\n"
+    new = "PLACEMENT: new\nimport unittest\n"
+    with ServerThread(ScriptedServer.sequence([answer(added), answer(new)])) as server:
+        setup(editor, server.url, chat_config(""))
+        buf = open_code(editor, tmp_path)
+        editor.nvim.command("2")
+        editor.nvim.command("CodeCompanion add a sub function")
+        wait_review(editor, buf)
+        assert buf[:] == CODE[:2] + ["def sub(a, b):", "    return a - b"] + CODE[2:]
+        body = server.requests[0].json()["messages"]
+        assert "Nothing is selected; the cursor is on line 2." in body[1]["content"]
+        editor.nvim.input("g3")  # rejected: as it was
+        editor.wait_for(lambda: buf[:] == CODE, what="rejected")
+        assert not buf.options["modified"]
+
+        editor.nvim.command("CodeCompanion write tests")
+        editor.wait_event("CodeCompanionInlineFinished", count=2)
+        editor.wait_for(lambda: editor.nvim.current.buffer.number != buf.number, what="a new buffer")
+        new_buf = editor.nvim.current.buffer
+        assert new_buf[:] == ["import unittest"] and new_buf.options["filetype"] == "python"
+        assert buf[:] == CODE
+
+
+def test_hunk_by_hunk_and_an_edit_during_the_review(editor, tmp_path):
+    lines = ["a = 1", "b = 2", "c = 3", "d = 4", "e = 5"]
+    changed = "PLACEMENT: replace\nA = 1\nb = 2\nc = 3\nd = 4\nE = 5\n"
+    with ServerThread(ScriptedServer.sequence([answer(changed), answer(changed)])) as server:
+        setup(editor, server.url, chat_config(""))
+        buf = open_code(editor, tmp_path, lines)
+        editor.nvim.command("1,5CodeCompanion capitalise")
+        wait_review(editor, buf)
+        assert buf[:] == ["A = 1", "b = 2", "c = 3", "d = 4", "E = 5"]
+        editor.nvim.command("1")
+        editor.nvim.input("g5")  # accept the first hunk
+        editor.wait_for(lambda: diff_marks(editor, buf) > 0 and buf[0] == "A = 1", what="the first hunk accepted")
+        editor.nvim.command("5")
+        editor.nvim.input("g6")  # reject the last
+        editor.wait_for(lambda: diff_marks(editor, buf) == 0, what="the review over")
+        assert buf[:] == ["A = 1", "b = 2", "c = 3", "d = 4", "e = 5"]
+
+        editor.nvim.command("silent! %d | call setline(1, ['a = 1', 'b = 2', 'c = 3', 'd = 4', 'e = 5']) | write")
+        editor.nvim.command("1,5CodeCompanion capitalise")
+        editor.wait_event("CodeCompanionInlineFinished", count=2)
+        editor.wait_for(lambda: diff_marks(editor, buf) > 0, what="the second review")
+        buf[2] = "c = 33"  # the user edits while the diff shows
+        editor.nvim.input("g3")
+        editor.wait_for(lambda: any("changed while the diff was shown" in n for n in notes(editor)), what="refusal")
+        assert buf[:] == ["A = 1", "b = 2", "c = 33", "d = 4", "E = 5"]  # nothing of theirs lost
+
+
+def test_q_stops_a_request_and_leaves_the_buffer_as_it_was(editor, tmp_path):
+    slow = sse_reply([chunk("PLACEMENT: replace\n"), chunk("def add(a, b):\n")], delay=0.2)
+    slow.hang = True
+    with ServerThread(ScriptedServer.sequence([slow])) as server:
+        setup(editor, server.url, chat_config(""))
+        buf = open_code(editor, tmp_path)
+        editor.nvim.command("1,2CodeCompanion rewrite")
+        editor.wait_for(lambda: buf[:][:1] == ["def add(a, b):"] and len(buf[:]) == 3, what="streaming in")
+        editor.nvim.input("q")
+        editor.wait_event("CodeCompanionInlineFinished")
+        editor.wait_for(lambda: buf[:] == CODE, what="put back")
+        assert not buf.options["modified"] and diff_marks(editor, buf) == 0
+
+
+def test_cmd_puts_the_command_on_the_command_line_without_running_it(editor, tmp_path):
+    with ServerThread(ScriptedServer.sequence([answer("`:%s/return/yield/g`")])) as server:
+        setup(editor, server.url, chat_config(""))
+        buf = open_code(editor, tmp_path)
+        editor.nvim.command("CodeCompanionCmd replace return with yield everywhere")
+        editor.wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "c", what="the command line")
+        assert editor.nvim.call("getcmdline") == "%s/return/yield/g"
+        assert buf[:] == CODE  # not run
+        system = server.requests[0].json()["messages"][0]["content"]
+        assert "one command" in system
+        editor.nvim.input("<Esc>")
