@@ -12,7 +12,7 @@ local M = {}
 local OK = true
 local ANY = "any" -- a table of the user's own entries, checked where it is used (e.g. adapters by the engine)
 
-local INLINE = "the inline assistant is not in this plugin yet"
+local OWN_CONTEXT = "#{buffer}, #{chat} and #{clipboard} work; context of your own cannot be added here yet"
 local PALETTE = "the action palette and prompt library are not in this plugin yet"
 local TRIGGERS = "the triggers are #, @, / and \\ here"
 local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
@@ -111,8 +111,22 @@ local window = {
 
 local interactions = {
   chat = chat,
-  inline = INLINE,
-  cmd = INLINE,
+  inline = {
+    adapter = OK,
+    model = OK,
+    keymaps = {
+      stop = { modes = OK, callback = OK, description = OK, index = OK, opts = OK },
+      ["*"] = "the review's keys are interactions.shared.keymaps here (g1-g6, gv, { })",
+    },
+    editor_context = OWN_CONTEXT,
+    variables = OWN_CONTEXT,
+    opts = { ["*"] = "the inline assistant's options are its adapter and keymaps here" },
+  },
+  cmd = {
+    adapter = OK,
+    model = OK,
+    opts = { system_prompt = "the command's system prompt is this plugin's own" },
+  },
   background = {
     adapter = OK,
     chat = {
@@ -131,6 +145,7 @@ local interactions = {
       buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT } },
       ["*"] = EDITOR_CONTEXT,
     },
+    keymaps = { ["*"] = keymap }, -- the diff review's: g1 g2 g3 g4 gv } { (and g5 g6, this plugin's)
     ["*"] = EDITOR_CONTEXT,
   },
   opts = { date_format = OK, watcher = "file watching is not in this plugin yet" },
@@ -186,9 +201,15 @@ M.SPEC = {
       treesitter = OK, -- this plugin's own: false uses regex syntax
     },
     action_palette = PALETTE,
-    diff = "the diff view of the inline assistant is not in this plugin yet; tool edits show their diff in the chat",
-    inline = INLINE,
-    input = INLINE,
+    diff = {
+      enabled = "the inline assistant always ends in the diff review here",
+      threshold_for_chat = "tool edits show their diff in the chat here",
+      window = "the review is in the buffer itself here; gv opens a diff tab",
+      word_highlights = "the review highlights whole lines here",
+      ["*"] = "this diff option is not read here",
+    },
+    inline = { layout = OK },
+    input = "the inline prompt is asked with vim.ui.input here",
     cli = "the CLI interaction is not in this plugin",
     icons = "these icons are not used here",
   },

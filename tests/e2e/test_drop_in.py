@@ -64,7 +64,6 @@ def test_a_pasted_config_names_only_what_does_nothing_here(editor):
     named = [line.split(":")[0].strip() for line in lines[1:]]
     assert named == [
         "display.action_palette",
-        "interactions.inline",
     ]
     # the config reached the plugin: the adapter a new chat uses
     assert editor.lua('return require("codecompanion_py").chat_adapter()') == {
@@ -75,12 +74,12 @@ def test_a_pasted_config_names_only_what_does_nothing_here(editor):
 
 def test_each_option_is_named_once_and_typos_are_caught(editor):
     editor.lua(CAPTURE_NOTIFY)
-    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, interactions = { inline = {} } })')
-    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, interactions = { inline = {} } })')
+    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, prompt_library = { x = {} } })')
+    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, prompt_library = { x = {} } })')
     shown = notices(editor)
     assert len(shown) == 1, shown
     assert "opts.log_levl: not a CodeCompanion option" in shown[0]
-    assert "interactions.inline:" in shown[0]
+    assert "prompt_library:" in shown[0]
 
 
 def test_codecompanion_modules_resolve_to_this_plugin(editor):
