@@ -201,6 +201,8 @@ class Engine:
         if saved is not None and saved.settings and isinstance(session, ChatSession):
             if saved.adapter == session.adapter.name:  # another adapter has another schema
                 session.settings = dict(saved.settings)
+        if isinstance(session, ChatSession):
+            _from_prompt(session, payload)
         old = self.sessions.pop(chat_id, None)
         if old is not None:
             await old.close()
@@ -431,6 +433,19 @@ class Engine:
         await self.keeper.close()
         if self._client is not None:
             await self._client.aclose()
+
+
+def _from_prompt(session: ChatSession, payload: Mapping[str, Any]) -> None:
+    """A chat a library prompt opens: its system messages (in place of the default one with
+    `ignore_system_prompt`) and its tools."""
+    if payload.get("ignore_system_prompt"):
+        session.system_prompt_on = False
+    for text in payload.get("system_prompts") or ():
+        if isinstance(text, str) and text.strip():
+            session.history.append(Message.of("system", text))
+    tools = payload.get("tools")
+    if isinstance(tools, list):
+        session.enable([str(tool) for tool in tools])
 
 
 def _workspace(payload: Mapping[str, Any]) -> Workspace:

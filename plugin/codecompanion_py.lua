@@ -31,6 +31,15 @@ end, {
   desc = "Inline assistant: [adapter=NAME] [model=NAME] [placement=replace|add|before|new|chat] <prompt>",
 })
 
+vim.api.nvim_create_user_command("CodeCompanionActions", function(cmd)
+  require("codecompanion_py.actions").open({ args = cmd.args, range = cmd.range, line1 = cmd.line1, line2 = cmd.line2 })
+end, {
+  nargs = "?",
+  range = true,
+  desc = "The action palette: chats, the prompt library, workflows; `Refresh` re-reads prompt files",
+  complete = function() return { "Refresh" } end,
+})
+
 vim.api.nvim_create_user_command("CodeCompanionCmd", function(cmd)
   require("codecompanion_py.inline").cmd(cmd.args)
 end, { nargs = "*", desc = "Ask for an Ex command: it is put on the command line, never run by itself" })

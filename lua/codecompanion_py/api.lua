@@ -68,7 +68,8 @@ function M.restore(bufnr)
   end
 end
 
-local FEATURES = { chat = true, tools = true, acp = true, adapters = true, events = true }
+local FEATURES = { chat = true, tools = true, acp = true, adapters = true, events = true, inline = true, cmd = true,
+  actions = true, prompt_library = true, workflows = true, history = true }
 
 -- has("chat"), has({ "chat", "tools" }): whether this plugin has the feature(s).
 function M.has(feature)
@@ -100,8 +101,15 @@ function M.cmd(args)
   return require("codecompanion_py.inline").cmd(type(args) == "table" and args.args or args)
 end
 
-missing("actions", "the action palette")
-missing("prompt", "the prompt library")
+function M.actions(args)
+  return require("codecompanion_py.actions").open(type(args) == "table" and args or { args = args })
+end
+
+-- CodeCompanion's `prompt(alias)`: run the library prompt with that alias.
+function M.prompt(alias, args)
+  return require("codecompanion_py.prompts.run").alias(alias, "", args)
+end
+
 missing("cli", "the CLI interaction")
 missing("toggle_cli", "the CLI interaction")
 missing("code_review", "code review")

@@ -1008,7 +1008,7 @@ function M.load_rules(chat, names)
 end
 
 ---@param opts? { adapter?: string, model?: string, prompt?: string, context?: table, window?: table,
----  submit?: boolean, saved?: table }
+---  submit?: boolean, saved?: table, system_prompts?: string[], ignore_system_prompt?: boolean, tools?: string[] }
 function M.open(opts)
   opts = opts or {}
   local context = opts.context or source_context(api.nvim_get_current_buf())
@@ -1033,6 +1033,7 @@ function M.open(opts)
     callbacks = {},
     adapter = { name = opts.adapter },
     open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, cwd = vim.fn.getcwd(),
+      system_prompts = opts.system_prompts, ignore_system_prompt = opts.ignore_system_prompt, tools = opts.tools,
       history_id = opts.saved and opts.saved.id or nil },
   }, Chat)
   chat.ui = new_ui(chat)

@@ -84,6 +84,10 @@ function M.run(opts)
       end
     end)
   end
+  local alias, rest = prompt:match("^/([%w_%-]+)%s*(.*)$")
+  if alias then -- `:CodeCompanion /alias`: a prompt of the library
+    return require("codecompanion_py.prompts.run").alias(alias, rest, opts)
+  end
   local buf = api.nvim_get_current_buf()
   if vim.bo[buf].filetype == "codecompanion" then
     return vim.notify("CodeCompanion: the inline assistant works in a code buffer, not in a chat", vim.log.levels.WARN)

@@ -230,8 +230,17 @@ function M.history_dir()
   return vim.fn.stdpath("data") .. "/codecompanion_py/history"
 end
 
+-- What only the editor uses stays here (a prompt's mixed tables could not even travel).
+local EDITOR_ONLY = { prompt_library = true, rules = true, display = true, extensions = true }
+
 function M.payload_for_config()
-  local data = to_data(require("codecompanion_py").config, "", {})
+  local config = {}
+  for key, value in pairs(require("codecompanion_py").config) do
+    if not EDITOR_ONLY[key] then
+      config[key] = value
+    end
+  end
+  local data = to_data(config, "", {})
   local v = vim.version()
   local sysname = vim.uv.os_uname().sysname
   -- facts for the default system prompt (config.py's EDITOR_KEY)

@@ -195,7 +195,10 @@ def test_slash_commands_complete_run_and_share_what_they_pick(editor, tmp_path):
         assert context_sent(server, 0) == ["Context: src/app.py (1 lines)\n```python\nprint('hi')\n```"]
         start, items = editor.lua("local chat = require('codecompanion_py.chat') return { 0, chat.omnifunc(0, '/') }")
         words = [i["word"] for i in items]  # /mode and /resume: agents only
-        assert words == ["/buffer", "/compact", "/fetch", "/file", "/help", "/image", "/now", "/rules", "/symbols"]
+        assert words == [
+            "/buffer", "/commit", "/compact", "/explain", "/fetch", "/file", "/help", "/image", "/lsp", "/now", "/rules",
+            "/symbols",
+        ]  # fmt: skip
 
 
 def test_an_agent_gets_a_shared_buffer_as_a_resource_of_its_file(editor, tmp_path):

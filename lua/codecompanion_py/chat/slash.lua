@@ -178,9 +178,38 @@ local function user_commands()
   return type(configured) == "table" and configured or {}
 end
 
+-- A library prompt as `/alias`: its user text (placeholders filled from the buffer the chat
+-- was opened from) goes into the message, its tools as `@{tool}`.
+local function library_command(item)
+  return {
+    description = item.description or item.name,
+    run = function(chat, insert)
+      local prompts = require("codecompanion_py.prompts")
+      local buf = chat.context and chat.context.bufnr
+      local context = prompts.context(buf and api.nvim_buf_is_valid(buf) and buf or nil)
+      local list = (item.opts.is_workflow and item.prompts[1]) or item.prompts
+      local texts = {}
+      for _, message in ipairs(prompts.messages(item, list, context)) do
+        if message.role == "user" then
+          table.insert(texts, message.content)
+        end
+      end
+      local tools = type(item.tools) == "table" and item.tools or {}
+      local mentions = table.concat(vim.tbl_map(function(tool) return "@{" .. tool .. "} " end, tools))
+      insert(mentions .. table.concat(texts, "\n\n"))
+    end,
+  }
+end
+
 -- Every command in effect, by name.
 function M.commands()
   local out = {}
+  for _, item in ipairs(require("codecompanion_py.prompts").items()) do
+    local alias = item.opts.alias
+    if type(alias) == "string" and item.opts.is_slash_cmd ~= false then
+      out[alias] = library_command(item)
+    end
+  end
   for name, command in pairs(M.COMMANDS) do
     out[name] = command
   end
@@ -238,7 +267,7 @@ function M.run(chat, name)
   local row, col = unpack(api.nvim_win_get_cursor(0))
   command.run(chat, function(text)
     if api.nvim_buf_is_valid(chat.bufnr) and vim.bo[chat.bufnr].modifiable then
-      api.nvim_buf_set_text(chat.bufnr, row - 1, col, row - 1, col, { text })
+      api.nvim_buf_set_text(chat.bufnr, row - 1, col, row - 1, col, vim.split(text, "\n", { plain = true }))
     end
   end, command.provider)
 end
@@ -279,9 +308,11 @@ function M.completed(chat, item)
     if not api.nvim_buf_is_valid(chat.bufnr) then
       return
     end
-    api.nvim_buf_set_text(chat.bufnr, row - 1, start, row - 1, start, { text })
+    local lines = vim.split(text, "\n", { plain = true })
+    api.nvim_buf_set_text(chat.bufnr, row - 1, start, row - 1, start, lines)
+    local last_row, last_col = row + #lines - 1, (#lines == 1 and start or 0) + #lines[#lines]
     for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
-      pcall(api.nvim_win_set_cursor, win, { row, start + #text })
+      pcall(api.nvim_win_set_cursor, win, { last_row, last_col })
     end
   end
   vim.schedule(function() command.run(chat, insert, command.provider) end) -- not inside the completion's own event

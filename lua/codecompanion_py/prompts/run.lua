@@ -1,0 +1,96 @@
+-- Running a prompt of the library: a chat (its system messages, its user message sent when
+-- `auto_submit`), the inline assistant (with its `placement`), or a workflow (workflow.lua).
+local prompts = require("codecompanion_py.prompts")
+
+local M = {}
+
+local function adapter_of(item)
+  local spec = item.opts.adapter
+  if type(spec) == "table" then
+    return spec.name, spec.model
+  end
+  return spec, nil
+end
+
+local function split(messages)
+  local system, user = {}, {}
+  for _, message in ipairs(messages) do
+    table.insert(message.role == "system" and system or user, message.content)
+  end
+  return system, table.concat(user, "\n\n")
+end
+
+-- Open a chat for prompts `list` (the item's, or a workflow's first step).
+function M.chat(item, list, context, extra)
+  local system, user = split(prompts.messages(item, list, context))
+  if extra and extra ~= "" then
+    user = user ~= "" and (user .. "\n\n" .. extra) or extra
+  end
+  local adapter, model = adapter_of(item)
+  local tools = item.tools
+  if tools == "none" then
+    tools = nil
+  end
+  return require("codecompanion_py.chat").open({
+    adapter = adapter,
+    model = model,
+    prompt = user,
+    submit = item.opts.auto_submit == true and user ~= "",
+    system_prompts = system,
+    ignore_system_prompt = item.opts.ignore_system_prompt == true,
+    tools = type(tools) == "table" and tools or nil,
+    context = { bufnr = context.bufnr, filetype = context.filetype },
+  })
+end
+
+local function inline(item, context, extra)
+  local system, user = split(prompts.messages(item, item.prompts, context))
+  local text = table.concat(vim.list_extend(system, { user, extra or "" }), "\n\n")
+  local adapter, model = adapter_of(item)
+  if vim.api.nvim_buf_is_valid(context.bufnr) then
+    vim.api.nvim_set_current_buf(context.bufnr)
+  end
+  return require("codecompanion_py.inline").run({
+    prompt = vim.trim(text),
+    args = "",
+    range = context.is_visual and 2 or 0,
+    line1 = context.start_line,
+    line2 = context.end_line,
+    adapter = adapter,
+    model = model,
+    placement = item.opts.placement,
+  })
+end
+
+-- Run `item` for `context`; `extra`: words typed after `/alias`.
+function M.run(item, context, extra)
+  if item.opts.user_prompt and (extra == nil or extra == "") then
+    local question = type(item.opts.user_prompt) == "string" and item.opts.user_prompt or item.name
+    return vim.ui.input({ prompt = question .. ": " }, function(typed)
+      if typed and vim.trim(typed) ~= "" then
+        M.run(item, context, typed)
+      end
+    end)
+  end
+  if item.opts.is_workflow or item.interaction == "workflow" then
+    return require("codecompanion_py.prompts.workflow").start(item, context)
+  elseif item.interaction == "inline" then
+    return inline(item, context, extra)
+  end
+  return M.chat(item, item.prompts, context, extra)
+end
+
+-- `:[range]CodeCompanion /alias [words]`
+function M.alias(alias, rest, cmd)
+  local item = prompts.find(alias)
+  if not item then
+    return vim.notify(("CodeCompanion: no prompt in the library has the alias %q"):format(alias),
+      vim.log.levels.ERROR)
+  end
+  local ranged = cmd and (cmd.range or 0) > 0
+  local context = prompts.context(vim.api.nvim_get_current_buf(), ranged and cmd.line1 or nil,
+    ranged and cmd.line2 or nil, ranged)
+  return M.run(item, context, rest)
+end
+
+return M
