@@ -10,8 +10,8 @@ the launcher's child, and the server stops when Neovim exits.
 Neovim starts in a small demo project (a temporary directory with `hello.py`, open in the
 left window), so the file tools stay confined to it, with the `files` tools on in every
 chat (`tools.opts.default_tools`) and a first message typed under `## Me`: `<CR>` sends
-it, and the demo adapter reads `hello.py`, asks before editing it (the diff shown), edits
-it and says how to undo.
+it, and the demo adapter reads `hello.py`, edits it, lets the user review the change in its
+buffer and says how to undo.
 """
 
 from __future__ import annotations

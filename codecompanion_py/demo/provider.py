@@ -2,11 +2,12 @@
 
 When the chat offers the file tools (`read_file` and `insert_edit_into_file`, as the chat
 `make demo` opens does), each message of the user starts the scripted tool loop, so a
-new user sees the approval flow:
+new user sees the edit and review flow:
 
 1. a short explanation and a `read_file` call on `hello.py`, the demo project's file;
 2. after the read's result, an `insert_edit_into_file` call that tidies `greet()` (or,
-   once tidied, appends a comment line): editing asks the user first, with the diff;
+   once tidied, appends a comment line): the edit is written, then reviewed in the file's
+   buffer (g2 keeps it, g3 rejects it);
 3. after the edit's result, a text reply that says what happened (applied, rejected,
    cancelled or failed) and how to undo it.
 
@@ -70,36 +71,37 @@ def greet(name: str) -> str:
 ```
 
 This is message {turn} of this chat. To see tools at work, mention `@{{files}}` in a message: \
-the demo then reads `hello.py` and asks before it edits it. To talk to a real model, set \
+the demo then reads `hello.py`, edits it and lets you review the change. To talk to a real model, set \
 `OPENAI_API_KEY` and run `:CodeCompanionChat adapter=openai`, or define your own adapter in \
 `setup()`. Press `q` while a reply streams to stop it."""
 
 _READ_TEXT = f"""This is the scripted demo, so whatever you ask, I show you how tools work here. \
 First I read `{DEMO_FILE}` with the `read_file` tool: reading needs no approval."""
 
-_EDIT_TEXT = """I read `{file}` ({lines} lines). Now I {change}. Editing a file asks you first and \
-shows the diff: pick **Accept** to apply it, or **Reject** to leave the file as it is."""
+_EDIT_TEXT = """I read `{file}` ({lines} lines). Now I {change}. The edit goes into the file, then \
+you review it in the file's buffer: press **g2** to keep it, **g3** to reject it (or **g5** / \
+**g6** on one hunk), **gv** for a side-by-side diff."""
 
 _DONE_TEXT = """Done: {result}
 
-That was the whole loop: I read `{file}` without asking (reading is harmless), then asked \
-before editing it, with the diff, and you accepted.
+That was the whole loop: I read `{file}` without asking (reading is harmless), then edited it \
+and you kept the change in the review.
 
 **To undo it**, {undo}
 
-More to try: press `?` in this chat for its keymaps, `gty` for YOLO mode (edits without \
-asking), `ga` to switch to another adapter and model. Send another message to run the loop again."""
+More to try: press `?` in this chat for its keymaps, `gty` for YOLO mode (edits kept without \
+a review), `ga` to switch to another adapter and model. Send another message to run the loop again."""
 
 _UNDO_IN_BUFFER = f"""go to `{DEMO_FILE}`'s window and press `u`: the whole edit is one undo step \
 (then `:w` to save the file again)."""
 _UNDO_ON_DISK = f"""open it with `:edit {DEMO_FILE}` and change it back: it was written on disk, \
 as it was not open in a buffer. When a file is open, the edit goes to its buffer as one undo step."""
 
-_REJECTED_TEXT = """You rejected the edit, so `{file}` is unchanged.{reason}
+_REJECTED_TEXT = """You rejected the edit, so `{file}` is as it was.{reason}
 
-That is the other half of the loop: nothing touches your files without your say-so. Send \
-another message to see the approval again (or press `gty` for YOLO mode, where edits are \
-applied without asking)."""
+That is the other half of the loop: nothing stays in your files without your say-so. Send \
+another message to see the review again (or press `gty` for YOLO mode, where edits are \
+kept without a review)."""
 
 _CANCELLED_TEXT = """You cancelled the edit, so `{file}` is unchanged, and the rest of that \
 round was called off. Send another message to run the loop again."""
@@ -234,7 +236,7 @@ def _edit(result: str, ident: str) -> Step:
 
 
 def _report(result: str) -> Step:
-    if "rejected the `insert_edit_into_file`" in result:
+    if "rejected the `insert_edit_into_file`" in result or "and rejected it" in result:
         reason = re.search(r"The user's reason: (.*)", result)
         said = f" Your reason: *{reason.group(1).strip()}*." if reason and reason.group(1).strip() else ""
         return Step("report", _REJECTED_TEXT.format(file=DEMO_FILE, reason=said))

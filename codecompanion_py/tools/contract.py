@@ -170,6 +170,10 @@ class ToolRun(ToolState):
     must_ask: str | None = None
     # Extra text shown with the approval prompt (a diff, a resolved path).
     approval_detail: str | None = None
+    # Set by an edit's setup: {path, relative, before}. With require_confirmation_after (and
+    # no approval before) the edit is written, then reviewed in the editor's diff review.
+    review: dict[str, Any] | None = None
+    reviewed_after: bool = False
     run_id: int = 0
     # Whether Neovim keeps state for this run (a function of it was called there).
     in_lua: bool = False

@@ -33,6 +33,7 @@ from ..processes import safe_env
 from . import arguments
 from .approvals import Answer, Approvals, choice_of, must_prompt
 from .contract import APPROVAL, CONFIRMATION, LuaFunction, Outcome, ToolDefinition, ToolRun
+from .edits import unified_diff
 from .process import env_allow, run_process
 
 log = logging.getLogger("codecompanion_py.tools")
@@ -198,6 +199,8 @@ class Orchestrator:
             if answer is None or answer.choice in ("accept", "always"):
                 self._fire("ToolStarted", data)
                 status = await self._execute(run)
+                if status == "success" and answer is None and run.reviewed_after:
+                    status = await self._review(run)
             elif answer.choice == "reject":
                 status = "rejected"
                 await self._output(run, "rejected", _first_cmd(run), {"reason": answer.reason})
@@ -300,12 +303,42 @@ class Orchestrator:
         the answer is true. A tool that shows its change (an edit's diff) in the approval
         asks as well when `require_confirmation_after` holds: its preview is that question."""
         needed = await self._opt_value(run, APPROVAL)
-        if not needed and run.definition.previews:
-            needed = await self._opt_value(run, CONFIRMATION)
+        if not needed and run.definition.previews and await self._opt_value(run, CONFIRMATION):
+            if run.review is not None and getattr(self.context.editor, "reviews_edits", False):
+                run.reviewed_after = not self.context.approvals.yolo  # written, then reviewed
+                return False
+            needed = True  # no review after: the preview is the question before
         if needed and "prompt_condition" in run.definition.handlers:
             shown = await self._invoke(run, run.definition.handlers["prompt_condition"], self.context, run.opts)
             return bool(shown)
         return bool(needed)
+
+    async def _review(self, run: ToolRun) -> Outcome:
+        """The written edit, reviewed in the editor (its diff review: accept, reject, hunk by
+        hunk); the LLM is told what the user did not keep."""
+        assert run.review is not None
+        relative = run.review["relative"]
+        reply = await self.context.editor.call("review", run.review)
+        result = reply.get("result") if isinstance(reply, Mapping) else None
+        final = reply.get("text") if isinstance(reply, Mapping) else None
+        self._fire("ToolReviewed", {"tool": run.name, "id": run.function_call.id, "result": result})
+        if result == "rejected":
+            run.outputs.clear()
+            run.add_output(f"The user reviewed the edit to {relative} and rejected it: the file is as it was.")
+            return "rejected"
+        if result == "partial" and isinstance(final, str):
+            wanted = getattr(run, "new_text", None)
+            kept = unified_diff(relative, wanted, final) if isinstance(wanted, str) else ""
+            run.add_output(
+                f"The user kept part of this edit and rejected the rest. How {relative} differs from what "
+                f"you wrote (- yours, + the file now):\n{kept}"
+            )
+        elif result == "kept":
+            run.add_output(f"The user changed {relative} while reviewing the edit; the edit stays, with their changes.")
+        if run.outputs and run.approval_detail:  # the chat shows what was written
+            first = run.outputs[0]
+            first.for_user = (first.for_user or first.for_llm) + "\n" + run.approval_detail
+        return "success"
 
     async def _opt_value(self, run: ToolRun, key: str) -> Any:
         rule = run.opts.get(key, False)

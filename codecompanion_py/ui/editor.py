@@ -43,6 +43,8 @@ class PendingCalls:
 class SinkEditor:
     """The orchestrator's `Editor`, for a chat in Neovim."""
 
+    reviews_edits = True  # Neovim reviews a written edit (lua/codecompanion_py/diff.lua)
+
     def __init__(self, sink: Sink, pending: PendingCalls) -> None:
         self._sink = sink
         self._pending = pending

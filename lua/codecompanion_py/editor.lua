@@ -154,6 +154,51 @@ function methods.buffer_set(_, args, reply)
   reply({ saved = saved, modified = vim.bo[buf].modified })
 end
 
+-- An edit the LLM wrote, reviewed in its buffer (diff.lua: accept, reject, hunk by hunk).
+-- The buffer is loaded and shown if it is not; what the user rejects is written back to
+-- disk unless the buffer held unsaved changes of theirs. The reply: { result, text }.
+function methods.review(_, args, reply)
+  local buf = find_buffer(args.path)
+  if not buf then
+    buf = vim.fn.bufadd(args.path)
+    vim.fn.bufload(buf)
+    vim.bo[buf].buflisted = true
+  end
+  if #vim.fn.win_findbuf(buf) == 0 then -- shown in a code window of this tab, or a new split
+    local target
+    for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+      if vim.bo[api.nvim_win_get_buf(win)].filetype ~= "codecompanion" and api.nvim_win_get_config(win).relative == ""
+      then
+        target = win
+        break
+      end
+    end
+    if not target then
+      vim.cmd("topleft split")
+      target = api.nvim_get_current_win()
+    end
+    api.nvim_win_set_buf(target, buf)
+  end
+  local before = vim.split(args.before or "", "\n", { plain = true })
+  if before[#before] == "" then
+    table.remove(before)
+  end
+  local modified = vim.bo[buf].modified
+  require("codecompanion_py.diff").start(buf, {
+    start = 0,
+    count = api.nvim_buf_line_count(buf),
+    original = before,
+    modified = modified,
+    on_done = function(result)
+      if (result == "rejected" or result == "partial") and not modified and api.nvim_buf_is_valid(buf) then
+        pcall(api.nvim_buf_call, buf, function() vim.cmd("silent write") end)
+      end
+      local lines = api.nvim_buf_is_valid(buf) and api.nvim_buf_get_lines(buf, 0, -1, false) or {}
+      reply({ result = result, text = table.concat(lines, "\n") .. "\n" })
+    end,
+  })
+end
+
 -- An agent changed files on disk itself: loaded buffers without unsaved changes take the
 -- new text (`checktime` asks the user about modified ones, as for any outside change).
 function methods.buffer_reload(_, args, reply)

@@ -82,7 +82,7 @@ def test_a_message_with_the_file_tools_starts_the_loop_with_a_read():
 
 def test_the_read_leads_to_an_edit_that_applies_to_the_file():
     step = next_step(body(conversation(("read_file", read_result(HELLO_PY)))))
-    assert step.kind == "edit" and "**Accept**" in step.text and "**Reject**" in step.text
+    assert step.kind == "edit" and "**g2** to keep it" in step.text and "**g3** to reject it" in step.text
     [edit] = step.calls
     assert edit.name == "insert_edit_into_file" and edit.arguments["filepath"] == DEMO_FILE
     tidied = apply(HELLO_PY, edit.arguments)
@@ -114,7 +114,7 @@ def test_the_report_says_what_happened_and_how_to_undo():
     assert ":edit hello.py" in on_disk and "press `u`" not in on_disk
 
     rejected = report("The user rejected the `insert_edit_into_file` tool call.\n\nThe user's reason: not now")
-    assert "You rejected the edit, so `hello.py` is unchanged. Your reason: *not now*." in rejected
+    assert "You rejected the edit, so `hello.py` is as it was. Your reason: *not now*." in rejected
     assert "You rejected" in report("The user rejected the `insert_edit_into_file` tool call.")
     cancelled = report("The user cancelled the `insert_edit_into_file` tool call; it did not run.")
     assert "You cancelled the edit" in cancelled

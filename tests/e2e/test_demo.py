@@ -37,6 +37,17 @@ def demo(editor, tmp_path):
         yield editor, project, server
 
 
+def review(editor, project, action: str) -> None:
+    """Wait for the review of the edit in hello.py's buffer, then answer it."""
+    buf = editor.nvim.call("bufnr", str(project / "hello.py"))
+    editor.wait_for(
+        lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", buf),
+        what="the review of the edit",
+        timeout=60,
+    )
+    editor.lua("require('codecompanion_py.diff').act(...)", buf, action)
+
+
 def sent_messages(server) -> list[list[dict]]:
     return [request.json()["messages"] for request in server.requests]
 
@@ -46,15 +57,11 @@ def test_accepting_the_demo_edit_changes_the_file_shows_the_diff_and_reports_how
     chat = editor.nvim.current.buffer.number
     assert editor.lines(chat) == ["## Me", "", "Tidy up hello.py"]
     assert "  " + HINT in editor.virtual_text()
-    editor.lua("_G.cc_answers = { 'Accept' }")
     editor.nvim.input("<CR>")
+    review(editor, project, "accept_change")  # the edit is written, then reviewed: g2 keeps it
     done = editor.wait_event("CodeCompanionChatDone", timeout=60)
     assert done["data"]["status"] == "success"
-
-    # one approval, for the edit (the read asks nothing), answered "Accept"
-    [prompt] = editor.lua("return _G.cc_prompts")
-    assert prompt["prompt"].startswith("Apply this edit to hello.py?")
-    assert prompt["items"][0] == "Accept" and "Reject" in prompt["items"]
+    assert editor.lua("return _G.cc_prompts") == []  # nothing asked before: the read and the edit ran
     # the open buffer was edited and saved
     edited = (project / "hello.py").read_text()
     assert TIDY_GREET in edited and edited != HELLO_PY
@@ -63,7 +70,7 @@ def test_accepting_the_demo_edit_changes_the_file_shows_the_diff_and_reports_how
     assert "Done: hello.py was edited in the open buffer and saved." in text
     assert "press `u`" in text and editor.lines(chat)[-3:] == ["## Me", "", ""]
     names = editor.event_names()
-    assert "CodeCompanionToolApprovalRequested" in names and "CodeCompanionFileEdited" in names
+    assert "CodeCompanionToolReviewed" in names and "CodeCompanionFileEdited" in names
 
     # three requests: the message, the read's result, the edit's result; the hint never sent
     first, second, third = sent_messages(server)
@@ -82,23 +89,23 @@ def test_accepting_the_demo_edit_changes_the_file_shows_the_diff_and_reports_how
 def test_rejecting_the_demo_edit_leaves_the_file_and_the_chat_ends_cleanly(demo):
     editor, project, server = demo
     chat = editor.nvim.current.buffer.number
-    editor.lua("_G.cc_answers = { 'Reject', 'not today' }")
     editor.nvim.input("<CR>")
+    review(editor, project, "reject_change")  # g3: the file goes back as it was
     done = editor.wait_event("CodeCompanionChatDone", timeout=60)
     assert done["data"]["status"] == "success"
 
     assert (project / "hello.py").read_text() == HELLO_PY
-    assert "CodeCompanionFileEdited" not in editor.event_names()
     text = editor.text(chat)
-    assert "You rejected the edit, so `hello.py` is unchanged. Your reason: *not today*." in text
-    assert editor.lines(chat)[-3:] == ["## Me", "", ""] and editor.nvim.current.buffer.options["modifiable"]
+    assert "You rejected the edit, so `hello.py` is as it was." in text
+    assert editor.lines(chat)[-3:] == ["## Me", "", ""]
     result = sent_messages(server)[-1][-1]
-    assert result["role"] == "tool" and "rejected" in result["content"] and "not today" in result["content"]
+    assert result["role"] == "tool" and "rejected it: the file is as it was" in result["content"]
 
     # the next message runs the loop again in the same chat
+    editor.nvim.command(f"buffer {chat}")
     editor.type_prompt("Once more")
-    editor.lua("_G.cc_answers = { 'Accept' }")
     editor.nvim.input("<CR>")
+    review(editor, project, "accept_change")
     editor.wait_event("CodeCompanionChatDone", count=2, timeout=60)
     assert TIDY_GREET in (project / "hello.py").read_text()
 

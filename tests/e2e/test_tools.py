@@ -294,9 +294,17 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
         editor.nvim.command(f"cd {project}")
         editor.nvim.command("edit calc.py")
         editor.nvim.command("normal! Goprint('unsaved line')")  # the user's unsaved text
-        setup_with_tools(editor, server.url, answers=["Accept", "Accept"])
+        setup_with_tools(editor, server.url, answers=["Accept"])
         editor.nvim.command("CodeCompanionChat Fix calc.py with @{agent}")
         chat = editor.nvim.current.buffer.number
+        # the edit is written, then reviewed in its buffer (CodeCompanion's default): g2 keeps it
+        calc = editor.nvim.call("bufnr", str(project / "calc.py"))
+        editor.wait_for(
+            lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc),
+            what="the review of the edit",
+            timeout=30,
+        )
+        editor.lua("require('codecompanion_py.diff').act(..., 'accept_change')", calc)
         editor.wait_event("CodeCompanionChatDone", timeout=60)
 
         reads = tool_messages(server.requests[1])
@@ -306,7 +314,6 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
 
         [edited] = tool_messages(server.requests[2])
         assert "open buffer" in edited["content"]
-        calc = editor.nvim.call("bufnr", str(project / "calc.py"))
         assert editor.nvim.api.buf_get_lines(calc, 0, -1, False) == [
             "def add(a, b):",
             "    return a + b",
@@ -322,7 +329,7 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
         [ran] = tool_messages(server.requests[3])
         assert "tests passed" in ran["content"] or "AssertionError" in ran["content"]
         prompts = [p["prompt"] for p in editor.lua("return _G.cc_prompts")]
-        assert prompts[0].startswith("Apply this edit to calc.py") and "Run the command" in prompts[1]
+        assert len(prompts) == 1 and "Run the command" in prompts[0]  # the edit was reviewed, not asked
         text = editor.text(chat)
         assert "-    return a - b" in text and "+    return a + b" in text  # the diff was shown
         names = editor.event_names()
@@ -337,6 +344,11 @@ def test_a_rejected_edit_changes_nothing_and_the_llm_hears_why(editor, project):
     with ServerThread(ScriptedServer.sequence(replies)) as server:
         editor.nvim.command(f"cd {project}")
         setup_with_tools(editor, server.url, answers=["Reject", "keep the subtraction"])
+        # asked before, with the diff, when the user wants that (require_approval_before)
+        editor.lua(
+            "require('codecompanion_py').config.interactions.chat.tools = { insert_edit_into_file ="
+            " { opts = { require_approval_before = true } } }; require('codecompanion_py.rpc').config_changed()"
+        )
         editor.nvim.command("CodeCompanionChat Change calc.py with @{files}")
         editor.wait_event("CodeCompanionChatDone", timeout=30)
         [result] = tool_messages(server.requests[1])
@@ -345,6 +357,43 @@ def test_a_rejected_edit_changes_nothing_and_the_llm_hears_why(editor, project):
         finished = editor.wait_event("CodeCompanionToolApprovalFinished")
         assert finished["data"]["tool"] == "insert_edit_into_file"
         assert "CodeCompanionFileEdited" not in editor.event_names()
+
+
+def test_an_edit_reviewed_after_it_is_written_partly_rejected_and_the_llm_told(editor, project):
+    (project / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n")
+    edit = {
+        "filepath": "calc.py",
+        "edits": [
+            {"oldText": "    return a - b", "newText": "    return a + b"},
+            {"oldText": "def mul(a, b):\n    return a + b", "newText": "def mul(a, b):\n    return a * b"},
+        ],
+    }
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", edit)), text_reply("Noted.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        editor.nvim.command(f"cd {project}")
+        setup_with_tools(editor, server.url, answers=[])
+        editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
+        calc = editor.wait_for(lambda: max(editor.nvim.call("bufnr", str(project / "calc.py")), 0), what="loaded")
+        editor.wait_for(
+            lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc),
+            what="the review",
+            timeout=30,
+        )
+        assert (project / "calc.py").read_text().count("a + b") == 1  # written before the review
+        editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", calc)
+        editor.nvim.command("2")
+        editor.lua("require('codecompanion_py.diff').act(..., 'accept_hunk')", calc)  # keeps the fix of add
+        editor.nvim.command("6")
+        editor.lua("require('codecompanion_py.diff').act(..., 'reject_hunk')", calc)  # rejects the change of mul
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        assert (
+            project / "calc.py"
+        ).read_text() == "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a + b\n"
+        [result] = tool_messages(server.requests[1])
+        assert "kept part of this edit and rejected the rest" in result["content"]
+        assert "-    return a * b\n+    return a + b" in result["content"]
+        reviewed = [e["data"] for e in editor.events() if e["event"] == "CodeCompanionToolReviewed"]
+        assert reviewed and reviewed[0]["result"] == "partial"
 
 
 def test_q_cancels_a_running_command_and_the_history_stays_valid(editor, project):

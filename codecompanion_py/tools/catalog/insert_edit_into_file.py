@@ -1,7 +1,9 @@
-"""insert_edit_into_file: search/replace edits, or append/overwrite, shown as a diff first.
+"""insert_edit_into_file: search/replace edits, or append/overwrite, reviewed as a diff.
 
-The edit is computed in setup, so the approval shows the exact diff that will be applied;
-the write then refuses if the file or buffer changed in between. Placeholders such as
+The edit is computed in setup. With CodeCompanion's defaults it is written, then reviewed in
+the buffer (require_confirmation_after: the editor's diff review, the LLM told what was
+rejected); with require_approval_before the approval shows the exact diff first. The write
+refuses if the file or buffer changed in between. Placeholders such as
 `... existing code ...` are refused (they would replace real code); an edit that deletes
 most of a file always asks, even in YOLO mode.
 """
@@ -46,6 +48,9 @@ async def setup(self: ToolRun, tools: Any) -> None:
     self.notes = outcome.notes
     diff = unified_diff(self.target.relative, self.document.text, self.new_text)
     self.approval_detail = "\n".join(filter(None, [self.approval_detail, diff]))
+    # reviewed after it is written, in the buffer (require_confirmation_after): the orchestrator
+    # hands this to the editor's diff review
+    self.review = {"path": str(self.target.real), "relative": self.target.relative, "before": self.document.text}
 
 
 def _unix(text: str) -> str:
