@@ -94,14 +94,9 @@ function capture.file(chat, arg)
     return nil, "name the file: #{file:path}"
   end
   local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
-  local handle, err = io.open(path, "rb")
-  if not handle then
-    return nil, tostring(err)
-  end
-  local content = handle:read("*a") or ""
-  handle:close()
-  if content:find("\0", 1, true) then
-    return nil, arg .. " is not a text file"
+  local content, why = require("codecompanion_py.files").read_text(path)
+  if not content then
+    return nil, why
   end
   local lines = select(2, content:gsub("\n", "")) + (content:sub(-1) == "\n" and 0 or 1)
   return {

@@ -95,15 +95,7 @@ local function entries(group, parser, out)
   return out
 end
 
-local function read(path)
-  local handle = io.open(path, "rb")
-  if not handle then
-    return nil
-  end
-  local text = handle:read("*a") or ""
-  handle:close()
-  return not text:find("\0", 1, true) and text or nil
-end
+local read = require("codecompanion_py.files").read_text
 
 -- The `@path` lines of a rules file (not those inside fenced code).
 function M.imports(text)

@@ -88,15 +88,7 @@ function M.parse_markdown(text, path)
   return item
 end
 
-local function read(path)
-  local handle = io.open(path, "rb")
-  if not handle then
-    return nil
-  end
-  local text = handle:read("*a")
-  handle:close()
-  return text
-end
+local read = require("codecompanion_py.files").read_text
 
 local function markdown_items(dir, source, items)
   for _, path in ipairs(vim.fn.globpath(vim.fn.expand(dir), "**/*.md", false, true)) do
