@@ -11,6 +11,10 @@ STAMP := $(VENV)/.installed
 AGENTS ?= 1
 AGENT_PACKAGES := @zed-industries/codex-acp@0.16.0 @zed-industries/claude-agent-acp@0.23.1
 AGENTS_STAMP := $(VENV)/agents/.installed
+# The reference MCP server (stdio and streamable HTTP) for the MCP tests, about 15 MB, with
+# the agents (AGENTS=0 leaves it out too).
+MCP_PACKAGES := @modelcontextprotocol/server-everything@2026.8.31
+MCP_STAMP := $(VENV)/agents/.mcp-installed
 
 LUA_FILES := $(shell find lua plugin -name "*.lua" | sort) build.lua
 
@@ -36,6 +40,12 @@ agents: $(STAMP)
 		npm install --silent --no-audit --no-fund --prefix $(VENV)/agents $(AGENT_PACKAGES) && touch $(AGENTS_STAMP) \
 			|| echo "npm could not install the agents: the real-agent tests will be skipped"; \
 	else echo "npm not found: the real ACP agents are not installed; their tests will be skipped"; fi
+	@if [ -f $(MCP_STAMP) ] || [ "$(AGENTS)" = "0" ] || ! command -v npm >/dev/null 2>&1; then :; \
+	else \
+		echo "installing the reference MCP server for the MCP tests into $(VENV)/agents, once: $(MCP_PACKAGES)"; \
+		npm install --silent --no-audit --no-fund --prefix $(VENV)/agents $(MCP_PACKAGES) && touch $(MCP_STAMP) \
+			|| echo "npm could not install the MCP server: its tests will be skipped"; \
+	fi
 
 test: $(STAMP) agents
 	$(PY) -m pytest -q

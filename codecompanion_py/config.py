@@ -70,6 +70,7 @@ class Config:
     # interactions.background: an LLM writes each chat's title after its first turn
     inline_adapter: Any = None  # interactions.inline.adapter (None: the chat's)
     cmd_adapter: Any = None  # interactions.cmd.adapter
+    mcp: dict[str, Any] = field(default_factory=dict)  # CodeCompanion's `mcp` table (mcp/servers.py)
     make_titles: bool = False
     context_management: compaction.Settings = field(default_factory=compaction.Settings)
     background_adapter: Any = None  # None: the chat's own adapter
@@ -127,6 +128,7 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         config.user_adapters.append(name)
     _chat_settings(raw, config)
     _background_settings(raw, config)
+    config.mcp = dict(_table(raw.get("mcp"), "mcp"))
     for key in ("strategies", "interactions"):  # the newer spelling wins
         section = _table(raw.get(key), key)
         for name in ("inline", "cmd"):

@@ -35,6 +35,7 @@ from .chat.session import ChatSession
 from .client import HttpClient
 from .errors import CodeCompanionError, ConfigError
 from .inline import PLACEMENTS, InlineRequest, InlineSession, command_for
+from .mcp.servers import McpServers
 from .messages import Message
 from .tools.workspace import Workspace
 from .ui import ops
@@ -59,6 +60,7 @@ class Engine:
         self.sessions: dict[Any, Session] = {}
         self._client: HttpClient | None = None
         self.inlines: dict[str, InlineSession] = {}
+        self.mcp = McpServers()
         self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.bridge.notify)
         self.pending = PendingCalls()
         self.loop = asyncio.new_event_loop()
@@ -110,7 +112,7 @@ class Engine:
         if method.startswith("history."):
             return self.keeper.request(method, payload)
         if method == "tools":  # for `@` completion in the chat
-            return self.config.tools.mentionable()
+            return self.config.tools.mentionable() + self.mcp.mentionable()
         if method == "adapters":
             return config.adapter_names(self.config)
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it
@@ -135,6 +137,7 @@ class Engine:
         background, terminals): nothing we started may outlive the editor."""
         for session in list(self.sessions.values()):
             session.kill_now()
+        self.mcp.kill_now()
         processes.kill_all_groups()
 
     def shutdown(self) -> None:
@@ -176,6 +179,9 @@ class Engine:
 
     async def _config_set(self, payload: Mapping[str, Any]) -> None:
         self.config = config.load(payload)
+        if self.config.mcp != self.mcp.config:  # other servers: the running ones stop
+            await self.mcp.close()
+            self.mcp = McpServers(self.config.mcp)
         log.setLevel(self.config.log_level)
         for problem in self.config.problems:
             self.bridge.notify(f"CodeCompanion: {problem}", "WARN")
@@ -253,6 +259,7 @@ class Engine:
             editor=editor,
             workspace=workspace,
             context_management=self.config.context_management,
+            mcp=self.mcp,
         )
         if history:
             session.history.extend(m for m in history if m.role != "system")
@@ -431,6 +438,7 @@ class Engine:
         self.sessions.clear()
         await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
         await self.keeper.close()
+        await self.mcp.close()
         if self._client is not None:
             await self._client.aclose()
 

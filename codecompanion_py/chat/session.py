@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -24,6 +25,7 @@ from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
 from ..errors import CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent
+from ..mcp.servers import PREFIX, McpServers, tool_name
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator
 from ..tools.approvals import Approvals
@@ -47,6 +49,7 @@ DEFAULT_SYSTEM_PROMPT = (
 
 Status = Literal["success", "error", "stopped"]
 _request_ids = itertools.count(1)
+_MCP_MENTION = re.compile(r"@\{mcp:([\w.-]+)\}")
 _NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
 
 
@@ -66,6 +69,7 @@ class ChatSession:
         editor: Editor | None = None,
         workspace: Workspace | None = None,
         context_management: compaction.Settings | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
@@ -94,6 +98,10 @@ class ChatSession:
         self.context_management = context_management or compaction.Settings()
         self._last_tokens = 0  # the provider's count after the last request
         self._stream: HttpStreamIterator | None = None  # the reply streaming now
+        self.mcp = mcp
+        # MCP servers whose tools this chat uses (`@{mcp:name}`, `mcp.opts.default_servers`),
+        # loaded (and their lists refreshed) when a turn starts
+        self.mcp_servers: list[str] = list(mcp.default_servers) if mcp else []
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -221,6 +229,7 @@ class ChatSession:
         except ConfigError as error:
             self.view.push(ops.Error(message=str(error)))  # gives the message back to edit
             return None
+        text = self._mcp_mentions(text)
         tools, _groups, text = mentions(text, self.tool_settings)
         self.enable(tools)
         self._last_prompt = Message.of("user", text)
@@ -268,6 +277,7 @@ class ChatSession:
         rounds = 0
         try:
             await self._read_pages(pages)
+            await self._load_mcp()
             while True:
                 status, message, round_usage = await self._round()
                 usage = round_usage or usage
@@ -297,6 +307,51 @@ class ChatSession:
                     status=status, tokens=usage.total_tokens if usage is not None else None, message=message or None
                 )
             )
+
+    def _mcp_mentions(self, text: str) -> str:
+        """`@{mcp:name}`: that server's tools join the chat (loaded when the turn starts)."""
+
+        def mention(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if self.mcp is None or name not in self.mcp.specs:
+                return match.group(0)
+            if name not in self.mcp_servers:
+                self.mcp_servers.append(name)
+            return f"`{PREFIX}{name}`"
+
+        return _MCP_MENTION.sub(mention, text)
+
+    async def _load_mcp(self) -> None:
+        """The tools of this chat's MCP servers, started if need be, listed afresh when a
+        server said they changed."""
+        if self.mcp is None:
+            return
+        for name in list(self.mcp_servers):
+            try:
+                definitions, prompt = await self.mcp.tools(
+                    name, cwd=str(self.workspace.root), notice=self._mcp_notice, editor=self.editor
+                )
+            except CodeCompanionError:
+                self.mcp_servers.remove(name)  # said once; mention it again to retry
+                raise
+            prefix = tool_name(name, "")
+            for old in [n for n in self.tools if n.startswith(prefix) and n not in {d.name for d in definitions}]:
+                del self.tools[old]
+            for definition in definitions:
+                if definition.name not in self.tools:
+                    for event in ("ChatToolAdded", "ToolAdded"):
+                        self.view.fire(event, {"id": self.chat_id, "tool": definition.name})
+                self.tools[definition.name] = definition
+            self._add_prompt(f"{PREFIX}{name}", prompt)
+
+    def _mcp_notice(self, event: str, data: Mapping[str, Any]) -> None:
+        if event == "MCPProgress":
+            done, total = data.get("progress"), data.get("total")
+            amount = f"{done}/{total}" if total else str(done)
+            message = f": {data['message']}" if data.get("message") else ""
+            self.view.show(NoticeEvent(title="**MCP**", text=f"{data.get('server')} {amount}{message}"))
+        else:
+            self.view.fire(event, dict(data))
 
     async def _read_pages(self, pages: Sequence[ContextItem]) -> None:
         """The pages `/fetch` shared, read now (the engine's loop, never the editor's) and put

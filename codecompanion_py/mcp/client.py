@@ -1,0 +1,217 @@
+"""One MCP server (protocol 2025-11-25): started when a chat first needs it, over stdio (its
+own process group, killed when it stops) or streamable HTTP (http.py); initialized with
+capability negotiation; its tools listed page by page and listed again when it says they
+changed; a call that outlives `timeout` is cancelled (`notifications/cancelled`). A server
+that exits is reported with the reason and its last stderr lines, and starts again with the
+next call. Roots are offered only when the config gives them (as CodeCompanion).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .. import __version__
+from ..acp.agent_process import AgentProcess
+from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
+from ..adapters.base import resolve_env_string
+from ..adapters.lua import LuaFunction
+from ..errors import ConfigError, ConnectionClosed, RpcError
+from ..processes import safe_env
+from .http import HttpConnection
+
+log = logging.getLogger("codecompanion_py.mcp")
+
+PROTOCOL_VERSION = "2025-11-25"
+DEFAULT_TIMEOUT = 30.0  # seconds, CodeCompanion's mcp.opts.timeout (30e3 ms)
+_MAX_PAGES = 50
+
+Notice = Callable[[str, Mapping[str, Any]], None]
+
+
+class McpProcess(AgentProcess):
+    """A stdio server's process: AgentProcess's start, stderr tail and group kill."""
+
+
+class McpServer:
+    def __init__(self, name: str, spec: Mapping[str, Any], *, cwd: str, notice: Notice, editor: Any = None) -> None:
+        self.name = name
+        self.spec = spec
+        self.cwd = cwd
+        self.notice = notice  # (event, data): ready, closed, tools changed, progress
+        self.editor = editor  # for Lua functions in env, headers and roots
+        self.timeout = float(spec.get("timeout", DEFAULT_TIMEOUT * 1000)) / 1000
+        self.tools: list[dict[str, Any]] = []
+        self.instructions = ""
+        self.capabilities: dict[str, Any] = {}
+        self._process: McpProcess | None = None
+        self._conn: Connection | HttpConnection | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self._tools_changed = False
+        self.last_exit: str | None = None
+
+    @property
+    def alive(self) -> bool:
+        if self._conn is None or self._conn.closed:
+            return False
+        return self._process is None or self._process.returncode is None
+
+    async def ensure(self) -> None:
+        """Started and initialized (once, however many chats ask at the same time)."""
+        if self.alive:
+            if self._tools_changed:
+                await self._list_tools()
+            return
+        if self._starting is None or self._starting.done():
+            self._starting = asyncio.get_running_loop().create_task(self._start())
+        await asyncio.shield(self._starting)
+
+    async def _start(self) -> None:
+        await self.stop()
+        self.notice("MCPServerStart", {"server": self.name})
+        if self.spec.get("url"):
+            headers = {k: str(await self._value(k, v)) for k, v in (self.spec.get("headers") or {}).items()}
+            self._conn = HttpConnection(
+                str(self.spec["url"]),
+                headers,
+                on_request=self._on_request,
+                on_notification=self._on_notification,
+                name=self.name,
+            )
+        else:
+            argv = [str(part) for part in self.spec.get("cmd") or ()]
+            if not argv:
+                raise ConfigError(f"MCP server {self.name}: give it `cmd` (a command) or `url`")
+            env = {**safe_env(os.environ)}
+            for key, value in (self.spec.get("env") or {}).items():
+                resolved = await self._value(key, value)
+                if resolved is not None:
+                    env[str(key)] = str(resolved)
+            self._process = await McpProcess.start(f"MCP server {self.name}", argv, cwd=self.cwd, env=env)
+            conn = Connection(
+                self._process.stdout,
+                self._process.stdin,
+                on_request=self._on_request,
+                on_notification=self._on_notification,
+                name=f"MCP server {self.name}",
+            )
+            conn.start()
+            self._conn = conn
+        capabilities: dict[str, Any] = {}
+        if self.spec.get("roots") is not None:
+            capabilities["roots"] = {"listChanged": False}
+        try:
+            result = await asyncio.wait_for(
+                self._conn.request(
+                    "initialize",
+                    {
+                        "protocolVersion": PROTOCOL_VERSION,
+                        "capabilities": capabilities,
+                        "clientInfo": {"name": "codecompanion-py", "version": __version__},
+                    },
+                ),
+                self.timeout,
+            )
+        except (asyncio.TimeoutError, ConnectionClosed, RpcError) as error:
+            why = self._exit_reason() or str(error) or "no answer in time"
+            await self.stop()
+            raise ConfigError(f"MCP server {self.name} did not start: {why}") from None
+        result = result if isinstance(result, Mapping) else {}
+        if isinstance(self._conn, HttpConnection):
+            self._conn.protocol_version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
+        self.capabilities = dict(result.get("capabilities") or {})
+        self.instructions = str(result.get("instructions") or "")
+        await self._conn.notify("notifications/initialized")
+        await self._list_tools()
+        self.notice("MCPServerReady", {"server": self.name, "tools": [t.get("name") for t in self.tools]})
+
+    async def _list_tools(self) -> None:
+        self._tools_changed = False
+        if "tools" not in self.capabilities:
+            self.tools = []
+            return
+        found: list[dict[str, Any]] = []
+        cursor = None
+        for _ in range(_MAX_PAGES):
+            page = await self.request("tools/list", {"cursor": cursor} if cursor else None)
+            found.extend(dict(t) for t in (page or {}).get("tools") or () if isinstance(t, Mapping) and t.get("name"))
+            cursor = (page or {}).get("nextCursor")
+            if not cursor:
+                break
+        self.tools = found
+        self.notice("MCPToolsLoaded", {"server": self.name, "tools": [t["name"] for t in found]})
+
+    async def request(self, method: str, params: Any = None, timeout: float | None = None) -> Any:
+        if self._conn is None:
+            raise ConfigError(f"MCP server {self.name} is not running")
+        try:
+            return await asyncio.wait_for(self._conn.request(method, params), timeout or self.timeout)
+        except ConnectionClosed as error:
+            await self._reaped()
+            raise ConfigError(f"{self._exit_reason() or error}; it starts again with the next call") from None
+        except asyncio.TimeoutError:
+            raise ConfigError(
+                f"MCP server {self.name} did not answer {method} within {timeout or self.timeout:g} s"
+            ) from None
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        await self.ensure()
+        result = await self.request("tools/call", {"name": name, "arguments": dict(arguments)})
+        return dict(result) if isinstance(result, Mapping) else {}
+
+    async def stop(self) -> None:
+        conn, self._conn = self._conn, None
+        process, self._process = self._process, None
+        if conn is not None:
+            await conn.close()
+        if process is not None:
+            await process.stop()
+            self.notice("MCPServerClosed", {"server": self.name})
+
+    def kill_now(self) -> None:
+        if self._process is not None:
+            self._process.kill_now()
+
+    async def _reaped(self) -> None:
+        """A stdio server that closed its output: its exit code and last stderr lines, once
+        it is gone (a moment at most)."""
+        if self._process is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._process.proc.wait()), 1.0)
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._process._stderr), 0.5)
+
+    def _exit_reason(self) -> str | None:
+        if self._process is not None and self._process.returncode is not None:
+            self.last_exit = self._process.describe_exit()
+            return self.last_exit
+        return None
+
+    async def _value(self, key: str, value: Any) -> Any:
+        if isinstance(value, LuaFunction):
+            return await value.call_async(self.editor)
+        if isinstance(value, str):
+            return await resolve_env_string(f"MCP server {self.name}", key, value)
+        return value
+
+    # --- what the server asks and tells ------------------------------------------------------
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        if method == "ping":
+            return {}
+        if method == "roots/list" and self.spec.get("roots") is not None:
+            roots = await self._value("roots", self.spec["roots"])
+            return {"roots": list(roots or [])}
+        raise RpcError(METHOD_NOT_FOUND, f"codecompanion-py does not offer {method}")
+
+    async def _on_notification(self, method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            self._tools_changed = True
+        elif method == "notifications/progress" and isinstance(params, Mapping):
+            self.notice("MCPProgress", {"server": self.name, **params})
+        elif method == "notifications/message" and isinstance(params, Mapping):
+            log.info("MCP server %s: %s", self.name, params.get("data"))

@@ -1,0 +1,163 @@
+"""The configured MCP servers (CodeCompanion's `mcp` table) and their tools as the chat's.
+
+    mcp = { servers = { name = { cmd = {...}, env = {...}, roots = ..., timeout = ms,
+                                 tool_defaults = { opts = ... }, tool_overrides = { tool = { opts = ... } } }
+                        | { url = "http://...", headers = {...} } },
+            opts = { default_servers = { "name" } } }
+
+Each server's tools become tools named `<server>_<tool>` (CodeCompanion's names) in a group
+`mcp:<server>` whose prompt tells the LLM about them (with the server's instructions); they
+run through the same orchestrator, approvals and events as the built-in ones, asking before
+each call unless the config says otherwise. The server's JSON schema goes to the LLM as it
+is. Results of every content kind become text the LLM reads (images and audio described, a
+resource's text included, `structuredContent` as JSON); `isError` makes the call an error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ..adapters.lua import LuaFunction
+from ..errors import CodeCompanionError, ConfigError
+from ..tools.contract import ToolDefinition, ToolRun
+from .client import McpServer, Notice
+
+PREFIX = "mcp:"
+_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tool_name(server: str, tool: str) -> str:
+    return _NAME.sub("_", f"{server}_{tool}")[:64]
+
+
+def result_text(result: Mapping[str, Any]) -> str:
+    """An MCP tool result as the text the LLM reads."""
+    parts: list[str] = []
+    for item in result.get("content") or ():
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind == "text":
+            parts.append(str(item.get("text", "")))
+        elif kind in ("image", "audio"):
+            data = str(item.get("data", ""))
+            size = len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))  # base64: the bytes it holds
+            parts.append(f"[{kind} {item.get('mimeType', '?')}, {size:,} bytes]")
+        elif kind == "resource_link":
+            described = f" ({item['description']})" if item.get("description") else ""
+            parts.append(f"[resource link {item.get('uri')}: {item.get('name', '')}{described}]")
+        elif kind == "resource":
+            resource = _table(item.get("resource"))
+            if "text" in resource:
+                parts.append(f"[resource {resource.get('uri')}]\n{resource['text']}")
+            else:
+                parts.append(f"[resource {resource.get('uri')}: {resource.get('mimeType', 'binary')}]")
+        else:
+            parts.append(json.dumps(item))
+    if result.get("structuredContent") is not None:
+        parts.append("Structured content:\n" + json.dumps(result["structuredContent"], indent=2))
+    return "\n\n".join(parts) or "(the tool returned nothing)"
+
+
+class McpServers:
+    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+        config = config if isinstance(config, Mapping) else {}
+        self.config = dict(config)
+        servers = config.get("servers") if isinstance(config.get("servers"), Mapping) else {}
+        self.specs: dict[str, Any] = dict(servers or {})
+        opts = config.get("opts") if isinstance(config.get("opts"), Mapping) else {}
+        defaults = opts.get("default_servers") if isinstance(opts, Mapping) else None
+        self.default_servers = [str(n) for n in defaults or () if str(n) in self.specs]
+        self.timeout_ms = opts.get("timeout") if isinstance(opts, Mapping) else None
+        self.running: dict[str, McpServer] = {}
+
+    def mentionable(self) -> list[dict[str, str]]:
+        """The `@{mcp:<server>}` groups, for completion."""
+        return [
+            {"name": PREFIX + name, "kind": "group", "description": f"Tools from the MCP server {name}"}
+            for name in self.specs
+        ]
+
+    def server(self, name: str, *, cwd: str, notice: Notice, editor: Any = None) -> McpServer:
+        if name not in self.specs:
+            raise ConfigError(f"there is no MCP server {name!r} in mcp.servers")
+        server = self.running.get(name)
+        if server is None:
+            spec = self.specs[name]
+            if not isinstance(spec, Mapping):
+                raise ConfigError(f"mcp.servers.{name} must be a table with `cmd` or `url`")
+            spec = dict(spec)
+            if self.timeout_ms is not None and "timeout" not in spec:
+                spec["timeout"] = self.timeout_ms
+            server = self.running[name] = McpServer(name, spec, cwd=cwd, notice=notice, editor=editor)
+        server.notice, server.editor = notice, editor or server.editor  # the chat that asks now hears it
+        return server
+
+    async def tools(
+        self, name: str, *, cwd: str, notice: Notice, editor: Any = None
+    ) -> tuple[list[ToolDefinition], str]:
+        """Server `name`'s tools (started if need be) and its group's prompt."""
+        spec = self.specs.get(name)
+        if isinstance(spec, LuaFunction):  # CodeCompanion's deferred config: called when first needed
+            self.specs[name] = await spec.call_async(editor)
+        server = self.server(name, cwd=cwd, notice=notice, editor=editor)
+        await server.ensure()
+        spec = server.spec
+        defaults = _table(spec.get("tool_defaults"))
+        overrides = _table(spec.get("tool_overrides"))
+        definitions = []
+        for tool in server.tools:
+            if _table(tool.get("execution")).get("taskSupport") == "required":
+                continue  # tasks are not offered here
+            override = _table(overrides.get(tool["name"]))
+            if override.get("enabled") is False:
+                continue
+            definitions.append(_definition(server, tool, {**defaults, **override}))
+        names = ", ".join(d.name for d in definitions)
+        prompt = f"I'm giving you access to tools from the MCP server `{name}`: {names}."
+        if server.instructions:
+            prompt += f"\nThe server's instructions:\n{server.instructions}"
+        return definitions, prompt
+
+    async def close(self) -> None:
+        for server in list(self.running.values()):
+            await server.stop()
+        self.running.clear()
+
+    def kill_now(self) -> None:
+        for server in self.running.values():
+            server.kill_now()
+
+
+def _table(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _definition(server: McpServer, tool: Mapping[str, Any], config: Mapping[str, Any]) -> ToolDefinition:
+    name = tool_name(server.name, str(tool["name"]))
+    schema = dict(_table(tool.get("inputSchema"))) or {"type": "object"}
+    opts = {"require_approval_before": True, **_table(config.get("opts"))}
+
+    async def call(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
+        try:
+            result = await server.call_tool(str(tool["name"]), args)
+        except CodeCompanionError as error:
+            return {"status": "error", "data": str(error)}
+        text = result_text(result)
+        return {"status": "error" if result.get("isError") else "success", "data": text}
+
+    description = str(tool.get("description") or tool.get("title") or tool["name"])
+    return ToolDefinition(
+        name=name,
+        schema={"type": "function", "function": {"name": name, "description": description, "parameters": schema}},
+        cmds=[call],
+        opts=opts,
+        system_prompt=config.get("system_prompt") if isinstance(config.get("system_prompt"), str) else None,
+        output={
+            "prompt": lambda self, tools: f"Run {server.name}'s MCP tool `{tool['name']}` with {json.dumps(self.args)}?"
+        },
+        description=description,
+    )

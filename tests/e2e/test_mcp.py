@@ -1,0 +1,131 @@
+"""MCP servers in real Neovim chats against a local LLM server: the reference server
+(`@modelcontextprotocol/server-everything`, installed from npm by `make test`) over stdio and
+over streamable HTTP, its tool called with approval and its result in the next request; a
+server of the tests' own with every content kind, an error, and a crash after which it
+starts again without breaking the chat."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from tests.acp.real_agents import installed
+from tests.e2e.test_tools import RECORD_UI, text_reply, tool_call_reply, tool_messages
+
+pytestmark = pytest.mark.nvim
+
+HERE = Path(__file__).parents[1] / "mcp"
+FAKE = str(HERE / "fake_server.py")
+
+
+def everything() -> str:
+    command = installed("mcp-server-everything")
+    if command is None:
+        pytest.skip("the reference MCP server is not installed (make agents; it needs npm)")
+    return command
+
+
+def setup(editor, url: str, servers_lua: str, answers=(), extra: str = "") -> None:
+    editor.lua(RECORD_UI)
+    editor.lua("_G.cc_answers = ...", list(answers))
+    editor.setup(f"""{{
+      adapters = {{ http = {{ testllm = function()
+        return require("codecompanion_py.adapters").extend("openai_compatible", {{
+          env = {{ url = "{url}" }}, schema = {{ model = {{ default = "test-model" }} }},
+        }})
+      end }} }},
+      interactions = {{ chat = {{ adapter = "testllm" }} }},
+      mcp = {{ servers = {{ {servers_lua} }} {extra} }},
+    }}""")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def http_everything():
+    """The reference server's streamable HTTP transport on a free port of 127.0.0.1."""
+    command, port = everything(), free_port()
+    env = {**os.environ, "PORT": str(port), "NODE_OPTIONS": f"--require {HERE / 'bind_localhost.cjs'}"}
+    proc = subprocess.Popen(
+        [command, "streamableHttp"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_real_mcp_servers_tool_runs_with_approval(editor, transport, request):
+    if transport == "stdio":
+        server_lua = f'everything = {{ cmd = {{ "{everything()}", "stdio" }} }}'
+    else:
+        server_lua = f'everything = {{ url = "{request.getfixturevalue("http_everything")}" }}'
+    replies = [tool_call_reply(("m1", "everything_echo", {"message": "hello over " + transport})), text_reply("Done.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as llm:
+        setup(editor, llm.url, server_lua, answers=["Accept"])
+        editor.nvim.command("CodeCompanionChat Say hello with @{mcp:everything}")
+        done = editor.wait_event("CodeCompanionChatDone", timeout=60)
+        assert done["data"]["status"] == "success", editor.text()
+        first = llm.requests[0].json()
+        offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
+        assert "everything_echo" in offered
+        assert (
+            offered["everything_echo"]["parameters"]["properties"]["message"]["type"] == "string"
+        )  # as the server has it
+        assert any(
+            "tools from the MCP server `everything`" in m["content"] for m in first["messages"] if m["role"] == "system"
+        )
+        [result] = tool_messages(llm.requests[1])
+        assert result["content"] == f"Echo: hello over {transport}"
+        [asked] = editor.lua("return _G.cc_prompts")
+        assert "everything's MCP tool `echo`" in asked["prompt"]
+        names = editor.event_names()
+        for event in ("MCPServerStart", "MCPToolsLoaded", "MCPServerReady", "ToolApprovalRequested", "ToolFinished"):
+            assert "CodeCompanion" + event in names
+
+
+def test_content_kinds_an_error_and_a_crash_that_the_chat_survives(editor):
+    replies = [
+        tool_call_reply(("a", "fake_shapes", {}), ("b", "fake_fail", {})),
+        tool_call_reply(("c", "fake_crash", {})),
+        tool_call_reply(("d", "fake_echo", {"text": "still here"})),
+        text_reply("All done."),
+    ]
+    server_lua = f'fake = {{ cmd = {{ "{sys.executable}", "{FAKE}" }}, tool_defaults = {{ opts = {{ require_approval_before = false }} }} }}'
+    with ServerThread(ScriptedServer.sequence(replies)) as llm:
+        setup(editor, llm.url, server_lua, extra=', opts = { default_servers = { "fake" } }')
+        editor.nvim.command("CodeCompanionChat Try the fake server")
+        done = editor.wait_event("CodeCompanionChatDone", timeout=60)
+        assert done["data"]["status"] == "success", editor.text()
+        shapes, fail = tool_messages(llm.requests[1])
+        assert "[image image/png, 8 bytes]" in shapes["content"]
+        assert "[resource link file:///notes.txt: notes]" in shapes["content"]
+        assert "[resource file:///a.txt]\nalpha" in shapes["content"]
+        assert '"count": 3' in shapes["content"]
+        assert "the fake tool failed" in fail["content"]
+        [crashed] = tool_messages(llm.requests[2])
+        assert "MCP server fake exited with code 3" in crashed["content"]
+        assert "boom: the fake server crashed" in crashed["content"]
+        assert "starts again with the next call" in crashed["content"]
+        [echoed] = tool_messages(llm.requests[3])
+        assert echoed["content"] == "echo: still here"  # started again
+        assert editor.event_names().count("CodeCompanionMCPServerStart") == 2

@@ -1,0 +1,65 @@
+"""A small MCP server over stdio for the tests: `echo` (text), `shapes` (an image, a resource
+link, an embedded resource and structured content), `fail` (isError) and `crash` (exits
+with code 3 after writing to stderr, as a broken server does)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+TOOLS = [
+    {
+        "name": "echo",
+        "description": "Echo the text",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    },
+    {"name": "shapes", "description": "Every kind of content", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "fail", "description": "Always fails", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "crash", "description": "Exits", "inputSchema": {"type": "object", "properties": {}}},
+]
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def call(name: str, args: dict) -> dict:
+    if name == "echo":
+        return {"content": [{"type": "text", "text": f"echo: {args.get('text')}"}]}
+    if name == "shapes":
+        return {
+            "content": [
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "resource_link", "uri": "file:///notes.txt", "name": "notes"},
+                {"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "alpha"}},
+            ],
+            "structuredContent": {"count": 3},
+        }
+    if name == "fail":
+        return {"content": [{"type": "text", "text": "the fake tool failed"}], "isError": True}
+    sys.stderr.write("boom: the fake server crashed\n")
+    sys.stderr.flush()
+    sys.exit(3)
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    method, ident = message.get("method"), message.get("id")
+    if ident is None:
+        continue
+    if method == "initialize":
+        result = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake", "version": "1"},
+            "instructions": "Use echo to test.",
+        }
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call":
+        result = call(message["params"]["name"], message["params"].get("arguments") or {})
+    else:
+        send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": f"no {method}"}})
+        continue
+    send({"jsonrpc": "2.0", "id": ident, "result": result})
