@@ -248,6 +248,7 @@ class Engine:
                 editor=editor,
                 workspace=workspace,
                 history=[m for m in history or [] if m.role in ("user", "assistant")],
+                mcp=self.mcp,
             )
         session = ChatSession(
             chat_id,

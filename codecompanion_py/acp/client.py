@@ -50,6 +50,7 @@ class AcpClient:
         self.auth_methods: list[Any] = []
         self._permissions: set[asyncio.Future[Any]] = set()
         self.in_turn = False  # a prompt (or a session load) is running: its updates belong to it
+        self.mcp_servers: list[dict[str, Any]] = []  # the editor's MCP servers, passed to each session
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -198,8 +199,11 @@ class AcpClient:
         return result if isinstance(result, dict) else {}
 
     def _mcp_servers(self) -> list[Any]:
+        """The adapter's own `defaults.mcpServers`, then the editor's (mcp.servers) not named there."""
         servers = self.adapter.defaults.get("mcpServers")
-        return list(servers) if isinstance(servers, list) else []
+        own = list(servers) if isinstance(servers, list) else []
+        named = {s.get("name") for s in own if isinstance(s, dict)}
+        return own + [s for s in self.mcp_servers if s.get("name") not in named]
 
     # --- calls and their failures -----------------------------------------------------
 

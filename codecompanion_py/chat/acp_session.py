@@ -23,6 +23,7 @@ from ..acp.adapters import AcpAdapter
 from ..acp.client import AcpClient
 from ..errors import AgentError, CodeCompanionError, ConfigError, RpcError
 from ..events import NoticeEvent
+from ..mcp.servers import McpServers
 from ..messages import Message
 from ..tools.approvals import Approvals
 from ..tools.orchestrator import ChatHandle, Editor, ToolsContext
@@ -56,9 +57,11 @@ class AcpChatSession:
         editor: Editor,
         workspace: Workspace,
         history: list[Message] | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
+        self.mcp = mcp
         self.view = EventView(sink)
         self.editor = editor
         self.workspace = workspace
@@ -323,7 +326,17 @@ class AcpChatSession:
         if self.client is not None and self.session_id is not None:
             return self.client, self.session_id
         client = await self._start_agent()
-        self.view.fire("ACPSessionPre", {"id": self.chat_id, "agent_capabilities": client.capabilities or None})
+        if self.mcp is not None:  # the editor's MCP servers, for the agent to use itself
+            http = client.supports("mcpCapabilities", "http")
+            client.mcp_servers = await self.mcp.for_agent(http=http, editor=self.editor)
+        self.view.fire(
+            "ACPSessionPre",
+            {
+                "id": self.chat_id,
+                "agent_capabilities": client.capabilities or None,
+                "mcp_servers": [s["name"] for s in client.mcp_servers] or None,
+            },
+        )
         restored, self.resume_id = self.resume_id, None
         saved, self.saved_session = self.saved_session, None
         if restored is None and saved is not None and client.supports("loadSession"):

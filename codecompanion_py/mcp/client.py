@@ -74,7 +74,7 @@ class McpServer:
         await self.stop()
         self.notice("MCPServerStart", {"server": self.name})
         if self.spec.get("url"):
-            headers = {k: str(await self._value(k, v)) for k, v in (self.spec.get("headers") or {}).items()}
+            headers = {k: str(await self.value(k, v)) for k, v in (self.spec.get("headers") or {}).items()}
             self._conn = HttpConnection(
                 str(self.spec["url"]),
                 headers,
@@ -88,7 +88,7 @@ class McpServer:
                 raise ConfigError(f"MCP server {self.name}: give it `cmd` (a command) or `url`")
             env = {**safe_env(os.environ)}
             for key, value in (self.spec.get("env") or {}).items():
-                resolved = await self._value(key, value)
+                resolved = await self.value(key, value)
                 if resolved is not None:
                     env[str(key)] = str(resolved)
             self._process = await McpProcess.start(f"MCP server {self.name}", argv, cwd=self.cwd, env=env)
@@ -191,7 +191,7 @@ class McpServer:
             return self.last_exit
         return None
 
-    async def _value(self, key: str, value: Any) -> Any:
+    async def value(self, key: str, value: Any) -> Any:
         if isinstance(value, LuaFunction):
             return await value.call_async(self.editor)
         if isinstance(value, str):
@@ -204,7 +204,7 @@ class McpServer:
         if method == "ping":
             return {}
         if method == "roots/list" and self.spec.get("roots") is not None:
-            roots = await self._value("roots", self.spec["roots"])
+            roots = await self.value("roots", self.spec["roots"])
             return {"roots": list(roots or [])}
         raise RpcError(METHOD_NOT_FOUND, f"codecompanion-py does not offer {method}")
 

@@ -122,6 +122,33 @@ class McpServers:
             prompt += f"\nThe server's instructions:\n{server.instructions}"
         return definitions, prompt
 
+    async def for_agent(self, *, http: bool, editor: Any = None) -> list[dict[str, Any]]:
+        """The servers as ACP's session/new takes them (`mcp.opts.acp_enabled`, on by default):
+        stdio ones always, HTTP ones when the agent says it takes them; env and header values
+        resolved as for the editor's own use."""
+        opts = _table(self.config.get("opts"))
+        if opts.get("acp_enabled") is False:
+            return []
+        out: list[dict[str, Any]] = []
+        for name in self.specs:
+            spec = self.specs[name]
+            if isinstance(spec, LuaFunction):
+                spec = self.specs[name] = await spec.call_async(editor)
+            server = self.server(name, cwd=".", notice=lambda event, data: None, editor=editor)
+            if spec.get("url"):
+                if http:
+                    headers = [
+                        {"name": k, "value": str(await server.value(k, v))}
+                        for k, v in _table(spec.get("headers")).items()
+                    ]
+                    out.append({"type": "http", "name": name, "url": str(spec["url"]), "headers": headers})
+                continue
+            argv = [str(part) for part in spec.get("cmd") or ()]
+            if argv:
+                env = [{"name": k, "value": str(await server.value(k, v))} for k, v in _table(spec.get("env")).items()]
+                out.append({"name": name, "command": argv[0], "args": argv[1:], "env": env})
+        return out
+
     async def close(self) -> None:
         for server in list(self.running.values()):
             await server.stop()
@@ -130,6 +157,16 @@ class McpServers:
     def kill_now(self) -> None:
         for server in self.running.values():
             server.kill_now()
+
+
+async def _pairs(server: McpServer, table: Any) -> list[dict[str, str]]:
+    """`{ KEY = value }` as ACP's [{name, value}], each value resolved."""
+    pairs = []
+    for key, value in _table(table).items():
+        resolved = await server.value(str(key), value)
+        if resolved is not None:
+            pairs.append({"name": str(key), "value": str(resolved)})
+    return pairs
 
 
 def _table(value: Any) -> Mapping[str, Any]:

@@ -6,6 +6,7 @@ starts again without breaking the chat."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -129,3 +130,37 @@ def test_content_kinds_an_error_and_a_crash_that_the_chat_survives(editor):
         [echoed] = tool_messages(llm.requests[3])
         assert echoed["content"] == "echo: still here"  # started again
         assert editor.event_names().count("CodeCompanionMCPServerStart") == 2
+
+
+def test_an_agent_gets_the_configured_servers_in_its_session(editor, tmp_path):
+    from tests.e2e.test_acp import FAKE_AGENT
+
+    log = tmp_path / "agent.log"
+    editor.nvim.command(f"cd {tmp_path}")
+    editor.setup(f"""{{
+      adapters = {{ acp = {{ fake = {{
+        formatted_name = "Fake Agent",
+        commands = {{ default = {{ "{sys.executable}", "{FAKE_AGENT}" }} }},
+        defaults = {{ timeout = 10000 }}, env = {{ FAKE_AGENT_LOG = "{log}" }},
+      }} }} }},
+      interactions = {{ chat = {{ adapter = "fake" }} }},
+      mcp = {{ servers = {{
+        fake = {{ cmd = {{ "{sys.executable}", "{FAKE}" }}, env = {{ TOKEN = "cmd:echo from-a-command" }} }},
+        web = {{ url = "http://127.0.0.1:9/mcp" }},
+      }} }},
+    }}""")
+    editor.nvim.command("CodeCompanionChat hello")
+    editor.wait_event("CodeCompanionChatDone", timeout=30)
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    [new] = [m["params"] for m in sent if m.get("method") == "session/new"]
+    # the fake agent takes no HTTP servers (no mcpCapabilities.http): only the stdio one
+    assert new["mcpServers"] == [
+        {
+            "name": "fake",
+            "command": sys.executable,
+            "args": [FAKE],
+            "env": [{"name": "TOKEN", "value": "from-a-command"}],
+        }
+    ]
+    pre = editor.wait_event("CodeCompanionACPSessionPre")
+    assert pre["data"]["mcp_servers"] == ["fake"]
