@@ -77,6 +77,7 @@ class Engine:
             "inline.run": self._inline_run,
             "inline.stop": self._inline_stop,
             "cmd.run": self._cmd_run,
+            "mcp.control": self._mcp_control,
             "chat.close": self._chat_close,
             "chat.set_adapter": self._chat_set_adapter,
             "chat.models": self._chat_models,
@@ -115,6 +116,8 @@ class Engine:
             return self.config.tools.mentionable() + self.mcp.mentionable()
         if method == "adapters":
             return config.adapter_names(self.config)
+        if method.startswith("mcp."):  # `/mcp`, MCP prompts and resources (mcp/servers.py)
+            return asyncio.run_coroutine_threadsafe(self._mcp_request(method, payload), self.loop).result(timeout=60)
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it
             with contextlib.suppress(Exception):  # the agents go whatever happens to the saving
                 self._on_loop(self._save_all, timeout=2)
@@ -410,6 +413,45 @@ class Engine:
         adapter = self._http_adapter(payload, self.config.cmd_adapter, ":CodeCompanionCmd")
         command = await command_for(adapter, self.client, str(payload.get("prompt") or ""))
         self.bridge.render(target, [ops.Text(text=command), ops.Done(status="success")])
+
+    # --- MCP servers for the editor: /mcp, prompts, resources -------------------------------
+
+    async def _mcp_request(self, method: str, payload: Mapping[str, Any]) -> Any:
+        if method == "mcp.status":
+            return self.mcp.status()
+        server = self.mcp.server(str(payload.get("server")), cwd=str(_workspace(payload).root), notice=self._mcp_said)
+        if method == "mcp.prompt":
+            arguments = payload.get("arguments")
+            given = {str(k): str(v) for k, v in arguments.items()} if isinstance(arguments, Mapping) else {}
+            return await server.get_prompt(str(payload.get("name")), given)
+        if method == "mcp.resource":
+            return await server.read_resource(str(payload.get("uri")))
+        if method == "mcp.resources":
+            await server.ensure()
+            return server.status()["resources"]
+        raise ValueError(f"unknown request {method!r}")
+
+    def _mcp_said(self, event: str, data: Mapping[str, Any]) -> None:
+        """A server's events when no chat asked for it (/mcp): as User autocmds of no chat."""
+        if event != "MCPProgress":
+            self.bridge.render(None, [ops.fire(event, data)])
+
+    async def _mcp_control(self, payload: Mapping[str, Any]) -> None:
+        """`/mcp`: start (its tools join the chat), stop or restart a server."""
+        name, action = str(payload.get("server")), payload.get("action")
+        session = self.sessions.get(payload.get("chat_id"))
+        server = self.mcp.server(name, cwd=str(_workspace(payload).root), notice=self._mcp_said)
+        if action in ("stop", "restart"):
+            await server.stop()
+            if isinstance(session, ChatSession) and name in session.mcp_servers:
+                session.mcp_servers.remove(name)
+        if action in ("start", "restart"):
+            await server.ensure()
+            if isinstance(session, ChatSession) and name not in session.mcp_servers:
+                session.mcp_servers.append(name)  # its tools load with the next message
+            self.bridge.notify(f"CodeCompanion: MCP server {name} runs: {len(server.tools)} tools", "INFO")
+        elif action == "stop":
+            self.bridge.notify(f"CodeCompanion: MCP server {name} stopped", "INFO")
 
     async def _chat_compact(self, payload: Mapping[str, Any]) -> None:
         session = self._session(payload)

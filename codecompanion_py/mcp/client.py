@@ -46,6 +46,8 @@ class McpServer:
         self.editor = editor  # for Lua functions in env, headers and roots
         self.timeout = float(spec.get("timeout", DEFAULT_TIMEOUT * 1000)) / 1000
         self.tools: list[dict[str, Any]] = []
+        self.prompts: list[dict[str, Any]] = []  # [{name, description, arguments}]
+        self.resources: list[dict[str, Any]] = []  # [{uri, name, mimeType}]
         self.instructions = ""
         self.capabilities: dict[str, Any] = {}
         self._process: McpProcess | None = None
@@ -127,23 +129,70 @@ class McpServer:
         self.instructions = str(result.get("instructions") or "")
         await self._conn.notify("notifications/initialized")
         await self._list_tools()
+        self.prompts = await self._list("prompts") if "prompts" in self.capabilities else []
+        self.resources = await self._list("resources") if "resources" in self.capabilities else []
         self.notice("MCPServerReady", {"server": self.name, "tools": [t.get("name") for t in self.tools]})
 
     async def _list_tools(self) -> None:
         self._tools_changed = False
-        if "tools" not in self.capabilities:
-            self.tools = []
-            return
+        self.tools = await self._list("tools") if "tools" in self.capabilities else []
+        self.notice("MCPToolsLoaded", {"server": self.name, "tools": [t["name"] for t in self.tools]})
+
+    async def _list(self, kind: str) -> list[dict[str, Any]]:
+        """`<kind>/list`, page after page."""
         found: list[dict[str, Any]] = []
         cursor = None
         for _ in range(_MAX_PAGES):
-            page = await self.request("tools/list", {"cursor": cursor} if cursor else None)
-            found.extend(dict(t) for t in (page or {}).get("tools") or () if isinstance(t, Mapping) and t.get("name"))
-            cursor = (page or {}).get("nextCursor")
+            page = await self.request(f"{kind}/list", {"cursor": cursor} if cursor else None)
+            page = page if isinstance(page, Mapping) else {}
+            found.extend(dict(item) for item in page.get(kind) or () if isinstance(item, Mapping))
+            cursor = page.get("nextCursor")
             if not cursor:
                 break
-        self.tools = found
-        self.notice("MCPToolsLoaded", {"server": self.name, "tools": [t["name"] for t in found]})
+        key = "uri" if kind == "resources" else "name"
+        return [item for item in found if item.get(key)]
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> str:
+        """A prompt's messages as text for the chat (`prompts/get`)."""
+        await self.ensure()
+        result = await self.request("prompts/get", {"name": name, "arguments": dict(arguments)})
+        texts = []
+        for message in (result or {}).get("messages") or ():
+            content = message.get("content") if isinstance(message, Mapping) else None
+            if isinstance(content, Mapping) and content.get("type") == "text":
+                texts.append(str(content.get("text", "")))
+            elif isinstance(content, Mapping) and content.get("type") == "resource":
+                resource = content.get("resource")
+                if isinstance(resource, Mapping):
+                    texts.append(str(resource.get("text", f"[resource {resource.get('uri')}]")))
+        return "\n\n".join(texts)
+
+    async def read_resource(self, uri: str) -> str:
+        """A resource's text (`resources/read`); binary parts are described."""
+        await self.ensure()
+        result = await self.request("resources/read", {"uri": uri})
+        parts = []
+        for item in (result or {}).get("contents") or ():
+            if isinstance(item, Mapping):
+                if "text" in item:
+                    parts.append(str(item["text"]))
+                else:
+                    parts.append(f"[{item.get('mimeType', 'binary')} content of {item.get('uri', uri)}]")
+        return "\n\n".join(parts)
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "transport": "http" if self.spec.get("url") else "stdio",
+            "running": self.alive,
+            "tools": [t["name"] for t in self.tools],
+            "prompts": [
+                {"name": p["name"], "description": p.get("description") or "", "arguments": p.get("arguments") or []}
+                for p in self.prompts
+            ],
+            "resources": [{"uri": r["uri"], "name": r.get("name") or r["uri"]} for r in self.resources],
+            "last_exit": self.last_exit,
+        }
 
     async def request(self, method: str, params: Any = None, timeout: float | None = None) -> Any:
         if self._conn is None:
@@ -211,6 +260,9 @@ class McpServer:
     async def _on_notification(self, method: str, params: Any) -> None:
         if method == "notifications/tools/list_changed":
             self._tools_changed = True
+        elif method in ("notifications/prompts/list_changed", "notifications/resources/list_changed"):
+            kind = method.split("/")[1]
+            setattr(self, kind, await self._list(kind))
         elif method == "notifications/progress" and isinstance(params, Mapping):
             self.notice("MCPProgress", {"server": self.name, **params})
         elif method == "notifications/message" and isinstance(params, Mapping):

@@ -149,6 +149,28 @@ class McpServers:
                 out.append({"name": name, "command": argv[0], "args": argv[1:], "env": env})
         return out
 
+    def status(self) -> list[dict[str, Any]]:
+        """Each configured server: running or not, its tools, prompts and resources when known."""
+        out = []
+        for name in self.specs:
+            server = self.running.get(name)
+            if server is not None:
+                out.append(server.status())
+            else:
+                spec = _table(self.specs[name])
+                out.append(
+                    {
+                        "name": name,
+                        "transport": "http" if spec.get("url") else "stdio",
+                        "running": False,
+                        "tools": [],
+                        "prompts": [],
+                        "resources": [],
+                        "last_exit": None,
+                    }
+                )
+        return out
+
     async def close(self) -> None:
         for server in list(self.running.values()):
             await server.stop()

@@ -394,6 +394,14 @@ function M.apply(chat_id, ops)
   if type(chat_id) == "string" then -- "inline:N", "cmd:N": the inline assistant's requests
     return require("codecompanion_py.inline").apply(chat_id, ops)
   end
+  if chat_id == nil or chat_id == vim.NIL then -- of no chat (an MCP server started by /mcp): events only
+    for _, op in ipairs(ops) do
+      if op.op == "fire" then
+        fire(op.event, type(op.data) == "table" and op.data or {})
+      end
+    end
+    return
+  end
   local chat = M.chats[chat_id]
   if not chat then
     return

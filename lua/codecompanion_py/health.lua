@@ -105,6 +105,20 @@ function M.check()
   for _, name in ipairs(sorted_keys(agents)) do
     agent_line(h, name, agents[name])
   end
+  local servers = require("codecompanion_py.mcp").status()
+  if #servers > 0 then
+    h.start("codecompanion_py: MCP servers")
+    for _, server in ipairs(servers) do
+      local line = ("%s (%s): %s"):format(server.name, server.transport,
+        server.running and ("running, %d tools, %d prompts, %d resources"):format(#server.tools, #server.prompts,
+          #server.resources) or "not started (servers start when a chat first needs them)")
+      if type(server.last_exit) == "string" then
+        h.warn(line .. "; it last stopped: " .. server.last_exit)
+      else
+        h.ok(line)
+      end
+    end
+  end
   h.start("codecompanion_py: environment variables (values are never shown)")
   for _, key in ipairs(sorted_keys(report.keys or {})) do
     if report.keys[key] == true then

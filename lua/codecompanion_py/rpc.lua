@@ -296,12 +296,22 @@ function M.last_exit()
   return host.last_exit
 end
 
+-- Whether a request would reach an engine that is up (and not start one).
+function M.running()
+  return host.chan ~= nil or rplugin_registered()
+end
+
 -- The engine's own host while it runs ({ chan, pid, python }), for :checkhealth and tests; nil otherwise.
 function M.host()
   if not host.chan then
     return nil
   end
   return { chan = host.chan, pid = vim.fn.jobpid(host.chan), python = host.python }
+end
+
+-- Whether a request would reach an engine that is up (and not start one).
+function M.running()
+  return host.chan ~= nil or rplugin_registered()
 end
 
 return M

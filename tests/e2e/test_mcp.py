@@ -164,3 +164,42 @@ def test_an_agent_gets_the_configured_servers_in_its_session(editor, tmp_path):
     ]
     pre = editor.wait_event("CodeCompanionACPSessionPre")
     assert pre["data"]["mcp_servers"] == ["fake"]
+
+
+def test_slash_mcp_starts_a_server_whose_prompt_and_resource_go_into_the_chat(editor):
+    from tests.e2e.test_context import context_sent
+
+    server_lua = f'fake = {{ cmd = {{ "{sys.executable}", "{FAKE}" }} }}'
+    with ServerThread(ScriptedServer.sequence([text_reply("Reviewed.")])) as llm:
+        setup(editor, llm.url, server_lua)
+        editor.lua("""_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end
+          vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end
+          vim.ui.input = function(opts, on_done) _G.cc_asked = opts.prompt; on_done('lua') end""")
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        editor.lua(
+            "require('codecompanion_py.chat.slash').run(require('codecompanion_py.chat').chats[...], 'mcp')", chat
+        )
+        editor.wait_for(
+            lambda: any("MCP server fake runs: 4 tools" in n for n in editor.lua("return _G.cc_notes")),
+            what="the server started",
+        )
+        words = editor.lua(
+            "return vim.tbl_map(function(i) return i.word end, require('codecompanion_py.chat').omnifunc(0, '/mcp'))"
+        )
+        assert words == ["/mcp", "/mcp:fake:review"]
+        editor.nvim.command("normal! G")
+        editor.lua(
+            "require('codecompanion_py.chat.slash').run(require('codecompanion_py.chat').chats[...], 'mcp:fake:review')",
+            chat,
+        )
+        editor.wait_for(lambda: editor.lines()[-1] == "Review this lua code carefully.", what="the prompt inserted")
+        assert editor.lua("return _G.cc_asked") == "language: "
+        editor.type_prompt(" #{mcp:fake:file:///guide.md}")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        assert context_sent(llm, 0) == ["Context: fake resource file:///guide.md\n```\n# Guide\nUse tabs.\n```"]
+        body = llm.requests[0].json()
+        assert any(t["function"]["name"] == "fake_echo" for t in body["tools"])  # started by /mcp: its tools joined
+        editor.nvim.command("checkhealth codecompanion_py")
+        assert "fake (stdio): running, 4 tools, 1 prompts, 1 resources" in editor.text()

@@ -1,6 +1,7 @@
 """A small MCP server over stdio for the tests: `echo` (text), `shapes` (an image, a resource
 link, an embedded resource and structured content), `fail` (isError) and `crash` (exits
-with code 3 after writing to stderr, as a broken server does)."""
+with code 3 after writing to stderr, as a broken server does); a prompt `review` with an
+argument, and a resource `file:///guide.md`."""
 
 from __future__ import annotations
 
@@ -51,12 +52,29 @@ for line in sys.stdin:
     if method == "initialize":
         result = {
             "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
             "serverInfo": {"name": "fake", "version": "1"},
             "instructions": "Use echo to test.",
         }
     elif method == "tools/list":
         result = {"tools": TOOLS}
+    elif method == "prompts/list":
+        result = {
+            "prompts": [
+                {"name": "review", "description": "Review code", "arguments": [{"name": "language", "required": True}]}
+            ]
+        }
+    elif method == "prompts/get":
+        language = message["params"].get("arguments", {}).get("language")
+        result = {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": f"Review this {language} code carefully."}}
+            ]
+        }
+    elif method == "resources/list":
+        result = {"resources": [{"uri": "file:///guide.md", "name": "guide", "mimeType": "text/markdown"}]}
+    elif method == "resources/read":
+        result = {"contents": [{"uri": "file:///guide.md", "mimeType": "text/markdown", "text": "# Guide\nUse tabs."}]}
     elif method == "tools/call":
         result = call(message["params"]["name"], message["params"].get("arguments") or {})
     else:

@@ -237,6 +237,20 @@ function capture.symbols(_, arg)
     content = #out > 0 and table.concat(out, "\n") or "No symbols found." }
 end
 
+-- `#{mcp:server:uri}` (what /mcp attaches): a resource of an MCP server, read by it now.
+function capture.mcp(_, arg)
+  local server, uri = (arg or ""):match("^([^:]+):(.+)$")
+  if not server then
+    return nil, "name the server and the resource: #{mcp:server:uri}"
+  end
+  local ok, text = pcall(require("codecompanion_py.rpc").request, "mcp.resource",
+    { server = server, uri = uri, cwd = vim.fn.getcwd() })
+  if not ok then
+    return nil, tostring(text)
+  end
+  return { kind = "mcp", label = ("%s resource %s"):format(server, uri), content = text }
+end
+
 function capture.buffers()
   local items = {}
   for _, buf in ipairs(api.nvim_list_bufs()) do
@@ -374,6 +388,7 @@ M.DESCRIPTIONS = {
   fetch = "A web page (#{fetch:url})",
   help = "A section of Vim's help (#{help:tag})",
   symbols = "A file's outline (#{symbols:path})",
+  mcp = "A resource of an MCP server (#{mcp:server:uri})",
 }
 
 M.KINDS = vim.tbl_keys(capture)

@@ -9,6 +9,8 @@
 --   /help     a section of Vim's help: `#{help:tag}`
 --   /symbols  the tree-sitter outline of a file: `#{symbols:path}`
 --   /compact  summarise the earlier turns now (an agent keeps its own context: \compact)
+--   /mcp      start, stop, inspect MCP servers, attach a resource (mcp.lua); a running
+--             server's prompts are /mcp:<server>:<prompt>
 --   /now      the date and time
 --   /mode, /acp_session_options, /resume   (agent chats) the agent's options, an earlier session
 -- Pickers: telescope, fzf-lua, mini.pick or snacks when installed (or named by a command's
@@ -149,6 +151,10 @@ M.COMMANDS = {
     http = true,
     run = function(chat) require("codecompanion_py.chat").compact(chat) end,
   },
+  mcp = {
+    description = "Start, stop or look at MCP servers; attach a resource",
+    run = function(chat, insert) require("codecompanion_py.mcp").slash(chat, insert) end,
+  },
   now = {
     description = "Insert the date and time",
     run = function(_, insert) insert(os.date("%a, %d %b %Y %H:%M:%S %z")) end,
@@ -208,6 +214,13 @@ function M.commands()
     local alias = item.opts.alias
     if type(alias) == "string" and item.opts.is_slash_cmd ~= false then
       out[alias] = library_command(item)
+    end
+  end
+  local servers = vim.tbl_get(require("codecompanion_py").config or {}, "mcp", "servers")
+  if type(servers) == "table" and next(servers) and require("codecompanion_py.rpc").running() then
+    -- the prompts of the MCP servers that run (asking never starts the engine)
+    for name, command in pairs(require("codecompanion_py.mcp").prompt_commands()) do
+      out[name] = command
     end
   end
   for name, command in pairs(M.COMMANDS) do
