@@ -17,7 +17,6 @@ local PALETTE = "the action palette and prompt library are not in this plugin ye
 local TRIGGERS = "the triggers are #, @, / and \\ here"
 local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
   .. "context of your own cannot be added from the config yet"
-local MCP = "MCP servers are not in this plugin yet"
 
 local keymap = { modes = OK, callback = OK, description = OK, index = OK, hide = OK, opts = OK }
 
@@ -227,7 +226,10 @@ M.SPEC = {
       show_presets = OK,
     },
   },
-  mcp = MCP,
+  mcp = {
+    servers = ANY, -- { cmd, env, url, headers, roots, timeout, tool_defaults, tool_overrides } or a function
+    opts = { default_servers = OK, acp_enabled = OK, timeout = OK },
+  },
   extensions = "CodeCompanion's extensions are Lua modules of its own and cannot load here",
   opts = {
     log_level = OK,
