@@ -92,12 +92,23 @@ class Connection:
 
     # --- sending ----------------------------------------------------------------------
 
-    async def request(self, method: str, params: Any = None, *, on_answer: Callable[[], None] | None = None) -> Any:
+    def new_id(self) -> int:
+        """An id for a request the caller must be able to name later (to cancel it)."""
+        return next(self._ids)
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        on_answer: Callable[[], None] | None = None,
+        request_id: int | None = None,
+    ) -> Any:
         """Send a request and wait for its answer; RpcError when the peer answers with one.
         `on_answer` runs the moment the answer is read, before any line after it."""
         if self._closed_reason is not None:
             raise ConnectionClosed(self._closed_reason)
-        request_id = next(self._ids)
+        request_id = next(self._ids) if request_id is None else request_id
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         if on_answer is not None:

@@ -54,6 +54,7 @@ class McpServer:
         self._conn: Connection | HttpConnection | None = None
         self._starting: asyncio.Task[None] | None = None
         self._tools_changed = False
+        self._progress = 0
         self.last_exit: str | None = None
 
     @property
@@ -195,21 +196,36 @@ class McpServer:
         }
 
     async def request(self, method: str, params: Any = None, timeout: float | None = None) -> Any:
-        if self._conn is None:
+        """`method`, answered within `timeout`; a request given up on (the time ran out, or
+        the user stopped the turn) is cancelled at the server too."""
+        conn = self._conn
+        if conn is None:
             raise ConfigError(f"MCP server {self.name} is not running")
+        limit = timeout or self.timeout
+        request_id = conn.new_id()
         try:
-            return await asyncio.wait_for(self._conn.request(method, params), timeout or self.timeout)
+            return await asyncio.wait_for(conn.request(method, params, request_id=request_id), limit)
         except ConnectionClosed as error:
             await self._reaped()
             raise ConfigError(f"{self._exit_reason() or error}; it starts again with the next call") from None
         except asyncio.TimeoutError:
-            raise ConfigError(
-                f"MCP server {self.name} did not answer {method} within {timeout or self.timeout:g} s"
-            ) from None
+            await self._cancel(conn, request_id, f"no answer within {limit:g} s")
+            raise ConfigError(f"MCP server {self.name} did not answer {method} within {limit:g} s") from None
+        except asyncio.CancelledError:
+            await self._cancel(conn, request_id, "the user stopped it")
+            raise
+
+    async def _cancel(self, conn: Connection | HttpConnection, request_id: int, reason: str) -> None:
+        with contextlib.suppress(Exception):
+            message = {"requestId": request_id, "reason": reason}
+            await asyncio.wait_for(conn.notify("notifications/cancelled", message), 2.0)
 
     async def call_tool(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         await self.ensure()
-        result = await self.request("tools/call", {"name": name, "arguments": dict(arguments)})
+        self._progress += 1  # the progress notifications of this call name its token
+        token = f"{self.name}-{self._progress}"
+        params = {"name": name, "arguments": dict(arguments), "_meta": {"progressToken": token}}
+        result = await self.request("tools/call", params)
         return dict(result) if isinstance(result, Mapping) else {}
 
     async def stop(self) -> None:

@@ -41,8 +41,11 @@ class HttpConnection:
     def closed(self) -> bool:
         return self._closed is not None
 
-    async def request(self, method: str, params: Any = None) -> Any:
-        request_id = next(self._ids)
+    def new_id(self) -> int:
+        return next(self._ids)
+
+    async def request(self, method: str, params: Any = None, *, request_id: int | None = None) -> Any:
+        request_id = next(self._ids) if request_id is None else request_id
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params else {})}
         return await self._post(message, request_id)
 

@@ -181,7 +181,7 @@ def test_slash_mcp_starts_a_server_whose_prompt_and_resource_go_into_the_chat(ed
             "require('codecompanion_py.chat.slash').run(require('codecompanion_py.chat').chats[...], 'mcp')", chat
         )
         editor.wait_for(
-            lambda: any("MCP server fake runs: 4 tools" in n for n in editor.lua("return _G.cc_notes")),
+            lambda: any("MCP server fake runs: 6 tools" in n for n in editor.lua("return _G.cc_notes")),
             what="the server started",
         )
         words = editor.lua(
@@ -202,4 +202,44 @@ def test_slash_mcp_starts_a_server_whose_prompt_and_resource_go_into_the_chat(ed
         body = llm.requests[0].json()
         assert any(t["function"]["name"] == "fake_echo" for t in body["tools"])  # started by /mcp: its tools joined
         editor.nvim.command("checkhealth codecompanion_py")
-        assert "fake (stdio): running, 4 tools, 1 prompts, 1 resources" in editor.text()
+        assert "fake (stdio): running, 6 tools, 1 prompts, 1 resources" in editor.text()
+
+
+def test_a_changed_tool_list_is_read_again_and_a_slow_call_shows_progress_until_q_cancels_it(editor, tmp_path):
+    log = tmp_path / "mcp.log"
+    replies = [
+        tool_call_reply(("g", "fake_grow", {})),
+        text_reply("It grew."),
+        tool_call_reply(("s", "fake_slow", {})),
+    ]
+    server_lua = (
+        f'fake = {{ cmd = {{ "{sys.executable}", "{FAKE}" }}, env = {{ FAKE_MCP_LOG = "{log}" }},'
+        " tool_defaults = { opts = { require_approval_before = false } } }"
+    )
+    with ServerThread(ScriptedServer.sequence(replies)) as llm:
+        setup(editor, llm.url, server_lua, extra=', opts = { default_servers = { "fake" } }')
+        editor.nvim.command("CodeCompanionChat Grow")
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        assert "fake_extra" not in {t["function"]["name"] for t in llm.requests[0].json()["tools"]}
+        editor.type_prompt("Now the slow one")
+        editor.nvim.input("<CR>")
+        editor.wait_for(lambda: len(llm.requests) == 3, what="the third request")
+        assert "fake_extra" in {t["function"]["name"] for t in llm.requests[2].json()["tools"]}  # listed again
+        editor.wait_for(lambda: "fake 1/4: indexing" in editor.text(), what="the progress in the chat")
+        editor.nvim.input("q")
+        stopped = editor.wait_event("CodeCompanionChatStopped", timeout=30)
+        assert stopped["data"]["status"] == "stopped"
+        messages = [json.loads(line) for line in log.read_text().splitlines()]
+        [slow] = [m for m in messages if m.get("method") == "tools/call" and m["params"]["name"] == "slow"]
+        cancelled = editor.wait_for(
+            lambda: (
+                [
+                    m["params"]
+                    for m in (json.loads(line) for line in log.read_text().splitlines())
+                    if m.get("method") == "notifications/cancelled"
+                ]
+                or None
+            ),
+            what="the cancellation at the server",
+        )
+        assert cancelled == [{"requestId": slow["id"], "reason": "the user stopped it"}]

@@ -1,11 +1,14 @@
 """A small MCP server over stdio for the tests: `echo` (text), `shapes` (an image, a resource
 link, an embedded resource and structured content), `fail` (isError) and `crash` (exits
-with code 3 after writing to stderr, as a broken server does); a prompt `review` with an
-argument, and a resource `file:///guide.md`."""
+with code 3 after writing to stderr, as a broken server does), `slow` (reports progress, then
+never answers: for cancellation) and `grow` (adds a tool `extra` and says the list changed);
+a prompt `review` with an argument, and a resource `file:///guide.md`. With FAKE_MCP_LOG set,
+every message it reads is appended to that file."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 TOOLS = [
@@ -17,6 +20,8 @@ TOOLS = [
     {"name": "shapes", "description": "Every kind of content", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "fail", "description": "Always fails", "inputSchema": {"type": "object", "properties": {}}},
     {"name": "crash", "description": "Exits", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "slow", "description": "Takes forever", "inputSchema": {"type": "object", "properties": {}}},
+    {"name": "grow", "description": "Adds a tool", "inputSchema": {"type": "object", "properties": {}}},
 ]
 
 
@@ -44,10 +49,33 @@ def call(name: str, args: dict) -> dict:
     sys.exit(3)
 
 
+LOG = os.environ.get("FAKE_MCP_LOG")
+
 for line in sys.stdin:
+    if LOG:
+        with open(LOG, "a") as handle:
+            handle.write(line)
     message = json.loads(line)
     method, ident = message.get("method"), message.get("id")
     if ident is None:
+        continue
+    if method == "tools/call" and message["params"]["name"] == "slow":
+        token = (message["params"].get("_meta") or {}).get("progressToken")
+        if token is not None:
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": 1, "total": 4, "message": "indexing"},
+                }
+            )
+        continue  # no answer: the client cancels
+    if method == "tools/call" and message["params"]["name"] == "grow":
+        TOOLS.append(
+            {"name": "extra", "description": "Added later", "inputSchema": {"type": "object", "properties": {}}}
+        )
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": "grown"}]}})
         continue
     if method == "initialize":
         result = {
