@@ -119,6 +119,9 @@ class ToolResultPart(
     content: str
     status: ToolStatus = "success"
     provider_data: dict[str, Any] | None = None
+    # images the tool returned (an MCP tool's), sent as images where the provider takes them in
+    # a tool result (Anthropic); elsewhere `content` describes them
+    images: tuple[ImagePart, ...] = ()
 
 
 Part = Union[TextPart, ImagePart, ReasoningPart, ToolCall, ToolResultPart]

@@ -129,6 +129,8 @@ class McpServer:
         self.capabilities = dict(result.get("capabilities") or {})
         self.instructions = str(result.get("instructions") or "")
         await self._conn.notify("notifications/initialized")
+        if isinstance(self._conn, HttpConnection):
+            self._conn.listen()
         await self._list_tools()
         self.prompts = await self._list("prompts") if "prompts" in self.capabilities else []
         self.resources = await self._list("resources") if "resources" in self.capabilities else []

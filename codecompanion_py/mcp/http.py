@@ -3,12 +3,19 @@ one URL; the answer comes as a JSON body or as an SSE stream that may carry the 
 requests and notifications before the reply. The `Mcp-Session-Id` the server gives at
 initialization goes with every later request, with `MCP-Protocol-Version`.
 
+Once initialized, `listen()` opens the GET stream a server may offer for what it sends on
+its own (notifications such as tools/list_changed, its requests); when that stream drops it
+is opened again with `Last-Event-ID`, so nothing sent in between is lost. A server that does
+not offer it answers 405 and is not asked again.
+
 `HttpConnection` offers what `acp.jsonrpc.Connection` offers over stdio (`request`,
 `notify`, `close`), so a server is driven the same way over either transport.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import json
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,6 +43,8 @@ class HttpConnection:
         self._ids = itertools.count(1)
         self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
         self._closed: str | None = None
+        self._listening: asyncio.Task[None] | None = None
+        self.last_event_id: str | None = None
 
     @property
     def closed(self) -> bool:
@@ -52,7 +61,36 @@ class HttpConnection:
     async def notify(self, method: str, params: Any = None) -> None:
         await self._post({"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})}, None)
 
+    def listen(self, retries: int = 5, pause: float = 1.0) -> None:
+        """Open the server's own stream (GET), again after it drops, `retries` times in a row."""
+        self._listening = asyncio.get_running_loop().create_task(self._listen(retries, pause))
+
+    async def _listen(self, retries: int, pause: float) -> None:
+        failures = 0
+        while self._closed is None and failures <= retries:
+            headers = {**self._headers(), "Accept": "text/event-stream"}
+            if self.last_event_id is not None:
+                headers["Last-Event-ID"] = self.last_event_id
+            try:
+                async with self._http.stream("GET", self.url, headers=headers) as response:
+                    if response.status_code in (404, 405) or response.status_code >= 400:
+                        return  # not offered (405), or not for this session
+                    failures = 0
+                    async for event_id, data in _sse_events(response):
+                        if event_id is not None:
+                            self.last_event_id = event_id
+                        if data.strip():
+                            await self._receive(json.loads(data), None)
+            except (httpx.HTTPError, ValueError, ConnectionClosed):
+                pass
+            failures += 1
+            await asyncio.sleep(pause)
+
     async def close(self) -> None:
+        if self._listening is not None:
+            self._listening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listening
         if self._closed is None:
             self._closed = "closed"
             if self.session_id:  # the spec's way to end a session; a server may refuse it
@@ -129,15 +167,24 @@ class HttpConnection:
         return _NOT_YET
 
 
-async def _sse_data(response: httpx.Response) -> Any:
-    """The `data` of each server-sent event."""
+async def _sse_events(response: httpx.Response) -> Any:
+    """(id, data) of each server-sent event (the id None when the event has none)."""
     data: list[str] = []
+    event_id: str | None = None
     async for line in response.aiter_lines():
         if line == "":
-            if data:
-                yield "\n".join(data)
-                data = []
+            if data or event_id is not None:
+                yield event_id, "\n".join(data)
+            data, event_id = [], None
         elif line.startswith("data:"):
-            data.append(line[5:].lstrip(" "))
-    if data:
-        yield "\n".join(data)
+            data.append(line[5:].removeprefix(" "))
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+    if data or event_id is not None:
+        yield event_id, "\n".join(data)
+
+
+async def _sse_data(response: httpx.Response) -> Any:
+    """The `data` of each server-sent event."""
+    async for _event_id, data in _sse_events(response):
+        yield data

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError
+from ..messages import ImagePart
 from ..tools.contract import ToolDefinition, ToolRun
 from .client import McpServer, Notice
 
@@ -60,6 +61,15 @@ def result_text(result: Mapping[str, Any]) -> str:
     if result.get("structuredContent") is not None:
         parts.append("Structured content:\n" + json.dumps(result["structuredContent"], indent=2))
     return "\n\n".join(parts) or "(the tool returned nothing)"
+
+
+def images_of(result: Mapping[str, Any]) -> list[ImagePart]:
+    """The images of an MCP tool result, for providers that take images in tool results."""
+    found = []
+    for item in result.get("content") or ():
+        if isinstance(item, Mapping) and item.get("type") == "image" and item.get("data"):
+            found.append(ImagePart(data=str(item["data"]), media_type=str(item.get("mimeType") or "image/png")))
+    return found
 
 
 class McpServers:
@@ -205,6 +215,7 @@ def _definition(server: McpServer, tool: Mapping[str, Any], config: Mapping[str,
             result = await server.call_tool(str(tool["name"]), args)
         except CodeCompanionError as error:
             return {"status": "error", "data": str(error)}
+        self.images.extend(images_of(result))
         text = result_text(result)
         return {"status": "error" if result.get("isError") else "success", "data": text}
 

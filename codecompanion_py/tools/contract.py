@@ -174,6 +174,8 @@ class ToolRun(ToolState):
     # no approval before) the edit is written, then reviewed in the editor's diff review.
     review: dict[str, Any] | None = None
     reviewed_after: bool = False
+    # images a cmd returned (an MCP tool's), kept with the result for providers that take them
+    images: list[Any] = field(default_factory=list)
     run_id: int = 0
     # Whether Neovim keeps state for this run (a function of it was called there).
     in_lua: bool = False

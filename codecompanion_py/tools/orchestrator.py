@@ -241,7 +241,9 @@ class Orchestrator:
                 ToolResultEvent(tool_call_id=run.function_call.id, name=run.name, status=status, content=shown)
             )
         content = "\n\n".join(output.for_llm for output in run.outputs)
-        return ToolResultPart(tool_call_id=run.function_call.id, name=run.name, content=content, status=status)
+        return ToolResultPart(
+            tool_call_id=run.function_call.id, name=run.name, content=content, status=status, images=tuple(run.images)
+        )
 
     # --- approval ---------------------------------------------------------------------
 

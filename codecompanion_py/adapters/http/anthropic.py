@@ -198,7 +198,14 @@ def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, An
 
 def format_response(self: Any, tool_call: ToolCall | ToolResultPart, output: str) -> dict[str, Any]:
     call_id = tool_call.tool_call_id if isinstance(tool_call, ToolResultPart) else tool_call.id
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": output}
+    content: Any = output
+    if isinstance(tool_call, ToolResultPart) and tool_call.images:  # Anthropic takes images in a tool result
+        content = [{"type": "text", "text": output}] + [
+            {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
+            for image in tool_call.images
+            if image.data
+        ]
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
     if isinstance(tool_call, ToolResultPart) and tool_call.status != "success":
         block["is_error"] = True
     return block
