@@ -66,6 +66,22 @@ local function approval_choices(args)
   return labels, choices
 end
 
+-- Before an agent's session starts: `User CodeCompanionACPSessionPre`. Its `data` is a copy
+-- (Neovim copies event data), so a handler that changes the MCP servers the agent gets does so
+-- in `require("codecompanion").session_pre.mcp_servers`; the reply carries them back.
+function methods.acp_session_pre(chat, args, reply)
+  local data = vim.deepcopy(args)
+  data.bufnr = chat and chat.bufnr or nil
+  if data.mcp_servers == vim.NIL then
+    data.mcp_servers = {}
+  end
+  local api_module = require("codecompanion_py.api")
+  api_module.session_pre = data
+  pcall(api.nvim_exec_autocmds, "User", { pattern = "CodeCompanionACPSessionPre", modeline = false, data = data })
+  api_module.session_pre = nil
+  reply({ mcp_servers = data.mcp_servers })
+end
+
 function methods.approve(chat, args, reply)
   if type(args.detail) == "string" and args.detail ~= "" then
     require("codecompanion_py.chat").show(chat, args.detail, nil, { fold = false })

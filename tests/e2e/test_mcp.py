@@ -163,7 +163,31 @@ def test_an_agent_gets_the_configured_servers_in_its_session(editor, tmp_path):
         }
     ]
     pre = editor.wait_event("CodeCompanionACPSessionPre")
-    assert pre["data"]["mcp_servers"] == ["fake"]
+    assert [s["name"] for s in pre["data"]["mcp_servers"]] == ["fake"]
+
+
+def test_acp_session_pre_handlers_change_the_servers_an_agent_gets(editor, tmp_path):
+    from tests.e2e.test_acp import FAKE_AGENT
+
+    log = tmp_path / "agent.log"
+    editor.nvim.command(f"cd {tmp_path}")
+    editor.lua("""vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionACPSessionPre", callback = function(ev)
+      local pending = require("codecompanion").session_pre
+      table.insert(pending.mcp_servers, { name = "added", command = "added-server", args = {}, env = {} })
+    end })""")
+    editor.setup(f"""{{
+      adapters = {{ acp = {{ fake = {{
+        commands = {{ default = {{ "{sys.executable}", "{FAKE_AGENT}" }} }},
+        defaults = {{ timeout = 10000 }}, env = {{ FAKE_AGENT_LOG = "{log}" }},
+      }} }} }},
+      interactions = {{ chat = {{ adapter = "fake" }} }},
+      mcp = {{ servers = {{ fake = {{ cmd = {{ "{sys.executable}", "{FAKE}" }} }} }} }},
+    }}""")
+    editor.nvim.command("CodeCompanionChat hello")
+    editor.wait_event("CodeCompanionChatDone", timeout=30)
+    sent = [json.loads(line) for line in log.read_text().splitlines()]
+    [new] = [m["params"] for m in sent if m.get("method") == "session/new"]
+    assert [s["name"] for s in new["mcpServers"]] == ["fake", "added"]
 
 
 def test_slash_mcp_starts_a_server_whose_prompt_and_resource_go_into_the_chat(editor):
