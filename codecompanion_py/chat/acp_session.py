@@ -329,18 +329,14 @@ class AcpChatSession:
         if self.mcp is not None:  # the editor's MCP servers, for the agent to use itself
             http = client.supports("mcpCapabilities", "http")
             client.mcp_servers = await self.mcp.for_agent(http=http, editor=self.editor)
-        # User CodeCompanionACPSessionPre, whose handlers may change the servers the agent gets
-        changed = await self.editor.call(
-            "acp.session_pre",
-            {
-                "id": self.chat_id,
-                "agent_capabilities": client.capabilities or None,
-                "mcp_servers": client.mcp_servers,
-            },
-        )
-        servers = changed.get("mcp_servers") if isinstance(changed, Mapping) else None
-        if isinstance(servers, list):
-            client.mcp_servers = [dict(s) for s in servers if isinstance(s, Mapping) and s.get("name")]
+        pre = {"id": self.chat_id, "agent_capabilities": client.capabilities or None, "mcp_servers": client.mcp_servers}
+        if self.mcp is None or not self.mcp.specs:
+            self.view.fire("ACPSessionPre", pre)
+        else:  # the editor fires it and lets its handlers change the servers the agent gets
+            changed = await self.editor.call("acp.session_pre", pre)
+            servers = changed.get("mcp_servers") if isinstance(changed, Mapping) else None
+            if isinstance(servers, list):
+                client.mcp_servers = [dict(s) for s in servers if isinstance(s, Mapping) and s.get("name")]
         restored, self.resume_id = self.resume_id, None
         saved, self.saved_session = self.saved_session, None
         if restored is None and saved is not None and client.supports("loadSession"):
