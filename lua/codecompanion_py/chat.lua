@@ -444,12 +444,30 @@ end
 show_shared = function(chat)
   local lines = shared.block_lines(chat)
   local buf = chat.bufnr
-  if not api.nvim_buf_is_valid(buf) then
-    return
+  if not api.nvim_buf_is_valid(buf) or (#lines == 0 and not chat.block_shown) then
+    return -- nothing to show, and no block to take away: the buffer is not read at all
   end
-  local all = api.nvim_buf_get_lines(buf, 0, -1, false)
-  for row = #all, 1, -1 do
-    if all[row] == user_header() then
+  chat.block_shown = #lines > 0
+  -- the last `## Me` is near the end: read the buffer backwards in slices, not whole
+  local total, offset = api.nvim_buf_line_count(buf), 0
+  local step, header = 64, user_header()
+  local header_row
+  while not header_row and offset < total do
+    local from = math.max(0, total - offset - step)
+    local slice = api.nvim_buf_get_lines(buf, from, total - offset, false)
+    for i = #slice, 1, -1 do
+      if slice[i] == header then
+        header_row = from + i
+        break
+      end
+    end
+    offset = offset + step
+  end
+  if header_row then
+    local all = api.nvim_buf_get_lines(buf, header_row - 1, -1, false)
+    local base = header_row - 1 -- all[1] is the header; row numbers below are of `all`
+    local row = 1
+    if all[row] == header then
       local first, last = row + 1, row + 1 -- 0-based: the line after the header's blank line
       if all[first + 1] == shared.HEADING then -- an older block: replaced
         last = first + 1
@@ -461,8 +479,7 @@ show_shared = function(chat)
       if #lines > 0 then
         table.insert(lines, "")
       end
-      api.nvim_buf_set_lines(buf, first, last, false, lines)
-      return
+      api.nvim_buf_set_lines(buf, base + first, base + last, false, lines)
     end
   end
 end
