@@ -26,65 +26,50 @@ def plugin(name: str) -> Path:
     return path
 
 
-def test_nvim_cmp_offers_context_tools_and_slash_commands_and_runs_them(editor, tmp_path):
-    path = plugin("nvim-cmp")
+# How each completion plugin is set up, shows its menu, lists it and accepts the first item.
+COMPLETERS = {
+    "nvim-cmp": {
+        "setup": "require('cmp').setup({ sources = {} })",
+        "show": "require('cmp').complete()",
+        "labels": "return vim.tbl_map(function(e) return e:get_completion_item().label end, require('cmp').get_entries())",
+        "accept": "require('cmp').confirm({ select = true })",
+    },
+    "blink.cmp": {
+        "setup": "require('blink.cmp').setup({ fuzzy = { implementation = 'lua' }, sources = { default = {} } })",
+        "show": "require('blink.cmp').show()",
+        "labels": "return vim.tbl_map(function(i) return i.label end, require('blink.cmp.completion.list').items or {})",
+        "accept": "require('blink.cmp').select_and_accept()",
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLETERS))
+def test_a_completion_plugin_offers_context_and_slash_commands_and_runs_them(editor, tmp_path, name):
+    path, lua = plugin(name), COMPLETERS[name]
     (tmp_path / "app.py").write_text("x = 1\n")
     with ServerThread(ScriptedServer.sequence([])) as server:
         editor.nvim.command(f"set runtimepath+={path}")
-        editor.lua("require('cmp').setup({ sources = {} })")
+        editor.lua(lua["setup"])
         setup(editor, server.url, chat_config(""))
         editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
         editor.nvim.command(f"cd {tmp_path}")
         editor.nvim.command("CodeCompanionChat")
 
-        def entries():
-            return editor.lua(
-                "return vim.tbl_map(function(e) return e:get_completion_item().label end, require('cmp').get_entries())"
-            )
+        def menu(expected):
+            editor.lua(lua["show"])
+            labels = editor.wait_for(lambda: editor.lua(lua["labels"]) or None, what=f"{name}'s menu")
+            assert set(labels) == set(expected)
 
         editor.nvim.command("normal! G")
         editor.nvim.input("AShare #{buf")
         editor.wait_for(lambda: editor.lines()[-1] == "Share #{buf", what="typed")
-        editor.lua("require('cmp').complete()")
-        assert set(editor.wait_for(lambda: entries() or None, what="cmp's menu")) == {"#{buffer}", "#{buffers}"}
-        editor.lua("require('cmp').confirm({ select = true })")
+        menu(["#{buffer}", "#{buffers}"])
+        editor.lua(lua["accept"])
         editor.wait_for(lambda: editor.lines()[-1] == "Share #{buffer}", what="accepted")
 
         editor.nvim.input(" /fi")
-        editor.lua("require('cmp').complete()")
-        assert editor.wait_for(lambda: entries() or None, what="cmp's menu") == ["/file"]
-        editor.lua("require('cmp').confirm({ select = true })")  # /file runs: the picker answers app.py
-        editor.wait_for(lambda: editor.lines()[-1] == "Share #{buffer} #{file:app.py}", what="the command ran")
-
-
-def test_blink_cmp_offers_context_tools_and_slash_commands_and_runs_them(editor, tmp_path):
-    path = plugin("blink.cmp")
-    (tmp_path / "app.py").write_text("x = 1\n")
-    with ServerThread(ScriptedServer.sequence([])) as server:
-        editor.nvim.command(f"set runtimepath+={path}")
-        editor.lua("require('blink.cmp').setup({ fuzzy = { implementation = 'lua' }, sources = { default = {} } })")
-        setup(editor, server.url, chat_config(""))
-        editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
-        editor.nvim.command(f"cd {tmp_path}")
-        editor.nvim.command("CodeCompanionChat")
-
-        def entries():
-            return editor.lua(
-                "return vim.tbl_map(function(i) return i.label end, require('blink.cmp.completion.list').items or {})"
-            )
-
-        editor.nvim.command("normal! G")
-        editor.nvim.input("AShare #{buf")
-        editor.wait_for(lambda: editor.lines()[-1] == "Share #{buf", what="typed")
-        editor.lua("require('blink.cmp').show()")
-        assert set(editor.wait_for(lambda: entries() or None, what="blink's menu")) == {"#{buffer}", "#{buffers}"}
-        editor.lua("require('blink.cmp').select_and_accept()")
-        editor.wait_for(lambda: editor.lines()[-1] == "Share #{buffer}", what="accepted")
-
-        editor.nvim.input(" /fi")
-        editor.lua("require('blink.cmp').show()")
-        assert editor.wait_for(lambda: entries() == ["/file"] or None, what="blink's menu")
-        editor.lua("require('blink.cmp').select_and_accept()")
+        menu(["/file"])
+        editor.lua(lua["accept"])  # /file runs: the picker answers app.py
         editor.wait_for(lambda: editor.lines()[-1] == "Share #{buffer} #{file:app.py}", what="the command ran")
 
 
