@@ -350,6 +350,65 @@ def bench_tools() -> dict:
     }
 
 
+def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
+    """What a submit costs before its request reaches the server, in chats of 1, 50, 200 and
+    1,000 turns, each turn a question, a tool call, a 1 KB tool result and an answer (1,000
+    turns: about 1.2 MB of history). Measured from `ChatSession.submit` to the local server
+    reading the request, in one process (issue 18's "long chats")."""
+    from codecompanion_py import adapters
+    from codecompanion_py.chat.session import ChatSession
+    from codecompanion_py.demo.server import Reply, ScriptedServer, openai_stream_frames
+    from codecompanion_py.messages import ToolCall, ToolResultPart
+
+    class NullSink:
+        def push(self, op) -> None:
+            pass
+
+    def turn(i: int) -> list[Message]:
+        call = ToolCall(id=f"c{i}", name="read_file", arguments={"filepath": f"src/file_{i}.py"})
+        result = ToolResultPart(tool_call_id=f"c{i}", name="read_file", content=f"line {i}\n" * 128)
+        return [
+            Message.of("user", f"Question {i}: what does file {i} do?"),
+            Message(role="assistant", parts=(call,)),
+            Message(role="tool", parts=(result,)),
+            Message.of("assistant", f"File {i} defines a function and its tests, " * 4),
+        ]
+
+    async def measure(n: int) -> dict:
+        arrived: list[float] = []
+        reply = Reply(headers={"content-type": "text/event-stream"}, chunks=openai_stream_frames(1))
+
+        def respond(request):
+            arrived.append(time.perf_counter())
+            return reply
+
+        server = ScriptedServer(respond)
+        await server.start()
+        adapters.register("bench_long", {"__extends": "openai_compatible", "env": {"url": server.url}})
+        client = HttpClient()
+        try:
+            session = ChatSession(1, adapters.resolve("bench_long"), client=client, sink=NullSink())
+            for i in range(n):
+                session.history.extend(turn(i))
+            size = sum(len(m.text) + sum(len(getattr(p, "content", "")) for p in m.parts) for m in session.history)
+            times = []
+            for _ in range(REPEATS):
+                seen = len(arrived)
+                start = time.perf_counter()
+                task = session.submit("and the next one?")
+                assert task is not None
+                await task
+                assert len(arrived) > seen
+                times.append(arrived[seen] - start)
+            return {"submit_ms": statistics.median(times) * 1000, "history_kb": size / 1024}
+        finally:
+            await client.aclose()
+            await server.close()
+            adapters.clear_user_adapters()
+
+    return {n: asyncio.run(measure(n)) for n in turns}
+
+
 def bench_acp(chunks: int = 10_000) -> dict:
     """An agent chat without Neovim: the scripted agent's start to a session, and its
     message chunks through the ACP client and the chat session to UI ops."""
@@ -416,6 +475,8 @@ def main() -> None:
     report["tools"] = bench_tools()
     print("6. ACP agent ...", flush=True)
     report["acp"] = bench_acp()
+    print("7. long chats ...", flush=True)
+    report["long_chats"] = bench_long_chats()
 
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()
@@ -461,6 +522,11 @@ def main() -> None:
         f"10,000 message chunks through client and chat session {acp['stream_s'] * 1000:.0f} ms "
         f"({acp['chunks_per_s']:,.0f} chunks/s)"
     )
+    for n, row in report["long_chats"].items():
+        print(
+            f"(7) a chat of {n:>5,} turns ({row['history_kb']:,.0f} KB): submit to the request at the server "
+            f"{row['submit_ms']:.1f} ms"
+        )
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "latest.json").write_text(json.dumps(report, indent=2, default=str))
