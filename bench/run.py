@@ -350,6 +350,48 @@ def bench_tools() -> dict:
     }
 
 
+def bench_big_files(sizes=(1_000, 20_000, 100_000)) -> dict:
+    """`insert_edit_into_file`'s work on files of 1k, 20k and 100k lines: an exact match near
+    the end, an indentation-tolerant one, and a miss (the edit refused), each with its diff
+    (issue 18's "big files"; the file's text is in memory either way: loaded in a buffer or
+    read from disk, the matching is the same)."""
+    from codecompanion_py.errors import EditRefused
+    from codecompanion_py.tools.edits import Edit, apply_edits, unified_diff
+
+    def timed(text: str, edits) -> float:
+        times = []
+        for _ in range(REPEATS):
+            start = time.perf_counter()
+            try:
+                unified_diff("big.py", text, apply_edits(text, edits).text)
+            except EditRefused:
+                pass
+            times.append(time.perf_counter() - start)
+        return statistics.median(times) * 1000
+
+    results = {}
+    for size in sizes:
+        methods = size // 2
+        text = "class Big:\n" + "".join(
+            f"    def method_{i}(self, value):\n        return value + {i}\n" for i in range(methods)
+        )
+        target = methods * 9 // 10
+        exact = [Edit(f"        return value + {target}\n", f"        return value * {target}\n")]
+        loose = [
+            Edit(
+                f"def method_{target}(self, value):\n    return value + {target}\n",
+                f"def method_{target}(self, value):\n    return value - {target}\n",
+            )
+        ]
+        miss = [Edit("    def no_such_method(self):\n        pass\n", "x\n")]
+        results[size] = {
+            "exact_ms": timed(text, exact),
+            "tolerant_ms": timed(text, loose),
+            "miss_ms": timed(text, miss),
+        }
+    return results
+
+
 def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
     """What a submit costs before its request reaches the server, in chats of 1, 50, 200 and
     1,000 turns, each turn a question, a tool call, a 1 KB tool result and an answer (1,000
@@ -477,6 +519,8 @@ def main() -> None:
     report["acp"] = bench_acp()
     print("7. long chats ...", flush=True)
     report["long_chats"] = bench_long_chats()
+    print("8. big files ...", flush=True)
+    report["big_files"] = bench_big_files()
 
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()
@@ -526,6 +570,11 @@ def main() -> None:
         print(
             f"(7) a chat of {n:>5,} turns ({row['history_kb']:,.0f} KB): submit to the request at the server "
             f"{row['submit_ms']:.1f} ms"
+        )
+    for size, row in report["big_files"].items():
+        print(
+            f"(8) an edit of a {size:>7,}-line file with its diff: exact {row['exact_ms']:.1f} ms, "
+            f"indentation-tolerant {row['tolerant_ms']:.1f} ms, a miss {row['miss_ms']:.1f} ms"
         )
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)

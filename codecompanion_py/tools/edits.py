@@ -24,6 +24,7 @@ whose message is written for the LLM: which edit, why, and what to send instead.
 from __future__ import annotations
 
 import difflib
+import heapq
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ SHRINK_MIN_LINES = 20  # the large-shrink warning applies to files at least this
 HINT_MIN_RATIO = 0.4  # below this similarity, no region is suggested
 HINT_MAX_LINES = 12
 HINT_CANDIDATES = 50  # windows sharing lines with oldText that are compared char by char
-HINT_BUDGET = 3_000_000  # characters compared in the fallback scan
+_WORD = re.compile(r"\w+")
 MAX_LISTED = 10
 
 
@@ -211,6 +212,14 @@ def _span(match: _Match) -> str:
     return f"line {match.line}" if match.last == match.line else f"lines {match.line}-{match.last}"
 
 
+def _window_sums(values: list[int], size: int) -> list[int]:
+    """The sum of each run of `size` consecutive values (a sliding window, linear)."""
+    sums = [sum(values[:size])]
+    for i in range(size, len(values)):
+        sums.append(sums[-1] + values[i] - values[i - size])
+    return sums
+
+
 def _closest_region(text: str, old_text: str) -> str:
     """The most similar region of `text` to `old_text`, numbered, or advice when none is."""
     lines = [line.text for line in _lines(text)]
@@ -220,22 +229,25 @@ def _closest_region(text: str, old_text: str) -> str:
         return "The file is empty.\n"
     stripped = [line.strip() for line in lines]
     wanted = {line for line in want if len(line) >= 4}  # "}" or "" would point everywhere
-    shared = [sum(s in wanted for s in stripped[i : i + size]) for i in range(len(lines) - size + 1)]
-    if max(shared) > 0:
-        starts = sorted(range(len(shared)), key=lambda i: -shared[i])[:HINT_CANDIDATES]
-    else:
-        stride = max(1, len(shared) * (len(old_text) + 1) // HINT_BUDGET)
-        starts = list(range(0, len(shared), stride))
+    shared = _window_sums([int(line in wanted) for line in stripped], size)
+    if max(shared) == 0:  # no line in common: rank the windows by the words they share instead
+        words = set(_WORD.findall(old_text))
+        shared = _window_sums([len(words.intersection(_WORD.findall(line))) for line in stripped], size)
+    # only the best few windows are compared character by character (difflib is slow in
+    # Python: comparing every window of a 100k-line file took seconds on a miss)
+    starts = heapq.nlargest(HINT_CANDIDATES, range(len(shared)), key=lambda i: (shared[i], -i))
     matcher = difflib.SequenceMatcher(None, autojunk=False)
     matcher.set_seq2("\n".join(want))
-    best, best_at = 0.0, 0
+    # quick_ratio() bounds ratio() from above: a window below the best so far (or below
+    # HINT_MIN_RATIO, which would not be shown) never pays for the full comparison
+    best, best_at = HINT_MIN_RATIO, None
     for i in sorted(starts):
         matcher.set_seq1("\n".join(stripped[i : i + size]))
-        if matcher.real_quick_ratio() > best and matcher.quick_ratio() > best:
+        if matcher.real_quick_ratio() >= best and matcher.quick_ratio() >= best:
             ratio = matcher.ratio()
-            if ratio > best:
+            if ratio > best or (best_at is None and ratio >= best):
                 best, best_at = ratio, i
-    if best < HINT_MIN_RATIO:
+    if best_at is None:
         return "Nothing in the file is similar to it.\n"
     shown = range(best_at, best_at + min(size, HINT_MAX_LINES))
     width = len(str(shown[-1] + 1))

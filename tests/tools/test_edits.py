@@ -184,6 +184,12 @@ def test_a_missing_multiline_match_shows_the_similar_region() -> None:
     assert "lines 5-7:\n5 |     def greet(self):\n6 |         if self.name:\n7 |" in message
 
 
+def test_in_a_big_file_a_near_miss_is_found_by_the_words_it_shares() -> None:
+    text = "".join(f"def method_{i}(value):\n    return value + {i}\n" for i in range(10_000))
+    message = refusal(text, Edit("def method_9123(values):\n    return values + 9123", "x"))
+    assert "The most similar part of the file is lines 18247-18248:" in message
+
+
 def test_a_missing_match_with_nothing_similar_says_so() -> None:
     assert refusal("aaaa\nbbbb\n", Edit("zzzz qqqq xxxx", "y")) == (
         "edit 1: oldText was not found in the file. Nothing in the file is similar to it.\n"
