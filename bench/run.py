@@ -171,6 +171,8 @@ function _G.bench_run(command, channel)
     last = now
   end)
 end
+vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionRequestStreaming", callback = function()
+  _G.bench.first = _G.bench.first or vim.uv.hrtime() end })
 vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionChatDone", callback = function(ev)
   _G.bench.done = vim.uv.hrtime(); _G.bench.status = ev.data.status
   if _G.bench.timer then _G.bench.timer:stop(); _G.bench.timer:close(); _G.bench.timer = nil end
@@ -392,6 +394,35 @@ def bench_big_files(sizes=(1_000, 20_000, 100_000)) -> dict:
     return results
 
 
+def bench_cold_start(runs: int = 5) -> dict:
+    """From `:CodeCompanionChat` in a fresh Neovim to the reply's first token, the Python host's
+    start included, against a local server (issue 18's "cold start")."""
+    times = []
+    with bench_server(20) as url:
+        for _ in range(runs):
+            editor = Neovim()
+            try:
+                editor.use(url)
+                editor.chat_once()
+                start, first = editor.nvim.exec_lua("return {_G.bench.start, _G.bench.first}")
+                times.append((first - start) / 1e6)
+            finally:
+                editor.close()
+    return {"first_token_ms": statistics.median(times), "runs": times}
+
+
+def bench_memory(editor: Neovim, cycles: int = 100) -> dict:
+    """The Python host's RSS after one chat, and after `cycles` chats opened, streamed and closed."""
+    with bench_server(200) as url:
+        editor.use(url)
+        editor.chat_once()
+        before = editor.host_rss_mb()
+        for _ in range(cycles):
+            editor.chat_once()
+        after = editor.host_rss_mb()
+    return {"rss_after_one_mb": before, "rss_after_cycles_mb": after, "cycles": cycles}
+
+
 def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
     """What a submit costs before its request reaches the server, in chats of 1, 50, 200 and
     1,000 turns, each turn a question, a tool call, a 1 KB tool result and an answer (1,000
@@ -509,6 +540,8 @@ def main() -> None:
         report["responsiveness"] = bench_responsiveness(editor)
         report["responsiveness_one_line"] = bench_responsiveness(editor, line_every=0)
         report["host_rss_mb"] = editor.host_rss_mb()
+        print("9. memory across 100 chats ...", flush=True)
+        report["memory"] = bench_memory(editor)
     finally:
         editor.close()
     print("4. import time ...", flush=True)
@@ -521,6 +554,8 @@ def main() -> None:
     report["long_chats"] = bench_long_chats()
     print("8. big files ...", flush=True)
     report["big_files"] = bench_big_files()
+    print("10. cold start ...", flush=True)
+    report["cold_start"] = bench_cold_start()
 
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()
@@ -576,6 +611,16 @@ def main() -> None:
             f"(8) an edit of a {size:>7,}-line file with its diff: exact {row['exact_ms']:.1f} ms, "
             f"indentation-tolerant {row['tolerant_ms']:.1f} ms, a miss {row['miss_ms']:.1f} ms"
         )
+    m = report["memory"]
+    print(
+        f"(9) host RSS after one chat {m['rss_after_one_mb']:.1f} MB, after {m['cycles']} more chats opened, "
+        f"streamed and closed {m['rss_after_cycles_mb']:.1f} MB"
+    )
+    c = report["cold_start"]
+    print(
+        f"(10) a fresh Neovim: :CodeCompanionChat to the first token, the host's start included "
+        f"{c['first_token_ms']:.0f} ms"
+    )
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "latest.json").write_text(json.dumps(report, indent=2, default=str))
