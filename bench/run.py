@@ -249,6 +249,52 @@ def bench_render(editor: Neovim, sizes=(200, 2_000, 10_000)) -> dict:
     return results
 
 
+FULL_CHAT_LUA = """
+local lines = {}
+for turn = 1, 400 do
+  vim.list_extend(lines, { "## Me", "", "Question " .. turn .. ": how does part " .. turn .. " work?", "",
+    "## CodeCompanion (bench)", "" })
+  for i = 1, 44 do
+    local text = "Part %d works by doing step %d, then checking the result of step %d again."
+    table.insert(lines, text:format(turn, i, i))
+  end
+  table.insert(lines, "")
+end
+_G.bench_full_lines = lines
+function _G.bench_full(channel)
+  vim.cmd("CodeCompanionChat")
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, 0, 0, false, _G.bench_full_lines)
+  vim.api.nvim_buf_set_lines(buf, -2, -1, false, { "go" })
+  _G.bench = { lag = {} }
+  _G.bench_channel = channel
+  _G.bench.start = vim.uv.hrtime()
+  require("codecompanion_py.chat").submit(buf)
+end
+"""
+
+
+def bench_render_full(editor: Neovim, chunks: int = 10_000) -> dict:
+    """A 10,000-chunk reply rendered into a chat that already holds about 1.2 MB of turns,
+    beside the same reply into a new chat (issue 18: as fast as into an empty one)."""
+    editor.nvim.exec_lua(FULL_CHAT_LUA)
+    size = editor.nvim.exec_lua("local n = 0 for _, l in ipairs(_G.bench_full_lines) do n = n + #l + 1 end return n")
+    with bench_server(chunks) as url:
+        editor.use(url)
+        editor.chat_once()
+        empty = statistics.median(editor.chat_once() for _ in range(REPEATS))
+        times = []
+        for _ in range(REPEATS):
+            editor.nvim.exec_lua("_G.bench_full(...)", editor.nvim.channel_id)
+            message = editor.nvim.next_message()
+            if message is None or message[1] != "chat_done":
+                raise RuntimeError(f"unexpected message from Neovim: {message!r}")
+            start, done = editor.nvim.exec_lua("_G.bench_channel = nil return {_G.bench.start, _G.bench.done}")
+            times.append((done - start) / 1e9)
+            editor.nvim.command("bwipeout!")
+    return {"full_chat_kb": size / 1024, "into_full_s": statistics.median(times), "into_empty_s": empty}
+
+
 def bench_responsiveness(editor: Neovim, chunks: int = 10_000, runs: int = 10, line_every: int = 16) -> dict:
     """How late a 5 ms libuv timer in Neovim fires while a 10,000-chunk reply streams in."""
     samples: list[float] = []
@@ -540,6 +586,8 @@ def main() -> None:
         report["responsiveness"] = bench_responsiveness(editor)
         report["responsiveness_one_line"] = bench_responsiveness(editor, line_every=0)
         report["host_rss_mb"] = editor.host_rss_mb()
+        print("2b. into a chat that holds 1 MB ...", flush=True)
+        report["render_full"] = bench_render_full(editor)
         print("9. memory across 100 chats ...", flush=True)
         report["memory"] = bench_memory(editor)
     finally:
@@ -611,6 +659,11 @@ def main() -> None:
             f"(8) an edit of a {size:>7,}-line file with its diff: exact {row['exact_ms']:.1f} ms, "
             f"indentation-tolerant {row['tolerant_ms']:.1f} ms, a miss {row['miss_ms']:.1f} ms"
         )
+    f = report["render_full"]
+    print(
+        f"(2b) 10,000 chunks into a chat already holding {f['full_chat_kb']:,.0f} KB: {f['into_full_s'] * 1000:.0f} ms "
+        f"(into a new chat {f['into_empty_s'] * 1000:.0f} ms)"
+    )
     m = report["memory"]
     print(
         f"(9) host RSS after one chat {m['rss_after_one_mb']:.1f} MB, after {m['cycles']} more chats opened, "
