@@ -295,6 +295,58 @@ def bench_render_full(editor: Neovim, chunks: int = 10_000) -> dict:
     return {"full_chat_kb": size / 1024, "into_full_s": statistics.median(times), "into_empty_s": empty}
 
 
+MANY_LUA = """
+function _G.bench_many(n, channel)
+  _G.many = { starts = {}, dones = {}, count = 0, lag = {} }
+  local timer, last = vim.uv.new_timer(), vim.uv.hrtime()
+  timer:start(5, 5, function()
+    local now = vim.uv.hrtime()
+    table.insert(_G.many.lag, math.max(0, (now - last) / 1e6 - 5))
+    last = now
+  end)
+  local group = vim.api.nvim_create_augroup("bench_many", { clear = true })
+  vim.api.nvim_create_autocmd("User", { group = group, pattern = "CodeCompanionChatDone", callback = function(ev)
+    _G.many.dones[tostring(ev.data.bufnr)] = vim.uv.hrtime()
+    _G.many.count = _G.many.count + 1
+    if _G.many.count == n then
+      timer:stop(); timer:close()
+      vim.rpcnotify(channel, "many_done")
+    end
+  end })
+  for _ = 1, n do
+    local start = vim.uv.hrtime()
+    vim.cmd("CodeCompanionChat go")
+    _G.many.starts[tostring(vim.api.nvim_get_current_buf())] = start
+  end
+end
+"""
+
+
+def bench_many_chats(editor: Neovim, chats: int = 10, chunks: int = 2_000) -> dict:
+    """Ten chats streaming at once in one Neovim: each one's time from its command to its
+    last chunk, and the editor's lag meanwhile (issue 18's "many chats")."""
+    editor.nvim.exec_lua(MANY_LUA)
+    with bench_server(chunks) as url:
+        editor.use(url)
+        editor.chat_once()
+        editor.nvim.exec_lua("_G.bench_many(...)", chats, editor.nvim.channel_id)
+        message = editor.nvim.next_message()
+        if message is None or message[1] != "many_done":
+            raise RuntimeError(f"unexpected message from Neovim: {message!r}")
+        starts, dones, lag = editor.nvim.exec_lua("return {_G.many.starts, _G.many.dones, _G.many.lag}")
+        per_chat = sorted((dones[k] - starts[k]) / 1e6 for k in starts)
+        editor.nvim.command("silent! %bwipeout!")
+    lag.sort()
+    return {
+        "chats": chats,
+        "chunks": chunks,
+        "per_chat_ms_median": statistics.median(per_chat),
+        "per_chat_ms_max": per_chat[-1],
+        "lag_p99_ms": lag[min(len(lag) - 1, int(len(lag) * 0.99))] if lag else 0.0,
+        "lag_max_ms": lag[-1] if lag else 0.0,
+    }
+
+
 def bench_responsiveness(editor: Neovim, chunks: int = 10_000, runs: int = 10, line_every: int = 16) -> dict:
     """How late a 5 ms libuv timer in Neovim fires while a 10,000-chunk reply streams in."""
     samples: list[float] = []
@@ -457,8 +509,12 @@ def bench_cold_start(runs: int = 5) -> dict:
     return {"first_token_ms": statistics.median(times), "runs": times}
 
 
-def bench_memory(editor: Neovim, cycles: int = 100) -> dict:
-    """The Python host's RSS after one chat, and after `cycles` chats opened, streamed and closed."""
+def bench_memory(editor: Neovim, cycles: int = 100, turns: int = 1_000) -> dict:
+    """The Python host's RSS after one chat, after `cycles` chats opened, streamed and closed,
+    with a saved chat of `turns` turns reopened (about 1.3 MB of history), and once every chat
+    is closed again."""
+    from codecompanion_py.chat import history
+
     with bench_server(200) as url:
         editor.use(url)
         editor.chat_once()
@@ -466,7 +522,40 @@ def bench_memory(editor: Neovim, cycles: int = 100) -> dict:
         for _ in range(cycles):
             editor.chat_once()
         after = editor.host_rss_mb()
-    return {"rss_after_one_mb": before, "rss_after_cycles_mb": after, "cycles": cycles}
+        folder = Path(editor.env["XDG_DATA_HOME"]) / "nvim" / "codecompanion_py" / "history"
+        messages = [m for i in range(turns) for m in long_chat_turn(i)]
+        record = history.Record(
+            id="bench-long", title="long", adapter="bench", created=1.0, updated=1.0, messages=messages
+        )
+        history.HistoryStore(folder).save(record)
+        editor.nvim.exec_lua("require('codecompanion_py.history').open('bench-long')")
+        time.sleep(1.0)  # the engine opens it on its own loop
+        long_chat = editor.host_rss_mb()
+        editor.nvim.command("silent! %bwipeout!")
+        time.sleep(1.0)
+        closed = editor.host_rss_mb()
+    return {
+        "rss_after_one_mb": before,
+        "rss_after_cycles_mb": after,
+        "cycles": cycles,
+        "rss_with_long_chat_mb": long_chat,
+        "rss_after_closing_mb": closed,
+        "turns": turns,
+    }
+
+
+def long_chat_turn(i: int) -> list[Message]:
+    """One turn of a long chat: a question, a tool call, a 1 KB tool result and an answer."""
+    from codecompanion_py.messages import ToolCall, ToolResultPart
+
+    call = ToolCall(id=f"c{i}", name="read_file", arguments={"filepath": f"src/file_{i}.py"})
+    result = ToolResultPart(tool_call_id=f"c{i}", name="read_file", content=f"line {i}\n" * 128)
+    return [
+        Message.of("user", f"Question {i}: what does file {i} do?"),
+        Message(role="assistant", parts=(call,)),
+        Message(role="tool", parts=(result,)),
+        Message.of("assistant", f"File {i} defines a function and its tests, " * 4),
+    ]
 
 
 def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
@@ -477,21 +566,10 @@ def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
     from codecompanion_py import adapters
     from codecompanion_py.chat.session import ChatSession
     from codecompanion_py.demo.server import Reply, ScriptedServer, openai_stream_frames
-    from codecompanion_py.messages import ToolCall, ToolResultPart
 
     class NullSink:
         def push(self, op) -> None:
             pass
-
-    def turn(i: int) -> list[Message]:
-        call = ToolCall(id=f"c{i}", name="read_file", arguments={"filepath": f"src/file_{i}.py"})
-        result = ToolResultPart(tool_call_id=f"c{i}", name="read_file", content=f"line {i}\n" * 128)
-        return [
-            Message.of("user", f"Question {i}: what does file {i} do?"),
-            Message(role="assistant", parts=(call,)),
-            Message(role="tool", parts=(result,)),
-            Message.of("assistant", f"File {i} defines a function and its tests, " * 4),
-        ]
 
     async def measure(n: int) -> dict:
         arrived: list[float] = []
@@ -508,7 +586,7 @@ def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
         try:
             session = ChatSession(1, adapters.resolve("bench_long"), client=client, sink=NullSink())
             for i in range(n):
-                session.history.extend(turn(i))
+                session.history.extend(long_chat_turn(i))
             size = sum(len(m.text) + sum(len(getattr(p, "content", "")) for p in m.parts) for m in session.history)
             times = []
             for _ in range(REPEATS):
@@ -588,6 +666,8 @@ def main() -> None:
         report["host_rss_mb"] = editor.host_rss_mb()
         print("2b. into a chat that holds 1 MB ...", flush=True)
         report["render_full"] = bench_render_full(editor)
+        print("2c. ten chats at once ...", flush=True)
+        report["many_chats"] = bench_many_chats(editor)
         print("9. memory across 100 chats ...", flush=True)
         report["memory"] = bench_memory(editor)
     finally:
@@ -664,10 +744,17 @@ def main() -> None:
         f"(2b) 10,000 chunks into a chat already holding {f['full_chat_kb']:,.0f} KB: {f['into_full_s'] * 1000:.0f} ms "
         f"(into a new chat {f['into_empty_s'] * 1000:.0f} ms)"
     )
+    mc = report["many_chats"]
+    print(
+        f"(2c) {mc['chats']} chats streaming {mc['chunks']:,} chunks each at once: command to last chunk median "
+        f"{mc['per_chat_ms_median']:.0f} ms, slowest {mc['per_chat_ms_max']:.0f} ms; timer lag p99 "
+        f"{mc['lag_p99_ms']:.2f} ms, max {mc['lag_max_ms']:.2f} ms"
+    )
     m = report["memory"]
     print(
         f"(9) host RSS after one chat {m['rss_after_one_mb']:.1f} MB, after {m['cycles']} more chats opened, "
-        f"streamed and closed {m['rss_after_cycles_mb']:.1f} MB"
+        f"streamed and closed {m['rss_after_cycles_mb']:.1f} MB, with a {m['turns']:,}-turn chat reopened "
+        f"{m['rss_with_long_chat_mb']:.1f} MB, every chat closed {m['rss_after_closing_mb']:.1f} MB"
     )
     c = report["cold_start"]
     print(
