@@ -59,6 +59,7 @@ class Engine:
         self.config = config.load({})
         self.sessions: dict[Any, Session] = {}
         self._client: HttpClient | None = None
+        self._retired: list[HttpClient] = []  # clients replaced by a config change, closed at the end
         self.inlines: dict[str, InlineSession] = {}
         self.mcp = McpServers()
         self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.bridge.notify)
@@ -188,8 +189,8 @@ class Engine:
         log.setLevel(self.config.log_level)
         for problem in self.config.problems:
             self.bridge.notify(f"CodeCompanion: {problem}", "WARN")
-        if self._client is not None:
-            await self._client.aclose()
+        if self._client is not None:  # new requests get a client with the new settings;
+            self._retired.append(self._client)  # replies streaming on the old one finish on it
             self._client = None
 
     async def _chat_open(self, payload: Mapping[str, Any]) -> None:
@@ -256,7 +257,7 @@ class Engine:
         session = ChatSession(
             chat_id,
             adapters.resolve(spec, model=model),
-            client=self.client,
+            client=lambda: self.client,
             sink=sink,
             system_prompt=self.config.chat_system_prompt(str(workspace.root)),
             tools=self.config.tools,
@@ -482,8 +483,8 @@ class Engine:
         await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
         await self.keeper.close()
         await self.mcp.close()
-        if self._client is not None:
-            await self._client.aclose()
+        for retired in [*self._retired, *([self._client] if self._client is not None else [])]:
+            await retired.aclose()
 
 
 def _from_prompt(session: ChatSession, payload: Mapping[str, Any]) -> None:

@@ -307,3 +307,22 @@ def test_a_reopened_chat_keeps_its_settings_header_values(engine, tmp_path):
     engine.call("chat.open", {"chat_id": 2, "cwd": str(tmp_path), "history_id": saved["id"]})
     [header] = [op for op in engine.recorded.ops(2) if isinstance(op, ops.Settings)]
     assert {entry.key: entry.value for entry in header.entries}["temperature"] == 0.3
+
+
+def test_a_config_change_keeps_open_chats_and_new_ones_working(engine, tmp_path):
+    """setup() again (or RefreshCache) replaces the HTTP client: a chat opened before sends
+    through the new one, and a chat opened at once after it does not get the old, closed one."""
+    url = engine.serve(*[sse_reply([delta(f"reply {n}")]) for n in range(1, 14)])
+    configure(engine, url)
+    for chat in range(1, 11):  # ten chats at once: the client pools ten connections
+        engine.call("chat.open", {"chat_id": chat, "cwd": str(tmp_path)})
+        engine.dispatch("chat.submit", {"chat_id": chat, "text": "one"})
+    for chat in range(1, 11):
+        engine.recorded.wait_done(1, chat_id=chat)
+    # the new config, a new chat and its message arrive together, as Lua sends them
+    engine.dispatch("config.set", _config(url))
+    engine.dispatch("chat.open", {"chat_id": 11, "cwd": str(tmp_path)})
+    engine.dispatch("chat.submit", {"chat_id": 11, "text": "two"})
+    assert engine.recorded.wait_done(1, chat_id=11).status == "success"
+    engine.call("chat.submit", {"chat_id": 1, "text": "three"})
+    assert engine.recorded.wait_done(2).status == "success"

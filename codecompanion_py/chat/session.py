@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -61,7 +61,7 @@ class ChatSession:
         chat_id: Any,
         adapter: HTTPAdapter,
         *,
-        client: HttpClient,
+        client: HttpClient | Callable[[], HttpClient],
         sink: Sink,
         system_prompt: str | LuaFunction | None = DEFAULT_SYSTEM_PROMPT,
         settings: Mapping[str, Any] | None = None,
@@ -73,7 +73,9 @@ class ChatSession:
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
-        self.client = client
+        # the engine's current client: a callable, so a chat opened before a config change
+        # (which replaces the client) sends its next request through the new one
+        self._client = client
         self.view = EventView(sink)
         self.settings = dict(settings or {})
         self.history: list[Message] = []
@@ -107,6 +109,10 @@ class ChatSession:
     @property
     def busy(self) -> bool:
         return self.task is not None and not self.task.done()
+
+    @property
+    def client(self) -> HttpClient:
+        return self._client() if callable(self._client) else self._client
 
     def adapter_info(self) -> AdapterInfo:
         return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name, model=self.adapter.model)
