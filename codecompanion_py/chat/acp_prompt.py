@@ -20,18 +20,10 @@ from ..errors import AgentError, PathRefused
 from ..messages import Message
 from ..tools.catalog import documents
 from ..tools.orchestrator import ToolsContext
-from .context import ContextItem, text_of
+from .context import IMAGE_TYPES, MAX_IMAGE_BYTES, ContextItem, text_of
 
 _FILE_MENTION = re.compile(r"#\{file:([^}]+)\}")
 _IMAGE_MENTION = re.compile(r"#\{image:([^}]+)\}")
-_IMAGE_TYPES = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-}
-_IMAGE_BYTES = 10_000_000
 _CARRIED_CHARS = 20_000
 
 Block = dict[str, Any]
@@ -81,10 +73,10 @@ def _image_block(raw: str, *, client: AcpClient, context: ToolsContext, agent_na
     if not client.supports("promptCapabilities", "image"):
         raise AgentError(f"{agent_name} does not accept images")
     target = context.workspace.resolve(raw)
-    mime = _IMAGE_TYPES.get(target.real.suffix.lower())
+    mime = IMAGE_TYPES.get(target.real.suffix.lower())
     if mime is None:
-        raise PathRefused(f"{target.relative} is not an image this chat can send ({', '.join(sorted(_IMAGE_TYPES))})")
-    data, _ = context.workspace.read_bytes(target, max_bytes=_IMAGE_BYTES)
+        raise PathRefused(f"{target.relative} is not an image this chat can send ({', '.join(sorted(IMAGE_TYPES))})")
+    data, _ = context.workspace.read_bytes(target, max_bytes=MAX_IMAGE_BYTES)
     return {"type": "image", "mimeType": mime, "data": base64.b64encode(data).decode(), "uri": target.real.as_uri()}
 
 

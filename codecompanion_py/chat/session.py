@@ -455,8 +455,11 @@ class ChatSession:
         if not settings.enabled and not force:
             return
         window = compaction.context_window(self.adapter)
-        size = max(self._last_tokens, compaction.estimate(self.history))
         edit_at = compaction.threshold(settings.editing_trigger, window)
+        compact_at = compaction.threshold(settings.compaction_trigger, window)
+        if not force and edit_at is None and compact_at is None:
+            return  # shares of a window this model does not declare: nothing to measure against
+        size = max(self._last_tokens, compaction.estimate(self.history))
         if not force and edit_at is not None and size >= edit_at:
             removed = compaction.trim_tool_outputs(self.history, settings.keep_cycles, settings.exclude_tools)
             if removed:
@@ -465,7 +468,6 @@ class ChatSession:
                     f"Cut the output of older tool calls (~{removed // compaction.CHARS_PER_TOKEN:,} tokens) "
                     f"to keep the chat within {self._window_words(window)}."
                 )
-        compact_at = compaction.threshold(settings.compaction_trigger, window)
         if not force and (compact_at is None or size < compact_at):
             return
         system, older, kept = compaction.split_for_summary(self.history)
