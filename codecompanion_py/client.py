@@ -43,6 +43,7 @@ import random
 import re
 import time
 import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ from .errors import (
     ResponseTooLarge,
     TransportError,
 )
+from .http1 import Http1Transport
 
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 120.0
@@ -170,8 +172,11 @@ class HttpClient:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
+            transport = self._transport
+            if transport is None and not self._proxy and not environment_proxies():
+                transport = Http1Transport(verify=self._verify)  # see http1.py; proxies stay with httpx
             self._client = httpx.AsyncClient(
-                timeout=self._timeout, transport=self._transport, proxy=self._proxy, verify=self._verify
+                timeout=self._timeout, transport=transport, proxy=self._proxy, verify=self._verify
             )
         return self._client
 
@@ -277,6 +282,11 @@ class HttpClient:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def environment_proxies() -> bool:
+    """A proxy set in the environment (`HTTPS_PROXY`, `ALL_PROXY`...), which httpx honours."""
+    return any(scheme in ("http", "https", "all") for scheme in urllib.request.getproxies())
 
 
 def retryable_status(status: int, headers: Mapping[str, str] | None) -> bool:

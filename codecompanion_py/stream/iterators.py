@@ -168,6 +168,8 @@ class HttpStreamIterator(BaseStreamIterator):
             self._wait = retry.delay
             return NoticeEvent(text=scrub(retry.notice, request), title="retrying")
         self._html = "text/html" in response.headers.get("content-type", "").lower()
+        if response.headers.get("content-encoding", "identity").lower() != "identity":
+            return response.aiter_bytes()  # a compressed stream (a proxy's gzip): httpx inflates it
         # The transport stream itself: aiter_raw() adds generator layers per chunk that
         # only count bytes.
         stream = response.stream

@@ -1,6 +1,7 @@
 """Streams over real HTTP on 127.0.0.1, the canned scenarios, and failure modes."""
 
 import asyncio
+import gzip
 import json
 
 import pytest
@@ -95,6 +96,20 @@ async def test_api_key_header_is_sent(server_for, client, monkeypatch):
     server = await server_for(sse_reply([{"choices": [{"index": 0, "delta": {"content": "ok"}}]}]))
     await stream_events(compatible(server.url), client)
     assert server.requests[0].headers["authorization"] == "Bearer k-123"
+
+
+async def test_a_gzip_compressed_stream_is_inflated(server_for, client):
+    frames = b"".join(
+        b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": f"w{i} "}}]}).encode() + b"\n\n"
+        for i in range(50)
+    )
+    body = gzip.compress(frames + b"data: [DONE]\n\n")
+    pieces = [body[i : i + 100] for i in range(0, len(body), 100)]
+    server = await server_for(
+        Reply(headers={"content-type": "text/event-stream", "content-encoding": "gzip"}, chunks=pieces)
+    )
+    events = await stream_events(compatible(server.url), client)
+    assert "".join(e.content for e in events if isinstance(e, TokenEvent)) == "".join(f"w{i} " for i in range(50))
 
 
 async def test_non_streaming_request_and_body(server_for, client, fixture_bytes):
