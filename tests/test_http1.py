@@ -105,7 +105,7 @@ async def test_a_chunked_stream_arrives_in_blocks_and_the_connection_is_kept():
     async def handler(reader, writer):
         for _ in range(2):  # two requests on one connection
             head, body = await read_request(reader)
-            assert head.startswith(b"POST /v1/chat HTTP/1.1\r\n") and body == b'{"a":1}'
+            assert head.startswith(b"POST /v1/chat HTTP/1.1\r\nHost: 127.0.0.1:") and body == b'{"a":1}'
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
             writer.write(chunked(*frames))
             await writer.drain()

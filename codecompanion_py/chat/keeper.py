@@ -85,14 +85,13 @@ class ChatKeeper:
                 task.add_done_callback(self._tasks.discard)
 
     def watch(self, session: Session, turn: asyncio.Task[None]) -> None:
-        """A turn started: saved now (the user's message), then every SAVE_EVERY seconds with
+        """A turn started: saved at once (the user's message), then every SAVE_EVERY seconds with
         what has streamed, so a crash loses at most that much; after the turn, `after_turn`."""
-        self.save(session)
 
         async def keep_saving() -> None:
-            while True:
-                await asyncio.sleep(SAVE_EVERY)
+            while True:  # the first save runs once the turn's request has gone out
                 self.save(session)
+                await asyncio.sleep(SAVE_EVERY)
 
         task = asyncio.get_running_loop().create_task(keep_saving())
         self._tasks.add(task)

@@ -1,8 +1,15 @@
 """Coalesces a chat's UI ops into batches, so Neovim gets one RPC per frame, not per token.
 
 Text and reasoning ops are merged while they arrive and flushed at most every `interval`
-seconds; any other op (a header, an autocmd, the end of a turn) flushes at once, after
-the text before it, so order is kept.
+seconds. A flood (more than FLOOD_CHARS in one frame: a replay, a model far faster than
+anyone reads) stretches that frame to FLOOD_INTERVAL: each batch costs Neovim a redraw and
+a tree-sitter re-parse that grow with the chat (and with the line, for a reply on one long
+line), so at 30 a second they would take the editor's time from the user. A model streaming
+at a few thousand tokens a second stays under FLOOD_CHARS and is drawn at 30 frames a
+second. Any other op (a header, an autocmd, the end of a turn) is sent, after the text
+before it so order is kept, as soon as the engine's loop has finished its current step: the
+ops of one step (the reply's last text, RequestFinished and the end of the turn; a chat's
+adapter, settings and events) reach Neovim as one batch, applied before it redraws.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ from typing import Protocol
 from .ops import Op, Reasoning, Text
 
 FRAME_INTERVAL = 1 / 30
+FLOOD_INTERVAL = 0.1
+FLOOD_CHARS = 2_000
 
 
 class Sink(Protocol):
@@ -33,6 +42,9 @@ class RenderSink:
         self._pieces: list[str] = []  # text of the trailing mergeable op, joined on flush
         self._kind: type[Text] | type[Reasoning] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._frame_start = 0.0  # when the frame's first text came
+        self._frame_chars = 0  # text merged in this frame
+        self._soon = False  # a flush is scheduled for the end of this loop step
 
     def push(self, op: Op) -> None:
         if isinstance(op, (Text, Reasoning)):
@@ -41,12 +53,19 @@ class RenderSink:
                 self._close_piece()
                 self._kind = kind
             self._pieces.append(op.text)
+            before, self._frame_chars = self._frame_chars, self._frame_chars + len(op.text)
             if self._timer is None:
-                self._timer = self._loop.call_later(self._interval, self.flush)
+                self._frame_start = self._loop.time()
+                self._timer = self._loop.call_at(self._frame_start + self._interval, self.flush)
+            if before <= FLOOD_CHARS < self._frame_chars and self._interval < FLOOD_INTERVAL:
+                self._timer.cancel()
+                self._timer = self._loop.call_at(self._frame_start + FLOOD_INTERVAL, self.flush)
             return
         self._close_piece()
         self._ops.append(op)
-        self.flush()
+        if not self._soon:
+            self._soon = True
+            self._loop.call_soon(self.flush)
 
     def _close_piece(self) -> None:
         if self._kind is not None:
@@ -55,9 +74,11 @@ class RenderSink:
             self._kind = None
 
     def flush(self) -> None:
+        self._soon = False
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        self._frame_chars = 0
         self._close_piece()
         if self._ops:
             ops, self._ops = self._ops, []

@@ -112,11 +112,19 @@ local function append(chat, text)
   vim.bo[buf].modifiable = chat.status ~= "streaming"
   local end_row = row + #lines - 1
   chat.end_pos = { end_row, (#lines == 1 and col or 0) + #lines[#lines] }
+  local extended = col + #lines[1] -- the length of the line the text went onto
   for _, win in ipairs(followers) do
     -- only when the row changes: placing the cursor on a long wrapped line costs time
     -- proportional to its length
     if api.nvim_win_get_cursor(win)[1] ~= end_row + 1 then
-      api.nvim_win_set_cursor(win, { end_row + 1, 0 })
+      local height = api.nvim_win_get_height(win)
+      if end_row > row and end_row - row < height and extended > api.nvim_win_get_width(win) * height then
+        -- That line fills the window alone, so the view starts below it: said outright, as
+        -- Neovim would otherwise measure its whole wrapped height (3 ms for 70 KB) to find out.
+        api.nvim_win_call(win, function() vim.fn.winrestview({ lnum = end_row + 1, col = 0, topline = row + 2 }) end)
+      else
+        api.nvim_win_set_cursor(win, { end_row + 1, 0 })
+      end
     end
   end
 end
@@ -423,6 +431,7 @@ end
 function M.engine_lost(reason)
   for _, chat in pairs(M.chats) do
     chat.engine_ready = false
+    chat.opened = false
     if chat.status == "streaming" then
       render.done(chat, { status = "error", message = reason })
     end
@@ -505,6 +514,21 @@ function M.remove_context(chat, kind)
   vim.notify(("CodeCompanion: removed %d %s from the chat"):format(#ids, kind))
 end
 
+-- The chat is open in the engine (it said Ready), or its `chat.open` went in this same command
+-- (`:CodeCompanionChat PROMPT` opens and submits: the channel keeps order, so it is sent once).
+-- An open the engine refused is sent again with the next message. False when the engine cannot
+-- be reached.
+local function open_in_engine(chat)
+  if chat.engine_ready or chat.opened then
+    return true
+  end
+  chat.opened = rpc.notify("chat.open", chat.open_payload)
+  if chat.opened then
+    vim.schedule(function() chat.opened = false end)
+  end
+  return chat.opened
+end
+
 -- The text after the last user header (`## Me`).
 local function user_text(buf)
   local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -551,7 +575,7 @@ function M.submit(buf)
   if #problems > 0 then -- the user meant to share it: say why not, and keep the message
     return vim.notify("CodeCompanion: not sent: " .. table.concat(problems, "; "), vim.log.levels.WARN)
   end
-  if not chat.engine_ready and not rpc.notify("chat.open", chat.open_payload) then
+  if not open_in_engine(chat) then
     return -- a failed open is retried with the next submit
   end
   local payload = { chat_id = buf, text = text, settings = actions.read_settings(buf),
@@ -577,7 +601,7 @@ function M.compact(chat)
   if typed ~= "" then
     return vim.notify("CodeCompanion: send or clear your message first, then /compact", vim.log.levels.WARN)
   end
-  if not chat.engine_ready and not rpc.notify("chat.open", chat.open_payload) then
+  if not open_in_engine(chat) then
     return
   end
   if rpc.notify("chat.compact", { chat_id = chat.bufnr }) then
@@ -1041,14 +1065,6 @@ function M.open(opts)
   api.nvim_buf_set_name(buf, "[CodeCompanion] " .. buf)
   vim.bo[buf].bufhidden = "hide" -- hidden, a chat keeps its buffer, its state and its stream
   vim.bo[buf].buflisted = (display().window or {}).buflisted == true
-  vim.bo[buf].filetype = "codecompanion"
-  pcall(vim.treesitter.language.register, "markdown", "codecompanion")
-  -- Highlighting is Neovim's largest cost while a reply streams: treesitter re-parses
-  -- after each batch (about 7 ms of CPU per 1,000 tokens of prose here), regex syntax
-  -- more than twice that. `display.chat.treesitter = false` falls back to regex syntax.
-  if display().treesitter == false or not pcall(vim.treesitter.start, buf, "markdown") then
-    vim.bo[buf].syntax = "markdown"
-  end
   api.nvim_buf_set_lines(buf, 0, -1, false, opts.saved and transcript_lines(opts.saved) or { user_header(), "", "" })
   local chat = setmetatable({
     bufnr = buf,
@@ -1070,6 +1086,17 @@ function M.open(opts)
     end
   end
   M.chats[buf] = chat
+  -- The engine starts on the chat (and a first chat starts the engine) while the rest of the
+  -- window is made: the filetype alone costs Neovim about a millisecond of runtime searches.
+  open_in_engine(chat)
+  vim.bo[buf].filetype = "codecompanion"
+  pcall(vim.treesitter.language.register, "markdown", "codecompanion")
+  -- Highlighting is Neovim's largest cost while a reply streams: treesitter re-parses
+  -- after each batch (about 7 ms of CPU per 1,000 tokens of prose here), regex syntax
+  -- more than twice that. `display.chat.treesitter = false` falls back to regex syntax.
+  if display().treesitter == false or not pcall(vim.treesitter.start, buf, "markdown") then
+    vim.bo[buf].syntax = "markdown"
+  end
   if opts.saved then
     shared.restore(chat, opts.saved.context)
   end
@@ -1097,7 +1124,6 @@ function M.open(opts)
     buffer = buf,
     callback = function() require("codecompanion_py.chat.slash").completed(chat, vim.v.completed_item) end,
   })
-  rpc.notify("chat.open", chat.open_payload)
   fire("ChatCreated", { bufnr = buf, id = buf })
   run_callbacks(chat, "on_created")
   local win = M.show_chat(chat, opts.window)

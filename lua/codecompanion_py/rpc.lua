@@ -260,6 +260,15 @@ function M.notify(method, payload)
   end)
   if not ok then
     config_sent = false
+    local chan = host.chan
+    if chan and tostring(err):find("Invalid channel") then
+      -- The host has died and its exit is not handled yet (a host that cannot start dies within
+      -- milliseconds): handle it now, so the user hears why (host_exited says it) and not this.
+      vim.fn.jobwait({ chan }, 1000)
+      if host.chan ~= chan then
+        return false
+      end
+    end
     local message = tostring(err)
     if not message:find("^CodeCompanion: ") then
       message = "CodeCompanion: the Python engine is not available (" .. message
