@@ -93,3 +93,18 @@ def test_other_ops_go_at_the_end_of_the_step_with_the_text_before_them_in_order(
     assert loop.pending() == []  # the frame timer went with them
     loop.advance(1)
     assert len(sent) == 1
+
+
+def test_a_flood_after_an_op_waits_for_its_frame_and_small_text_does_not():
+    render, loop, sent = sink()
+    render.push(ops.fire("RequestStreaming", {}))
+    render.push(ops.Text(text="Hello"))  # a model's first token: drawn with the event, at once
+    loop.advance(0)
+    assert sent == [[ops.fire("RequestStreaming", {}), ops.Text(text="Hello")]]
+    sent.clear()
+    render.push(ops.fire("RequestStreaming", {}))
+    render.push(ops.Text(text="x" * (FLOOD_CHARS + 1)))  # a replay's first read: kept to the flood's pace
+    loop.advance(0)
+    assert sent == [[ops.fire("RequestStreaming", {})]]
+    loop.advance(FLOOD_INTERVAL)
+    assert sent[1:] == [[ops.Text(text="x" * (FLOOD_CHARS + 1))]]

@@ -4,7 +4,7 @@ Each request is answered by `responder(request)`; every request is recorded. A s
 reply goes out as one HTTP chunk per scripted chunk, over a real TCP socket, so a client
 runs its whole streaming path. Used by the no-key demo, the tests and the benchmarks.
 
-    python -m codecompanion_py.demo.server --bench-chunks N [--port P]
+    python -m codecompanion_py.demo.server --bench-chunks N [--port P] [--line-every K] [--pace CPS]
 
 serves an N-chunk OpenAI chat-completions stream to every POST and prints `READY <url>`.
 """
@@ -569,13 +569,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--line-every", type=int, default=0, metavar="K", help="end a line every K tokens (default 0: one long line)"
     )
-    args = parser.parse_args(argv)
-    # Pre-encoded once: every POST gets the same bytes, already chunk-framed.
-    body = _chunked_body(STREAM_FORMATS[args.format](args.bench_chunks, line_every=args.line_every))
-    stream = Reply(
-        headers={"content-type": "text/event-stream", "cache-control": "no-cache", "transfer-encoding": "chunked"},
-        chunks=[body],
+    parser.add_argument(
+        "--pace", type=int, default=0, metavar="CPS", help="send CPS chunks a second (default 0: as fast as read)"
     )
+    args = parser.parse_args(argv)
+    frames = STREAM_FORMATS[args.format](args.bench_chunks, line_every=args.line_every)
+    if args.pace > 0:  # a hundredth of a second's chunks at a time, each write its own HTTP chunk
+        step = max(1, round(args.pace / 100))
+        pieces = [b"".join(frames[i : i + step]) for i in range(0, len(frames), step)]
+        stream = Reply(
+            headers={"content-type": "text/event-stream", "cache-control": "no-cache"}, chunks=pieces, delay=0.01
+        )
+    else:  # pre-encoded once: every POST gets the same bytes, already chunk-framed
+        stream = Reply(
+            headers={"content-type": "text/event-stream", "cache-control": "no-cache", "transfer-encoding": "chunked"},
+            chunks=[_chunked_body(frames)],
+        )
     not_post = _error_reply(405, "the bench server answers POST requests only")
 
     serve_forever(

@@ -65,7 +65,18 @@ class RenderSink:
         self._ops.append(op)
         if not self._soon:
             self._soon = True
-            self._loop.call_soon(self.flush)
+            self._loop.call_soon(self._end_of_step)
+
+    def _end_of_step(self) -> None:
+        """The ops go; text that came after the last of them goes too, unless its frame is a
+        flood: then it keeps to the flood's pace (its first frame included)."""
+        self._soon = False
+        if self._kind is not None and self._frame_chars > FLOOD_CHARS:
+            if self._ops:
+                ops, self._ops = self._ops, []
+                self._send(ops)
+            return
+        self.flush()
 
     def _close_piece(self) -> None:
         if self._kind is not None:
