@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import heapq
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -91,14 +92,6 @@ class EditOutcome:
 
 
 @dataclass(frozen=True)
-class _Line:
-    start: int  # offset of the first character
-    end: int  # offset after the content
-    stop: int  # offset after the "\n"; == end for a last line without one
-    text: str
-
-
-@dataclass(frozen=True)
 class _Match:
     start: int
     stop: int
@@ -107,17 +100,12 @@ class _Match:
     replacement: str | None  # None: the indentation could not be mapped
 
 
-def _lines(text: str) -> list[_Line]:
+def _lines(text: str) -> list[str]:
+    """The file's lines, without their "\n" (a final "\n" ends the last line, not a new one)."""
     pieces = text.split("\n")
     if text.endswith("\n") or not text:
         pieces.pop()
-    out: list[_Line] = []
-    pos = 0
-    for piece in pieces:
-        end = pos + len(piece)
-        out.append(_Line(pos, end, min(end + 1, len(text)), piece))
-        pos = end + 1
-    return out
+    return pieces
 
 
 def _block(text: str) -> list[str]:
@@ -186,16 +174,29 @@ def _find_exact(text: str, edit: Edit) -> list[_Match]:
 def _line_finder(key: Callable[[str], str], reindent: bool) -> Callable[[str, Edit], list[_Match]]:
     def find(text: str, edit: Edit) -> list[_Match]:
         lines, old, new = _lines(text), _block(edit.old_text), _block(edit.new_text)
-        want, have = [key(line) for line in old], [key(line.text) for line in lines]
+        if not old:
+            return []
+        want, have = [key(line) for line in old], [key(line) for line in lines]
+        starts: list[int] = []  # each line's offset, counted once a block matches
         matches: list[_Match] = []
-        for i in range(len(lines) - len(old) + 1):
-            if have[i] != want[0] or have[i : i + len(old)] != want:
-                continue
-            block = lines[i : i + len(old)]
-            body = _reindent(old, [line.text for line in block], new) if reindent else new
-            ending = "\n" if body and block[-1].stop > block[-1].end else ""
-            replacement = None if body is None else "\n".join(body) + ending
-            matches.append(_Match(block[0].start, block[-1].stop, i + 1, i + len(old), replacement))
+        size, i = len(old), 0
+        while True:
+            try:
+                i = have.index(want[0], i)  # the next candidate, found in C
+            except ValueError:
+                break
+            if i + size > len(have):
+                break
+            if have[i : i + size] == want:
+                if not starts:
+                    starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
+                end = starts[i + size - 1] + len(lines[i + size - 1])  # after the block's last character
+                stop = min(end + 1, len(text))
+                body = _reindent(old, lines[i : i + size], new) if reindent else new
+                ending = "\n" if body and stop > end else ""
+                replacement = None if body is None else "\n".join(body) + ending
+                matches.append(_Match(starts[i], stop, i + 1, i + size, replacement))
+            i += 1
         return matches
 
     return find
@@ -222,7 +223,7 @@ def _window_sums(values: list[int], size: int) -> list[int]:
 
 def _closest_region(text: str, old_text: str) -> str:
     """The most similar region of `text` to `old_text`, numbered, or advice when none is."""
-    lines = [line.text for line in _lines(text)]
+    lines = _lines(text)
     want = [line.strip() for line in _block(old_text)]
     size = min(len(want), len(lines))
     if not lines or size == 0:
@@ -393,15 +394,43 @@ _PLACEHOLDERS = tuple(
 )
 
 
+_STRIDE = 256  # lines compared at once by common_ends
+
+
+def common_ends(a: Sequence[str], b: Sequence[str]) -> tuple[int, int]:
+    """How many lines `a` and `b` share at their start, and then at their end (never
+    overlapping): an edit changes a few lines of a big file, so what lies between is all that
+    a diff or a check needs to look at. Runs of lines are compared a slice at a time, in C."""
+    size = min(len(a), len(b))
+    prefix = 0
+    while prefix + _STRIDE <= size and a[prefix : prefix + _STRIDE] == b[prefix : prefix + _STRIDE]:
+        prefix += _STRIDE
+    while prefix < size and a[prefix] == b[prefix]:
+        prefix += 1
+    rest, end_a, end_b = size - prefix, len(a), len(b)
+    suffix = 0
+    while (
+        suffix + _STRIDE <= rest
+        and a[end_a - suffix - _STRIDE : end_a - suffix] == b[end_b - suffix - _STRIDE : end_b - suffix]
+    ):
+        suffix += _STRIDE
+    while suffix < rest and a[end_a - suffix - 1] == b[end_b - suffix - 1]:
+        suffix += 1
+    return prefix, suffix
+
+
 def check_suspicious(original: str, new: str) -> tuple[str, ...]:
     """Warnings about `new`: placeholder lines that were not in `original`, or a large deletion."""
     warnings: list[str] = []
-    before = {line.strip() for line in original.split("\n")}
-    found = [
-        f'line {n} "{line.strip()}"'
-        for n, line in enumerate(new.split("\n"), 1)
-        if line.strip() not in before and any(p.search(line) for p in _PLACEHOLDERS)
+    old_lines, new_lines = original.split("\n"), new.split("\n")
+    prefix, suffix = common_ends(old_lines, new_lines)
+    candidates = [
+        (n, line)
+        for n, line in enumerate(new_lines[prefix : len(new_lines) - suffix], prefix + 1)
+        if any(p.search(line) for p in _PLACEHOLDERS)
     ]
+    before = {line.strip() for line in old_lines} if candidates else set()
+    found = [f'line {n} "{line.strip()}"' for n, line in candidates if line.strip() not in before]
     if found:
         more = f", and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
         warnings.append(
@@ -428,5 +457,45 @@ def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
     """A unified diff with a/ and b/ headers, "" when the texts are identical."""
     if old == new:
         return ""
-    diff = difflib.unified_diff(_diff_lines(old), _diff_lines(new), f"a/{path}", f"b/{path}", n=context, lineterm="")
-    return "\n".join(diff) + "\n"
+    a, b = _diff_lines(old), _diff_lines(new)
+    lines = [f"--- a/{path}", f"+++ b/{path}"]
+    for group in _ChangedSpan(a, b).get_grouped_opcodes(context):
+        first, last = group[0], group[-1]
+        lines.append(f"@@ -{_hunk_range(first[1], last[2])} +{_hunk_range(first[3], last[4])} @@")
+        for tag, a1, a2, b1, b2 in group:
+            if tag == "equal":
+                lines.extend(" " + line for line in a[a1:a2])
+            else:
+                lines.extend("-" + line for line in a[a1:a2])
+                lines.extend("+" + line for line in b[b1:b2])
+    return "\n".join(lines) + "\n"
+
+
+class _ChangedSpan(difflib.SequenceMatcher):  # type: ignore[type-arg]
+    """difflib's matcher run on the changed span alone, with the lines the two texts share at
+    their start and end as two equal blocks around it: an edit of a few lines in a 20,000-line
+    file is diffed in well under a millisecond (difflib over the whole file took 27 ms), and
+    every hunk keeps its full context."""
+
+    def __init__(self, a: list[str], b: list[str]) -> None:
+        prefix, suffix = common_ends(a, b)
+        middle = difflib.SequenceMatcher(None, a[prefix : len(a) - suffix], b[prefix : len(b) - suffix], autojunk=False)
+        codes = [
+            (tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix) for tag, i1, i2, j1, j2 in middle.get_opcodes()
+        ]
+        if prefix:
+            codes.insert(0, ("equal", 0, prefix, 0, prefix))
+        if suffix:
+            codes.append(("equal", len(a) - suffix, len(a), len(b) - suffix, len(b)))
+        self._codes = codes
+
+    def get_opcodes(self) -> list[tuple[str, int, int, int, int]]:
+        return self._codes
+
+
+def _hunk_range(start: int, stop: int) -> str:
+    """A hunk's line range as unified diffs write it (an empty range names the line before it)."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"

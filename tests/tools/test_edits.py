@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -370,6 +371,72 @@ def test_unified_diff_shows_a_change_of_the_final_newline() -> None:
 def test_unified_diff_of_identical_texts_is_empty() -> None:
     assert unified_diff("f", "same\n", "same\n") == ""
     assert unified_diff("f", "", "") == ""
+
+
+def _patched(old: str, diff: str) -> str:
+    """`old` with `diff`'s hunks applied, checking each hunk's header and its old lines."""
+    lines = old.split("\n")
+    out: list[str] = []
+    at = 0  # lines of `old` used so far
+    body = diff.split("\n")[2:-1]
+    i = 0
+    while i < len(body):
+        header = re.match(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@$", body[i])
+        assert header, body[i]
+        start, size = int(header[1]), int(header[2] or 1)
+        begin = start - 1 if size else start
+        out.extend(lines[at:begin])
+        at, seen, i = begin, 0, i + 1
+        while i < len(body) and not body[i].startswith("@@"):
+            mark, text = body[i][0], body[i][1:]
+            if mark in " -":
+                assert lines[at] == text, (at, text)
+                at, seen = at + 1, seen + 1
+            if mark in " +":
+                out.append(text)
+            i += 1
+        assert seen == size
+    return "\n".join(out + lines[at:])
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "", "x = 1", "    pass"]), max_size=80),
+    st.lists(st.tuples(st.integers(0, 80), st.sampled_from(["change", "insert", "delete"])), min_size=1, max_size=4),
+    st.integers(0, 4),
+)
+def test_a_diff_turns_the_old_text_into_the_new_with_full_context(lines, changes, context) -> None:
+    new_lines = list(lines)
+    for where, what in changes:
+        where = min(where, len(new_lines))
+        if what == "insert":
+            new_lines.insert(where, "added")
+        elif new_lines and where < len(new_lines):
+            if what == "change":
+                new_lines[where] += "!"
+            else:
+                del new_lines[where]
+    old, new = "".join(line + "\n" for line in lines), "".join(line + "\n" for line in new_lines)
+    assume(old != new)
+    diff = unified_diff("f", old, new, context=context)
+    assert _patched(old, diff) == new
+    starts = [int(m) for m in re.findall(r"(?m)^@@ -(\d+)", diff)]
+    for start, hunk in zip(starts, re.split(r"(?m)^@@.*\n", diff)[1:]):
+        marks = [row[0] for row in hunk.rstrip("\n").split("\n")]
+        changed = [n for n, mark in enumerate(marks) if mark != " "]
+        lead, trail = changed[0], len(marks) - 1 - changed[-1]
+        old_rows = sum(mark != "+" for mark in marks)
+        first = start - 1 + lead if old_rows else start  # old lines before the first change
+        after = len(lines) - (start - 1 + old_rows - trail) if old_rows else len(lines) - start
+        assert lead == min(context, first) and trail == min(context, after), (hunk, context)
+
+
+def test_an_edit_of_a_big_file_is_diffed_around_the_change() -> None:
+    old = "".join(f"line {n}\n" for n in range(20_000))
+    new = old.replace("line 15000\n", "line 15000 changed\n")
+    assert unified_diff("big", old, new) == (
+        "--- a/big\n+++ b/big\n@@ -14998,7 +14998,7 @@\n line 14997\n line 14998\n line 14999\n"
+        "-line 15000\n+line 15000 changed\n line 15001\n line 15002\n line 15003\n"
+    )
 
 
 def test_unified_diff_respects_context() -> None:

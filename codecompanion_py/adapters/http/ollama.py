@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from ...messages import ImagePart, Message, ToolCall, ToolResultPart, Usage
-from ..handlers import call_handler
+from ..handlers import bound_handler
 from .openai import build_tools
 from .wire import frame_decoder, parse_inline
 
@@ -73,9 +73,10 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     wire: list[dict[str, Any]] = []
+    format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
     for message in messages:
         for result in message.tool_results:
-            wire.append(call_handler(self, "format_response", result, result.content))
+            wire.append(format_response(result, result.content))
         if message.role == "tool":
             continue
         entry: dict[str, Any] = {"role": message.role, "content": message.text}
@@ -83,7 +84,7 @@ def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
         if images:
             entry["images"] = images
         if message.tool_calls:
-            entry["tool_calls"] = call_handler(self, "format_calls", list(message.tool_calls))
+            entry["tool_calls"] = format_calls(list(message.tool_calls))
         if entry["content"] or len(entry) > 2:
             wire.append(entry)
     return {"messages": wire}

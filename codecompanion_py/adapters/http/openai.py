@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -29,7 +29,7 @@ from ...messages import (
     Usage,
     validate_tool_specs,
 )
-from ..handlers import call_handler, get_handler
+from ..handlers import bound_handler, get_handler
 from .wire import frame_decoder, parse_inline, setup_stream_flag
 
 # --- wire types: only the fields we read --------------------------------------------
@@ -133,8 +133,9 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     wire: list[dict[str, Any]] = []
+    format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
     for message in messages:
-        wire.extend(_message_to_wire(self, message))
+        wire.extend(_message_to_wire(self, message, format_response, format_calls))
     model = str(self.model or "")
     if _REASONING_MODEL.match(model):
         wire = _without_system_role(wire, merge=bool(_NO_SYSTEM_ROLE.match(model)))
@@ -154,34 +155,40 @@ def _without_system_role(wire: list[dict[str, Any]], *, merge: bool) -> list[dic
     return rest
 
 
-def _message_to_wire(self: Any, message: Message) -> Iterable[dict[str, Any]]:
+def _message_to_wire(
+    self: Any, message: Message, format_response: Callable[..., Any], format_calls: Callable[..., Any]
+) -> list[dict[str, Any]]:
     role = message.role
     if role == "system":
-        yield {"role": "system", "content": message.text}
-        return
-    results = message.tool_results
-    for result in results:
-        yield call_handler(self, "format_response", result, result.content)
+        return [{"role": "system", "content": message.text}]
+    # one pass over the parts: this runs for every message of the history on every request
+    wire: list[dict[str, Any]] = []
+    calls: list[ToolCall] = []
+    content: list[TextPart | ImagePart] = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            wire.append(format_response(part, part.content))
+        elif isinstance(part, ToolCall):
+            calls.append(part)
+        elif isinstance(part, (TextPart, ImagePart)):
+            content.append(part)
     if role == "tool":
-        return
+        return wire
     if role == "assistant":
-        calls = message.tool_calls
         # content may be null only beside tool calls: a reasoning-only answer goes back as ""
         entry: dict[str, Any] = {"role": "assistant", "content": message.text or (None if calls else "")}
         if self.opts.get("send_reasoning"):
             # DeepSeek's and Kimi's thinking modes require their reasoning back on assistant turns.
             entry["reasoning_content"] = message.reasoning or " "
         if calls:
-            entry["tool_calls"] = call_handler(self, "format_calls", list(calls))
-        yield entry
-        return
-    content = [p for p in message.parts if isinstance(p, (TextPart, ImagePart))]
-    if not content:
-        return
-    if all(isinstance(p, TextPart) for p in content):
-        yield {"role": "user", "content": message.text}
-    else:
-        yield {"role": "user", "content": [_content_part(p) for p in content]}
+            entry["tool_calls"] = format_calls(calls)
+        wire.append(entry)
+    elif content:
+        if all(isinstance(p, TextPart) for p in content):
+            wire.append({"role": "user", "content": message.text})
+        else:
+            wire.append({"role": "user", "content": [_content_part(p) for p in content]})
+    return wire
 
 
 def _content_part(part: TextPart | ImagePart) -> dict[str, Any]:
