@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from . import adapters, config, health, processes
+from . import adapters, config, processes
 from .acp import adapters as acp_adapters
 from .adapters.base import HTTPAdapter
 from .adapters.models import list_models
@@ -475,6 +475,8 @@ class Engine:
             await session.close()
 
     async def _health(self) -> dict[str, Any]:
+        from . import health  # only for :checkhealth: it reads package metadata, 10 ms of every start
+
         return await health.report_async()
 
     async def _close_all(self) -> None:

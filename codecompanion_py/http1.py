@@ -21,6 +21,7 @@ environment): proxies stay with httpx's transport.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import AsyncIterator
 
@@ -192,8 +193,8 @@ def _expire(waiter: asyncio.Future[None]) -> None:
 
 class Http1Transport(httpx.AsyncBaseTransport):
     def __init__(self, *, verify: bool = True, keepalive_expiry: float = 5.0, max_idle: int = 8) -> None:
-        self._ssl = httpx.create_ssl_context(verify=verify)
-        self._ssl.set_alpn_protocols(["http/1.1"])
+        self._verify = verify
+        self._ssl_context: ssl.SSLContext | None = None  # made with the first https connection
         self._keepalive = keepalive_expiry
         self._max_idle = max_idle
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
@@ -229,23 +230,25 @@ class Http1Transport(httpx.AsyncBaseTransport):
         scheme, host, port = key
         loop = asyncio.get_running_loop()
         connection = _Connection(loop)
-        tls = scheme == "https"
+        tls = self._tls() if scheme == "https" else None
         try:
-            await asyncio.wait_for(
-                loop.create_connection(
-                    lambda: connection,
-                    host,
-                    port,
-                    ssl=self._ssl if tls else None,
-                    server_hostname=host if tls else None,
-                ),
-                timeout,
+            opening = loop.create_connection(
+                lambda: connection, host, port, ssl=tls, server_hostname=host if tls else None
             )
+            await asyncio.wait_for(opening, timeout)
         except (asyncio.TimeoutError, TimeoutError):
             raise httpx.ConnectTimeout(f"timed out connecting to {host}:{port}", request=request) from None
         except OSError as error:  # refused, unreachable, DNS, TLS (ssl.SSLError is an OSError)
             raise httpx.ConnectError(str(error) or type(error).__name__, request=request) from None
         return connection
+
+    def _tls(self) -> ssl.SSLContext:
+        """httpx's SSL context (certifi, SSL_CERT_FILE...), made when first needed: loading the
+        certificates takes 20 ms, which a chat with a local model over http never waits for."""
+        if self._ssl_context is None:
+            self._ssl_context = httpx.create_ssl_context(verify=self._verify)
+            self._ssl_context.set_alpn_protocols(["http/1.1"])
+        return self._ssl_context
 
     def _take_idle(self, key: tuple[str, str, int]) -> _Connection | None:
         idle = self._idle.get(key)
