@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 from codecompanion_py.adapters import extend  # noqa: E402
 from codecompanion_py.client import HttpClient  # noqa: E402
-from codecompanion_py.demo.launch import nvim_binary, runtime_env, update_remote_plugins, write_init  # noqa: E402
+from codecompanion_py.demo.launch import nvim_binary, runtime_env, write_init  # noqa: E402
 from codecompanion_py.events import FinalEvent, TokenEvent, UsageEvent  # noqa: E402
 from codecompanion_py.messages import Message  # noqa: E402
 from codecompanion_py.stream.iterators import HttpStreamIterator  # noqa: E402
@@ -194,7 +194,9 @@ class Neovim:
         self.home = Path(tempfile.mkdtemp(prefix="cc-bench-"))
         self.init = write_init(self.home / "init.lua")
         self.env = runtime_env(self.home)
-        update_remote_plugins(self.init, self.env)
+        # No :UpdateRemotePlugins: the engine runs as the plugin's own host job, as it does
+        # after the README's install (the remote-plugin path starts Neovim's Python provider
+        # synchronously on first use, 150 ms of the first command).
         os.environ.update({k: self.env[k] for k in self.env if k.startswith("XDG_")})
         self.nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(self.init)])
         self.nvim.exec_lua(TIMING_LUA)
