@@ -85,11 +85,12 @@ class ChatKeeper:
                 task.add_done_callback(self._tasks.discard)
 
     def watch(self, session: Session, turn: asyncio.Task[None]) -> None:
-        """A turn started: saved at once (the user's message), then every SAVE_EVERY seconds with
-        what has streamed, so a crash loses at most that much; after the turn, `after_turn`."""
+        """A turn started: saved as soon as its request is out (the user's message), then every
+        SAVE_EVERY seconds with what has streamed, so a crash loses at most that much; after the
+        turn, `after_turn`."""
 
         async def keep_saving() -> None:
-            while True:  # the first save runs once the turn's request has gone out
+            while True:  # first when the turn's task waits for its answer
                 self.save(session)
                 await asyncio.sleep(SAVE_EVERY)
 
