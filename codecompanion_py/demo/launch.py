@@ -98,9 +98,10 @@ DEMO_TOOLS = 'tools = { opts = { default_tools = { "files" } } }'
 SUGGESTION = f"Tidy up {DEMO_FILE}"
 
 
-def setup_lua(name: str, definition: str | None) -> str:
+def setup_lua(name: str, definition: str | None, python: str | None = None) -> str:
     adapters = f"adapters = {{ http = {{ {name} = function() return {definition} end }} }}, " if definition else ""
-    return f"{{ {adapters}interactions = {{ chat = {{ adapter = {_lua_str(name)}, {DEMO_TOOLS} }} }} }}"
+    engine = f"opts = {{ python = {_lua_str(python)} }}, " if python else ""
+    return f"{{ {adapters}{engine}interactions = {{ chat = {{ adapter = {_lua_str(name)}, {DEMO_TOOLS} }} }} }}"
 
 
 def make_project(root: Path) -> Path:
@@ -132,9 +133,10 @@ def run_nvim(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> i
 
 def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="codecompanion-demo-"))
-    init = write_init(home / "init.lua", setup_lua(*choose_adapter()))
+    # The engine runs as the plugin's own host job, as after the README's install, from the
+    # Python running this launcher (no :UpdateRemotePlugins, whose first call blocks Neovim).
+    init = write_init(home / "init.lua", setup_lua(*choose_adapter(), python=sys.executable))
     env = runtime_env(home)
-    update_remote_plugins(init, env)
     project = make_project(home / "project")
     with serve() as server:
         env[URL_ENV] = server.url
