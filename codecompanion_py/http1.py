@@ -207,18 +207,21 @@ class Http1Transport(httpx.AsyncBaseTransport):
         timeouts = request.extensions.get("timeout", {})
         read_timeout = timeouts.get("read", _READ_DEFAULT)
         message = _request_bytes(request, await request.aread())
-        connection = self._take_idle(key)
-        try:
-            if connection is None:
-                raise _Stale
-            head, rest = await _exchange(connection, message, read_timeout, request)
-        except (_Stale, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
-            # A kept connection the server had closed meanwhile: the request never reached
-            # it, so it goes again on a new one (as browsers and httpcore do).
-            if connection is not None and connection.received_any:
-                raise
+        answer = None
+        kept = self._take_idle(key)
+        if kept is not None:
+            try:
+                answer = await _exchange(kept, message, read_timeout, request)
+                connection = kept
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                if kept.received_any:
+                    raise
+                # A kept connection the server had closed meanwhile: the request never reached
+                # it, so it goes again on a new one (as browsers and httpcore do).
+        if answer is None:
             connection = await self._connect(key, request, timeouts.get("connect"))
-            head, rest = await _exchange(connection, message, read_timeout, request)
+            answer = await _exchange(connection, message, read_timeout, request)
+        head, rest = answer
         status, reason, headers, keep = _parse_head(head, request)
         connection.unread_back(rest)
         body = _Body(self, key, connection, _framing(request.method, status, headers), keep, read_timeout)
@@ -274,10 +277,6 @@ class Http1Transport(httpx.AsyncBaseTransport):
             for connection in idle:
                 connection.close()
         self._idle.clear()
-
-
-class _Stale(Exception):
-    """No kept connection to use."""
 
 
 async def _exchange(

@@ -13,13 +13,13 @@ unchanged, on later turns when tools are used; other providers never see them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
-from ..handlers import call_handler
+from ..handlers import bound_handler
 from .openai import build_tools as _openai_tools
 from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
 
@@ -116,11 +116,12 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     system = [{"type": "text", "text": m.text} for m in messages if m.role == "system" and m.text]
     turns: list[dict[str, Any]] = []
+    format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
     for message in messages:
         if message.role == "system":
             continue
         role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(self, message)
+        blocks = _blocks(message, format_response, format_calls)
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:  # the API wants user and assistant turns to alternate
@@ -135,7 +136,9 @@ def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     return body
 
 
-def _blocks(self: Any, message: Message) -> list[dict[str, Any]]:
+def _blocks(
+    message: Message, format_response: Callable[..., Any], format_calls: Callable[..., Any]
+) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     calls = [p for p in message.parts if isinstance(p, ToolCall)]
     for part in message.parts:
@@ -151,9 +154,9 @@ def _blocks(self: Any, message: Message) -> list[dict[str, Any]]:
             )
             blocks.append({"type": "image", "source": source})
         elif isinstance(part, ToolResultPart):
-            blocks.append(call_handler(self, "format_response", part, part.content))
+            blocks.append(format_response(part, part.content))
     if calls:
-        blocks.extend(call_handler(self, "format_calls", calls))
+        blocks.extend(format_calls(calls))
     return blocks
 
 

@@ -13,14 +13,14 @@ frame's `usageMetadata` is the total (earlier ones are running values, not incre
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 
 from ...errors import AdapterError
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
-from ..handlers import call_handler
+from ..handlers import bound_handler
 from .openai import build_tools as _openai_tools
 from .wire import parse_inline
 
@@ -156,11 +156,12 @@ def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     system = [{"text": m.text} for m in messages if m.role == "system" and m.text]
     calls_by_id = {c.id: c for m in messages for c in m.tool_calls}
     contents: list[dict[str, Any]] = []
+    format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
     for message in messages:
         if message.role == "system":
             continue
         role = "model" if message.role == "assistant" else "user"
-        parts = [p for part in message.parts for p in _to_parts(self, part, calls_by_id)]
+        parts = [p for part in message.parts for p in _to_parts(part, calls_by_id, format_response, format_calls)]
         if not parts:
             continue
         if contents and contents[-1]["role"] == role:
@@ -173,7 +174,9 @@ def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     return body
 
 
-def _to_parts(self: Any, part: Any, calls_by_id: dict[str, ToolCall]) -> list[dict[str, Any]]:
+def _to_parts(
+    part: Any, calls_by_id: dict[str, ToolCall], format_response: Callable[..., Any], format_calls: Callable[..., Any]
+) -> list[dict[str, Any]]:
     if isinstance(part, TextPart):
         return [{"text": part.text}] if part.text else []
     if isinstance(part, ReasoningPart):
@@ -183,9 +186,9 @@ def _to_parts(self: Any, part: Any, calls_by_id: dict[str, ToolCall]) -> list[di
             return [{"inlineData": {"mimeType": part.media_type, "data": part.data}}]
         return [{"fileData": {"mimeType": part.media_type, "fileUri": part.url}}]
     if isinstance(part, ToolCall):
-        return call_handler(self, "format_calls", [part])
+        return format_calls([part])
     if isinstance(part, ToolResultPart):
-        return [call_handler(self, "format_response", calls_by_id.get(part.tool_call_id, part), part.content)]
+        return [format_response(calls_by_id.get(part.tool_call_id, part), part.content)]
     return []
 
 
