@@ -8,6 +8,7 @@ local rpc = require("codecompanion_py.rpc")
 -- settings header): its functions, and the renderers of its ops.
 local actions = require("codecompanion_py.chat_actions")
 local shared = require("codecompanion_py.chat.shared")
+local highlight = require("codecompanion_py.chat.highlight")
 
 local M = {}
 
@@ -385,6 +386,10 @@ function render.done(chat, op)
   chat.turn_started = false
   tools_processing(chat, false)
   append(chat, "\n\n" .. user_header() .. "\n\n")
+  local header_row = api.nvim_buf_line_count(buf) - 3
+  if api.nvim_buf_get_lines(buf, header_row, header_row + 1, false)[1] == user_header() then
+    highlight.seal(buf, header_row) -- the finished turn leaves the region that is parsed again
+  end
   unlock(chat)
   show_shared(chat)
   fire(op.status == "stopped" and "ChatStopped" or "ChatDone",
@@ -1089,14 +1094,17 @@ function M.open(opts)
   -- The engine starts on the chat (and a first chat starts the engine) while the rest of the
   -- window is made: the filetype alone costs Neovim about a millisecond of runtime searches.
   open_in_engine(chat)
-  vim.bo[buf].filetype = "codecompanion"
   pcall(vim.treesitter.language.register, "markdown", "codecompanion")
-  -- Highlighting is Neovim's largest cost while a reply streams: treesitter re-parses
-  -- after each batch (about 7 ms of CPU per 1,000 tokens of prose here), regex syntax
-  -- more than twice that. `display.chat.treesitter = false` falls back to regex syntax.
-  if display().treesitter == false or not pcall(vim.treesitter.start, buf, "markdown") then
-    vim.bo[buf].syntax = "markdown"
-  end
+  local treesitter = display().treesitter ~= false and highlight.parser(buf) -- before the filetype's handlers
+  vim.bo[buf].filetype = "codecompanion"
+  -- Highlighting is Neovim's largest cost while a reply streams (chat/highlight.lua); regex
+  -- syntax (`display.chat.treesitter = false`) costs more than twice tree-sitter's. It starts
+  -- once the command is done, as in CodeCompanion: the first request does not wait for it.
+  vim.schedule(function()
+    if api.nvim_buf_is_valid(buf) and not (treesitter and highlight.start(buf, user_header())) then
+      vim.bo[buf].syntax = "markdown"
+    end
+  end)
   if opts.saved then
     shared.restore(chat, opts.saved.context)
   end

@@ -1,0 +1,194 @@
+-- The chat buffer's tree-sitter highlighting, kept as cheap in a long chat as in a new one.
+--
+-- Two of Neovim's costs for a markdown buffer grow with the whole buffer, at every change:
+-- - Most of the markdown grammar's tree is "fragile" (built while the parser held two
+--   readings of a line), and tree-sitter reuses no fragile node: a re-parse after a new
+--   line reads the whole document again, about 0.25 ms per KB here.
+-- - The stock injection query combines html blocks, and one combined injection makes Neovim
+--   scan the whole tree for injections at every parse, not just the lines drawn.
+-- So the chat's parser gets the injection query without `injection.combined`, and its root
+-- is parsed in regions (Neovim's included regions, the machinery of injections): finished
+-- turns sit in sealed regions that an edit at the end does not touch, and only the last
+-- region, the turn being written, is parsed again.
+--
+-- Neovim's rules this follows: the number of regions never changes (Neovim drops every tree
+-- when it does), so unused regions wait, empty, at the end of the buffer; a region must
+-- hold a tree before the next edit (an edit rebuilds the regions from the trees), so a
+-- changed region is parsed at once; and text inserted at the very start of the buffer falls
+-- outside every region, so that is checked after each edit and the regions are laid anew.
+local api = vim.api
+
+local M = {}
+
+local SLOTS = 64
+local MIN_REGION = 32 * 1024 -- bytes of finished turns in a region, at least
+
+local chats = {} -- buf -> { parser, header, resetting }
+
+-- The markdown injection query in effect (Neovim's, or nvim-treesitter's), without
+-- `injection.combined`; nil when there is none to remove or the result does not parse.
+local lighter_query
+local function injection_query()
+  if lighter_query == nil then
+    lighter_query = false
+    local ok, files = pcall(vim.treesitter.query.get_files, "markdown", "injections")
+    local texts = {}
+    for _, file in ipairs(ok and files or {}) do
+      local fd = io.open(file, "r")
+      if fd then
+        table.insert(texts, fd:read("*a"))
+        fd:close()
+      end
+    end
+    local text, removed = table.concat(texts, "\n"):gsub("%(%s*#set!%s+injection%.combined%s*%)", "")
+    if removed > 0 and pcall(vim.treesitter.query.parse, "markdown", text) then
+      lighter_query = text
+    end
+  end
+  return lighter_query or nil
+end
+
+-- What a region holds before the next one starts: 32 KB, or a SLOTS-th of the chat when that
+-- is more (past about 2 MB, the last region grows once every region is used).
+local function region_limit(buf)
+  return math.max(MIN_REGION, math.floor(api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf)) / SLOTS))
+end
+
+local function rows(buf, first, last)
+  return { { first, 0, api.nvim_buf_get_offset(buf, first), last, 0, api.nvim_buf_get_offset(buf, last) } }
+end
+
+-- Regions for the whole buffer: a new one starts at a user header once the one before holds
+-- enough; the rest wait, empty, at the end.
+local function lay_out(buf, header)
+  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+  local limit, starts, since = region_limit(buf), { 0 }, 0
+  for i, line in ipairs(lines) do
+    if line == header and since >= limit and #starts < SLOTS then
+      table.insert(starts, i - 1)
+      since = 0
+    end
+    since = since + #line + 1
+  end
+  local regions = {}
+  for k, first in ipairs(starts) do
+    regions[k] = rows(buf, first, starts[k + 1] or #lines)
+  end
+  for k = #starts + 1, SLOTS do
+    regions[k] = rows(buf, #lines, #lines)
+  end
+  return regions
+end
+
+-- Every region parsed now: each one through a range on its first row (a parse by range also
+-- finds that row's injections, and no more); the empty ones through a range around the end.
+local function parse_all(parser, regions, line_count)
+  for _, region in ipairs(regions) do
+    local r = region[1]
+    if r[1] < r[4] then
+      parser:parse({ r[1], r[1] + 1 })
+    end
+  end
+  parser:parse({ line_count - 1, line_count + 1 })
+end
+
+local function lay(buf)
+  local chat = chats[buf]
+  if not chat or not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  chat.parser:invalidate() -- also drops a parse left half done by the highlighter
+  local regions = lay_out(buf, chat.header)
+  chat.parser:set_included_regions(regions)
+  parse_all(chat.parser, regions, api.nvim_buf_line_count(buf))
+end
+
+local function check(buf)
+  local chat = chats[buf]
+  local regions = chat and chat.parser:included_regions()
+  if not regions or chat.resetting then
+    return
+  end
+  local first = regions[1] and regions[1][1]
+  if #regions ~= SLOTS or not first or first[3] ~= 0 then
+    chat.resetting = true
+    vim.schedule(function()
+      chat.resetting = false
+      if chats[buf] == chat then
+        pcall(lay, buf)
+      end
+    end)
+  end
+end
+
+-- The chat's parser, made before its filetype is set, so that a `FileType` handler that asks
+-- for it (render-markdown and the like) gets this one.
+function M.parser(buf)
+  local query = injection_query()
+  local opts = query and { injections = { markdown = query } } or nil
+  local ok, parser = pcall(vim.treesitter.get_parser, buf, "markdown", opts)
+  return ok and parser or nil
+end
+
+-- Highlighting on, in regions. False when tree-sitter could not start.
+---@param header string the user's header line: regions start there
+function M.start(buf, header)
+  local parser = M.parser(buf)
+  if not parser or not pcall(vim.treesitter.start, buf, "markdown") then
+    return false
+  end
+  if type(parser.set_included_regions) ~= "function" or type(parser.included_regions) ~= "function" then
+    return true -- a Neovim without regions: one tree, as before
+  end
+  local chat = { parser = parser, header = header }
+  chats[buf] = chat
+  if not pcall(lay, buf) then -- regions that work otherwise in this Neovim: back to one
+    chats[buf] = nil
+    pcall(parser.set_included_regions, parser, { {} })
+    parser:invalidate()
+    return true
+  end
+  parser:register_cbs({
+    on_bytes = function()
+      check(buf)
+    end,
+    on_detach = function()
+      chats[buf] = nil
+    end,
+  })
+  return true
+end
+
+-- A turn ended and the next one's header stands at `row`: the turn before it is sealed into
+-- a region of its own once the last region holds enough (and a region is left for it). Called
+-- right after an edit (which reset the parser), in the same tick.
+function M.seal(buf, row)
+  local chat = chats[buf]
+  if not chat or chat.resetting then
+    return
+  end
+  local regions = chat.parser:included_regions()
+  local tail
+  for i = #regions, 1, -1 do
+    local r = regions[i][1]
+    if r and r[6] > r[3] then
+      tail = i
+      break
+    end
+  end
+  local last = tail and regions[tail][1]
+  if not last or tail >= SLOTS or row <= last[1] or row >= last[4] then
+    return
+  end
+  local at = api.nvim_buf_get_offset(buf, row)
+  if at - last[3] < region_limit(buf) then
+    return
+  end
+  local sealed = vim.deepcopy(regions)
+  sealed[tail] = { { last[1], last[2], last[3], row, 0, at } }
+  sealed[tail + 1] = { { row, 0, at, last[4], last[5], last[6] } }
+  chat.parser:set_included_regions(sealed)
+  chat.parser:parse({ row - 1, row + 1 }) -- the two changed regions, before the next edit
+end
+
+return M
