@@ -1096,12 +1096,14 @@ function M.open(opts)
   open_in_engine(chat)
   pcall(vim.treesitter.language.register, "markdown", "codecompanion")
   local treesitter = display().treesitter ~= false and highlight.parser(buf) -- before the filetype's handlers
+  vim.b[buf].ts_highlight = treesitter and true or nil -- as vim.treesitter.start sets it: no regex syntax first
   vim.bo[buf].filetype = "codecompanion"
   -- Highlighting is Neovim's largest cost while a reply streams (chat/highlight.lua); regex
   -- syntax (`display.chat.treesitter = false`) costs more than twice tree-sitter's. It starts
   -- once the command is done, as in CodeCompanion: the first request does not wait for it.
   vim.schedule(function()
     if api.nvim_buf_is_valid(buf) and not (treesitter and highlight.start(buf, user_header())) then
+      vim.b[buf].ts_highlight = nil
       vim.bo[buf].syntax = "markdown"
     end
   end)

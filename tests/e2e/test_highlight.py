@@ -57,11 +57,13 @@ def test_every_turn_of_a_long_chat_is_highlighted_and_an_edit_at_its_end_leaves_
         setup_local(editor, server.url)
         editor.nvim.command("CodeCompanionChat first")
         buf = editor.nvim.current.buffer.number
-        for turn in (2, 3):
-            editor.wait_event("CodeCompanionChatDone", count=turn - 1)
-            editor.type_prompt(f"question {turn}")
-            editor.nvim.input("<CR>")
-        editor.wait_event("CodeCompanionChatDone", count=3)
+        for turn in (1, 2, 3):
+            editor.wait_event("CodeCompanionChatDone", count=turn)
+            # the finished turn is sealed just after the reply, in a callback of its own
+            editor.wait_for(lambda n=turn + 1: len(regions(editor, buf)) == n, what=f"turn {turn} sealed")
+            if turn < 3:
+                editor.type_prompt(f"question {turn + 1}")
+                editor.nvim.input("<CR>")
         assert len(server.requests) == 3
 
     lines = editor.lines()

@@ -13,8 +13,8 @@
 --
 -- Neovim's rules this follows: the number of regions never changes (Neovim drops every tree
 -- when it does), so unused regions wait, empty, at the end of the buffer; a region must
--- hold a tree before the next edit (an edit rebuilds the regions from the trees), so a
--- changed region is parsed at once; and text inserted at the very start of the buffer falls
+-- hold a tree before the next edit (an edit rebuilds the regions from the trees), so new
+-- regions are parsed at once; and text inserted at the very start of the buffer falls
 -- outside every region, so that is checked after each edit and the regions are laid anew.
 local api = vim.api
 
@@ -103,6 +103,39 @@ local function lay(buf)
   parse_all(chat.parser, regions, api.nvim_buf_line_count(buf))
 end
 
+local function seal(buf, chat, row)
+  if (api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or "") ~= chat.header then
+    return -- the buffer changed since the turn ended
+  end
+  local regions = chat.parser:included_regions()
+  local tail
+  for i = #regions, 1, -1 do
+    local r = regions[i][1]
+    if r and r[6] > r[3] then
+      tail = i
+      break
+    end
+  end
+  local last = tail and regions[tail][1]
+  if not last or tail >= SLOTS or row <= last[1] or row >= last[4] then
+    return
+  end
+  local at = api.nvim_buf_get_offset(buf, row)
+  if at - last[3] < region_limit(buf) then
+    return
+  end
+  local sealed = vim.deepcopy(regions)
+  sealed[tail] = { { last[1], last[2], last[3], row, 0, at } }
+  sealed[tail + 1] = { { row, 0, at, last[4], last[5], last[6] } }
+  -- A parse the highlighter left half done (its slices are 3 ms) would be resumed by the next
+  -- parse, whatever its region: dropped first (as Neovim's own edits do).
+  pcall(function()
+    chat.parser._parser:reset()
+  end)
+  chat.parser:set_included_regions(sealed)
+  chat.parser:parse({ row - 1, row + 1 }) -- the two changed regions
+end
+
 local function check(buf)
   local chat = chats[buf]
   local regions = chat and chat.parser:included_regions()
@@ -134,19 +167,25 @@ end
 ---@param header string the user's header line: regions start there
 function M.start(buf, header)
   local parser = M.parser(buf)
-  if not parser or not pcall(vim.treesitter.start, buf, "markdown") then
+  if not parser then
     return false
   end
-  if type(parser.set_included_regions) ~= "function" or type(parser.included_regions) ~= "function" then
-    return true -- a Neovim without regions: one tree, as before
-  end
+  -- The regions are laid before the highlighter listens: it would be told of every one.
   local chat = { parser = parser, header = header }
-  chats[buf] = chat
-  if not pcall(lay, buf) then -- regions that work otherwise in this Neovim: back to one
+  if type(parser.set_included_regions) == "function" and type(parser.included_regions) == "function" then
+    chats[buf] = chat
+    if not pcall(lay, buf) then -- regions that work otherwise in this Neovim: back to one
+      chats[buf] = nil
+      pcall(parser.set_included_regions, parser, { {} })
+      parser:invalidate()
+    end
+  end
+  if not pcall(vim.treesitter.start, buf, "markdown") then
     chats[buf] = nil
-    pcall(parser.set_included_regions, parser, { {} })
-    parser:invalidate()
-    return true
+    return false
+  end
+  if not chats[buf] then
+    return true -- one tree, as Neovim has it
   end
   parser:register_cbs({
     on_bytes = function()
@@ -159,36 +198,19 @@ function M.start(buf, header)
   return true
 end
 
--- A turn ended and the next one's header stands at `row`: the turn before it is sealed into
--- a region of its own once the last region holds enough (and a region is left for it). Called
--- right after an edit (which reset the parser), in the same tick.
+-- A turn ended and the next one's header stands at `row`: once the last region holds enough
+-- (and a region is left), the turn before the header is sealed into a region of its own.
+-- That costs one parse of it (about 10 ms for a 40 KB turn here), once, just after the reply:
+-- in a callback of its own, so no edit comes between the new regions and their parse.
 function M.seal(buf, row)
   local chat = chats[buf]
-  if not chat or chat.resetting then
-    return
+  if chat then
+    vim.schedule(function()
+      if chats[buf] == chat and not chat.resetting then
+        pcall(seal, buf, chat, row)
+      end
+    end)
   end
-  local regions = chat.parser:included_regions()
-  local tail
-  for i = #regions, 1, -1 do
-    local r = regions[i][1]
-    if r and r[6] > r[3] then
-      tail = i
-      break
-    end
-  end
-  local last = tail and regions[tail][1]
-  if not last or tail >= SLOTS or row <= last[1] or row >= last[4] then
-    return
-  end
-  local at = api.nvim_buf_get_offset(buf, row)
-  if at - last[3] < region_limit(buf) then
-    return
-  end
-  local sealed = vim.deepcopy(regions)
-  sealed[tail] = { { last[1], last[2], last[3], row, 0, at } }
-  sealed[tail + 1] = { { row, 0, at, last[4], last[5], last[6] } }
-  chat.parser:set_included_regions(sealed)
-  chat.parser:parse({ row - 1, row + 1 }) -- the two changed regions, before the next edit
 end
 
 return M
