@@ -836,6 +836,9 @@ function M.show_chat(chat, window_opts)
     cfg = vim.tbl_deep_extend("force", cfg, { display = { chat = { window = window_opts } } })
   end
   local win = window.open(chat.bufnr, cfg)
+  if vim.bo[chat.bufnr].filetype ~= "codecompanion" then -- a new chat: in its window, as in CodeCompanion
+    vim.bo[chat.bufnr].filetype = "codecompanion"
+  end
   pcall(api.nvim_win_set_cursor, win, { api.nvim_buf_line_count(chat.bufnr), 0 })
   fire("ChatOpened", { bufnr = chat.bufnr, id = chat.bufnr })
   return win
@@ -1097,7 +1100,6 @@ function M.open(opts)
   pcall(vim.treesitter.language.register, "markdown", "codecompanion")
   local treesitter = display().treesitter ~= false and highlight.parser(buf) -- before the filetype's handlers
   vim.b[buf].ts_highlight = treesitter and true or nil -- as vim.treesitter.start sets it: no regex syntax first
-  vim.bo[buf].filetype = "codecompanion"
   -- Highlighting is Neovim's largest cost while a reply streams (chat/highlight.lua); regex
   -- syntax (`display.chat.treesitter = false`) costs more than twice tree-sitter's. It starts
   -- once the command is done, as in CodeCompanion: the first request does not wait for it.
@@ -1107,6 +1109,10 @@ function M.open(opts)
       vim.bo[buf].syntax = "markdown"
     end
   end)
+  -- As in CodeCompanion: the window opens, the filetype is set in it (an ftplugin's
+  -- `setlocal wrap` is the chat window's) and ChatOpened fires, then the chat is made
+  -- (ChatCreated), then a prompt given on the command line is sent.
+  M.show_chat(chat, opts.window)
   if opts.saved then
     shared.restore(chat, opts.saved.context)
   end
@@ -1136,8 +1142,9 @@ function M.open(opts)
   })
   fire("ChatCreated", { bufnr = buf, id = buf })
   run_callbacks(chat, "on_created")
-  local win = M.show_chat(chat, opts.window)
-  api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
+  for _, win in ipairs(window.windows(buf)) do
+    api.nvim_win_set_cursor(win, { api.nvim_buf_line_count(buf), 0 })
+  end
   if opts.prompt and opts.prompt ~= "" then
     api.nvim_buf_set_lines(buf, -2, -1, false, vim.split(opts.prompt, "\n", { plain = true }))
     if opts.submit ~= false then

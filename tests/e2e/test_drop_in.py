@@ -130,3 +130,21 @@ def test_the_docs_llama_cpp_adapter_and_an_acp_agent_with_codecompanions_helpers
         ready = f"local c = require('codecompanion_py.chat').chats[{buf}] return c.engine_ready and c.adapter.name"
         editor.wait_for(lambda code=ready, name=name: editor.lua(code) == name, what=f"the {name} chat ready")
     assert notices(editor) == []
+
+
+def test_a_filetype_handler_sets_the_chat_windows_options_before_chat_created(editor):
+    """`after/ftplugin/codecompanion.lua` with `vim.opt_local.wrap = false` and the like, as
+    CodeCompanion users write them: the filetype is set in the chat's window, before the
+    ChatCreated autocmd, whose handlers then find the window current."""
+    editor.lua("""
+      vim.api.nvim_create_autocmd("FileType", { pattern = "codecompanion", command = "setlocal number conceallevel=2" })
+      vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionChatCreated", callback = function()
+        _G.created_in = { win = vim.api.nvim_get_current_win(), ft = vim.bo.filetype }
+      end })""")
+    source = editor.nvim.current.window
+    editor.nvim.command("CodeCompanionChat")
+    chat = editor.nvim.current.window
+    assert chat.handle != source.handle
+    assert chat.options["number"] and chat.options["conceallevel"] == 2
+    assert not source.options["number"] and source.options["conceallevel"] == 0
+    assert editor.lua("return _G.created_in") == {"win": chat.handle, "ft": "codecompanion"}
