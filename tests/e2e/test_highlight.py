@@ -117,3 +117,23 @@ def test_regex_syntax_when_treesitter_is_off(editor):
     buf = editor.nvim.current.buffer.number
     editor.wait_for(lambda: editor.nvim.current.buffer.options["syntax"] == "markdown", what="markdown syntax")
     assert not editor.lua("return vim.treesitter.highlighter.active[...] ~= nil", buf)
+
+
+def test_a_long_saved_chat_opens_in_regions_and_is_highlighted(editor):
+    turns = []
+    for turn in range(3):
+        turns += [
+            {"role": "user", "text": f"question {turn}"},
+            {"role": "llm", "text": "".join(PARAGRAPH.format(i=i, turn=turn) for i in range(500)).strip()},
+        ]
+    editor.lua(
+        'require("codecompanion_py.chat").open({ saved = { id = "s1", adapter = "demo", transcript = ... } })',
+        turns,
+    )
+    buf = editor.nvim.current.buffer.number
+    editor.wait_for(lambda: len(regions(editor, buf)) == 4, what="the saved chat laid in regions")
+    lines = editor.lines()
+    step = row_of(editor, "Step 7 of turn 0 ")
+    assert "markup.strong" in captures(editor, buf, step, lines[step].index("**important**") + 3)
+    step = row_of(editor, "Step 7 of turn 2 ")
+    assert "markup.strong" in captures(editor, buf, step, lines[step].index("**important**") + 3)

@@ -6,16 +6,18 @@
 --   line reads the whole document again, about 0.25 ms per KB here.
 -- - The stock injection query combines html blocks, and one combined injection makes Neovim
 --   scan the whole tree for injections at every parse, not just the lines drawn.
--- So the chat's parser gets the injection query without `injection.combined`, and its root
--- is parsed in regions (Neovim's included regions, the machinery of injections): finished
--- turns sit in sealed regions that an edit at the end does not touch, and only the last
--- region, the turn being written, is parsed again.
+-- So the chat's parser gets the injection query without `injection.combined`, and once the
+-- chat outgrows one region (32 KB) its root is parsed in regions (Neovim's included regions,
+-- the machinery of injections): finished turns sit in sealed regions that an edit at the
+-- end does not touch, and only the last region, the turn being written, is parsed again.
 --
 -- Neovim's rules this follows: the number of regions never changes (Neovim drops every tree
 -- when it does), so unused regions wait, empty, at the end of the buffer; a region must
--- hold a tree before the next edit (an edit rebuilds the regions from the trees), so new
--- regions are parsed at once; and text inserted at the very start of the buffer falls
--- outside every region, so that is checked after each edit and the regions are laid anew.
+-- hold a tree before the next edit (an edit rebuilds the regions from the trees), so changed
+-- regions are parsed at once, in a callback no edit can come into; and text inserted at the
+-- very start of the buffer falls outside every region, so that is checked after each edit
+-- and the regions are laid anew. Each region costs every edit a few microseconds, which is
+-- why a small chat keeps Neovim's one region.
 local api = vim.api
 
 local M = {}
@@ -23,7 +25,7 @@ local M = {}
 local SLOTS = 64
 local MIN_REGION = 32 * 1024 -- bytes of finished turns in a region, at least
 
-local chats = {} -- buf -> { parser, header, resetting }
+local chats = {} -- buf -> { parser, header, laid, resetting }
 
 -- The markdown injection query in effect (Neovim's, or nvim-treesitter's), without
 -- `injection.combined`; nil when there is none to remove or the result does not parse.
@@ -48,10 +50,14 @@ local function injection_query()
   return lighter_query or nil
 end
 
+local function size_of(buf)
+  return api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf))
+end
+
 -- What a region holds before the next one starts: 32 KB, or a SLOTS-th of the chat when that
 -- is more (past about 2 MB, the last region grows once every region is used).
 local function region_limit(buf)
-  return math.max(MIN_REGION, math.floor(api.nvim_buf_get_offset(buf, api.nvim_buf_line_count(buf)) / SLOTS))
+  return math.max(MIN_REGION, math.floor(size_of(buf) / SLOTS))
 end
 
 local function rows(buf, first, last)
@@ -80,32 +86,48 @@ local function lay_out(buf, header)
   return regions
 end
 
--- Every region parsed now: each one through a range on its first row (a parse by range also
--- finds that row's injections, and no more); the empty ones through a range around the end.
-local function parse_all(parser, regions, line_count)
+-- A parse the highlighter left half done (its slices are 3 ms) would be resumed by the next
+-- parse, whatever its region: it is dropped first, as Neovim's own edits do.
+local function drop_half_done(parser)
+  pcall(function()
+    parser._parser:reset()
+  end)
+end
+
+-- The regions set and every one parsed now: each through a range on its first row (a parse
+-- by range also finds that row's injections, and no more), the empty ones through a range
+-- around the end.
+local function lay(buf, chat)
+  local regions = lay_out(buf, chat.header)
+  drop_half_done(chat.parser)
+  chat.parser:set_included_regions(regions)
+  chat.laid = true
   for _, region in ipairs(regions) do
     local r = region[1]
     if r[1] < r[4] then
-      parser:parse({ r[1], r[1] + 1 })
+      chat.parser:parse({ r[1], r[1] + 1 })
     end
   end
-  parser:parse({ line_count - 1, line_count + 1 })
+  local line_count = api.nvim_buf_line_count(buf)
+  chat.parser:parse({ line_count - 1, line_count + 1 })
 end
 
-local function lay(buf)
-  local chat = chats[buf]
-  if not chat or not api.nvim_buf_is_valid(buf) then
-    return
-  end
-  chat.parser:invalidate() -- also drops a parse left half done by the highlighter
-  local regions = lay_out(buf, chat.header)
-  chat.parser:set_included_regions(regions)
-  parse_all(chat.parser, regions, api.nvim_buf_line_count(buf))
+-- Back to Neovim's one region, for good: this Neovim's regions work otherwise.
+local function unlay(chat)
+  chat.laid, chat.off = false, true
+  pcall(chat.parser.set_included_regions, chat.parser, { {} })
+  chat.parser:invalidate()
 end
 
 local function seal(buf, chat, row)
   if (api.nvim_buf_get_lines(buf, row, row + 1, false)[1] or "") ~= chat.header then
     return -- the buffer changed since the turn ended
+  end
+  if not chat.laid then
+    if api.nvim_buf_get_offset(buf, row) >= region_limit(buf) then
+      lay(buf, chat)
+    end
+    return
   end
   local regions = chat.parser:included_regions()
   local tail
@@ -127,28 +149,25 @@ local function seal(buf, chat, row)
   local sealed = vim.deepcopy(regions)
   sealed[tail] = { { last[1], last[2], last[3], row, 0, at } }
   sealed[tail + 1] = { { row, 0, at, last[4], last[5], last[6] } }
-  -- A parse the highlighter left half done (its slices are 3 ms) would be resumed by the next
-  -- parse, whatever its region: dropped first (as Neovim's own edits do).
-  pcall(function()
-    chat.parser._parser:reset()
-  end)
+  drop_half_done(chat.parser)
   chat.parser:set_included_regions(sealed)
   chat.parser:parse({ row - 1, row + 1 }) -- the two changed regions
 end
 
+-- After each edit: the regions still cover the buffer from its first byte, all of them.
 local function check(buf)
   local chat = chats[buf]
-  local regions = chat and chat.parser:included_regions()
-  if not regions or chat.resetting then
+  if not chat or not chat.laid or chat.resetting or chat.off then
     return
   end
+  local regions = chat.parser:included_regions()
   local first = regions[1] and regions[1][1]
   if #regions ~= SLOTS or not first or first[3] ~= 0 then
     chat.resetting = true
     vim.schedule(function()
       chat.resetting = false
-      if chats[buf] == chat then
-        pcall(lay, buf)
+      if chats[buf] == chat and api.nvim_buf_is_valid(buf) and not pcall(lay, buf, chat) then
+        unlay(chat)
       end
     end)
   end
@@ -163,54 +182,54 @@ function M.parser(buf)
   return ok and parser or nil
 end
 
--- Highlighting on, in regions. False when tree-sitter could not start.
+-- Highlighting on. False when tree-sitter could not start. A saved chat that is already
+-- long is laid in regions at once: one parse of it (about 0.4 ms per KB here).
 ---@param header string the user's header line: regions start there
 function M.start(buf, header)
   local parser = M.parser(buf)
   if not parser then
     return false
   end
-  -- The regions are laid before the highlighter listens: it would be told of every one.
-  local chat = { parser = parser, header = header }
-  if type(parser.set_included_regions) == "function" and type(parser.included_regions) == "function" then
-    chats[buf] = chat
-    if not pcall(lay, buf) then -- regions that work otherwise in this Neovim: back to one
-      chats[buf] = nil
-      pcall(parser.set_included_regions, parser, { {} })
-      parser:invalidate()
-    end
+  local regions = type(parser.set_included_regions) == "function" and type(parser.included_regions) == "function"
+  local chat = { parser = parser, header = header, laid = false }
+  -- laid before the highlighter listens, which would be told of every region
+  if regions and size_of(buf) >= 2 * MIN_REGION and not pcall(lay, buf, chat) then
+    unlay(chat)
   end
   if not pcall(vim.treesitter.start, buf, "markdown") then
-    chats[buf] = nil
     return false
   end
-  if not chats[buf] then
-    return true -- one tree, as Neovim has it
+  if regions then
+    chats[buf] = chat
+    parser:register_cbs({
+      on_bytes = function()
+        check(buf)
+      end,
+      on_detach = function()
+        chats[buf] = nil
+      end,
+    })
   end
-  parser:register_cbs({
-    on_bytes = function()
-      check(buf)
-    end,
-    on_detach = function()
-      chats[buf] = nil
-    end,
-  })
   return true
 end
 
 -- A turn ended and the next one's header stands at `row`: once the last region holds enough
--- (and a region is left), the turn before the header is sealed into a region of its own.
--- That costs one parse of it (about 10 ms for a 40 KB turn here), once, just after the reply:
--- in a callback of its own, so no edit comes between the new regions and their parse.
+-- (and a region is left), the turn before the header is sealed into a region of its own (the
+-- first time, the chat is laid in regions). That costs one parse of the sealed turn (about
+-- 10 ms for 40 KB here), once, just after the reply, in a callback of its own.
 function M.seal(buf, row)
   local chat = chats[buf]
-  if chat then
-    vim.schedule(function()
-      if chats[buf] == chat and not chat.resetting then
-        pcall(seal, buf, chat, row)
-      end
-    end)
+  if not chat or chat.off then
+    return
   end
+  vim.schedule(function()
+    if chats[buf] ~= chat or chat.resetting or not api.nvim_buf_is_valid(buf) then
+      return
+    end
+    if not pcall(seal, buf, chat, row) then
+      unlay(chat)
+    end
+  end)
 end
 
 return M
