@@ -5,6 +5,7 @@ interface for an HTTP provider and an ACP agent."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import threading
 import time
@@ -13,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from codecompanion_py.chat import keeper
 from codecompanion_py.demo.server import ScriptedServer, sse_reply
 from codecompanion_py.engine import Engine
 from codecompanion_py.ui import ops
+from tests.waiting import wait_until
 
 FAKE_AGENT = str(Path(__file__).parent / "acp" / "fake_agent.py")
 
@@ -307,6 +310,26 @@ def test_a_reopened_chat_keeps_its_settings_header_values(engine, tmp_path):
     engine.call("chat.open", {"chat_id": 2, "cwd": str(tmp_path), "history_id": saved["id"]})
     [header] = [op for op in engine.recorded.ops(2) if isinstance(op, ops.Settings)]
     assert {entry.key: entry.value for entry in header.entries}["temperature"] == 0.3
+
+
+def test_a_new_chat_s_save_prunes_the_oldest_saved_chats_soon_after(engine, tmp_path, monkeypatch):
+    """The history folder keeps its newest 200 chats; the pruning a new chat's first save
+    calls for is done a moment later, not as its request goes out."""
+    monkeypatch.setattr(keeper, "PRUNE_AFTER", 0.05)
+    folder = tmp_path / "history"
+    folder.mkdir()
+    for i in range(200):
+        old = folder / f"old{i:03}.json"
+        old.write_text("{}")
+        os.utime(old, (1_000 + i, 1_000 + i))
+    url = engine.serve(sse_reply([delta("reply")]))
+    engine.call("config.set", {**_config(url), "__editor": {"history_dir": str(folder)}})
+    engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+    engine.call("chat.submit", {"chat_id": 1, "text": "one"})
+    engine.recorded.wait_done(1)
+    names = lambda: sorted(p.name for p in folder.glob("*.json"))  # noqa: E731
+    wait_until(lambda: len(names()) == 200, 10, lambda: f"{len(names())} files")
+    assert "old000.json" not in names() and "old001.json" in names()
 
 
 def test_a_config_change_keeps_open_chats_and_new_ones_working(engine, tmp_path):

@@ -69,20 +69,26 @@ class HistoryStore:
             raise ValueError(f"not a saved chat's id: {chat_id!r}")
         return self.root / f"{chat_id}.json"
 
-    def save(self, record: Record) -> None:
-        """Write the record in one step (a temporary file renamed over the old one), then prune."""
+    def save(self, record: Record, *, prune: bool = True) -> bool:
+        """Write the record in one step (a temporary file renamed over the old one); True when
+        that made a new file, which is when the folder is pruned (unless `prune` is False: the
+        caller prunes later)."""
         self.root.mkdir(parents=True, exist_ok=True)
         data = msgspec.json.encode(record)
+        path = self._path(record.id)
+        new = not path.exists()
         fd, temp = tempfile.mkstemp(dir=self.root, prefix=".saving-", suffix=".json")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
-            os.replace(temp, self._path(record.id))
+            os.replace(temp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
             raise
-        self.prune()
+        if new and prune:
+            self.prune()
+        return new
 
     def load(self, chat_id: str) -> Record:
         return msgspec.json.decode(self._path(chat_id).read_bytes(), type=Record)
@@ -108,8 +114,8 @@ class HistoryStore:
             self._path(chat_id).unlink()
 
     def prune(self) -> None:
-        """Keep the `keep` most recently written files. Runs after each save, so it reads
-        only the directory, never the chats themselves."""
+        """Keep the `keep` most recently written files. Runs after a save that added one, so
+        it reads only the directory, never the chats themselves."""
         dated = []
         for path in self._files():
             with contextlib.suppress(OSError):

@@ -29,6 +29,7 @@ from .session import ChatSession
 log = logging.getLogger("codecompanion_py")
 
 SAVE_EVERY = 1.0  # seconds between saves while a reply streams
+PRUNE_AFTER = 2.0  # seconds from a new chat's first save to pruning the folder
 
 
 @dataclass
@@ -133,9 +134,24 @@ class ChatKeeper:
             messages=messages,
         )
         try:
-            store.save(record)
+            if store.save(record, prune=False):  # a new file: the folder is pruned, off this step
+                self._prune_soon(store)
         except OSError as error:
             self._notify(f"CodeCompanion: the chat could not be saved to {store.root}: {error}", "WARN")
+
+    def _prune_soon(self, store: HistoryStore) -> None:
+        """A chat's first save comes as its first request goes out; reading the folder (up to
+        `keep` files) then would hold up the reply."""
+        try:
+            asyncio.get_running_loop().call_later(PRUNE_AFTER, self._prune, store)
+        except RuntimeError:  # not on the engine's loop (Neovim exiting): now
+            self._prune(store)
+
+    def _prune(self, store: HistoryStore) -> None:
+        try:
+            store.prune()
+        except OSError as error:
+            self._notify(f"CodeCompanion: old saved chats could not be removed from {store.root}: {error}", "WARN")
 
     def _title_adapter(self, session: Session) -> HTTPAdapter | None:
         spec = self._settings().background_adapter
