@@ -158,6 +158,22 @@ end
 local render = {}
 local show_shared -- the context block (below)
 
+-- The row (1-based) of the last user header, or nil. It is near the end, so the buffer is
+-- read backwards in slices, never whole: a long chat holds tens of thousands of lines.
+local function last_header_row(buf)
+  local header, stop = user_header(), api.nvim_buf_line_count(buf)
+  while stop > 0 do
+    local from = math.max(0, stop - 64)
+    local slice = api.nvim_buf_get_lines(buf, from, stop, false)
+    for i = #slice, 1, -1 do
+      if slice[i] == header then
+        return from + i
+      end
+    end
+    stop = from
+  end
+end
+
 function render.ready(chat, op)
   if chat.engine_ready and chat.adapter.model ~= nil and
       (chat.adapter.name ~= op.adapter.name or chat.adapter.model ~= op.adapter.model) then
@@ -462,21 +478,7 @@ show_shared = function(chat)
     return -- nothing to show, and no block to take away: the buffer is not read at all
   end
   chat.block_shown = #lines > 0
-  -- the last `## Me` is near the end: read the buffer backwards in slices, not whole
-  local total, offset = api.nvim_buf_line_count(buf), 0
-  local step, header = 64, user_header()
-  local header_row
-  while not header_row and offset < total do
-    local from = math.max(0, total - offset - step)
-    local slice = api.nvim_buf_get_lines(buf, from, total - offset, false)
-    for i = #slice, 1, -1 do
-      if slice[i] == header then
-        header_row = from + i
-        break
-      end
-    end
-    offset = offset + step
-  end
+  local header, header_row = user_header(), last_header_row(buf)
   if header_row then
     local all = api.nvim_buf_get_lines(buf, header_row - 1, -1, false)
     local base = header_row - 1 -- all[1] is the header; row numbers below are of `all`
@@ -536,16 +538,8 @@ end
 
 -- The text after the last user header (`## Me`).
 local function user_text(buf)
-  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
-  local start = 0
-  local header = user_header()
-  for i = #lines, 1, -1 do
-    if lines[i] == header then
-      start = i
-      break
-    end
-  end
-  return vim.trim(table.concat(vim.list_slice(lines, start + 1), "\n"))
+  local below = api.nvim_buf_get_lines(buf, last_header_row(buf) or 0, -1, false)
+  return vim.trim(table.concat(below, "\n"))
 end
 
 function M.submit(buf)
@@ -919,8 +913,7 @@ end
 -- Text below the last user header, as if the user had typed it there.
 local function add_to_message(chat, text)
   local buf = chat.bufnr
-  local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
-  local last = lines[#lines] or ""
+  local last = api.nvim_buf_get_lines(buf, -2, -1, false)[1] or ""
   local new = vim.split(text, "\n", { plain = true })
   if last ~= "" then
     table.insert(new, 1, "")
@@ -928,7 +921,7 @@ local function add_to_message(chat, text)
       table.insert(new, 1, "")
     end
   end
-  api.nvim_buf_set_lines(buf, #lines, #lines, false, new)
+  api.nvim_buf_set_lines(buf, -1, -1, false, new)
   chat.end_pos = nil
 end
 

@@ -254,8 +254,13 @@ function M.read_settings(buf)
   if not show_settings() then
     return nil
   end
-  local lines = lines_of(buf)
+  -- the header is at the top and short: a long chat is not read whole at every submit
+  local lines = api.nvim_buf_get_lines(buf, 0, 200, false)
   local _, _, closing = header_rows(lines)
+  if not closing and #lines == 200 then
+    lines = lines_of(buf)
+    _, _, closing = header_rows(lines)
+  end
   if not closing then
     return nil
   end

@@ -65,16 +65,23 @@ local function rows(buf, first, last)
 end
 
 -- Regions for the whole buffer: a new one starts at a user header once the one before holds
--- enough; the rest wait, empty, at the end.
+-- enough, and the last one at the last user header (the turn being written is all that is
+-- parsed again); the rest wait, empty, at the end.
 local function lay_out(buf, header)
   local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
-  local limit, starts, since = region_limit(buf), { 0 }, 0
+  local limit, starts, since, last = region_limit(buf), { 0 }, 0, nil
   for i, line in ipairs(lines) do
-    if line == header and since >= limit and #starts < SLOTS then
-      table.insert(starts, i - 1)
-      since = 0
+    if line == header then
+      last = i - 1
+      if since >= limit and #starts < SLOTS then
+        table.insert(starts, last)
+        since = 0
+      end
     end
     since = since + #line + 1
+  end
+  if last and last > starts[#starts] and #starts < SLOTS then
+    table.insert(starts, last)
   end
   local regions = {}
   for k, first in ipairs(starts) do
