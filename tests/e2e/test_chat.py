@@ -107,6 +107,22 @@ def test_second_turn_sends_the_whole_history(editor):
         assert "Second answer" in editor.text()
 
 
+def test_a_long_message_after_a_long_reply_is_sent_whole(editor):
+    """The message is what stands below the last `## Me`, found reading the chat backwards
+    in slices: a message longer than a slice, after a reply longer than one, goes whole."""
+    long_reply = "\n".join(f"reply line {i}" for i in range(150))
+    replies = [sse_reply([chunk(long_reply), chunk(finish="stop")]), sse_reply([chunk("ok"), chunk(finish="stop")])]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat one")
+        editor.wait_event("CodeCompanionChatDone")
+        message = [f"message line {i}" for i in range(100)]
+        editor.nvim.api.buf_set_lines(0, -1, -1, False, message)
+        editor.nvim.input("<C-s>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        assert server.requests[1].json()["messages"][-1]["content"] == "\n".join(message)
+
+
 def test_q_stops_mid_stream_keeps_partial_text_and_closes_the_connection(editor):
     slow = sse_reply([chunk(f"w{i} ") for i in range(400)] + [chunk(finish="stop")], delay=0.02)
     after = sse_reply([chunk("fresh reply"), chunk(finish="stop")])
