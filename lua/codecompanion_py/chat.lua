@@ -830,9 +830,8 @@ function M.show_chat(chat, window_opts)
     cfg = vim.tbl_deep_extend("force", cfg, { display = { chat = { window = window_opts } } })
   end
   local win = window.open(chat.bufnr, cfg)
-  if vim.bo[chat.bufnr].filetype ~= "codecompanion" then -- a new chat: in its window, as in CodeCompanion
-    vim.bo[chat.bufnr].filetype = "codecompanion"
-  end
+  -- Set in each new window, as CodeCompanion does: an ftplugin's `setlocal` is this window's.
+  vim.bo[chat.bufnr].filetype = "codecompanion"
   pcall(api.nvim_win_set_cursor, win, { api.nvim_buf_line_count(chat.bufnr), 0 })
   fire("ChatOpened", { bufnr = chat.bufnr, id = chat.bufnr })
   return win

@@ -137,7 +137,7 @@ def test_a_filetype_handler_sets_the_chat_windows_options_before_chat_created(ed
     CodeCompanion users write them: the filetype is set in the chat's window, before the
     ChatCreated autocmd, whose handlers then find the window current."""
     editor.lua("""
-      vim.api.nvim_create_autocmd("FileType", { pattern = "codecompanion", command = "setlocal number conceallevel=2" })
+      vim.api.nvim_create_autocmd("FileType", { pattern = "codecompanion", command = "setlocal number conceallevel=2 nowrap" })
       vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionChatCreated", callback = function()
         _G.created_in = { win = vim.api.nvim_get_current_win(), ft = vim.bo.filetype }
       end })""")
@@ -146,5 +146,14 @@ def test_a_filetype_handler_sets_the_chat_windows_options_before_chat_created(ed
     chat = editor.nvim.current.window
     assert chat.handle != source.handle
     assert chat.options["number"] and chat.options["conceallevel"] == 2
+    assert not chat.options["wrap"]  # the handler's, over `display.chat.window.opts` (wrap by default)
     assert not source.options["number"] and source.options["conceallevel"] == 0
     assert editor.lua("return _G.created_in") == {"win": chat.handle, "ft": "codecompanion"}
+
+    # hidden and shown again (a new window, given the window options afresh), the ftplugin's
+    # options come after them again
+    editor.nvim.command("CodeCompanionChat Toggle")
+    assert editor.nvim.current.window.handle == source.handle
+    editor.nvim.command("CodeCompanionChat Toggle")
+    again = editor.nvim.current.window
+    assert again.handle != source.handle and again.options["number"] and not again.options["wrap"]
