@@ -160,13 +160,15 @@ def bench_throughput(chunks: int = 20_000) -> dict:
 
 
 # The clock starts in Neovim as the command runs (what the user waits for starts at the
-# command) and stops at ChatDone, which comes after the reply's last chunk is in the buffer.
+# command) and stops when the reply's last chunk stands in the buffer: at RequestFinished,
+# which Neovim runs right after it puts the reply's last text in (checked: the last token is
+# there), or else at ChatDone, which comes later still (after the next `## Me` is drawn).
 # While a reply streams, a 5 ms libuv timer inside Neovim records how late each tick is: the
 # editor's lag as a user feels it.
 TIMING_LUA = """
 _G.bench = {}
-function _G.bench_run(command, channel)
-  _G.bench = { lag = {} }
+function _G.bench_run(command, channel, last_token)
+  _G.bench = { lag = {}, expect = last_token }
   _G.bench_channel = channel
   _G.bench.start = vim.uv.hrtime()
   vim.cmd(command)
@@ -181,6 +183,10 @@ function _G.bench_run(command, channel)
 end
 vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionRequestStreaming", callback = function()
   _G.bench.first = _G.bench.first or vim.uv.hrtime() end })
+vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionRequestFinished", callback = function()
+  local tail = table.concat(vim.api.nvim_buf_get_lines(0, -4, -1, false), "\\n")
+  if _G.bench.expect and tail:find(_G.bench.expect, 1, true) then _G.bench.finished = vim.uv.hrtime() end
+end })
 vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionChatDone", callback = function(ev)
   _G.bench.done = vim.uv.hrtime(); _G.bench.status = ev.data.status
   if _G.bench.timer then _G.bench.timer:stop(); _G.bench.timer:close(); _G.bench.timer = nil end
@@ -208,19 +214,24 @@ class Neovim:
           end }} }},
           interactions = {{ chat = {{ adapter = "bench" }} }} }})""")
 
-    def chat_once(self) -> float:
+    def chat_once(self, last_token: str | None = None) -> float:
         """`:CodeCompanionChat go`; seconds from the command to the reply's last chunk in the
-        buffer. Neovim notifies us when it is done, so no polling competes with the stream."""
-        self.nvim.exec_lua("_G.bench_run('CodeCompanionChat go', ...)", self.nvim.channel_id)
+        buffer (given the reply's `last_token`; else to ChatDone). Neovim notifies us when it
+        is done, so no polling competes with the stream."""
+        self.nvim.exec_lua("_G.bench_run('CodeCompanionChat go', ...)", self.nvim.channel_id, last_token)
         message = self.nvim.next_message()
         if message is None or message[1] != "chat_done":
             raise RuntimeError(f"unexpected message from Neovim: {message!r}")
         self.nvim.exec_lua("_G.bench_channel = nil")
-        start, done, status = self.nvim.exec_lua("return {_G.bench.start, _G.bench.done, _G.bench.status}")
+        start, done, finished, status = self.nvim.exec_lua(
+            "return {_G.bench.start, _G.bench.done, _G.bench.finished or false, _G.bench.status}"
+        )
         if status != "success":
             raise RuntimeError(f"chat ended with {status}")
+        if last_token is not None and not finished:
+            raise RuntimeError(f"{last_token!r} was not in the buffer at RequestFinished")
         self.nvim.command("bwipeout!")
-        return (done - start) / 1e9
+        return ((finished or done) - start) / 1e9
 
     def host_rss_mb(self) -> float | None:
         nvim_pid = self.nvim.eval("getpid()")
@@ -256,7 +267,7 @@ def bench_render(editor: Neovim, sizes=(200, 2_000, 10_000)) -> dict:
             asyncio.run(plain_loop(url))
             times, plain = [], []
             for _ in range(REPEATS):  # taken in turns, so both see the same machine
-                times.append(editor.chat_once())
+                times.append(editor.chat_once(last_token=f"tok{size - 1}"))
                 plain.append(asyncio.run(plain_loop(url))[0])
         results[size] = {"render_s": statistics.median(times), "plain_receive_s": statistics.median(plain)}
     return results
