@@ -185,7 +185,8 @@ vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionRequestStreaming",
   _G.bench.first = _G.bench.first or vim.uv.hrtime() end })
 vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionRequestFinished", callback = function()
   local tail = table.concat(vim.api.nvim_buf_get_lines(0, -4, -1, false), "\\n")
-  if _G.bench.expect and tail:find(_G.bench.expect, 1, true) then _G.bench.finished = vim.uv.hrtime() end
+  local expect = _G.bench.expect ~= vim.NIL and _G.bench.expect or nil
+  if expect and tail:find(expect, 1, true) then _G.bench.finished = vim.uv.hrtime() end
 end })
 vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionChatDone", callback = function(ev)
   _G.bench.done = vim.uv.hrtime(); _G.bench.status = ev.data.status

@@ -123,6 +123,25 @@ def test_a_long_message_after_a_long_reply_is_sent_whole(editor):
         assert server.requests[1].json()["messages"][-1]["content"] == "\n".join(message)
 
 
+def test_a_failing_user_autocmd_leaves_the_chat_working(editor):
+    """A `User CodeCompanionRequestFinished` handler of the user's that errors (Neovim shows
+    its error): the reply still ends, the buffer is editable again, the next turn works."""
+    editor.lua("""
+      vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionRequestFinished", callback = function()
+        error("my handler broke")
+      end })""")
+    replies = [sse_reply([chunk("first"), chunk(finish="stop")]), sse_reply([chunk("second"), chunk(finish="stop")])]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat one")
+        editor.wait_event("CodeCompanionChatDone")
+        assert editor.nvim.current.buffer.options["modifiable"] and "first" in editor.text()
+        editor.type_prompt("two")
+        editor.nvim.input("<C-s>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        assert "second" in editor.text()
+
+
 def test_q_stops_mid_stream_keeps_partial_text_and_closes_the_connection(editor):
     slow = sse_reply([chunk(f"w{i} ") for i in range(400)] + [chunk(finish="stop")], delay=0.02)
     after = sse_reply([chunk("fresh reply"), chunk(finish="stop")])
