@@ -137,3 +137,28 @@ def test_a_long_saved_chat_opens_in_regions_and_is_highlighted(editor):
     assert "markup.strong" in captures(editor, buf, step, lines[step].index("**important**") + 3)
     step = row_of(editor, "Step 7 of turn 2 ")
     assert "markup.strong" in captures(editor, buf, step, lines[step].index("**important**") + 3)
+
+
+def test_a_long_chat_cleared_and_regenerated_stays_highlighted(editor):
+    with ServerThread(ScriptedServer.sequence([long_reply(t) for t in range(4)])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat first")
+        buf = editor.nvim.current.buffer.number
+        editor.wait_event("CodeCompanionChatDone")
+        editor.wait_for(lambda: len(regions(editor, buf)) == 2, what="the chat laid in regions")
+        # the last reply again (gr): it leaves, and the new one streams in
+        editor.lua('require("codecompanion_py.chat_actions").regenerate(...)', buf)
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        step = row_of(editor, "Step 7 of turn 1 ")
+        line = editor.lines()[step]
+        assert "markup.strong" in captures(editor, buf, step, line.index("**important**") + 3)
+        # the chat cleared (gx), then a new turn
+        editor.lua('require("codecompanion_py.chat_actions").clear(...)', buf)
+        editor.wait_event("CodeCompanionChatCleared")
+        editor.type_prompt("again")
+        editor.nvim.input("<C-s>")
+        editor.wait_event("CodeCompanionChatDone", count=3)
+        step = row_of(editor, "Step 7 of turn 2 ")
+        line = editor.lines()[step]
+        assert "markup.strong" in captures(editor, buf, step, line.index("**important**") + 3)
+        assert regions(editor, buf)[0][0] == 0 and regions(editor, buf)[-1][1] == len(editor.lines())
