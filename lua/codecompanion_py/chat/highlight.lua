@@ -101,6 +101,23 @@ local function drop_half_done(parser)
   end)
 end
 
+-- `work` once no parse of the highlighter's is under way: one resumed after the regions
+-- changed would go on with the old ones (only an edit restarts it), and give a region a
+-- tree of another. Checked every 10 ms; after `patience` checks, `work` runs if `anyway`.
+local function when_idle(buf, chat, work, patience, anyway)
+  if chats[buf] ~= chat or not api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local under_way = chat.parser._ranges_being_parsed
+  if type(under_way) == "table" and next(under_way) ~= nil and patience > 0 then
+    vim.defer_fn(function()
+      when_idle(buf, chat, work, patience - 1, anyway)
+    end, 10)
+  elseif anyway or type(under_way) ~= "table" or next(under_way) == nil then
+    work()
+  end
+end
+
 -- The regions set and every one parsed now: each through a range on its first row (a parse
 -- by range also finds that row's injections, and no more), the empty ones through a range
 -- around the end.
@@ -172,10 +189,12 @@ local function check(buf)
   if #regions ~= SLOTS or not first or first[3] ~= 0 then
     chat.resetting = true
     vim.schedule(function()
-      chat.resetting = false
-      if chats[buf] == chat and api.nvim_buf_is_valid(buf) and not pcall(lay, buf, chat) then
-        unlay(chat)
-      end
+      when_idle(buf, chat, function()
+        chat.resetting = false
+        if not pcall(lay, buf, chat) then
+          unlay(chat)
+        end
+      end, 300, true)
     end)
   end
 end
@@ -230,12 +249,11 @@ function M.seal(buf, row)
     return
   end
   vim.schedule(function()
-    if chats[buf] ~= chat or chat.resetting or not api.nvim_buf_is_valid(buf) then
-      return
-    end
-    if not pcall(seal, buf, chat, row) then
-      unlay(chat)
-    end
+    when_idle(buf, chat, function()
+      if not chat.resetting and not pcall(seal, buf, chat, row) then
+        unlay(chat)
+      end
+    end, 100, false) -- a turn not sealed now is sealed with the next
   end)
 end
 
