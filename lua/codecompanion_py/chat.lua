@@ -402,10 +402,8 @@ function render.done(chat, op)
   chat.turn_started = false
   tools_processing(chat, false)
   append(chat, "\n\n" .. user_header() .. "\n\n")
-  local header_row = api.nvim_buf_line_count(buf) - 3
-  if api.nvim_buf_get_lines(buf, header_row, header_row + 1, false)[1] == user_header() then
-    highlight.seal(buf, header_row) -- the finished turn leaves the region that is parsed again
-  end
+  -- the finished turn leaves the region that is parsed again (seal checks the header's row)
+  highlight.seal(buf, api.nvim_buf_line_count(buf) - 3)
   unlock(chat)
   show_shared(chat)
   fire(op.status == "stopped" and "ChatStopped" or "ChatDone",

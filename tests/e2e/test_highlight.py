@@ -160,6 +160,5 @@ def test_a_long_chat_cleared_and_regenerated_stays_highlighted(editor):
         editor.wait_event("CodeCompanionChatDone", count=3)
         step = row_of(editor, "Step 7 of turn 2 ")
         line = editor.lines()[step]
-        got = captures(editor, buf, step, line.index("**important**") + 3)
-        assert "markup.strong" in got
+        assert "markup.strong" in captures(editor, buf, step, line.index("**important**") + 3)
         assert regions(editor, buf)[0][0] == 0 and regions(editor, buf)[-1][1] == len(editor.lines())
