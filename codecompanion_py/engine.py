@@ -1,7 +1,12 @@
-"""The engine: an asyncio loop on its own thread, and the methods the editor calls.
+"""The engine: the methods the editor calls, run as tasks on an asyncio loop.
 
-Calls arrive on the host's thread and are handed to the loop with
-`run_coroutine_threadsafe`; nothing here blocks the editor. Every chat is a `Session`
+In the editor the engine shares pynvim's own loop (`Engine(bridge, loop=nvim.loop)`): a
+call from Neovim becomes a task on it and a render goes straight out on Neovim's channel,
+with no thread between them (a hop between two threads cost each way 0.1-0.8 ms on this
+machine, more than a 200-chunk reply takes to decode). A synchronous request waits in its
+pynvim greenlet while the loop runs on (`wait_in_greenlet`). Without a loop (tests,
+scripts) the engine runs one on a thread of its own and calls are handed to it with
+`run_coroutine_threadsafe`. Either way nothing here blocks the editor. Every chat is a `Session`
 (an HTTP provider or an ACP agent, the engine does not ask which); what it shows goes
 through its render sink to the `Bridge` as batches of typed UI ops. Every failure ends
 as a message to the user (in the chat when there is one), never as a stack trace.
@@ -21,7 +26,9 @@ import threading
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from greenlet import getcurrent
 
 from . import adapters, config, processes
 from .acp import adapters as acp_adapters
@@ -44,17 +51,20 @@ from .ui.sink import RenderSink, Sink
 
 log = logging.getLogger("codecompanion_py")
 ENGINE_NICENESS = 10
+T = TypeVar("T")
 
 
 class Bridge(Protocol):
-    """The editor as the engine reaches it, from the engine's thread, without waiting."""
+    """The editor as the engine reaches it, from the engine's loop, without waiting."""
 
     def render(self, chat_id: Any, batch: list[ops.Op]) -> None: ...
     def notify(self, message: str, level: str = "ERROR") -> None: ...
 
 
 class Engine:
-    def __init__(self, bridge: Bridge) -> None:
+    def __init__(self, bridge: Bridge, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """On `loop`, run by the thread that makes every call (the host's); without one, on a
+        loop of the engine's own thread."""
         self.bridge = bridge
         self.config = config.load({})
         self.sessions: dict[Any, Session] = {}
@@ -64,9 +74,14 @@ class Engine:
         self.mcp = McpServers()
         self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.bridge.notify)
         self.pending = PendingCalls()
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name="codecompanion-engine", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        if loop is None:
+            self.loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._run, name="codecompanion-engine", daemon=True)
+            self._thread.start()
+        else:
+            self.loop = loop
+            _yield_to_editor()
         atexit.register(self.kill_agents)  # the host exiting some other way
         self._methods: dict[str, Callable[[Mapping[str, Any]], Awaitable[None]]] = {
             "config.set": self._config_set,
@@ -96,21 +111,26 @@ class Engine:
         }
 
     def _run(self) -> None:
-        # The editor comes first: when a fast stream and typing compete for the CPU, the
-        # engine thread yields (Linux niceness is per thread). Throughput is unaffected
-        # on an idle core.
-        with contextlib.suppress(AttributeError, OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ENGINE_NICENESS)
+        _yield_to_editor()
         self.loop.run_forever()
 
     # --- entry points (called from pynvim's thread) ----------------------------------------
 
-    def dispatch(self, method: str, payload: Mapping[str, Any]) -> Future[None]:
+    def dispatch(self, method: str, payload: Mapping[str, Any]) -> asyncio.Future[None] | Future[None]:
+        """Start `method`; the returned future ends with it."""
+        if self._thread is None:  # on the loop's own thread: a task, run from its next step
+            return self.loop.create_task(self._handle(method, payload or {}))
         return asyncio.run_coroutine_threadsafe(self._handle(method, payload or {}), self.loop)
+
+    def _wait(self, work: Awaitable[T], timeout: float) -> T:
+        """`work`'s result, for a synchronous request."""
+        if self._thread is None:
+            return wait_in_greenlet(self.loop, work, timeout)
+        return asyncio.run_coroutine_threadsafe(_awaited(work), self.loop).result(timeout=timeout)
 
     def request(self, method: str, payload: Mapping[str, Any]) -> Any:
         if method == "health":
-            return asyncio.run_coroutine_threadsafe(self._health(), self.loop).result(timeout=10)
+            return self._wait(self._health(), timeout=10)
         if method.startswith("history."):
             return self.keeper.request(method, payload)
         if method == "tools":  # for `@` completion in the chat
@@ -118,7 +138,7 @@ class Engine:
         if method == "adapters":
             return config.adapter_names(self.config)
         if method.startswith("mcp."):  # `/mcp`, MCP prompts and resources (mcp/servers.py)
-            return asyncio.run_coroutine_threadsafe(self._mcp_request(method, payload), self.loop).result(timeout=60)
+            return self._wait(self._mcp_request(method, payload), timeout=60)
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it
             with contextlib.suppress(Exception):  # the agents go whatever happens to the saving
                 self._on_loop(self._save_all, timeout=2)
@@ -127,6 +147,9 @@ class Engine:
         raise ValueError(f"unknown request {method!r}")
 
     def _on_loop(self, work: Callable[[], Any], timeout: float) -> Any:
+        if self._thread is None:  # this is the loop's thread, between two of its steps
+            return work()
+
         async def run() -> Any:
             return work()
 
@@ -145,7 +168,17 @@ class Engine:
         processes.kill_all_groups()
 
     def shutdown(self) -> None:
+        """Agents first, at once; then up to 2 s to close the sessions. On a shared loop this
+        runs once pynvim's loop has stopped (or, while it still runs, is left to it)."""
         self.kill_agents()
+        if self._thread is None:
+            if self.loop.is_closed():
+                return
+            if self.loop.is_running():
+                self.loop.create_task(self._close_all())
+                return
+            self.loop.run_until_complete(asyncio.wait_for(self._close_all(), 2))
+            return
         future = asyncio.run_coroutine_threadsafe(self._close_all(), self.loop)
         try:
             future.result(timeout=2)
@@ -487,6 +520,35 @@ class Engine:
         await self.mcp.close()
         for retired in [*self._retired, *([self._client] if self._client is not None else [])]:
             await retired.aclose()
+
+
+def _yield_to_editor() -> None:
+    """The editor comes first: when a fast stream and typing compete for the CPU, the thread
+    running the engine yields (Linux niceness is per thread). Throughput is unaffected on an
+    idle core."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ENGINE_NICENESS)
+
+
+async def _awaited(work: Awaitable[T]) -> T:
+    return await work
+
+
+def wait_in_greenlet(loop: asyncio.AbstractEventLoop, work: Awaitable[T], timeout: float) -> T:
+    """`work`'s result, waited for inside a pynvim handler's greenlet on `loop`'s own thread:
+    the greenlet hands control back to the loop (its parent) and is resumed when `work` is
+    done, as pynvim's own requests from a handler wait. `TimeoutError` after `timeout`."""
+    current = getcurrent()
+    if current.parent is None:
+        raise RuntimeError("a synchronous engine request on its loop's thread must come from a pynvim handler")
+    task = asyncio.ensure_future(work, loop=loop)
+    timer = loop.call_later(timeout, task.cancel)
+    task.add_done_callback(lambda _task: current.switch())
+    current.parent.switch()
+    timer.cancel()
+    if task.cancelled():
+        raise TimeoutError(f"no answer in {timeout:g} s")
+    return task.result()
 
 
 def _from_prompt(session: ChatSession, payload: Mapping[str, Any]) -> None:

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from greenlet import greenlet
 
 from codecompanion_py.chat import keeper
 from codecompanion_py.demo.server import ScriptedServer, sse_reply
-from codecompanion_py.engine import Engine
+from codecompanion_py.engine import Engine, wait_in_greenlet
 from codecompanion_py.ui import ops
 from tests.waiting import wait_until
 
@@ -349,3 +350,82 @@ def test_a_config_change_keeps_open_chats_and_new_ones_working(engine, tmp_path)
     assert engine.recorded.wait_done(1, chat_id=11).status == "success"
     engine.call("chat.submit", {"chat_id": 1, "text": "three"})
     assert engine.recorded.wait_done(2).status == "success"
+
+
+# --- on pynvim's loop: the host runs the engine there, calls come in greenlets ------------
+
+
+def as_pynvim_handler(loop: asyncio.AbstractEventLoop, handler) -> None:
+    """Run `handler` as pynvim runs an RPC handler: in a new greenlet, from a loop callback."""
+    loop.call_soon(lambda: greenlet(handler).switch())
+
+
+def test_on_a_shared_loop_a_chat_renders_from_the_loops_own_thread(tmp_path):
+    loop = asyncio.new_event_loop()
+    bridge = RecordingBridge()
+    threads: set[int] = set()
+    render = bridge.render
+    bridge.render = lambda chat_id, batch: (threads.add(threading.get_ident()), render(chat_id, batch))  # type: ignore[method-assign]
+    engine = Engine(bridge, loop=loop)
+    server = ScriptedServer.sequence([sse_reply([delta("Hel"), delta("lo")])])
+    loop.run_until_complete(server.start())
+
+    def submit() -> None:
+        engine.dispatch("config.set", _config(server.url))
+        engine.dispatch("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+        engine.dispatch("chat.submit", {"chat_id": 1, "text": "hi"})
+
+    try:
+        as_pynvim_handler(loop, submit)
+
+        async def done() -> None:
+            while not any(isinstance(op, ops.Done) for op in bridge.ops()):
+                await asyncio.sleep(0.01)
+
+        loop.run_until_complete(asyncio.wait_for(done(), 10))
+        assert "".join(op.text for op in bridge.ops() if isinstance(op, ops.Text)) == "Hello"
+        assert threads == {threading.get_ident()}  # no thread of the engine's own
+    finally:
+        loop.run_until_complete(server.close())
+        engine.shutdown()
+        loop.close()
+
+
+def test_a_request_on_the_shared_loop_waits_in_its_greenlet_and_the_loop_runs_on():
+    loop = asyncio.new_event_loop()
+    seen: list[Any] = []
+
+    async def work() -> int:
+        seen.append("work starts")
+        await asyncio.sleep(0.01)
+        seen.append("work ends")
+        return 42
+
+    def slow_request() -> None:
+        seen.append(("answer", wait_in_greenlet(loop, work(), timeout=5)))
+
+    def timed_out() -> None:
+        with pytest.raises(TimeoutError):
+            wait_in_greenlet(loop, asyncio.sleep(10), timeout=0.01)
+        seen.append("timed out")
+
+    as_pynvim_handler(loop, slow_request)
+    loop.call_soon(seen.append, "another message handled")
+    as_pynvim_handler(loop, timed_out)
+    loop.run_until_complete(asyncio.sleep(0.1))
+    loop.close()
+    # the loop went on with the next message while the request waited; each got its answer
+    assert seen[:2] == ["another message handled", "work starts"]
+    assert sorted(seen[2:], key=str) == [("answer", 42), "timed out", "work ends"]
+    assert seen.index("work ends") < seen.index(("answer", 42))
+
+
+def test_a_request_on_the_loops_thread_outside_a_handler_is_refused():
+    loop = asyncio.new_event_loop()
+    work = asyncio.sleep(0)
+    try:
+        with pytest.raises(RuntimeError, match="pynvim handler"):
+            wait_in_greenlet(loop, work, timeout=1)
+    finally:
+        work.close()
+        loop.close()

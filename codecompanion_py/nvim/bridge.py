@@ -1,8 +1,9 @@
-"""Python to Lua: fire-and-forget calls made safely from the engine thread.
+"""Python to Lua: fire-and-forget calls from the engine, which runs on pynvim's own loop.
 
-pynvim is not thread-safe; `nvim.async_call` is the one door from another thread. Each
-call schedules a notification (`exec_lua(..., async_=True)`), so the engine never waits
-for Neovim.
+pynvim is not thread-safe, so the engine shares its loop (`Engine(bridge, loop=nvim.loop)`)
+and each call here goes out on Neovim's channel at once, as a notification
+(`exec_lua(..., async_=True)`): the engine never waits for Neovim, and no thread hop
+delays a render.
 """
 
 from __future__ import annotations
@@ -22,10 +23,7 @@ class NvimBridge:
         self._nvim = nvim
 
     def render(self, chat_id: Any, batch: list[Op]) -> None:
-        self._nvim.async_call(self._exec, _APPLY, chat_id, encode(batch))
+        self._nvim.exec_lua(_APPLY, chat_id, encode(batch), async_=True)
 
     def notify(self, message: str, level: str = "ERROR") -> None:
-        self._nvim.async_call(self._exec, _NOTIFY, message, level)
-
-    def _exec(self, code: str, *args: Any) -> None:
-        self._nvim.exec_lua(code, *args, async_=True)
+        self._nvim.exec_lua(_NOTIFY, message, level, async_=True)

@@ -8,9 +8,9 @@ part. It serves the two calls the remote plugin (`plugin.py`) serves, under two 
 - `rpcrequest(chan, "request", method, payload)`: `Engine.request`, answered.
 
 The engine and its `NvimBridge` are the ones the remote plugin uses. pynvim runs this
-session's loop on the main thread (`run_loop`); the engine's thread reaches Neovim through
-`nvim.async_call`, which schedules onto that loop (`call_soon_threadsafe`) exactly as it
-does in Neovim's Python host. pynvim's stdio session moves fd 1 aside for the RPC stream and
+session's loop on the main thread (`run_loop`), and the engine runs its tasks on that same
+loop: a call from Lua starts a task, a render is written to the channel as it is made.
+pynvim's stdio session moves fd 1 aside for the RPC stream and
 points it at stderr, so a stray print or a child's output cannot corrupt the channel.
 
 The host ends when Neovim closes the channel (stdin reaches EOF) or stops the job
@@ -41,7 +41,7 @@ class Host:
 
     def __init__(self, nvim: Any) -> None:
         self.nvim = nvim
-        self.engine = Engine(NvimBridge(nvim))
+        self.engine = Engine(NvimBridge(nvim), loop=nvim.loop)
 
     def on_request(self, name: str, args: list[Any]) -> Any:
         if name != "request":

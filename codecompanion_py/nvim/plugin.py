@@ -23,7 +23,7 @@ class CodeCompanionPlugin:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            self._engine = Engine(NvimBridge(self._nvim))
+            self._engine = Engine(NvimBridge(self._nvim), loop=self._nvim.loop)
         return self._engine
 
     @pynvim.function("CodeCompanionPyNotify", sync=False)
