@@ -59,6 +59,22 @@ _SECRET_NAME = re.compile(r"key|token|secret|password|authorization|credential",
 DEFAULT_CMD_TIMEOUT = 20.0
 
 
+_SHARED = (str, int, float, bool, type(None), LuaFunction)
+
+
+def _copied(value: Any) -> Any:
+    """`copy.deepcopy` for adapter data, several times faster on its tables: dicts and lists
+    are copied, strings, numbers and functions shared (`deepcopy` shares them too)."""
+    kind = value.__class__
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    if isinstance(value, _SHARED) or callable(value):
+        return value
+    return copy.deepcopy(value)
+
+
 @dataclass(repr=False)
 class HTTPAdapter:
     name: str
@@ -117,7 +133,11 @@ class HTTPAdapter:
         return {key: copy.deepcopy(getattr(self, key)) for key in self._FIELDS}
 
     def copy(self) -> HTTPAdapter:
-        return HTTPAdapter.from_data(self.to_data())
+        """A copy whose tables can be changed without touching this adapter's (each request
+        prepares one)."""
+        adapter = HTTPAdapter(**{key: _copied(getattr(self, key)) for key in self._FIELDS})
+        adapter.formatted_name = adapter.formatted_name or adapter.name
+        return adapter
 
     @property
     def model(self) -> str | None:

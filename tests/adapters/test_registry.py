@@ -25,6 +25,21 @@ def test_resolve_by_name_gives_independent_copies():
     assert second.url == "https://api.openai.com/v1/chat/completions"
 
 
+def test_a_requests_copy_changes_nothing_in_its_adapter_and_shares_its_functions():
+    def key(_adapter):
+        return "k"
+
+    adapter = resolve({"name": "x", "url": "http://h", "env": {"api_key": key}, "body": {"stop": ["a"], "t": (1, [2])}})
+    copy = adapter.copy()
+    copy.body["stop"].append("b")
+    copy.body["t"][1].append(3)
+    copy.schema.setdefault("model", {})["default"] = "other"
+    copy.headers["X"] = "1"
+    assert adapter.body == {"stop": ["a"], "t": (1, [2])}
+    assert adapter.model != "other" and "X" not in adapter.headers
+    assert copy.env["api_key"] is key and copy.to_data() != adapter.to_data()
+
+
 def test_resolve_codecompanion_adapter_table_with_model():
     assert resolve({"name": "openai", "model": "gpt-4o-mini"}).model == "gpt-4o-mini"
     assert resolve("openai", model="o3").model == "o3"
