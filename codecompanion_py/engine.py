@@ -2,17 +2,19 @@
 
 In the editor the engine shares pynvim's own loop (`Engine(bridge, loop=nvim.loop)`): a
 call from Neovim becomes a task on it and a render goes straight out on Neovim's channel,
-with no thread between them (a hop between two threads cost each way 0.1-0.8 ms on this
-machine, more than a 200-chunk reply takes to decode). A synchronous request waits in its
-pynvim greenlet while the loop runs on (`wait_in_greenlet`). Without a loop (tests,
+with no thread between them (a hop between two threads cost 0.1-0.8 ms each way on a
+2-core machine, up to what decoding a 200-chunk reply takes). A synchronous request waits
+in its pynvim greenlet while the loop runs on (`wait_in_greenlet`). Without a loop (tests,
 scripts) the engine runs one on a thread of its own and calls are handed to it with
-`run_coroutine_threadsafe`. Either way nothing here blocks the editor. Every chat is a `Session`
-(an HTTP provider or an ACP agent, the engine does not ask which); what it shows goes
-through its render sink to the `Bridge` as batches of typed UI ops. Every failure ends
-as a message to the user (in the chat when there is one), never as a stack trace.
+`run_coroutine_threadsafe`. Either way nothing here blocks the editor.
 
-Nothing here imports pynvim: `nvim.plugin` gives the engine an `NvimBridge`, tests a
-recording one.
+Every chat is a `Session` (an HTTP provider or an ACP agent, the engine does not ask
+which); what it shows goes through its render sink to the `Bridge` as batches of typed UI
+ops. Every failure ends as a message to the user (in the chat when there is one), never as
+a stack trace.
+
+Nothing here imports pynvim: `nvim.host` and `nvim.plugin` give the engine an
+`NvimBridge` and pynvim's loop, tests a recording bridge.
 """
 
 from __future__ import annotations
