@@ -170,16 +170,20 @@ class Engine:
         processes.kill_all_groups()
 
     def shutdown(self) -> None:
-        """Agents first, at once; then up to 2 s to close the sessions. On a shared loop this
-        runs once pynvim's loop has stopped (or, while it still runs, is left to it)."""
+        """Agents first, at once; then up to 2 s to close the sessions. On a shared loop: run
+        on it once pynvim's has stopped (the host), or waited for in the calling handler's
+        greenlet while it runs (Neovim's Python host calls the shutdown hook so)."""
         self.kill_agents()
         if self._thread is None:
-            if self.loop.is_closed():
-                return
-            if self.loop.is_running():
-                self.loop.create_task(self._close_all())
-                return
-            self.loop.run_until_complete(asyncio.wait_for(self._close_all(), 2))
+            with contextlib.suppress(asyncio.TimeoutError, TimeoutError):
+                if self.loop.is_closed():
+                    return
+                if not self.loop.is_running():
+                    self.loop.run_until_complete(asyncio.wait_for(self._close_all(), 2))
+                elif getcurrent().parent is not None:
+                    wait_in_greenlet(self.loop, self._close_all(), 2)
+                else:
+                    self.loop.create_task(self._close_all())
             return
         future = asyncio.run_coroutine_threadsafe(self._close_all(), self.loop)
         try:

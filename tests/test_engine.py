@@ -391,6 +391,38 @@ def test_on_a_shared_loop_a_chat_renders_from_the_loops_own_thread(tmp_path):
         loop.close()
 
 
+def test_on_a_shared_loop_a_shutdown_from_a_handler_closes_the_chats_before_it_returns(tmp_path):
+    """Neovim's Python host calls the shutdown hook from a handler, its loop running."""
+    loop = asyncio.new_event_loop()
+    engine = Engine(RecordingBridge(), loop=loop)
+    closed: list[Any] = []
+
+    def open_chat() -> None:
+        engine.dispatch("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
+
+    def shut_down() -> None:
+        session = engine.sessions[1]
+        close = session.close
+
+        async def recorded() -> None:
+            await asyncio.sleep(0.01)  # a close that takes a step or two
+            await close()
+            closed.append(1)
+
+        session.close = recorded  # type: ignore[method-assign]
+        engine.shutdown()
+        closed.append("returned")
+
+    try:
+        as_pynvim_handler(loop, open_chat)
+        loop.run_until_complete(asyncio.sleep(0.1))
+        as_pynvim_handler(loop, shut_down)
+        loop.run_until_complete(asyncio.sleep(0.1))
+        assert closed == [1, "returned"] and engine.sessions == {}
+    finally:
+        loop.close()
+
+
 def test_a_request_on_the_shared_loop_waits_in_its_greenlet_and_the_loop_runs_on():
     loop = asyncio.new_event_loop()
     seen: list[Any] = []
