@@ -238,6 +238,20 @@ def test_checkhealth_reports_the_host_and_keys_without_values(editor):
     assert "ERROR" not in report, report
 
 
+def test_checkhealth_while_a_reply_streams_answers_and_the_reply_goes_on(editor):
+    """A synchronous request waits for the engine on its loop while the chat's stream runs there."""
+    slow = sse_reply([chunk(f"line {i}\n") for i in range(60)] + [chunk(finish="stop")], delay=0.01)
+    with ServerThread(ScriptedServer.sequence([slow])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat write lines")
+        chat = editor.nvim.current.buffer.number
+        editor.wait_for(lambda: "line 3" in editor.text(chat), what="streamed lines")
+        editor.nvim.command("checkhealth codecompanion_py")
+        assert "codecompanion_py: Python host" in editor.text()
+        editor.wait_event("CodeCompanionChatDone")
+        assert "line 59" in editor.text(chat)
+
+
 def test_model_from_the_command_and_the_window_stops_following_when_the_user_moves(editor):
     slow = sse_reply([chunk(f"line {i}\n") for i in range(60)] + [chunk(finish="stop")], delay=0.01)
     with ServerThread(ScriptedServer.sequence([slow])) as server:
