@@ -82,8 +82,7 @@ class Engine:
             self._thread = threading.Thread(target=self._run, name="codecompanion-engine", daemon=True)
             self._thread.start()
         else:
-            self.loop = loop
-            _yield_to_editor()
+            self.loop = loop  # its thread is the caller's: whether it yields is the caller's choice
         atexit.register(self.kill_agents)  # the host exiting some other way
         self._methods: dict[str, Callable[[Mapping[str, Any]], Awaitable[None]]] = {
             "config.set": self._config_set,
@@ -113,7 +112,7 @@ class Engine:
         }
 
     def _run(self) -> None:
-        _yield_to_editor()
+        yield_to_editor()
         self.loop.run_forever()
 
     # --- entry points (called from pynvim's thread) ----------------------------------------
@@ -528,10 +527,10 @@ class Engine:
             await retired.aclose()
 
 
-def _yield_to_editor() -> None:
+def yield_to_editor() -> None:
     """The editor comes first: when a fast stream and typing compete for the CPU, the thread
-    running the engine yields (Linux niceness is per thread). Throughput is unaffected on an
-    idle core."""
+    running the engine yields (Linux niceness is per thread; what it starts inherits it).
+    Throughput is unaffected on an idle core."""
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), ENGINE_NICENESS)
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pynvim
 
-from ..engine import Engine
+from ..engine import Engine, yield_to_editor
 from .bridge import NvimBridge
 
 
@@ -69,6 +69,9 @@ class Host:
 def main() -> None:
     pynvim.setup_logging("codecompanion")  # NVIM_PYTHON_LOG_FILE, as for Neovim's own host
     nvim = pynvim.attach("stdio")
+    # This thread runs the engine. (Neovim's own Python host, shared with other plugins, keeps
+    # its priority when the engine runs there as a remote plugin.)
+    yield_to_editor()
     host = Host(nvim)
     try:
         nvim.run_loop(host.on_request, host.on_notification)
