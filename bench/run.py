@@ -207,7 +207,7 @@ class Neovim:
         os.environ.update({k: self.env[k] for k in self.env if k.startswith("XDG_")})
         self.nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(self.init)])
         self.nvim.exec_lua(TIMING_LUA)
-        self.collects: list[float] = []  # ms of Lua's collection after each wiped chat
+        self.collects: list[float] = []  # ms of Lua's collection after each wiped chat (`wipe`)
 
     def use(self, url: str) -> None:
         self.nvim.exec_lua(f"""require("codecompanion_py").setup({{
@@ -232,12 +232,17 @@ class Neovim:
             raise RuntimeError(f"chat ended with {status}")
         if last_token is not None and not finished:
             raise RuntimeError(f"{last_token!r} was not in the buffer at RequestFinished")
-        self.nvim.command("bwipeout!")
-        # The wiped chat's parse trees are freed by Lua's collector. Left to itself it does
-        # that in the next replies (after forty 80 KB chats, timer lag max 8-16 ms where it is
-        # 1-4 ms otherwise): collected here, off the clock, so each reply's figures are its own.
-        self.collects.append(self.nvim.exec_lua(COLLECT_LUA))
+        self.wipe()
         return ((finished or done) - start) / 1e9
+
+    def wipe(self) -> float:
+        """Wipe the current chat; ms of Lua's collection after it. The wiped chat's parse
+        trees are freed by Lua's collector. Left to itself it does that in the next replies
+        (after forty 80 KB chats, timer lag max 8-16 ms where it is 1-4 ms otherwise):
+        collected here, off the clock, so each reply's figures are its own."""
+        self.nvim.command("bwipeout!")
+        self.collects.append(self.nvim.exec_lua(COLLECT_LUA))
+        return self.collects[-1]
 
     def host_rss_mb(self) -> float | None:
         nvim_pid = self.nvim.eval("getpid()")
@@ -338,10 +343,7 @@ def bench_render_full(editor: Neovim, chunks: int = 10_000) -> dict:
                 raise RuntimeError(f"unexpected message from Neovim: {message!r}")
             start, done = editor.nvim.exec_lua("_G.bench_channel = nil return {_G.bench.start, _G.bench.done}")
             times.append((done - start) / 1e9)
-            editor.nvim.command("bwipeout!")
-            # as after each reply in a new chat (`chat_once`): the wiped chat's trees are freed
-            # by Lua's collector now, off the clock, and reported
-            collects.append(editor.nvim.exec_lua(COLLECT_LUA))
+            collects.append(editor.wipe())
     return {
         "full_chat_kb": size / 1024,
         "into_full_s": statistics.median(times),

@@ -10,8 +10,8 @@ part. It serves the two calls the remote plugin (`plugin.py`) serves, under two 
 The engine and its `NvimBridge` are the ones the remote plugin uses. pynvim runs this
 session's loop on the main thread (`run_loop`), and the engine runs its tasks on that same
 loop: a call from Lua starts a task, a render is written to the channel as it is made.
-pynvim's stdio session moves fd 1 aside for the RPC stream and
-points it at stderr, so a stray print or a child's output cannot corrupt the channel.
+pynvim's stdio session moves fd 1 aside for the RPC stream and points it at stderr, so a
+stray print or a child's output cannot corrupt the channel.
 
 The host ends when Neovim closes the channel (stdin reaches EOF) or stops the job
 (SIGTERM, which pynvim's loop turns into a stop): either way it kills the agents and closes

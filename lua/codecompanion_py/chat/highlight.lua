@@ -25,7 +25,7 @@ local M = {}
 local SLOTS = 64
 local MIN_REGION = 32 * 1024 -- bytes of finished turns in a region, at least
 
-local chats = {} -- buf -> { parser, header, laid, resetting }
+local chats = {} -- buf -> { parser, header, laid, resetting, off }
 
 -- The markdown injection query in effect (Neovim's, or nvim-treesitter's), without
 -- `injection.combined`; nil when there is none to remove or the result does not parse.
