@@ -27,7 +27,7 @@ from ..errors import CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent
 from ..mcp.servers import PREFIX, McpServers, tool_name
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
-from ..stream.iterators import HttpStreamIterator
+from ..stream.iterators import HttpStreamIterator, joined_tokens
 from ..tools.approvals import Approvals
 from ..tools.orchestrator import ChatHandle, Editor, Orchestrator, ToolsContext
 from ..tools.registry import ToolSettings, mentions
@@ -402,19 +402,20 @@ class ChatSession:
         streaming = False
         self._stream = stream
         try:
-            async for event in stream:
-                if not streaming and not isinstance(event, NoticeEvent):  # a retry's notice is no reply yet
+            while batch := await stream.next_batch():
+                if not streaming and batch[0].__class__ is not NoticeEvent:  # a retry's notice is no reply yet
                     streaming = True
                     view.fire("RequestStreaming", info)
-                view.show(event)
-                if isinstance(event, FinalEvent):
-                    self.history.append(event.message)
-                    usage = event.usage
-                    if usage is not None:
-                        self._last_tokens = usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
-                elif isinstance(event, ErrorEvent):
-                    status, message = "error", event.message
-                    self._keep_partial(stream)
+                for event in joined_tokens(batch):
+                    view.show(event)
+                    if isinstance(event, FinalEvent):
+                        self.history.append(event.message)
+                        usage = event.usage
+                        if usage is not None:
+                            self._last_tokens = usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
+                    elif isinstance(event, ErrorEvent):
+                        status, message = "error", event.message
+                        self._keep_partial(stream)
         except asyncio.CancelledError:
             status = "stopped"
             self._keep_partial(stream)

@@ -2,7 +2,7 @@
 
 `BaseStreamIterator` asks its subclass for raw chunks (`_get_next_chunk()`, None when the
 source is exhausted), awaits the normalizer's `normalize_chunk()`, and hands out events
-one by one. It always ends with exactly one `FinalEvent` or `ErrorEvent`, then closes:
+one by one (`async for`) or a chunk's at once (`next_batch()`). It always ends with exactly one `FinalEvent` or `ErrorEvent`, then closes:
 engine errors become an `ErrorEvent`, never an exception in the consumer.
 Cancellation (`asyncio.CancelledError`) propagates; `close()` releases the connection.
 
@@ -70,34 +70,83 @@ class BaseStreamIterator:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def _fill(self) -> None:
+        """Queue the events of the next chunk (or the stream's end, or its failure)."""
+        queue = self._queue
+        try:
+            chunk = await self._get_next_chunk()
+            if chunk is None:
+                self._exhausted = True
+                queue.extend(await self.normalizer.finish_async())
+            elif chunk.__class__ is NoticeEvent:  # said beside the stream (a retry), not parsed
+                queue.append(chunk)
+            else:
+                queue.extend(await self.normalizer.normalize_chunk(chunk))
+                failure = getattr(self.normalizer, "failure", None)
+                if failure is not None:
+                    raise failure
+        except CodeCompanionError as error:
+            self._fail(error)
+        except Exception as error:  # a bug in a handler (often the user's): report, don't crash
+            log.exception("stream handler failed")
+            self._fail(AdapterError(f"the adapter failed: {type(error).__name__}: {error}"))
+
     async def __anext__(self) -> StreamEvent:
         queue = self._queue
         while not queue:
             if self._exhausted:
                 raise StopAsyncIteration
-            try:
-                chunk = await self._get_next_chunk()
-                if chunk is None:
-                    self._exhausted = True
-                    queue.extend(await self.normalizer.finish_async())
-                elif chunk.__class__ is NoticeEvent:  # said beside the stream (a retry), not parsed
-                    queue.append(chunk)
-                else:
-                    queue.extend(await self.normalizer.normalize_chunk(chunk))
-                    failure = getattr(self.normalizer, "failure", None)
-                    if failure is not None:
-                        raise failure
-            except CodeCompanionError as error:
-                self._fail(error)
-            except Exception as error:  # a bug in a handler (often the user's): report, don't crash
-                log.exception("stream handler failed")
-                self._fail(AdapterError(f"the adapter failed: {type(error).__name__}: {error}"))
+            await self._fill()
         event = queue.popleft()
         if isinstance(event, _TERMINAL):
             self._exhausted = True
             queue.clear()
             await self.close()
         return event
+
+    async def next_batch(self) -> list[StreamEvent]:
+        """The events of the next chunk at once (at least one), [] after the last: what
+        `__anext__` hands out one by one, for a consumer that shows a chunk's tokens
+        together. A 200-token reply often comes as one chunk; one await per token would
+        cost more than decoding them."""
+        queue = self._queue
+        while not queue:
+            if self._exhausted:
+                return []
+            await self._fill()
+        batch = list(queue)
+        queue.clear()
+        for at, event in enumerate(batch):
+            if isinstance(event, _TERMINAL):
+                self._exhausted = True
+                del batch[at + 1 :]
+                await self.close()
+                break
+        return batch
+
+
+def joined_tokens(events: list[StreamEvent]) -> list[StreamEvent]:
+    """`events` with each run of consecutive `TokenEvent`s as one (with the run's first
+    index): the same text, shown with one op for the run instead of one per token."""
+    out: list[StreamEvent] = []
+    run: list[str] = []
+    first: TokenEvent | None = None
+    for event in events:
+        if isinstance(event, TokenEvent):
+            first = first or event
+            run.append(event.content)
+            continue
+        if first is not None:
+            out.append(_run_of(first, run))
+            first, run = None, []
+        out.append(event)
+    if first is not None:
+        out.append(_run_of(first, run))
+    return out
+
+
+def _run_of(first: TokenEvent, texts: list[str]) -> TokenEvent:
+    return first if len(texts) == 1 else TokenEvent(content="".join(texts), index=first.index)
 
 
 def error_event(error: CodeCompanionError) -> ErrorEvent:

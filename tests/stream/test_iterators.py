@@ -9,11 +9,12 @@ import pytest
 from codecompanion_py.adapters import extend, resolve
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply, ScriptedServer, json_reply, sse_reply
-from codecompanion_py.events import ErrorEvent, FinalEvent, TokenEvent, ToolCallEvent, ToolResultEvent
+from codecompanion_py.events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent, ToolCallEvent, ToolResultEvent
 from codecompanion_py.messages import Message
 from codecompanion_py.stream.iterators import (
     HttpStreamIterator,
     MockStreamIterator,
+    joined_tokens,
     looks_streamed,
     replay_body,
     replay_stream,
@@ -89,6 +90,37 @@ async def test_http_stream_in_tiny_network_chunks_matches_the_recorded_parse(ser
     assert sent.path == "/v1/chat/completions" and sent.method == "POST"
     assert sent.json()["messages"] == [{"role": "user", "content": "hi"}]
     assert "authorization" not in sent.headers  # no key configured for openai_compatible
+
+
+async def test_a_chunks_events_come_as_one_batch_and_the_batches_end_with_the_stream(server_for, client):
+    frames = [{"choices": [{"index": 0, "delta": {"content": f"t{i} "}}]} for i in range(5)]
+    whole = sse_reply(frames)
+    whole = Reply(headers=whole.headers, chunks=[b"".join(whole.chunks)])  # the whole reply in one chunk
+    server = await server_for(whole, sse_reply(frames, delay=0.01))
+
+    async def batches():
+        stream = HttpStreamIterator(compatible(server.url), [Message.of("user", "hi")], client=client)
+        seen = []
+        while batch := await stream.next_batch():
+            seen.append(batch)
+        assert await stream.next_batch() == []  # and stays ended
+        return seen
+
+    one = await batches()
+    # the chunk's tokens at once; the reply's end (the body's end) after them
+    assert [[type(e) for e in batch] for batch in one] == [[TokenEvent] * 5, [FinalEvent]]
+    assert one[-1][-1].message.text == "t0 t1 t2 t3 t4 "
+    several = await batches()  # chunk by chunk: the same events
+    assert len(several) > 2 and [e for batch in several for e in batch] == [e for batch in one for e in batch]
+
+
+def test_joined_tokens_keeps_the_order_and_the_text():
+    final = FinalEvent(message=Message.of("assistant", "abc"))
+    events = [TokenEvent(content="a", index=0), TokenEvent(content="b", index=1), ReasoningEvent(content="r"),
+              TokenEvent(content="c", index=2), final]
+    assert joined_tokens(events) == [TokenEvent(content="ab", index=0), ReasoningEvent(content="r"),
+                                     TokenEvent(content="c", index=2), final]
+    assert joined_tokens([]) == []
 
 
 async def test_api_key_header_is_sent(server_for, client, monkeypatch):
