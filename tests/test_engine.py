@@ -307,6 +307,8 @@ def test_a_reopened_chat_keeps_its_settings_header_values(engine, tmp_path):
     engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
     engine.call("chat.submit", {"chat_id": 1, "text": "one", "settings": {"temperature": 0.3}})
     engine.recorded.wait_done(1)
+    # saved once, as the turn ends (the recorder has its Done as soon as it is pushed)
+    wait_until(lambda: engine.request("history.list", {"dir": str(folder)}), 10, "the chat saved")
     [saved] = engine.request("history.list", {"dir": str(folder)})
     engine.call("chat.open", {"chat_id": 2, "cwd": str(tmp_path), "history_id": saved["id"]})
     [header] = [op for op in engine.recorded.ops(2) if isinstance(op, ops.Settings)]
@@ -328,9 +330,9 @@ def test_a_new_chat_s_save_prunes_the_oldest_saved_chats_soon_after(engine, tmp_
     engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
     engine.call("chat.submit", {"chat_id": 1, "text": "one"})
     engine.recorded.wait_done(1)
-    names = lambda: sorted(p.name for p in folder.glob("*.json"))  # noqa: E731
-    wait_until(lambda: len(names()) == 200, 10, lambda: f"{len(names())} files")
-    assert "old000.json" not in names() and "old001.json" in names()
+    names = lambda: sorted(p.name for p in folder.glob("[!.]*.json"))  # noqa: E731  (not a save's temporary file)
+    wait_until(lambda: "old000.json" not in names(), 10, lambda: f"{len(names())} files")
+    assert len(names()) == 200 and "old001.json" in names()
 
 
 def test_a_config_change_keeps_open_chats_and_new_ones_working(engine, tmp_path):

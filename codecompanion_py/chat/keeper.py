@@ -29,6 +29,9 @@ from .session import ChatSession
 log = logging.getLogger("codecompanion_py")
 
 SAVE_EVERY = 1.0  # seconds between saves while a reply streams
+# Not at once: a save (0.3 ms) made while the request is out takes the CPU from a local
+# server (Ollama, the bench's) as it answers; a short reply is saved once, at its end.
+FIRST_SAVE_AFTER = 0.1
 PRUNE_AFTER = 2.0  # seconds from a new chat's first save to pruning the folder
 
 
@@ -86,12 +89,13 @@ class ChatKeeper:
                 task.add_done_callback(self._tasks.discard)
 
     def watch(self, session: Session, turn: asyncio.Task[None]) -> None:
-        """A turn started: saved as soon as its request is out (the user's message), then every
-        SAVE_EVERY seconds with what has streamed, so a crash loses at most that much; after the
-        turn, `after_turn`."""
+        """A turn started: saved FIRST_SAVE_AFTER seconds after it (the user's message), then
+        every SAVE_EVERY seconds with what has streamed, so a crash loses at most that much;
+        after the turn, `after_turn` (a turn over sooner is saved once, there)."""
 
         async def keep_saving() -> None:
-            while True:  # first when the turn's task waits for its answer
+            await asyncio.sleep(FIRST_SAVE_AFTER)
+            while True:
                 self.save(session)
                 await asyncio.sleep(SAVE_EVERY)
 
@@ -140,8 +144,8 @@ class ChatKeeper:
             self._notify(f"CodeCompanion: the chat could not be saved to {store.root}: {error}", "WARN")
 
     def _prune_soon(self, store: HistoryStore) -> None:
-        """A chat's first save comes as its first request goes out; reading the folder (up to
-        `keep` files) then would hold up the reply."""
+        """A chat's first save may come while its first reply streams; reading the folder (up
+        to `keep` files) then would hold it up."""
         try:
             asyncio.get_running_loop().call_later(PRUNE_AFTER, self._prune, store)
         except RuntimeError:  # not on the engine's loop (Neovim exiting): now

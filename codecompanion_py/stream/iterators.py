@@ -2,8 +2,9 @@
 
 `BaseStreamIterator` asks its subclass for raw chunks (`_get_next_chunk()`, None when the
 source is exhausted), awaits the normalizer's `normalize_chunk()`, and hands out events
-one by one (`async for`) or a chunk's at once (`next_batch()`). It always ends with exactly one `FinalEvent` or `ErrorEvent`, then closes:
-engine errors become an `ErrorEvent`, never an exception in the consumer.
+one by one (`async for`) or a chunk's at once (`next_batch()`). It always ends with
+exactly one `FinalEvent` or `ErrorEvent`, then closes: engine errors become an
+`ErrorEvent`, never an exception in the consumer.
 Cancellation (`asyncio.CancelledError`) propagates; `close()` releases the connection.
 
 `HttpStreamIterator` tries the request itself (`HttpClient.attempt`): a failure the client

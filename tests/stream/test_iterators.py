@@ -116,10 +116,19 @@ async def test_a_chunks_events_come_as_one_batch_and_the_batches_end_with_the_st
 
 def test_joined_tokens_keeps_the_order_and_the_text():
     final = FinalEvent(message=Message.of("assistant", "abc"))
-    events = [TokenEvent(content="a", index=0), TokenEvent(content="b", index=1), ReasoningEvent(content="r"),
-              TokenEvent(content="c", index=2), final]
-    assert joined_tokens(events) == [TokenEvent(content="ab", index=0), ReasoningEvent(content="r"),
-                                     TokenEvent(content="c", index=2), final]
+    events = [
+        TokenEvent(content="a", index=0),
+        TokenEvent(content="b", index=1),
+        ReasoningEvent(content="r"),
+        TokenEvent(content="c", index=2),
+        final,
+    ]
+    assert joined_tokens(events) == [
+        TokenEvent(content="ab", index=0),
+        ReasoningEvent(content="r"),
+        TokenEvent(content="c", index=2),
+        final,
+    ]
     assert joined_tokens([]) == []
 
 
