@@ -56,13 +56,18 @@ def test_keymaps_are_remapped_removed_and_added_as_in_codecompanion(editor):
             chat_config("""keymaps = {
               send = { modes = { n = "<C-g>" } },
               clear = false,
-              mine = { modes = { n = "gz" }, description = "Mine", callback = function(chat) vim.g.mine = chat.bufnr end },
+              mine = { modes = { n = "gz" }, description = "Mine", callback = function(chat) vim.g.mine = chat.bufnr end,
+                opts = { silent = true } },
             }"""),
         )
         editor.nvim.command("CodeCompanionChat")
         buf = editor.nvim.current.buffer.number
         assert not mapped(editor, "<CR>") and not mapped(editor, "gx")  # remapped, removed
         assert mapped(editor, "gr") and mapped(editor, "q") and mapped(editor, "<C-G>")
+        maps = {m["lhs"]: m for m in editor.nvim.api.buf_get_keymap(0, "n")}
+        stop, mine = maps["q"], maps["gz"]  # a default, and the user's with map-arguments of its own
+        assert (stop["noremap"], stop["nowait"], stop["silent"], stop["desc"]) == (1, 1, 0, "Stop the current request")
+        assert (mine["noremap"], mine["nowait"], mine["silent"], mine["desc"]) == (1, 1, 1, "Mine")
         editor.nvim.input("gz")
         editor.wait_for(lambda: editor.nvim.vars.get("mine") == buf, what="the function callback")
         send(editor, "hello", 1, key="<C-g>")

@@ -5,6 +5,7 @@
 --   mine = { modes = { n = "gz" }, callback = function(chat) ... end, description = "..." }
 -- A `callback` is a built-in's name ("keymaps.send") or a function called with the chat.
 local M = {}
+local api = vim.api
 
 -- name = { modes, callback, description }; the order is the order of `?`.
 M.DEFAULTS = {
@@ -87,7 +88,15 @@ function M.resolve(config)
   for _, name in ipairs(names) do
     local map = user[name]
     if map ~= false then
-      map = vim.tbl_deep_extend("force", vim.deepcopy(M.DEFAULTS[name] or {}), type(map) == "table" and map or {})
+      if type(map) == "table" then
+        map = vim.tbl_deep_extend("force", vim.deepcopy(M.DEFAULTS[name] or {}), map)
+      else -- a default as it is (its tables are only read)
+        local copy = {}
+        for key, value in pairs(M.DEFAULTS[name]) do
+          copy[key] = value
+        end
+        map = copy
+      end
       if type(map.modes) == "table" and map.callback ~= nil then
         map.name = name
         table.insert(out, map)
@@ -119,12 +128,20 @@ function M.set(chat, config, actions)
         vim.log.levels.WARN)
     end
     if run then
-      local opts = vim.tbl_extend("force", { buffer = chat.bufnr, nowait = true, desc = map.description },
-        type(map.opts) == "table" and map.opts or {})
-      opts.chat = nil -- CodeCompanion's own option (action palette), not a map-argument
+      local opts = { nowait = true, desc = map.description }
+      if type(map.opts) == "table" then -- the user's map-arguments, as vim.keymap.set reads them
+        opts = vim.tbl_extend("force", opts, map.opts, { buffer = chat.bufnr })
+        opts.chat = nil -- CodeCompanion's own option (action palette), not a map-argument
+      else -- straight to the API: vim.keymap.set's checks cost three times the mapping (29 maps a chat)
+        opts.noremap, opts.callback = true, run
+      end
       for mode, lhs in pairs(map.modes) do
         for _, key in ipairs(keys_of(lhs)) do
-          vim.keymap.set(mode, key, run, opts)
+          if opts.callback then
+            api.nvim_buf_set_keymap(chat.bufnr, mode, key, "", opts)
+          else
+            vim.keymap.set(mode, key, run, opts)
+          end
         end
       end
     end
