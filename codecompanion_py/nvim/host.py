@@ -20,6 +20,7 @@ the sessions before it exits.
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any
 
@@ -73,6 +74,9 @@ def main() -> None:
     # its priority when the engine runs there as a remote plugin.)
     yield_to_editor()
     host = Host(nvim)
+    # What is loaded by now lives as long as the host: kept out of the collector's sight, a
+    # full collection takes 0.4 ms instead of 10 (a pause that could land in a reply).
+    gc.freeze()
     try:
         nvim.run_loop(host.on_request, host.on_notification)
     except Exception as error:  # EOF on stdin or SIGTERM: Neovim is done with us
