@@ -1,5 +1,7 @@
 """The OpenAI chat-completions adapter, from fixture files written from the documented wire format."""
 
+import re
+
 import msgspec
 import pytest
 
@@ -268,3 +270,82 @@ def test_o1_mini_has_no_system_role_so_the_prompt_joins_the_first_user_message()
     adapter = resolve("openai", model="o1-mini")
     wire = call_handler(adapter, "build_messages", [Message.of("system", "rules"), Message.of("user", "q")])["messages"]
     assert wire == [{"role": "user", "content": "rules\n\nq"}]
+
+
+OPENAI_WIRE = [
+    "azure_openai",
+    "deepseek",
+    "githubmodels",
+    "huggingface",
+    "kimi",
+    "mistral",
+    "novita",
+    "openai",
+    "openrouter",
+    "xai",
+]
+
+
+@pytest.mark.parametrize("name", OPENAI_WIRE)
+def test_the_text_only_shortcut_gives_the_events_parse_chat_gives(name, monkeypatch):
+    """The normalizer takes a frame that holds only text past parse_chat (`text_only`): over
+    every recorded stream of the chat-completions wire, the events are the same without it."""
+    from pathlib import Path
+
+    from codecompanion_py.adapters.http import openai as wire
+
+    bodies = sorted((Path(__file__).parents[1] / "fixtures" / name).glob("*_streaming.txt"))
+    assert bodies
+    adapter = resolve(name)
+
+    def replayed():  # the ids made up for calls that came without one differ from run to run
+        return re.sub(
+            r"call_[0-9a-f]{12}", "call_?", repr([replay_body(adapter, body.read_bytes()) for body in bodies])
+        )
+
+    taken = []
+    monkeypatch.setattr(wire.parse_chat, "text_only", _counting(wire.text_only, taken))
+    with_shortcut = replayed()
+    assert any(text is not None for text in taken), "no frame took the shortcut"
+    monkeypatch.delattr(wire.parse_chat, "text_only")
+    assert replayed() == with_shortcut
+
+
+def _counting(text_only, results):
+    def counted(data):
+        results.append(text_only(data))
+        return results[-1]
+
+    return counted
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b"[DONE]",
+        b"not json",
+        b'{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}',
+        b'{"choices":[{"index":0,"delta":{"content":"a"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}',
+        b'{"choices":[{"index":0,"delta":{"reasoning_content":"hmm","content":"a"}}]}',
+        b'{"choices":[{"index":0,"delta":{"refusal":"no","content":""}}]}',
+        b'{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}],"content":"a"}}]}',
+        b'{"choices":[{"index":0,"delta":{"content":"a"}},{"index":1,"delta":{"content":"b"}}]}',
+        b'{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"a"}]}}]}',
+        b'{"error":{"message":"overloaded"}}',
+        b'{"choices":[]}',
+    ],
+)
+def test_text_only_leaves_every_other_frame_to_parse_chat(frame):
+    from codecompanion_py.adapters.http.openai import text_only
+
+    assert text_only(frame) is None
+
+
+def test_text_only_takes_a_frame_of_text(openai):
+    from codecompanion_py.adapters.http.openai import text_only
+
+    frame = (
+        b'{"id":"c","choices":[{"index":0,"delta":{"role":"assistant","content":"caf\xc3\xa9"},"finish_reason":null}]}'
+    )
+    assert text_only(frame) == "café"
+    assert call_handler(openai, "parse_chat", frame, None)["output"]["content"] == "café"
