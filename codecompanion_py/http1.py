@@ -48,10 +48,10 @@ class ChunkedDecoder:
     def feed(self, data: bytes) -> bytes:
         buffer = self._buffer + data if self._buffer else data
         end = len(buffer)
-        pos = 0
         out: list[bytes] = []
         state = self._state
         left = self._left
+        pos = _whole_chunks(buffer, out) if state == "size" else 0
         while pos < end:
             if state == "data":
                 take = left if left <= end - pos else end - pos
@@ -88,6 +88,32 @@ class ChunkedDecoder:
         self._state = state
         self._left = left
         return out[0] if len(out) == 1 else b"".join(out)
+
+
+_HEX = b"0123456789abcdefABCDEF"
+
+
+def _whole_chunks(buffer: bytes, out: list[bytes]) -> int:
+    """The common case first: complete chunks with a plain size line (`1a\\r\\n`), one after
+    another, as a provider sends one per token. Their data goes to `out`; the position of
+    the first thing that is not one (the last chunk, a cut-off chunk, an extension, a bare
+    LF, a malformed chunk) is returned, for the general loop to read or reject."""
+    pos = 0
+    end = len(buffer)
+    find = buffer.find
+    while True:
+        newline = find(b"\r\n", pos, pos + 18)  # at most 16 hex digits before it
+        if newline <= pos:
+            return pos
+        size_line = buffer[pos:newline]
+        if size_line.strip(_HEX):
+            return pos
+        start = newline + 2
+        stop = start + int(size_line, 16)
+        if stop == start or stop + 2 > end or buffer[stop : stop + 2] != b"\r\n":
+            return pos
+        out.append(buffer[start:stop])
+        pos = stop + 2
 
 
 def _chunk_size(line: bytes) -> int:
