@@ -1,7 +1,5 @@
 """The OpenAI chat-completions adapter, from fixture files written from the documented wire format."""
 
-import re
-
 import msgspec
 import pytest
 
@@ -270,53 +268,6 @@ def test_o1_mini_has_no_system_role_so_the_prompt_joins_the_first_user_message()
     adapter = resolve("openai", model="o1-mini")
     wire = call_handler(adapter, "build_messages", [Message.of("system", "rules"), Message.of("user", "q")])["messages"]
     assert wire == [{"role": "user", "content": "rules\n\nq"}]
-
-
-OPENAI_WIRE = [
-    "azure_openai",
-    "deepseek",
-    "githubmodels",
-    "huggingface",
-    "kimi",
-    "mistral",
-    "novita",
-    "openai",
-    "openrouter",
-    "xai",
-]
-
-
-@pytest.mark.parametrize("name", OPENAI_WIRE)
-def test_the_text_only_shortcut_gives_the_events_parse_chat_gives(name, monkeypatch):
-    """The normalizer takes a frame that holds only text past parse_chat (`text_only`): over
-    every recorded stream of the chat-completions wire, the events are the same without it."""
-    from pathlib import Path
-
-    from codecompanion_py.adapters.http import openai as wire
-
-    bodies = sorted((Path(__file__).parents[1] / "fixtures" / name).glob("*_streaming.txt"))
-    assert bodies
-    adapter = resolve(name)
-
-    def replayed():  # the ids made up for calls that came without one differ from run to run
-        return re.sub(
-            r"call_[0-9a-f]{12}", "call_?", repr([replay_body(adapter, body.read_bytes()) for body in bodies])
-        )
-
-    taken = []
-    monkeypatch.setattr(wire.parse_chat, "text_only", _counting(wire.text_only, taken))
-    with_shortcut = replayed()
-    assert any(text is not None for text in taken), "no frame took the shortcut"
-    monkeypatch.delattr(wire.parse_chat, "text_only")
-    assert replayed() == with_shortcut
-
-
-def _counting(text_only, results):
-    def counted(data):
-        results.append(text_only(data))
-        return results[-1]
-
-    return counted
 
 
 @pytest.mark.parametrize(

@@ -89,6 +89,7 @@ class _Frame(msgspec.Struct):
 
 
 decode = frame_decoder(_Frame)
+_decode_frame = msgspec.json.Decoder(_Frame).decode
 
 
 def _usage(raw: _Usage) -> Usage:
@@ -257,6 +258,25 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     else:
         return None  # ping, content_block_stop, and event types added later
     return result
+
+
+def text_only(data: Any) -> str | None:
+    """The text of a `text_delta` frame that reports no usage, or None for any other frame
+    or one that does not decode: the normalizer takes such a frame without calling
+    `parse_chat` (and, as it reports no usage, `parse_tokens`), as this runs once per token."""
+    try:
+        frame = _decode_frame(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, TypeError):
+        return None
+    delta = frame.delta
+    if frame.type != "content_block_delta" or delta is None or delta.type != "text_delta":
+        return None
+    if frame.usage is not None or frame.message is not None:
+        return None
+    return delta.text or ""
+
+
+parse_chat.text_only = text_only  # type: ignore[attr-defined]
 
 
 def _whole_message(frame: _Frame, tools: Any) -> dict[str, Any]:
