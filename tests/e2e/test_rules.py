@@ -68,3 +68,47 @@ def test_rules_load_with_imports_are_listed_sent_removed_and_added(editor, tmp_p
         editor.wait_for(lambda: block(editor, chat) == ["> Context:", "> - <rules>extra.md</rules>"], what="listed")
         send(editor, "with extras", 3)
         assert context_sent(server, 2) == ["Context: extra.md\n```markdown\nExtra rule.\n```"]
+
+
+def test_rule_entries_name_directories_globs_and_patterns_as_in_codecompanion(editor, tmp_path):
+    project = tmp_path / "proj"
+    for folder in ("docs/api", "guides", "team", "node_modules/pkg"):
+        (project / folder).mkdir(parents=True)
+    (project / "docs" / "a.md").write_text("Doc A.\n")
+    (project / "docs" / "api" / "b.md").write_text("Doc B.\n")
+    (project / "docs" / "skip.txt").write_text("not a match\n")
+    (project / "guides" / "one.md").write_text("Guide one.\n")
+    (project / "team" / "x.rules").write_text("Team rule.\n")
+    (project / "node_modules" / "pkg" / "c.md").write_text("never read\n")
+    (project / "top.md").write_text("Top.\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        editor.lua(f"vim.env.HOME = '{home}'")
+        rules = """rules = { opts = { chat = { autoload = "mine" } }, mine = { description = "Mine", files = {
+            "docs/**/*.md",                        -- a glob
+            "guides",                              -- a directory: its files
+            { path = ".", files = { "*.rules", "top.md" } },  -- a directory with name patterns
+            { path = "nowhere", files = "*.md" },  -- not a directory: said
+          } } },"""
+        setup(editor, server.url, chat_config("") + rules)
+        editor.nvim.command(f"cd {project}")
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        assert block(editor, chat) == [
+            "> Context:",
+            "> - <rules>docs/a.md</rules>",
+            "> - <rules>docs/api/b.md</rules>",
+            "> - <rules>guides/one.md</rules>",
+            "> - <rules>team/x.rules</rules>",
+            "> - <rules>top.md</rules>",
+        ]
+        assert "nowhere (a rule entry with `files`) is not a directory" in "\n".join(notes(editor))
+        send(editor, "hello", 1)
+        assert [t.split("\n")[0] for t in context_sent(server, 0)] == [
+            "Context: docs/a.md",
+            "Context: docs/api/b.md",
+            "Context: guides/one.md",
+            "Context: team/x.rules",
+            "Context: top.md",
+        ]

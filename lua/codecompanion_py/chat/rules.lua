@@ -4,6 +4,8 @@
 -- them all. A file read with the `claude` or `codecompanion` parser brings the files its
 -- `@path` lines name (resolved beside it, then in the cwd), to a depth of M.MAX_DEPTH; a file
 -- met twice is sent once, so an import loop ends. Files that do not exist are left out.
+-- An entry may also be a directory (its files), a glob ("docs/**/*.md"), or a directory
+-- with `files` patterns (`{ path = ".", files = { "*.md" } }`), as in CodeCompanion.
 local M = {}
 
 M.MAX_DEPTH = 5
@@ -84,7 +86,7 @@ local function entries(group, parser, out)
     if type(entry) == "string" then
       table.insert(out, { path = entry, parser = parser })
     elseif type(entry) == "table" and type(entry.path) == "string" then
-      table.insert(out, { path = entry.path, parser = entry.parser or parser })
+      table.insert(out, { path = entry.path, parser = entry.parser or parser, files = entry.files })
     end
   end
   local nested = vim.tbl_filter(function(key) return type(key) == "string" end, vim.tbl_keys(files))
@@ -136,6 +138,60 @@ local function absolute(path, cwd)
   return cwd .. "/" .. path
 end
 
+M.MAX_FILES = 100 -- the most files one entry (a directory, a glob) brings
+
+-- The files under `dir`, at any depth (not in .git or node_modules), whose names match one
+-- of `patterns` (globs such as "*.md"; every file when nil), sorted.
+local function scan(dir, patterns)
+  local matchers = {}
+  for _, pattern in ipairs(type(patterns) == "string" and { patterns } or patterns or {}) do
+    local ok, matcher = pcall(vim.glob.to_lpeg, pattern)
+    if ok then
+      table.insert(matchers, matcher)
+    end
+  end
+  local found = {}
+  local skip = function(name) return name ~= ".git" and name ~= "node_modules" end
+  for name, kind in vim.fs.dir(dir, { depth = math.huge, skip = skip }) do
+    if kind == "file" or kind == "link" then
+      local base = vim.fs.basename(name)
+      local wanted = patterns == nil
+      for _, matcher in ipairs(matchers) do
+        wanted = wanted or matcher:match(base) ~= nil
+      end
+      if wanted then
+        table.insert(found, dir .. "/" .. name)
+      end
+    end
+  end
+  table.sort(found)
+  return found
+end
+
+-- The files an entry names, as CodeCompanion reads them: the file; every file under a
+-- directory; a glob's matches (a matched directory's files too); with `files`, the files
+-- under the directory `path` whose names match those patterns.
+local function is_dir(path)
+  local stat = vim.uv.fs_stat(path)
+  return stat ~= nil and stat.type == "directory", stat ~= nil
+end
+
+local function expand(entry, cwd)
+  local path = absolute(entry.path, cwd)
+  if path:find("[*?[]") and entry.files == nil then
+    local out = {}
+    for _, match in ipairs(vim.fn.glob(path, false, true)) do
+      vim.list_extend(out, is_dir(match) and scan(match) or { match })
+    end
+    return out
+  end
+  local dir, exists = is_dir(path)
+  if dir then
+    return scan(path, entry.files)
+  end
+  return exists and entry.files == nil and { path } or {} -- a file that is not there is left out
+end
+
 -- The rules items of `names` (groups): { kind = "rules", path, label, content, filetype },
 -- and the problems met (one sentence each).
 function M.load(config, names)
@@ -182,7 +238,16 @@ function M.load(config, names)
       table.insert(problems, ("there is no rule group %q"):format(name))
     else
       for _, entry in ipairs(entries(group, group.parser, {})) do
-        add(absolute(entry.path, cwd), entry.parser, 0, nil)
+        local paths = expand(entry, cwd)
+        if entry.files ~= nil and not is_dir(absolute(entry.path, cwd)) then
+          table.insert(problems, ("%s (a rule entry with `files`) is not a directory"):format(entry.path))
+        elseif #paths > M.MAX_FILES then
+          table.insert(problems, ("%s names %d files: the first %d were read"):format(entry.path, #paths,
+            M.MAX_FILES))
+        end
+        for i = 1, math.min(#paths, M.MAX_FILES) do
+          add(paths[i], entry.parser, 0, nil)
+        end
       end
     end
   end
