@@ -134,7 +134,8 @@ def joined_tokens(events: list[StreamEvent]) -> list[StreamEvent]:
     first: TokenEvent | None = None
     for event in events:
         if isinstance(event, TokenEvent):
-            first = first or event
+            if first is None:
+                first = event
             run.append(event.content)
             continue
         if first is not None:

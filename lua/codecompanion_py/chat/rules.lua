@@ -168,14 +168,15 @@ local function scan(dir, patterns)
   return found
 end
 
--- The files an entry names, as CodeCompanion reads them: the file; every file under a
--- directory; a glob's matches (a matched directory's files too); with `files`, the files
--- under the directory `path` whose names match those patterns.
+-- Whether `path` is a directory, and whether it exists.
 local function is_dir(path)
   local stat = vim.uv.fs_stat(path)
   return stat ~= nil and stat.type == "directory", stat ~= nil
 end
 
+-- The files an entry names, as CodeCompanion reads them: the file; every file under a
+-- directory; a glob's matches (a matched directory's files too); with `files`, the files
+-- under the directory `path` whose names match those patterns.
 local function expand(entry, cwd)
   local path = absolute(entry.path, cwd)
   if path:find("[*?[]") and entry.files == nil then
