@@ -155,7 +155,10 @@ def _switch_out(awaitable: Any) -> Any:
 
 
 async def run_sync(editor: Editor | None, fn: Callable[..., Any], *args: Any) -> Any:
-    """`fn(*args)`, where Lua functions can be called (through `editor`)."""
+    """`fn(*args)`, where Lua functions can be called (through `editor`); without an editor
+    none can be, so `fn` runs as it is."""
+    if editor is None:
+        return fn(*args)
     child = _LuaGreenlet(fn, getcurrent(), editor)
     child.gr_context = contextvars.copy_context()
     result = child.switch(*args)

@@ -37,7 +37,7 @@ async def build_request(
     the HttpClient that will send it, for `env` values that make requests of their own;
     `editor` is what Lua functions are called through."""
     ready = await prepare(adapter, settings, client=client, editor=editor)
-    payload = await run_sync(editor, _payload, ready, messages, tools)
+    payload = await run_sync(ready.lua_editor, _payload, ready, messages, tools)
     request = HttpRequest(
         url=ready.url,
         body=_encode(payload),

@@ -281,7 +281,7 @@ class HttpStreamIterator(BaseStreamIterator):
         await self._stack.aclose()
         if self.ready is not None:
             status = "error" if self.error else "success" if self._exhausted else "cancelled"
-            await run_sync(self.ready.editor, _exit_handlers, self.ready, status)
+            await run_sync(self.ready.lua_editor, _exit_handlers, self.ready, status)
 
 
 def _exit_handlers(ready: HTTPAdapter, status: str) -> None:

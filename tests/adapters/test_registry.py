@@ -40,6 +40,32 @@ def test_a_requests_copy_changes_nothing_in_its_adapter_and_shares_its_functions
     assert copy.env["api_key"] is key and copy.to_data() != adapter.to_data()
 
 
+async def test_only_an_adapter_that_holds_a_lua_function_runs_its_handlers_where_lua_can_be_called():
+    from codecompanion_py.adapters.base import prepare
+    from codecompanion_py.adapters.lua import LuaFunction, in_context
+
+    seen = []
+
+    def setup(self):
+        seen.append(in_context())
+        return True
+
+    editor = object()  # never called: no Lua function is
+    plain = resolve({"name": "x", "url": "http://h", "handlers": {"lifecycle": {"setup": setup}}})
+    with_lua = resolve(
+        {
+            "name": "y",
+            "url": "http://h",
+            "handlers": {"lifecycle": {"setup": setup}},
+            "opts": {"hook": LuaFunction(7, "opts.hook")},
+        }
+    )
+    assert (plain.copy().holds_lua, with_lua.copy().holds_lua) == (False, True)
+    await prepare(plain, editor=editor)
+    await prepare(with_lua, editor=editor)
+    assert seen == [False, True]
+
+
 def test_resolve_codecompanion_adapter_table_with_model():
     assert resolve({"name": "openai", "model": "gpt-4o-mini"}).model == "gpt-4o-mini"
     assert resolve("openai", model="o3").model == "o3"
