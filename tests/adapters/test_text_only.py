@@ -64,6 +64,5 @@ def test_anthropic_leaves_every_other_frame_to_parse_chat(frame):
 def test_anthropic_takes_a_text_delta():
     from codecompanion_py.adapters.http.anthropic import text_only
 
-    assert text_only(
-        b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"caf\xc3\xa9"}}'
-    ) == ("café")
+    frame = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"caf\xc3\xa9"}}'
+    assert text_only(frame) == "café"
