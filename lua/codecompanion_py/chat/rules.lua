@@ -139,33 +139,76 @@ local function absolute(path, cwd)
 end
 
 M.MAX_FILES = 100 -- the most files one entry (a directory, a glob) brings
+M.MAX_VISITS = 20000 -- the most entries one entry's search looks at: `~` or `/` must not hang the editor
 
--- The files under `dir`, at any depth (not in .git or node_modules), whose names match one
--- of `patterns` (globs such as "*.md"; every file when nil), sorted.
-local function scan(dir, patterns)
-  local matchers = {}
-  for _, pattern in ipairs(type(patterns) == "string" and { patterns } or patterns or {}) do
-    local ok, matcher = pcall(vim.glob.to_lpeg, pattern)
-    if ok then
-      table.insert(matchers, matcher)
+local function searched(name)
+  return name ~= ".git" and name ~= "node_modules"
+end
+
+-- The files under `dir` at any depth (not in .git or node_modules) whose path from `dir`
+-- `wanted` accepts, sorted; and true when the search stopped after M.MAX_VISITS entries.
+local function walk(dir, wanted)
+  local found, visits = {}, 0
+  for name, kind in vim.fs.dir(dir, { depth = math.huge, skip = searched }) do
+    visits = visits + 1
+    if visits > M.MAX_VISITS then
+      table.sort(found)
+      return found, true
     end
-  end
-  local found = {}
-  local skip = function(name) return name ~= ".git" and name ~= "node_modules" end
-  for name, kind in vim.fs.dir(dir, { depth = math.huge, skip = skip }) do
-    if kind == "file" or kind == "link" then
-      local base = vim.fs.basename(name)
-      local wanted = patterns == nil
-      for _, matcher in ipairs(matchers) do
-        wanted = wanted or matcher:match(base) ~= nil
-      end
-      if wanted then
-        table.insert(found, dir .. "/" .. name)
-      end
+    if (kind == "file" or kind == "link") and wanted(name) then
+      table.insert(found, dir .. "/" .. name)
     end
   end
   table.sort(found)
-  return found
+  return found, false
+end
+
+local function matchers(patterns)
+  local out = {}
+  for _, pattern in ipairs(type(patterns) == "string" and { patterns } or patterns or {}) do
+    local ok, matcher = pcall(vim.glob.to_lpeg, pattern)
+    if ok then
+      table.insert(out, matcher)
+    end
+  end
+  return out
+end
+
+-- The files under `dir` whose names match one of `patterns` ("*.md"; every file when nil).
+local function scan(dir, patterns)
+  local names = matchers(patterns)
+  return walk(dir, function(name)
+    local base = vim.fs.basename(name)
+    for _, matcher in ipairs(names) do
+      if matcher:match(base) then
+        return true
+      end
+    end
+    return patterns == nil
+  end)
+end
+
+-- The files a glob matches ("docs/**/*.md"), a matched directory's files too: searched from
+-- the glob's last directory without a wildcard.
+local function glob(path)
+  local root, rest = path:match("^(.-)/([^/]*[*?[{].*)$")
+  if not root then
+    return {}, false
+  end
+  local matcher = matchers(rest)[1]
+  if not matcher or vim.fn.isdirectory(root == "" and "/" or root) ~= 1 then
+    return {}, false
+  end
+  return walk(root == "" and "/" or root, function(name)
+    local prefix = name
+    while prefix do -- the file, or a directory it is in
+      if matcher:match(prefix) then
+        return true
+      end
+      prefix = prefix:match("^(.*)/[^/]*$")
+    end
+    return false
+  end)
 end
 
 -- Whether `path` is a directory, and whether it exists.
@@ -176,21 +219,18 @@ end
 
 -- The files an entry names, as CodeCompanion reads them: the file; every file under a
 -- directory; a glob's matches (a matched directory's files too); with `files`, the files
--- under the directory `path` whose names match those patterns.
+-- under the directory `path` whose names match those patterns. True as well when a search
+-- stopped at M.MAX_VISITS.
 local function expand(entry, cwd)
   local path = absolute(entry.path, cwd)
-  if path:find("[*?[]") and entry.files == nil then
-    local out = {}
-    for _, match in ipairs(vim.fn.glob(path, false, true)) do
-      vim.list_extend(out, is_dir(match) and scan(match) or { match })
-    end
-    return out
+  if path:find("[*?[{]") and entry.files == nil then
+    return glob(path)
   end
   local dir, exists = is_dir(path)
   if dir then
     return scan(path, entry.files)
   end
-  return exists and entry.files == nil and { path } or {} -- a file that is not there is left out
+  return exists and entry.files == nil and { path } or {}, false -- a file that is not there is left out
 end
 
 -- The rules items of `names` (groups): { kind = "rules", path, label, content, filetype },
@@ -239,10 +279,14 @@ function M.load(config, names)
       table.insert(problems, ("there is no rule group %q"):format(name))
     else
       for _, entry in ipairs(entries(group, group.parser, {})) do
-        local paths = expand(entry, cwd)
+        local paths, stopped = expand(entry, cwd)
         if entry.files ~= nil and not is_dir(absolute(entry.path, cwd)) then
           table.insert(problems, ("%s (a rule entry with `files`) is not a directory"):format(entry.path))
-        elseif #paths > M.MAX_FILES then
+        elseif stopped then
+          table.insert(problems, ("%s: the search stopped after %d files and folders"):format(entry.path,
+            M.MAX_VISITS))
+        end
+        if #paths > M.MAX_FILES then
           table.insert(problems, ("%s names %d files: the first %d were read"):format(entry.path, #paths,
             M.MAX_FILES))
         end
