@@ -235,16 +235,6 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
     Text and reasoning go in `output`; tool-call fragments go to `tools`, a
     `ToolCallAssembler`, keyed by the fragment's `index` (by position in a body)."""
     chunk = decode(data)
-    only = _text_of(chunk)
-    if only is not None:  # the common case, as the normalizer's shortcut (`text_only`) sees it
-        result: dict[str, Any] = {
-            "status": "success",
-            "output": {"role": "assistant", "content": only or None, "reasoning": None},
-            "finish_reason": None,
-            "usage": None,
-        }
-        meta = _parse_meta_of(self)
-        return result if meta is None else _with_meta(self, meta, result, data)
     if chunk.error is not None:
         return {"status": "error", "output": _error_text(chunk.error)}
     content: str | None = None
@@ -279,7 +269,7 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
                     tools.add(key, id=call.id, name=fn.name if fn else None, arguments=fn.arguments if fn else None)
         if choice.finish_reason:
             finish_reason = choice.finish_reason
-    result = {
+    result: dict[str, Any] = {
         "status": "success",
         "output": {"role": "assistant", "content": content, "reasoning": reasoning},
         "finish_reason": finish_reason,
@@ -294,19 +284,15 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
 
 
 def text_only(data: Any) -> str | None:
-    """The text of a streamed frame that holds nothing else (see `_text_of`), or None for
-    any other frame or one that does not decode. The normalizer takes such a frame without
-    calling `parse_chat` and making its result table, as this runs once per token."""
+    """The text of a streamed frame that holds nothing else, or None for any other frame or
+    one that does not decode: parse_chat's common case (one choice whose delta's content is
+    a string; no reasoning, refusal, tool call, finish, usage or error), which the normalizer
+    takes without calling `parse_chat` and making its result table, as this runs once per
+    token (tests/adapters/test_text_only.py holds the two to the same events)."""
     try:
         chunk = _decode_chunk(data)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, TypeError):
         return None
-    return _text_of(chunk)
-
-
-def _text_of(chunk: _Chunk) -> str | None:
-    """parse_chat's common case: one choice whose delta's content is a string, and no
-    reasoning, refusal, tool call, finish, usage or error."""
     choices = chunk.choices
     if not choices or len(choices) != 1 or chunk.usage is not None or chunk.error is not None:
         return None

@@ -188,6 +188,12 @@ local function scan(dir, patterns)
   end)
 end
 
+-- Whether `path` is a directory, and whether it exists.
+local function is_dir(path)
+  local stat = vim.uv.fs_stat(path)
+  return stat ~= nil and stat.type == "directory", stat ~= nil
+end
+
 -- The files a glob matches ("docs/**/*.md"), a matched directory's files too: searched from
 -- the glob's last directory without a wildcard.
 local function glob(path)
@@ -195,11 +201,12 @@ local function glob(path)
   if not root then
     return {}, false
   end
+  root = root == "" and "/" or root
   local matcher = matchers(rest)[1]
-  if not matcher or vim.fn.isdirectory(root == "" and "/" or root) ~= 1 then
+  if not matcher or not is_dir(root) then
     return {}, false
   end
-  return walk(root == "" and "/" or root, function(name)
+  return walk(root, function(name)
     local prefix = name
     while prefix do -- the file, or a directory it is in
       if matcher:match(prefix) then
@@ -211,26 +218,27 @@ local function glob(path)
   end)
 end
 
--- Whether `path` is a directory, and whether it exists.
-local function is_dir(path)
-  local stat = vim.uv.fs_stat(path)
-  return stat ~= nil and stat.type == "directory", stat ~= nil
-end
-
 -- The files an entry names, as CodeCompanion reads them: the file; every file under a
 -- directory; a glob's matches (a matched directory's files too); with `files`, the files
--- under the directory `path` whose names match those patterns. True as well when a search
--- stopped at M.MAX_VISITS.
+-- under the directory `path` whose names match those patterns. And what is wrong with the
+-- entry, if anything: a `files` entry that is no directory, a search stopped at M.MAX_VISITS.
 local function expand(entry, cwd)
   local path = absolute(entry.path, cwd)
-  if path:find("[*?[{]") and entry.files == nil then
-    return glob(path)
-  end
+  local paths, stopped
   local dir, exists = is_dir(path)
-  if dir then
-    return scan(path, entry.files)
+  if path:find("[*?[{]") and entry.files == nil then
+    paths, stopped = glob(path)
+  elseif dir then
+    paths, stopped = scan(path, entry.files)
+  elseif entry.files ~= nil then
+    return {}, ("%s (a rule entry with `files`) is not a directory"):format(entry.path)
+  else
+    paths = exists and { path } or {} -- a file that is not there is left out
   end
-  return exists and entry.files == nil and { path } or {}, false -- a file that is not there is left out
+  if stopped then
+    return paths, ("%s: the search stopped after %d files and folders"):format(entry.path, M.MAX_VISITS)
+  end
+  return paths, nil
 end
 
 -- The rules items of `names` (groups): { kind = "rules", path, label, content, filetype },
@@ -279,12 +287,9 @@ function M.load(config, names)
       table.insert(problems, ("there is no rule group %q"):format(name))
     else
       for _, entry in ipairs(entries(group, group.parser, {})) do
-        local paths, stopped = expand(entry, cwd)
-        if entry.files ~= nil and not is_dir(absolute(entry.path, cwd)) then
-          table.insert(problems, ("%s (a rule entry with `files`) is not a directory"):format(entry.path))
-        elseif stopped then
-          table.insert(problems, ("%s: the search stopped after %d files and folders"):format(entry.path,
-            M.MAX_VISITS))
+        local paths, problem = expand(entry, cwd)
+        if problem then
+          table.insert(problems, problem)
         end
         if #paths > M.MAX_FILES then
           table.insert(problems, ("%s names %d files: the first %d were read"):format(entry.path, #paths,
