@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from greenlet import greenlet
 
-from codecompanion_py.chat import keeper
+from codecompanion_py.chat import history, keeper
 from codecompanion_py.demo.server import ScriptedServer, sse_reply
 from codecompanion_py.engine import Engine, wait_in_greenlet
 from codecompanion_py.ui import ops
@@ -333,6 +333,32 @@ def test_a_new_chat_s_save_prunes_the_oldest_saved_chats_soon_after(engine, tmp_
     names = lambda: sorted(p.name for p in folder.glob("[!.]*.json"))  # noqa: E731  (not a save's temporary file)
     wait_until(lambda: "old000.json" not in names(), 10, lambda: f"{len(names())} files")
     assert len(names()) == 200 and "old001.json" in names()
+
+
+def test_chats_made_in_a_row_share_one_prune(engine, tmp_path, monkeypatch):
+    """Each new chat's first save asks for a prune; those asked for while one is on the way
+    are covered by it, so making many chats does not read the folder once per chat."""
+    monkeypatch.setattr(keeper, "PRUNE_AFTER", 0.5)
+    prunes = []
+    real_prune = history.HistoryStore.prune
+    monkeypatch.setattr(history.HistoryStore, "prune", lambda store: (prunes.append(1), real_prune(store)))
+    folder = tmp_path / "history"
+    folder.mkdir()
+    for i in range(200):
+        old = folder / f"old{i:03}.json"
+        old.write_text("{}")
+        os.utime(old, (1_000 + i, 1_000 + i))
+    url = engine.serve(*[sse_reply([delta(f"reply {n}")]) for n in (1, 2)])
+    engine.call("config.set", {**_config(url), "__editor": {"history_dir": str(folder)}})
+    for chat in (1, 2):
+        engine.call("chat.open", {"chat_id": chat, "cwd": str(tmp_path)})
+        engine.call("chat.submit", {"chat_id": chat, "text": "one"})
+        engine.recorded.wait_done(chat_id=chat)
+    names = lambda: sorted(p.name for p in folder.glob("[!.]*.json"))  # noqa: E731
+    wait_until(lambda: "old001.json" not in names(), 10, lambda: f"{len(names())} files")
+    assert len(names()) == 200 and "old002.json" in names()
+    time.sleep(0.6)  # a second prune, had one been asked for, would have run by now
+    assert len(prunes) == 1
 
 
 def test_a_config_change_keeps_open_chats_and_new_ones_working(engine, tmp_path):

@@ -55,6 +55,7 @@ class ChatKeeper:
         self._notify = notify
         self._kept: dict[Any, _Kept] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._prunes_due: set[str] = set()  # folders with a prune already on the way
 
     def store(self, folder: Any = None) -> HistoryStore | None:
         root = folder or self._settings().editor.get("history_dir")
@@ -145,13 +146,19 @@ class ChatKeeper:
 
     def _prune_soon(self, store: HistoryStore) -> None:
         """A chat's first save may come while its first reply streams; reading the folder (up
-        to `keep` files) then would hold it up."""
+        to `keep` files, 1.5 ms) then would hold it up. One prune covers every chat saved
+        before it runs, so chats made in a row do not read the folder once each."""
+        folder = str(store.root)
+        if folder in self._prunes_due:
+            return
+        self._prunes_due.add(folder)
         try:
             asyncio.get_running_loop().call_later(PRUNE_AFTER, self._prune, store)
         except RuntimeError:  # not on the engine's loop (Neovim exiting): now
             self._prune(store)
 
     def _prune(self, store: HistoryStore) -> None:
+        self._prunes_due.discard(str(store.root))
         try:
             store.prune()
         except OSError as error:
