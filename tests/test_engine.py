@@ -315,16 +315,21 @@ def test_a_reopened_chat_keeps_its_settings_header_values(engine, tmp_path):
     assert {entry.key: entry.value for entry in header.entries}["temperature"] == 0.3
 
 
+def _old_saved_chats(folder: Path, count: int) -> Path:
+    """`folder` holding `count` saved chats, old000.json the oldest."""
+    folder.mkdir()
+    for i in range(count):
+        old = folder / f"old{i:03}.json"
+        old.write_text("{}")
+        os.utime(old, (1_000 + i, 1_000 + i))
+    return folder
+
+
 def test_a_new_chat_s_save_prunes_the_oldest_saved_chats_soon_after(engine, tmp_path, monkeypatch):
     """The history folder keeps its newest 200 chats; the pruning a new chat's first save
     calls for is done a moment later, not as its request goes out."""
     monkeypatch.setattr(keeper, "PRUNE_AFTER", 0.05)
-    folder = tmp_path / "history"
-    folder.mkdir()
-    for i in range(200):
-        old = folder / f"old{i:03}.json"
-        old.write_text("{}")
-        os.utime(old, (1_000 + i, 1_000 + i))
+    folder = _old_saved_chats(tmp_path / "history", 200)
     url = engine.serve(sse_reply([delta("reply")]))
     engine.call("config.set", {**_config(url), "__editor": {"history_dir": str(folder)}})
     engine.call("chat.open", {"chat_id": 1, "cwd": str(tmp_path)})
@@ -342,12 +347,7 @@ def test_chats_made_in_a_row_share_one_prune(engine, tmp_path, monkeypatch):
     prunes = []
     real_prune = history.HistoryStore.prune
     monkeypatch.setattr(history.HistoryStore, "prune", lambda store: (prunes.append(1), real_prune(store)))
-    folder = tmp_path / "history"
-    folder.mkdir()
-    for i in range(200):
-        old = folder / f"old{i:03}.json"
-        old.write_text("{}")
-        os.utime(old, (1_000 + i, 1_000 + i))
+    folder = _old_saved_chats(tmp_path / "history", 200)
     url = engine.serve(*[sse_reply([delta(f"reply {n}")]) for n in (1, 2)])
     engine.call("config.set", {**_config(url), "__editor": {"history_dir": str(folder)}})
     for chat in (1, 2):
