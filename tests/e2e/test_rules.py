@@ -13,6 +13,13 @@ from tests.e2e.test_context import block, context_sent
 pytestmark = pytest.mark.nvim
 
 
+def open_chat_in(editor, project) -> int:
+    """`:CodeCompanionChat` with `project` as Neovim's working directory; the chat's buffer."""
+    editor.nvim.command(f"cd {project}")
+    editor.nvim.command("CodeCompanionChat")
+    return editor.nvim.current.buffer.number
+
+
 def test_rules_load_with_imports_are_listed_sent_removed_and_added(editor, tmp_path):
     project = tmp_path / "proj"
     (project / "docs").mkdir(parents=True)
@@ -29,9 +36,7 @@ def test_rules_load_with_imports_are_listed_sent_removed_and_added(editor, tmp_p
             server.url,
             chat_config("") + ' rules = { mine = { description = "My extras", files = { "extra.md" } } },',
         )
-        editor.nvim.command(f"cd {project}")
-        editor.nvim.command("CodeCompanionChat")
-        chat = editor.nvim.current.buffer.number
+        chat = open_chat_in(editor, project)
         assert block(editor, chat) == [
             "> Context:",
             "> - <rules>AGENTS.md</rules>",
@@ -92,9 +97,7 @@ def test_rule_entries_name_directories_globs_and_patterns_as_in_codecompanion(ed
             { path = "nowhere", files = "*.md" },  -- not a directory: said
           } } },"""
         setup(editor, server.url, chat_config("") + rules)
-        editor.nvim.command(f"cd {project}")
-        editor.nvim.command("CodeCompanionChat")
-        chat = editor.nvim.current.buffer.number
+        chat = open_chat_in(editor, project)
         assert block(editor, chat) == [
             "> Context:",
             "> - <rules>docs/a.md</rules>",
@@ -127,8 +130,6 @@ def test_a_rule_entry_that_names_a_huge_tree_is_searched_only_so_far(editor, tmp
         rules = 'rules = { opts = { chat = { autoload = "big" } }, big = { description = "Big", files = { "many" } } },'
         setup(editor, server.url, chat_config("") + rules)
         editor.lua('require("codecompanion_py.chat.rules").MAX_VISITS = 4')
-        editor.nvim.command(f"cd {project}")
-        editor.nvim.command("CodeCompanionChat")
-        listed = block(editor, editor.nvim.current.buffer.number)
+        listed = block(editor, open_chat_in(editor, project))
         assert len(listed) == 1 + 4 and all("many/r" in line for line in listed[1:])
         assert "many: the search stopped after 4 files and folders" in "\n".join(notes(editor))
