@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from greenlet import getcurrent
 
-from . import adapters, config, processes
+from . import adapters, config, processes, repository
 from .acp import adapters as acp_adapters
 from .adapters.base import HTTPAdapter
 from .adapters.models import list_models
@@ -138,6 +138,8 @@ class Engine:
             return self.config.tools.mentionable() + self.mcp.mentionable()
         if method == "adapters":
             return config.adapter_names(self.config)
+        if method == "rules.read":  # a chat's rules files, through the repository door (no waiting)
+            return repository.load_rules(payload)
         if method.startswith("mcp."):  # `/mcp`, MCP prompts and resources (mcp/servers.py)
             return self._wait(self._mcp_request(method, payload), timeout=60)
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it

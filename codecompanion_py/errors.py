@@ -134,6 +134,14 @@ class PathRefused(ToolError):
     pass
 
 
+class FileTooLarge(PathRefused):
+    """A file above the size a read may take; `limit` in bytes."""
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 class EditRefused(ToolError):
     pass
 

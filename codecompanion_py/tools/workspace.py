@@ -27,7 +27,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..errors import ConfigError, PathRefused
+from ..errors import ConfigError, FileTooLarge, PathRefused
 
 MAX_PATH_CHARS = 4096
 MAX_SYMLINKS = 40
@@ -313,7 +313,7 @@ class Workspace:
         return fd, parts[-1]
 
     @staticmethod
-    def _read_bytes(dir_fd: int, name: str, shown: str, max_bytes: int | None) -> tuple[bytes, os.stat_result]:
+    def _read_bytes(dir_fd: int | None, name: str, shown: str, max_bytes: int | None) -> tuple[bytes, os.stat_result]:
         before = _lstat(dir_fd, name)
         if before is None:
             raise PathRefused(f"'{shown}' does not exist; check the path, or use create_file to make it")
@@ -324,13 +324,17 @@ class Workspace:
             _require_regular(st, shown)  # it may have been swapped since the lstat
             limit = max_bytes if max_bytes is not None else st.st_size + (1 << 30)
             if st.st_size > limit:
-                raise PathRefused(f"'{shown}' is {st.st_size} bytes, above the {limit}-byte limit; too large to read")
+                raise FileTooLarge(
+                    f"'{shown}' is {st.st_size} bytes, above the {limit}-byte limit; too large to read", limit=limit
+                )
             chunks, total = list[bytes](), 0
             while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):
                 chunks.append(chunk)
                 total += len(chunk)
                 if total > limit:
-                    raise PathRefused(f"'{shown}' is more than {limit} bytes (the limit); it is too large to read")
+                    raise FileTooLarge(
+                        f"'{shown}' is more than {limit} bytes (the limit); it is too large to read", limit=limit
+                    )
             return b"".join(chunks), st
         finally:
             os.close(fd)
@@ -353,6 +357,15 @@ class Workspace:
         with suppress(OSError):  # some filesystems cannot fsync a directory; the data is already safe
             os.fsync(dir_fd)
         return mode
+
+
+def read_regular(path: Path, shown: str, max_bytes: int) -> bytes:
+    """The bytes of the regular file at the real path `path` (its last component no link), at
+    most `max_bytes`: FIFOs, devices and sockets are refused without being opened for reading."""
+    try:
+        return Workspace._read_bytes(None, str(path), shown, max_bytes)[0]
+    except OSError as exc:
+        raise _refusal(exc, shown, "read") from None
 
 
 def _write_new(dir_fd: int, name: str, data: bytes, like: os.stat_result | None) -> int:
@@ -429,4 +442,4 @@ def _file_text(data: bytes, text: str, mode: int, default_newline: str) -> FileT
     return FileText(text.replace("\r\n", "\n"), newline, data.endswith(b"\n"), sha256_of(data), mode)
 
 
-__all__ = ["FileText", "Target", "Workspace", "sha256_of"]
+__all__ = ["FileText", "Target", "Workspace", "read_regular", "sha256_of"]

@@ -2,13 +2,13 @@
 -- whose text goes into a chat as context. `rules.opts.chat.autoload` (default "default")
 -- names the groups every new chat loads; `/rules` adds a group to a chat; `gM` removes
 -- them all. A file read with the `claude` or `codecompanion` parser brings the files its
--- `@path` lines name (resolved beside it, then in the cwd), to a depth of M.MAX_DEPTH; a file
--- met twice is sent once, so an import loop ends. Files that do not exist are left out.
+-- `@path` lines name (resolved beside it, then in the cwd), five deep; a file met twice is
+-- sent once, so an import loop ends. Files that do not exist are left out. The engine reads
+-- them all (`rules.read`, codecompanion_py/repository.py): a repository file imports
+-- nothing from outside the project unless `rules.opts.allowed_paths` allows it.
 -- An entry may also be a directory (its files), a glob ("docs/**/*.md"), or a directory
 -- with `files` patterns (`{ path = ".", files = { "*.md" } }`), as in CodeCompanion.
 local M = {}
-
-M.MAX_DEPTH = 5
 
 M.DEFAULTS = {
   default = {
@@ -95,35 +95,6 @@ local function entries(group, parser, out)
     entries(files[key], parser, out)
   end
   return out
-end
-
-local read = require("codecompanion_py.files").read_text
-
--- The `@path` lines of a rules file (not those inside fenced code).
-function M.imports(text)
-  local found, fenced = {}, false
-  for line in (text .. "\n"):gmatch("(.-)\n") do
-    if line:match("^%s*```") or line:match("^%s*~~~") then
-      fenced = not fenced
-    elseif not fenced then
-      local path = line:match("^%s*@(%S+)%s*$")
-      if path then
-        table.insert(found, path)
-      end
-    end
-  end
-  return found
-end
-
-local function resolve(path, beside)
-  if path:match("^[/~]") then
-    return vim.fn.fnamemodify(vim.fn.expand(path), ":p")
-  end
-  local near = vim.fs.normalize(vim.fs.joinpath(beside, path))
-  if vim.fn.filereadable(near) == 1 then
-    return near
-  end
-  return vim.fn.fnamemodify(path, ":p")
 end
 
 -- `path` (`~` and `$VAR` expanded) from `cwd`: fnamemodify(expand(path), ":p") without the
@@ -241,45 +212,34 @@ local function expand(entry, cwd)
   return paths, nil
 end
 
+-- Whether the config names `path` itself (absolute, `~`, `$VAR`): the user's own file, which
+-- may be read wherever it is. A relative entry is a repository file: it stays in the project.
+local function named(path)
+  return path:match("^[/~$]") ~= nil or path:match("^%a:[/\\]") ~= nil
+end
+
+-- The engine reads the files (codecompanion_py/repository.py): regular files only, sizes
+-- capped, invalid UTF-8 replaced, and a repository file's imports kept inside the project
+-- unless `rules.opts.allowed_paths` allows them.
+local function read_files(config, files, cwd)
+  local allowed = vim.tbl_get(rules_config(config), "opts", "allowed_paths") or {}
+  local ok, answer = pcall(require("codecompanion_py.rpc").request, "rules.read", {
+    cwd = cwd,
+    home = vim.uv.os_homedir(),
+    allowed = type(allowed) == "table" and vim.tbl_filter(function(p) return type(p) == "string" end, allowed) or {},
+    files = files,
+  })
+  if not ok or type(answer) ~= "table" then
+    return {}, { ("the rules were not read: %s"):format(ok and "no answer from the engine" or tostring(answer)) }
+  end
+  return answer.items or {}, answer.problems or {}
+end
+
 -- The rules items of `names` (groups): { kind = "rules", path, label, content, filetype },
 -- and the problems met (one sentence each).
 function M.load(config, names)
   local groups = M.groups(config)
-  local items, problems, seen = {}, {}, {}
-  local function add(path, parser, depth, from)
-    local real = vim.uv.fs_realpath(path)
-    if not real then
-      if from then
-        table.insert(problems, ("%s imports %s, which does not exist"):format(from, vim.fn.fnamemodify(path, ":~:.")))
-      end
-      return
-    end
-    if seen[real] then
-      if from then
-        table.insert(problems, ("%s imports %s again (an import loop?): it is sent once"):format(from,
-          vim.fn.fnamemodify(real, ":~:.")))
-      end
-      return
-    end
-    seen[real] = true
-    local text = read(real)
-    if not text then
-      return table.insert(problems, ("%s cannot be read as text"):format(path))
-    end
-    local label = vim.fn.fnamemodify(real, ":~:.")
-    table.insert(items, { kind = "rules", path = real, label = label, content = text,
-      filetype = vim.filetype.match({ filename = real }) or "markdown" })
-    if parser == "claude" or parser == "codecompanion" then
-      for _, import in ipairs(M.imports(text)) do
-        if depth >= M.MAX_DEPTH then
-          table.insert(problems, ("%s: @%s is deeper than %d imports and was left out"):format(label, import,
-            M.MAX_DEPTH))
-        else
-          add(resolve(import, vim.fs.dirname(real)), parser, depth + 1, label)
-        end
-      end
-    end
-  end
+  local files, problems = {}, {}
   local cwd = vim.fn.getcwd()
   for _, name in ipairs(names) do
     local group = groups[name]
@@ -296,10 +256,20 @@ function M.load(config, names)
             M.MAX_FILES))
         end
         for i = 1, math.min(#paths, M.MAX_FILES) do
-          add(paths[i], entry.parser, 0, nil)
+          table.insert(files, { path = paths[i], parser = entry.parser, named = named(entry.path) })
         end
       end
     end
+  end
+  if #files == 0 then
+    return {}, problems
+  end
+  local read, said = read_files(config, files, cwd)
+  vim.list_extend(problems, said)
+  local items = {}
+  for _, file in ipairs(read) do
+    table.insert(items, { kind = "rules", path = file.path, label = vim.fn.fnamemodify(file.path, ":~:."),
+      content = file.content, filetype = vim.filetype.match({ filename = file.path }) or "markdown" })
   end
   return items, problems
 end

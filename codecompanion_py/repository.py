@@ -1,0 +1,211 @@
+"""The door every repository file the editor shows or sends comes through: rules files and
+their `@path` imports (Lua's `rules.lua` asks with `rules.read`), and files the user names.
+
+It sits beside the engine, not under `tools/`, because the LLM plays no part here: the
+editor reads the files for the user. It reuses the file tools' workspace for what a
+project file is (real paths, protected names) and how one is read without blocking.
+
+* Only regular files are read, opened with `O_NONBLOCK` after an `lstat`: a FIFO, a device
+  (`/dev/zero`) or a socket is refused without waiting on it.
+* At most `MAX_FILE_BYTES` per file and `MAX_TOTAL_BYTES` per load; a larger file is left
+  out whole (never cut), and said.
+* Text is UTF-8, invalid bytes replaced; a file with NUL bytes is no text and is left out.
+* A file is judged by its real path (a symlink by its target). A repository file, and what
+  it imports, must stay inside the project root and off its protected files (.env, keys,
+  .git), unless an allowed path (`rules.opts.allowed_paths`) holds it. Files the user
+  names outside the project (`~/.claude/CLAUDE.md`, absolute paths in their config) are read,
+  and so are their own imports: the user wrote them.
+* Imports go `MAX_DEPTH` deep; a file met twice is read once, so a loop ends.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import FileTooLarge, PathRefused
+from .tools.workspace import BINARY_SNIFF_BYTES, Workspace, read_regular
+
+MAX_FILE_BYTES = 1_000_000
+MAX_TOTAL_BYTES = 2_000_000
+MAX_DEPTH = 5
+MAX_FILES = 200
+ALLOW_OPTION = "rules.opts.allowed_paths"
+
+
+@dataclass(frozen=True)
+class Door:
+    """What may be read: the project root, plus the paths the user allowed (real paths)."""
+
+    root: Path
+    allowed: tuple[Path, ...] = ()
+    home: Path = field(default_factory=Path.home)
+
+    @classmethod
+    def of(cls, root: str, allowed: Iterable[str] = (), home: str | None = None) -> Door:
+        home_path = Path(home) if home else Path.home()
+        real = tuple(Path(os.path.realpath(expand(raw, home_path))) for raw in allowed if isinstance(raw, str) and raw)
+        return cls(Path(os.path.realpath(root or os.getcwd())), real, home_path)
+
+    def inside(self, real: Path) -> bool:
+        return real.is_relative_to(self.root)
+
+    def allows(self, real: Path) -> bool:
+        return any(real.is_relative_to(path) for path in self.allowed)
+
+    def refusal(self, real: Path) -> str | None:
+        """Why a repository file may not read `real`, or None when it may."""
+        if self.allows(real):
+            return None
+        if not self.inside(real):
+            return "outside the project"
+        return Workspace._protection([real.relative_to(self.root)], None)
+
+    def show(self, path: Path) -> str:
+        """`path` as messages name it: from the project root, else from `~`, else whole."""
+        if path.is_relative_to(self.root) and path != self.root:
+            return path.relative_to(self.root).as_posix()
+        if path.is_relative_to(self.home):
+            return "~/" + path.relative_to(self.home).as_posix()
+        return str(path)
+
+    def read(self, real: Path, limit: int = MAX_FILE_BYTES) -> str:
+        """A regular file's text (at most `limit` bytes), invalid UTF-8 replaced; `PathRefused`
+        says why not (`FileTooLarge` above the limit)."""
+        shown = self.show(real)
+        data = read_regular(real, shown, limit)
+        if b"\0" in data[:BINARY_SNIFF_BYTES]:
+            raise PathRefused(f"{shown} is not a text file (it holds NUL bytes)")
+        return data.decode("utf-8", errors="replace")
+
+
+def expand(raw: str, home: Path) -> str:
+    """`~` and `$VAR` expanded, as the editor expands a path."""
+    if raw == "~" or raw.startswith("~/"):
+        raw = str(home) + raw[1:]
+    return os.path.expandvars(raw)
+
+
+def imports(text: str) -> list[str]:
+    """The `@path` lines of a rules file, outside fenced code; one pass over the lines."""
+    found, fenced = [], False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and stripped.startswith("@") and len(stripped) > 1 and not any(c.isspace() for c in stripped):
+            found.append(stripped[1:])
+    return found
+
+
+@dataclass(frozen=True)
+class RuleFile:
+    path: str  # absolute, as the editor expanded the config's entry
+    parser: str | None = None
+    named: bool = False  # the user's config names it by an absolute or `~` path
+
+
+@dataclass
+class RulesLoad:
+    """One `rules.read`: the files read ({path, content}) and one sentence per problem."""
+
+    door: Door
+    items: list[dict[str, str]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    seen: set[Path] = field(default_factory=set)
+    left: int = MAX_TOTAL_BYTES
+
+    def add(
+        self, path: str, parser: str | None, *, trusted: bool, depth: int = 0, importer: str = "", written: str = ""
+    ) -> None:
+        """Read `path` and what it imports; `importer` and `written`: the file that imports it, as it names it."""
+        door = self.door
+        real = Path(os.path.realpath(path))
+        if not os.path.lexists(path) or not real.exists():
+            if importer:
+                self.problems.append(f"{importer} imports {door.show(Path(path))}, which does not exist")
+            return
+        if real in self.seen:
+            if importer:
+                self.problems.append(f"{importer} imports {door.show(real)} again (an import loop?): it is sent once")
+            return
+        why = None if trusted else door.refusal(real)
+        if why is not None:
+            named = written or door.show(Path(path))
+            link = f" (a link to {door.show(real)})" if Path(path) != real and named != door.show(real) else ""
+            what = f"{importer} imports {named}{link}" if importer else f"{named}{link}"
+            self.problems.append(f"{what}, which is {why}: not read (to allow it, add it to {ALLOW_OPTION})")
+            return
+        if len(self.seen) >= MAX_FILES:
+            self.problems.append(f"{door.show(real)} was left out: a load reads at most {MAX_FILES} files")
+            return
+        self.seen.add(real)
+        try:
+            text = door.read(real, min(MAX_FILE_BYTES, self.left))
+        except FileTooLarge as large:
+            cap = (
+                f"{_size(MAX_FILE_BYTES)}, the most a rules file may hold"
+                if large.limit == MAX_FILE_BYTES
+                else f"the {_size(large.limit)} left of the {_size(MAX_TOTAL_BYTES)} all rules files may hold"
+            )
+            self.problems.append(f"{door.show(real)} is larger than {cap}: it was left out")
+            return
+        except PathRefused as refused:
+            self.problems.append(f"{importer} imports {door.show(real)}: {refused}" if importer else str(refused))
+            return
+        self.left -= len(text.encode("utf-8", errors="replace"))
+        self.items.append({"path": str(real), "content": text})
+        if parser not in ("claude", "codecompanion"):
+            return
+        label = door.show(real)
+        # A file of the user's own outside the project may import what it likes.
+        trusted_imports = trusted and not door.inside(real)
+        for name in imports(text):
+            if depth >= MAX_DEPTH:
+                self.problems.append(f"{label}: @{name} is deeper than {MAX_DEPTH} imports and was left out")
+            else:
+                self.add(
+                    self.locate(name, real.parent),
+                    parser,
+                    trusted=trusted_imports,
+                    depth=depth + 1,
+                    importer=label,
+                    written=name,
+                )
+
+    def locate(self, name: str, beside: Path) -> str:
+        """An import's path: `~`, `$VAR` and absolute as they are; else beside the file, then in the root."""
+        raw = expand(name, self.door.home)
+        if raw.startswith("/"):
+            return os.path.normpath(raw)
+        near = os.path.normpath(beside / raw)
+        return near if os.path.lexists(near) else os.path.normpath(self.door.root / raw)
+
+
+def load_rules(payload: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """`rules.read` {cwd, home, allowed, files: [{path, parser, named}]}: {items, problems}."""
+    door = Door.of(str(payload.get("cwd") or ""), payload.get("allowed") or (), payload.get("home") or None)
+    load = RulesLoad(door)
+    for file in _rule_files(payload.get("files")):
+        load.add(file.path, file.parser, trusted=file.named)
+    return {"items": load.items, "problems": load.problems}
+
+
+def _rule_files(entries: Any) -> list[RuleFile]:
+    files = []
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("path"), str):
+            parser = entry.get("parser")
+            named = entry.get("named") is True
+            files.append(RuleFile(entry["path"], parser if isinstance(parser, str) else None, named))
+    return files
+
+
+def _size(count: int) -> str:
+    return f"{count / 1_000_000:g} MB" if count >= 1_000_000 else f"{count / 1000:.0f} KB"
+
+
+__all__ = ["Door", "RuleFile", "RulesLoad", "imports", "load_rules"]

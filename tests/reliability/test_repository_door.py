@@ -1,0 +1,188 @@
+"""The repository door (codecompanion_py/repository.py): what a repository's files can throw
+at a chat, in real Neovim against a local LLM server that records every request.
+
+* A project's CLAUDE.md that imports `~/.ssh/id_rsa`, `/etc/passwd`, `../x`, `.env` or a
+  symlink to a private file: none of them reaches the LLM, and the user is told which import
+  was left out and how to allow it (`rules.opts.allowed_paths`, which then lets it in).
+* A rules file that is, or imports, a FIFO or /dev/zero: refused at once, the chat opens.
+* Rules files that are huge, hold NUL bytes or invalid UTF-8, or import each other deeply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from codecompanion_py import repository
+from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from tests.e2e.conftest import editor, nvim_home  # noqa: F401 (fixtures)
+from tests.e2e.test_chat_surface import chat_config, notes, reply, send, setup
+from tests.e2e.test_context import block
+
+MARKER = "PRIVATE-KEY-MARKER-7f3a"
+
+
+def request_text(server) -> str:
+    return "\n".join(json.dumps(r.json()) for r in server.requests)
+
+
+def fake_home(tmp_path):
+    """A HOME with a private key and a file beside the project, both holding the marker."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text(f"-----BEGIN KEY-----\n{MARKER}\n")
+    (tmp_path / "outside.md").write_text(f"outside the project {MARKER}\n")
+    return home
+
+
+def open_chat_in(editor, project, home) -> int:  # noqa: F811
+    editor.lua(f"vim.env.HOME = '{home}'")
+    editor.nvim.command(f"cd {project}")
+    started = time.monotonic()
+    editor.nvim.command("CodeCompanionChat")
+    assert time.monotonic() - started < 10, "the chat must open at once"
+    return editor.nvim.current.buffer.number
+
+
+@pytest.mark.nvim
+def test_a_projects_rules_import_nothing_from_outside_it_and_say_what_was_left_out(editor, tmp_path):  # noqa: F811
+    home = fake_home(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text(
+        "Be brief.\n@~/.ssh/id_rsa\n@/etc/passwd\n@../outside.md\n@key.md\n@.env\n@docs/ok.md\n"
+    )
+    (project / "key.md").symlink_to(home / ".ssh" / "id_rsa")
+    (project / ".env").write_text(f"TOKEN={MARKER}\n")
+    (project / "docs").mkdir()
+    (project / "docs" / "ok.md").write_text("Inside rule.\n")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config(""))
+        chat = open_chat_in(editor, project, home)
+        assert block(editor, chat) == ["> Context:", "> - <rules>CLAUDE.md</rules>", "> - <rules>docs/ok.md</rules>"]
+        said = "\n".join(notes(editor))
+        for name in ("~/.ssh/id_rsa", "/etc/passwd", "../outside.md", "key.md (a link to ~/.ssh/id_rsa)", ".env"):
+            assert f"CLAUDE.md imports {name}" in said, said
+        assert "rules.opts.allowed_paths" in said
+        send(editor, "hello", 1)
+        sent = request_text(server)
+        assert "Inside rule." in sent and "Be brief." in sent
+        assert MARKER not in sent and "root:x:0" not in sent
+
+
+@pytest.mark.nvim
+def test_a_rules_file_that_is_a_symlink_out_of_the_project_is_not_read(editor, tmp_path):  # noqa: F811
+    home = fake_home(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "AGENTS.md").symlink_to(home / ".ssh" / "id_rsa")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config(""))
+        chat = open_chat_in(editor, project, home)
+        assert block(editor, chat) == []
+        assert any("AGENTS.md" in n and "outside the project" in n for n in notes(editor)), notes(editor)
+        send(editor, "hello", 1)
+        assert MARKER not in request_text(server)
+
+
+@pytest.mark.nvim
+def test_an_allowed_path_lets_its_import_in(editor, tmp_path):  # noqa: F811
+    home = fake_home(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "CLAUDE.md").write_text("@../outside.md\n@~/.ssh/id_rsa\n")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(
+            editor,
+            server.url,
+            chat_config("") + f' rules = {{ opts = {{ allowed_paths = {{ "{tmp_path}/outside.md" }} }} }},',
+        )
+        chat = open_chat_in(editor, project, home)
+        listed = block(editor, chat)
+        assert listed[:2] == ["> Context:", "> - <rules>CLAUDE.md</rules>"] and len(listed) == 3
+        assert listed[2].endswith("/outside.md</rules>")
+        assert any("CLAUDE.md imports ~/.ssh/id_rsa, which is outside" in n for n in notes(editor))
+        send(editor, "hello", 1)
+        sent = request_text(server)
+        assert "outside the project" in sent and "BEGIN KEY" not in sent
+
+
+@pytest.mark.nvim
+def test_rules_that_are_or_import_a_fifo_or_dev_zero_are_refused_and_the_chat_opens(editor, tmp_path):  # noqa: F811
+    home = fake_home(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    os.mkfifo(project / "AGENTS.md")  # nobody ever writes to it
+    os.mkfifo(project / "pipe.md")
+    (project / "CLAUDE.md").write_text("Rule.\n@pipe.md\n@/dev/zero\n")
+    zero = tmp_path / "zero.md"
+    zero.symlink_to("/dev/zero")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(
+            editor,
+            server.url,
+            chat_config("") + f' rules = {{ mine = {{ files = {{ "{zero}", "/dev/zero" }} }},'
+            ' opts = { chat = { autoload = { "default", "mine" } } } },',
+        )
+        chat = open_chat_in(editor, project, home)
+        assert block(editor, chat) == ["> Context:", "> - <rules>CLAUDE.md</rules>"]
+        said = "\n".join(notes(editor))
+        assert "'AGENTS.md' is a named pipe (FIFO)" in said, said
+        assert "CLAUDE.md imports pipe.md: 'pipe.md' is a named pipe (FIFO)" in said
+        assert "CLAUDE.md imports /dev/zero, which is outside the project" in said
+        assert "'/dev/zero' is a device" in said
+        send(editor, "hello", 1)
+        assert "Rule." in request_text(server)
+
+
+@pytest.mark.nvim
+def test_huge_binary_and_invalid_utf8_rules_files_are_said_and_the_chat_goes_on(editor, tmp_path):  # noqa: F811
+    home = fake_home(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "AGENTS.md").write_bytes(b"Caf\xe9 rule \xff\xfe ok.\n")
+    (project / "AGENT.md").write_bytes(b"\0\1\2binary")
+    (project / ".rules").write_text("x" * (repository.MAX_FILE_BYTES + 1))
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config(""))
+        chat = open_chat_in(editor, project, home)
+        assert block(editor, chat) == ["> Context:", "> - <rules>AGENTS.md</rules>"]
+        said = "\n".join(notes(editor))
+        assert "AGENT.md is not a text file" in said, said
+        assert ".rules is larger than 1 MB" in said
+        send(editor, "hello", 1)
+        assert "Caf\ufffd rule \ufffd\ufffd ok." in server.requests[0].json()["messages"][-2]["content"]
+
+
+def test_imports_chain_only_so_deep_and_the_rules_only_so_large(tmp_path):
+    for i in range(8):
+        (tmp_path / f"r{i}.md").write_text(f"rule {i}\n@r{i + 1}.md\n")
+    files = [{"path": str(tmp_path / "r0.md"), "parser": "claude"}]
+    loaded = repository.load_rules({"cwd": str(tmp_path), "files": files})
+    assert [os.path.basename(i["path"]) for i in loaded["items"]] == [f"r{i}.md" for i in range(6)]
+    assert loaded["problems"] == ["r5.md: @r6.md is deeper than 5 imports and was left out"]
+
+    big = "y" * (repository.MAX_FILE_BYTES - 10)
+    for name in ("a.md", "b.md", "c.md"):
+        (tmp_path / name).write_text(big)
+    files = [{"path": str(tmp_path / name)} for name in ("a.md", "b.md", "c.md")]
+    loaded = repository.load_rules({"cwd": str(tmp_path), "files": files})
+    assert len(loaded["items"]) == 2
+    assert sum(len(i["content"]) for i in loaded["items"]) <= repository.MAX_TOTAL_BYTES
+    assert loaded["problems"] and "c.md" in loaded["problems"][0] and "2 MB" in loaded["problems"][0]
+
+
+def test_a_users_own_rules_file_outside_the_project_may_import_beside_it(tmp_path):
+    home = fake_home(tmp_path)
+    (home / ".claude").mkdir()
+    (home / ".claude" / "CLAUDE.md").write_text("Mine.\n@notes.md\n")
+    (home / ".claude" / "notes.md").write_text("My notes.\n")
+    project = tmp_path / "proj"
+    project.mkdir()
+    files = [{"path": str(home / ".claude" / "CLAUDE.md"), "parser": "claude", "named": True}]
+    loaded = repository.load_rules({"cwd": str(project), "home": str(home), "files": files})
+    assert [i["content"] for i in loaded["items"]] == ["Mine.\n@notes.md\n", "My notes.\n"]
+    assert loaded["problems"] == []
