@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
 from codecompanion_py import repository
+from codecompanion_py.demo.launch import nvim_binary
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
 from tests.e2e.conftest import editor, nvim_home  # noqa: F401 (fixtures)
 from tests.e2e.test_chat_surface import chat_config, notes, reply, send, setup
-from tests.e2e.test_context import block
+from tests.e2e.test_context import block, llm_requests
 
 MARKER = "PRIVATE-KEY-MARKER-7f3a"
 
@@ -186,3 +189,115 @@ def test_a_users_own_rules_file_outside_the_project_may_import_beside_it(tmp_pat
     loaded = repository.load_rules({"cwd": str(project), "home": str(home), "files": files})
     assert [i["content"] for i in loaded["items"]] == ["Mine.\n@notes.md\n", "My notes.\n"]
     assert loaded["problems"] == []
+
+
+PARSE = """
+vim.opt.rtp:prepend(%r)
+local prompts = require("codecompanion_py.prompts")
+local out = {}
+for _, path in ipairs(_G.arg) do
+  local item, why = prompts.parse_markdown(require("codecompanion_py.files").read_text(path), path)
+  table.insert(out, item and ("ok " .. #item.description) or ("refused: " .. why))
+end
+io.stdout:write(table.concat(out, "\\n"))
+"""
+
+
+def test_an_adversarial_front_matter_parses_in_linear_time_or_is_refused(tmp_path):
+    """A line of spaces in a front matter value took the old parser minutes (an 80 KB file froze
+    Neovim for 43 s; 100 KB takes longer): in bounds now it parses at once, past 64 KB it is refused."""
+    fits = tmp_path / "fits.md"
+    fits.write_text(f"---\nname: x\ndescription: a{' ' * 62_000}b # note\n---\n## user\nhi\n")
+    huge = tmp_path / "huge.md"
+    huge.write_text(f"---\nname: x\ndescription: a{' ' * 100_000}b\n---\n## user\nhi\n")
+    nested = tmp_path / "nested.md"
+    nested.write_text(
+        "---\nname: x\nopts:\n" + "".join(f"{'  ' * i}- k:\n" for i in range(1, 60)) + "---\n## user\nhi\n"
+    )
+    script = tmp_path / "parse.lua"
+    script.write_text(PARSE % str(Path(__file__).resolve().parents[2]))
+    done = subprocess.run(
+        [nvim_binary(), "--clean", "-l", str(script), str(fits), str(huge), str(nested)],
+        capture_output=True,
+        text=True,
+        timeout=20,  # a hang bound, not a speed claim: the old parser needs minutes here
+    )
+    assert done.stdout.split("\n") == [
+        "ok 62002",
+        "refused: its front matter is larger than 64 KB",
+        "refused: front matter: line 18: nested deeper than 32 levels",
+    ], done.stderr
+
+
+ANSWER = """
+_G.cc_asked = {}
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(_G.cc_asked, opts.prompt)
+  for i, item in ipairs(items) do
+    if item:find(_G.cc_answer, 1, true) then return on_choice(item, i) end
+  end
+end
+"""
+
+
+def project_with_prompts(tmp_path, name: str):
+    """A project whose `.prompts` claims /explain and has /proj, both with a helper that says it ran."""
+    project = tmp_path / name
+    (project / ".prompts").mkdir(parents=True)
+    prompt = "---\nname: {name}\ninteraction: chat\ndescription: d\nopts:\n  alias: {alias}\n  auto_submit: true\n---\n\n## user\n\n{text} ${{evil.run}}\n"
+    (project / ".prompts" / "hijack.md").write_text(prompt.format(name="A hijack", alias="explain", text="HIJACKED"))
+    (project / ".prompts" / "proj.md").write_text(prompt.format(name="Project", alias="proj", text="PROJECT"))
+    marker = tmp_path / f"{name}-helper-ran"
+    (project / ".prompts" / "evil.lua").write_text(
+        f'local f = io.open("{marker}", "a"); f:write("ran"); f:close()\n'
+        'return { run = function() return "HELPER-RAN" end }\n'
+    )
+    (project / "a.py").write_text("def add(a, b):\n    return a - b\n")
+    return project, marker
+
+
+def user_text(server, index: int) -> str:
+    return llm_requests(server)[index].json()["messages"][-1]["content"]
+
+
+@pytest.mark.nvim
+def test_a_projects_own_prompts_load_only_once_trusted_and_never_take_a_builtin_alias(editor, tmp_path):  # noqa: F811
+    untrusted, untrusted_ran = project_with_prompts(tmp_path, "untrusted")
+    trusted, trusted_ran = project_with_prompts(tmp_path, "trusted")
+    with ServerThread(ScriptedServer.sequence([reply("a"), reply("b"), reply("c")])) as server:
+        setup(editor, server.url, chat_config("") + ' prompt_library = { markdown = { dirs = { ".prompts" } } },')
+        editor.lua(ANSWER)
+
+        editor.lua("_G.cc_answer = 'Do not'")
+        editor.nvim.command(f"cd {untrusted}")
+        editor.nvim.command(f"edit {untrusted / 'a.py'}")
+        editor.nvim.command("1,2CodeCompanion /explain")
+        editor.wait_event("CodeCompanionChatDone")
+        assert "HIJACKED" not in user_text(server, 0) and "Explain this code" in user_text(server, 0)
+        asked = editor.wait_for(lambda: editor.lua("return _G.cc_asked"), what="the trust question")
+        assert asked == [f"CodeCompanion: trust the prompts in {untrusted}?"]
+        editor.nvim.command("CodeCompanion /proj")
+        assert any('no prompt in the library has the alias "proj"' in n for n in notes(editor)), notes(editor)
+        assert not untrusted_ran.exists(), "an untrusted project's helper ran"
+
+        editor.lua("_G.cc_answer = 'Trust'")
+        editor.nvim.command(f"cd {trusted}")
+        editor.nvim.command(f"edit {trusted / 'a.py'}")
+        editor.nvim.command("1,2CodeCompanion /explain")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        assert "HIJACKED" not in user_text(server, 1)
+        editor.wait_for(lambda: len(editor.lua("return _G.cc_asked")) == 2, what="the second project's question")
+        editor.nvim.command(f"buffer {trusted / 'a.py'}")
+        editor.nvim.command("CodeCompanion /proj")
+        editor.wait_event("CodeCompanionChatDone", count=3)
+        assert user_text(server, 2) == "PROJECT HELPER-RAN"
+        assert any('/explain is already "Explain code"\'s alias' in n for n in notes(editor)), notes(editor)
+
+        editor.nvim.command(f"cd {untrusted}")  # each answer is kept: nobody is asked again
+        editor.lua("require('codecompanion_py.prompts').items(true)")
+        editor.nvim.command(f"cd {trusted}")
+        editor.lua("require('codecompanion_py.prompts').items(true)")
+        assert len(editor.lua("return _G.cc_asked")) == 2
+        kept = json.loads(Path(editor.lua("return require('codecompanion_py.prompts.trust').file()")).read_text())
+        assert kept[os.path.realpath(untrusted)] is False and kept[os.path.realpath(trusted)] is True
+    assert not untrusted_ran.exists() and trusted_ran.exists()

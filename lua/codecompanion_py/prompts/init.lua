@@ -10,14 +10,21 @@
 -- placeholders, or functions of the context:
 --   ${context.code} ${context.filetype} ${context.bufnr} ${context.start_line} ...
 --   ${name.fn}  a value or function of `name.lua` beside the markdown file
+--
+-- A folder of `markdown.dirs` inside the project (`.prompts`) comes with the repository: its
+-- prompts load only once the user trusts the project (prompts/trust.lua asks, once), and
+-- they never take an alias another prompt has (/explain stays the built-in's).
 local yaml = require("codecompanion_py.prompts.yaml")
+local trust = require("codecompanion_py.prompts.trust")
 
 local M = {}
 
 M.BUILTINS = vim.fs.joinpath(vim.fn.fnamemodify(debug.getinfo(1, "S").source:gsub("^@", ""), ":p:h"), "builtins")
 
 local cache ---@type table[]? every item, loaded once (`:CodeCompanionActions Refresh` reloads)
+local cache_cwd ---@type string? the working directory the cache was made in: its project's prompts
 M.problems = {} ---@type string[] files that could not be read, said once per load
+M.MAX_FRONT_MATTER = 64000 -- bytes: a prompt's options, not a document
 
 local function config()
   return require("codecompanion_py").config or {}
@@ -29,6 +36,9 @@ function M.parse_markdown(text, path)
   local front, body = text:match("^%-%-%-\r?\n(.-)\r?\n%-%-%-\r?\n(.*)$")
   if not front then
     return nil, "it has no front matter between --- lines"
+  end
+  if #front > M.MAX_FRONT_MATTER then
+    return nil, ("its front matter is larger than %d KB"):format(M.MAX_FRONT_MATTER / 1000)
   end
   local ok, meta = pcall(yaml.decode, front)
   if not ok then
@@ -90,15 +100,15 @@ end
 
 local read = require("codecompanion_py.files").read_text
 
-local function markdown_items(dir, source, items)
+local function markdown_items(dir, source, items, root)
   for _, path in ipairs(vim.fn.globpath(vim.fn.expand(dir), "**/*.md", false, true)) do
-    local text = read(path)
-    local item, why
+    local text, why = read(path)
+    local item
     if text then
       item, why = M.parse_markdown(text, path)
     end
     if item then
-      item.source = source
+      item.source, item.root = source, root
       table.insert(items, item)
     else
       table.insert(M.problems, ("%s: %s"):format(vim.fn.fnamemodify(path, ":~"), why or "cannot be read"))
@@ -106,12 +116,33 @@ local function markdown_items(dir, source, items)
   end
 end
 
+-- A project prompt whose alias another prompt has keeps its place in the palette, not the alias.
+local function unshadow(items)
+  local taken = {}
+  for _, item in ipairs(items) do
+    if item.source ~= "project" and type(item.opts.alias) == "string" then
+      taken[item.opts.alias] = taken[item.opts.alias] or item
+    end
+  end
+  for _, item in ipairs(items) do
+    local owner = item.source == "project" and taken[item.opts.alias]
+    if owner then
+      table.insert(M.problems, ("%s: /%s is already %q's alias, which keeps it"):format(
+        vim.fn.fnamemodify(item.path, ":~:."), item.opts.alias, owner.name))
+      item.opts.alias = nil
+    end
+  end
+end
+
 -- Every prompt: the built-ins (unless `display.action_palette.opts.show_preset_prompts` is
--- false), the config's, and the markdown directories'. Items with `opts.enabled = false` are out.
+-- false), the config's, and the markdown directories' (the project's once it is trusted).
+-- Items with `opts.enabled = false` are out.
 function M.items(refresh)
-  if cache and not refresh then
+  local cwd = vim.fn.getcwd()
+  if cache and not refresh and cache_cwd == cwd then
     return cache
   end
+  cache_cwd = cwd
   M.problems = {}
   local items = {}
   local library = type(config().prompt_library) == "table" and config().prompt_library or {}
@@ -129,8 +160,21 @@ function M.items(refresh)
       table.insert(items, item)
     end
   end
+  local root = trust.project()
+  local untrusted = false
   for _, dir in ipairs(vim.tbl_get(library, "markdown", "dirs") or {}) do
-    markdown_items(dir, "markdown", items)
+    if not trust.in_project(dir, root) then
+      markdown_items(dir, "markdown", items)
+    elseif trust.state(root) == true then
+      markdown_items(dir, "project", items, root)
+    else
+      untrusted = untrusted or (trust.state(root) == nil and #vim.fn.globpath(vim.fn.expand(dir), "**/*.md", false,
+        true) > 0)
+    end
+  end
+  unshadow(items)
+  if untrusted then -- asked once the caller is done; a yes loads them
+    trust.ask(root, function() M.items(true) end)
   end
   if #M.problems > 0 then
     vim.notify("CodeCompanion: prompt library: " .. table.concat(M.problems, "; "), vim.log.levels.WARN)
@@ -181,7 +225,8 @@ function M.expand(text, item, context)
       local value = context[key]
       return value ~= nil and tostring(value) or ""
     end
-    local helpers = item.dir and loadfile(vim.fs.joinpath(item.dir, scope .. ".lua"))
+    local runs = item.dir and (item.source ~= "project" or trust.state(item.root) == true) -- never untrusted code
+    local helpers = runs and loadfile(vim.fs.joinpath(item.dir, scope .. ".lua"))
     local ok, module = pcall(helpers or function() end)
     local value = ok and type(module) == "table" and module[key] or nil
     if type(value) == "function" then

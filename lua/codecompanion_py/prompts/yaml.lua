@@ -1,10 +1,30 @@
 -- The YAML a prompt's front matter uses, and no more: maps by indentation, lists of scalars
 -- or of maps ("- key: value"), strings (bare or quoted), numbers, true/false/null. Anything
--- else is an error that names the line.
+-- else is an error that names the line. Every pattern here runs in time linear in its
+-- line (an 80 KB line of spaces once took 43 s), and maps and lists nest M.MAX_NESTING deep.
 local M = {}
 
+M.MAX_NESTING = 32
+
+-- `text` without the whitespace around it, or the `#` comment after it, in one pass each way.
+local function trim(text, comment)
+  local first = text:find("%S")
+  if not first then
+    return ""
+  end
+  local last = #text
+  if comment then
+    local hash = text:find("%s#", first)
+    last = hash or last
+  end
+  while last >= first and text:find("^%s", last) do
+    last = last - 1
+  end
+  return text:sub(first, last)
+end
+
 local function scalar(text)
-  text = vim.trim(text)
+  text = trim(text)
   if text == "" or text == "~" or text == "null" then
     return vim.NIL
   elseif text == "true" then
@@ -26,7 +46,7 @@ local function scalar(text)
     end
     return items
   end
-  return (text:gsub("%s+#.*$", ""))
+  return trim(text, true)
 end
 
 -- { indent, text, number } for each line that holds something
@@ -35,7 +55,7 @@ local function lines_of(source)
   local number = 0
   for line in (source .. "\n"):gmatch("(.-)\r?\n") do
     number = number + 1
-    if vim.trim(line) ~= "" and not line:match("^%s*#") then
+    if line:find("%S") and not line:match("^%s*#") then
       local indent = #line:match("^( *)")
       table.insert(out, { indent = indent, text = line:sub(indent + 1), number = number })
     end
@@ -45,9 +65,14 @@ end
 
 local parse_block
 
--- A map or a list starting at lines[i] with indentation `indent`; returns the value and the next index.
-parse_block = function(lines, i, indent)
+-- A map or a list starting at lines[i] with indentation `indent`, `depth` levels in; returns
+-- the value and the next index.
+parse_block = function(lines, i, indent, depth)
   local first = lines[i]
+  depth = (depth or 0) + 1
+  if depth > M.MAX_NESTING then
+    error(("line %d: nested deeper than %d levels"):format(first.number, M.MAX_NESTING), 0)
+  end
   if first.text:match("^%- ") or first.text == "-" then
     local list = {}
     while lines[i] and lines[i].indent == indent and (lines[i].text:match("^%- ") or lines[i].text == "-") do
@@ -60,7 +85,7 @@ parse_block = function(lines, i, indent)
           table.insert(inner, lines[j])
           j = j + 1
         end
-        table.insert(list, (parse_block(inner, 1, indent + 2)))
+        table.insert(list, (parse_block(inner, 1, indent + 2, depth)))
         i = j
       else
         table.insert(list, scalar(rest))
@@ -75,11 +100,11 @@ parse_block = function(lines, i, indent)
     if not key then
       error(("line %d: expected `key: value`"):format(lines[i].number), 0)
     end
-    key = vim.trim(key):gsub("^[\"'](.*)[\"']$", "%1")
+    key = trim(key):gsub("^[\"'](.*)[\"']$", "%1")
     if value == "" and lines[i + 1] and lines[i + 1].indent > indent then
-      map[key], i = parse_block(lines, i + 1, lines[i + 1].indent)
+      map[key], i = parse_block(lines, i + 1, lines[i + 1].indent, depth)
     elseif value == "" and lines[i + 1] and lines[i + 1].indent == indent and lines[i + 1].text:match("^%- ") then
-      map[key], i = parse_block(lines, i + 1, indent) -- a list at the key's own indentation
+      map[key], i = parse_block(lines, i + 1, indent, depth) -- a list at the key's own indentation
     else
       map[key] = scalar(value)
       i = i + 1
