@@ -21,6 +21,7 @@ import msgspec
 
 from ..errors import ConfigError
 from ..messages import ImagePart, Message, TextPart
+from ..repository import valid_text
 
 _BACKTICKS = re.compile(r"`{3,}")
 
@@ -49,9 +50,11 @@ def items_of(raw: Any) -> list[ContextItem]:
     if not raw:
         return []
     try:
-        return msgspec.convert(raw, list[ContextItem])
+        items = msgspec.convert(raw, list[ContextItem])
     except msgspec.ValidationError as error:
         raise ConfigError(f"the editor sent context the engine cannot read: {error}") from None
+    # a file the editor read may hold bytes that are not UTF-8: replaced, or the request could not be sent
+    return [msgspec.structs.replace(i, content=valid_text(i.content)) if i.content else i for i in items]
 
 
 def fenced(content: str, language: str = "") -> str:

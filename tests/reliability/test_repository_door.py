@@ -301,3 +301,24 @@ def test_a_projects_own_prompts_load_only_once_trusted_and_never_take_a_builtin_
         kept = json.loads(Path(editor.lua("return require('codecompanion_py.prompts.trust').file()")).read_text())
         assert kept[os.path.realpath(untrusted)] is False and kept[os.path.realpath(trusted)] is True
     assert not untrusted_ran.exists() and trusted_ran.exists()
+
+
+@pytest.mark.nvim
+def test_file_context_of_a_fifo_a_device_or_invalid_utf8_is_said_and_the_chat_goes_on(editor, tmp_path):  # noqa: F811
+    project = tmp_path / "proj"
+    project.mkdir()
+    os.mkfifo(project / "pipe.txt")
+    (project / "latin1.txt").write_bytes(b"caf\xe9 \xff end\n")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.nvim.command(f"cd {project}")
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        for name, why in (("pipe.txt", "pipe.txt is a named pipe (FIFO), not a file"), ("/dev/zero", "is a device")):
+            editor.type_prompt(f"#{{file:{name}}} please")
+            editor.nvim.input("<CR>")
+            editor.wait_for(lambda why=why: any(why in n for n in notes(editor)), what=why)
+            assert server.requests == [] and editor.nvim.current.buffer.options["modifiable"]
+            editor.nvim.current.buffer[-1] = ""
+        send(editor, "#{file:latin1.txt} read", 1)
+        assert "end" in request_text(server), (editor.text(chat), notes(editor))
