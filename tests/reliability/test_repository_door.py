@@ -322,3 +322,26 @@ def test_file_context_of_a_fifo_a_device_or_invalid_utf8_is_said_and_the_chat_go
             editor.nvim.current.buffer[-1] = ""
         send(editor, "#{file:latin1.txt} read", 1)
         assert "end" in request_text(server), (editor.text(chat), notes(editor))
+
+
+@pytest.mark.nvim
+def test_file_context_of_a_project_name_that_links_out_of_the_project_is_refused(editor, tmp_path):  # noqa: F811
+    home = fake_home(tmp_path)
+    project = tmp_path / "proj"
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "notes.md").symlink_to(home / ".ssh" / "id_rsa")
+    (project / "docs" / "real.md").write_text("real notes\n")
+    (project / "docs" / "alias.md").symlink_to("real.md")  # a link inside the project is fine
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.nvim.command(f"cd {project}")
+        editor.nvim.command("CodeCompanionChat")
+        editor.type_prompt("#{file:docs/notes.md} please")
+        editor.nvim.input("<CR>")
+        said = "docs/notes.md is a link to"
+        editor.wait_for(lambda: any(said in n and "outside the project" in n for n in notes(editor)), what=said)
+        assert server.requests == []
+        editor.nvim.current.buffer[-1] = ""
+        send(editor, "#{file:docs/alias.md} read", 1)
+        sent = request_text(server)
+        assert "real notes" in sent and MARKER not in sent
