@@ -23,16 +23,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .errors import FileTooLarge, PathRefused
-from .tools.workspace import BINARY_SNIFF_BYTES, Workspace, read_regular
+from .tools.workspace import BINARY_SNIFF_BYTES, protected_reason, read_regular
 
 MAX_FILE_BYTES = 1_000_000
 MAX_TOTAL_BYTES = 2_000_000
 MAX_DEPTH = 5
 MAX_FILES = 200
+MAX_IMPORTS = 1000  # `@path` lines followed per load
+MAX_PROBLEMS = 20  # sentences said; the rest are counted
 ALLOW_OPTION = "rules.opts.allowed_paths"
 
 
@@ -62,7 +64,7 @@ class Door:
             return None
         if not self.inside(real):
             return "outside the project"
-        return Workspace._protection([real.relative_to(self.root)], None)
+        return protected_reason(PurePosixPath(real.relative_to(self.root)))
 
     def show(self, path: Path) -> str:
         """`path` as messages name it: from the project root, else from `~`, else whole."""
@@ -130,6 +132,27 @@ class RulesLoad:
     problems: list[str] = field(default_factory=list)
     seen: set[Path] = field(default_factory=set)
     left: int = MAX_TOTAL_BYTES
+    imports: int = 0
+    unsaid: int = 0
+    capped: list[str] = field(default_factory=list)  # files left out for the load's caps
+
+    def say(self, problem: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
+        else:
+            self.unsaid += 1
+
+    def summary(self) -> list[str]:
+        """The problems, with the files the caps left out and the rest counted in one line each."""
+        out = list(self.problems)
+        if self.capped:
+            names = ", ".join(self.capped[:5]) + (f" and {len(self.capped) - 5} more" if len(self.capped) > 5 else "")
+            out.append(
+                f"{names} left out: the rules read at most {MAX_FILES} files and {_size(MAX_TOTAL_BYTES)} in all"
+            )
+        if self.unsaid:
+            out.append(f"and {self.unsaid} more problems")
+        return out
 
     def add(
         self, path: str, parser: str | None, *, trusted: bool, depth: int = 0, importer: str = "", written: str = ""
@@ -139,35 +162,33 @@ class RulesLoad:
         real = Path(os.path.realpath(path))
         if not os.path.lexists(path) or not real.exists():
             if importer:
-                self.problems.append(f"{importer} imports {door.show(Path(path))}, which does not exist")
+                self.say(f"{importer} imports {door.show(Path(path))}, which does not exist")
             return
         if real in self.seen:
             if importer:
-                self.problems.append(f"{importer} imports {door.show(real)} again (an import loop?): it is sent once")
+                self.say(f"{importer} imports {door.show(real)} again (an import loop?): it is sent once")
             return
         why = None if trusted else door.refusal(real)
         if why is not None:
             named = written or door.show(Path(path))
             link = f" (a link to {door.show(real)})" if Path(path) != real and named != door.show(real) else ""
             what = f"{importer} imports {named}{link}" if importer else f"{named}{link}"
-            self.problems.append(f"{what}, which is {why}: not read (to allow it, add it to {ALLOW_OPTION})")
+            self.say(f"{what}, which is {why}: not read (to allow it, add it to {ALLOW_OPTION})")
             return
         if len(self.seen) >= MAX_FILES:
-            self.problems.append(f"{door.show(real)} was left out: a load reads at most {MAX_FILES} files")
+            self.capped.append(door.show(real))
             return
         self.seen.add(real)
         try:
             text = door.read(real, min(MAX_FILE_BYTES, self.left))
         except FileTooLarge as large:
-            cap = (
-                f"{_size(MAX_FILE_BYTES)}, the most a rules file may hold"
-                if large.limit == MAX_FILE_BYTES
-                else f"the {_size(large.limit)} left of the {_size(MAX_TOTAL_BYTES)} all rules files may hold"
-            )
-            self.problems.append(f"{door.show(real)} is larger than {cap}: it was left out")
+            if large.limit < MAX_FILE_BYTES:
+                self.capped.append(door.show(real))
+            else:
+                self.say(f"{door.show(real)} is larger than {_size(MAX_FILE_BYTES)}, the most a rules file may hold")
             return
         except PathRefused as refused:
-            self.problems.append(f"{importer} imports {door.show(real)}: {refused}" if importer else str(refused))
+            self.say(f"{importer} imports {door.show(real)}: {refused}" if importer else str(refused))
             return
         self.left -= len(text.encode("utf-8", errors="replace"))
         self.items.append({"path": str(real), "content": text})
@@ -177,8 +198,12 @@ class RulesLoad:
         # A file of the user's own outside the project may import what it likes.
         trusted_imports = trusted and not door.inside(real)
         for name in imports(text):
+            self.imports += 1
+            if self.imports > MAX_IMPORTS:
+                self.say(f"{label}: @{name} and the imports after it were left out ({MAX_IMPORTS} at most)")
+                return
             if depth >= MAX_DEPTH:
-                self.problems.append(f"{label}: @{name} is deeper than {MAX_DEPTH} imports and was left out")
+                self.say(f"{label}: @{name} is deeper than {MAX_DEPTH} imports and was left out")
             else:
                 self.add(
                     self.locate(name, real.parent),
@@ -204,7 +229,7 @@ def load_rules(payload: Mapping[str, Any]) -> dict[str, list[Any]]:
     load = RulesLoad(door)
     for file in _rule_files(payload.get("files")):
         load.add(file.path, file.parser, trusted=file.named)
-    return {"items": load.items, "problems": load.problems}
+    return {"items": load.items, "problems": load.summary()}
 
 
 def _rule_files(entries: Any) -> list[RuleFile]:

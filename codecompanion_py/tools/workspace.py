@@ -359,6 +359,11 @@ class Workspace:
         return mode
 
 
+def protected_reason(relative: PurePosixPath) -> str | None:
+    """Why a path in the project is protected (.git, .env*, keys, credentials), or None."""
+    return Workspace._protection([relative], None)
+
+
 def read_regular(path: Path, shown: str, max_bytes: int) -> bytes:
     """The bytes of the regular file at the real path `path` (its last component no link), at
     most `max_bytes`: FIFOs, devices and sockets are refused without being opened for reading."""
@@ -442,4 +447,4 @@ def _file_text(data: bytes, text: str, mode: int, default_newline: str) -> FileT
     return FileText(text.replace("\r\n", "\n"), newline, data.endswith(b"\n"), sha256_of(data), mode)
 
 
-__all__ = ["FileText", "Target", "Workspace", "read_regular", "sha256_of"]
+__all__ = ["FileText", "Target", "Workspace", "protected_reason", "read_regular", "sha256_of"]

@@ -155,7 +155,7 @@ def test_huge_binary_and_invalid_utf8_rules_files_are_said_and_the_chat_goes_on(
         assert block(editor, chat) == ["> Context:", "> - <rules>AGENTS.md</rules>"]
         said = "\n".join(notes(editor))
         assert "AGENT.md is not a text file" in said, said
-        assert ".rules is larger than 1 MB" in said
+        assert ".rules is larger than 1 MB, the most a rules file may hold" in said
         send(editor, "hello", 1)
         assert "Caf\ufffd rule \ufffd\ufffd ok." in server.requests[0].json()["messages"][-2]["content"]
 
@@ -175,7 +175,14 @@ def test_imports_chain_only_so_deep_and_the_rules_only_so_large(tmp_path):
     loaded = repository.load_rules({"cwd": str(tmp_path), "files": files})
     assert len(loaded["items"]) == 2
     assert sum(len(i["content"]) for i in loaded["items"]) <= repository.MAX_TOTAL_BYTES
-    assert loaded["problems"] and "c.md" in loaded["problems"][0] and "2 MB" in loaded["problems"][0]
+    assert loaded["problems"] == ["c.md left out: the rules read at most 200 files and 2 MB in all"]
+
+    (tmp_path / "many.md").write_text("".join(f"@missing{i}.md\n" for i in range(5000)))
+    loaded = repository.load_rules(
+        {"cwd": str(tmp_path), "files": [{"path": str(tmp_path / "many.md"), "parser": "claude"}]}
+    )
+    assert len(loaded["problems"]) == repository.MAX_PROBLEMS + 1
+    assert loaded["problems"][-1] == "and 981 more problems"  # 1,000 imports followed, one line for the rest
 
 
 def test_a_users_own_rules_file_outside_the_project_may_import_beside_it(tmp_path):
