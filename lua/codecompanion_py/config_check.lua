@@ -224,6 +224,7 @@ M.SPEC = {
         autoload_groups_in_prompt_library = "the prompt library is not in this plugin yet",
       },
       show_presets = OK,
+      allowed_paths = OK, -- this plugin's own: what a project's rules may import from outside it
     },
   },
   mcp = {

@@ -108,6 +108,10 @@ def test_an_allowed_path_lets_its_import_in(editor, tmp_path):  # noqa: F811
         assert listed[:2] == ["> Context:", "> - <rules>CLAUDE.md</rules>"] and len(listed) == 3
         assert listed[2].endswith("/outside.md</rules>")
         assert any("CLAUDE.md imports ~/.ssh/id_rsa, which is outside" in n for n in notes(editor))
+        known = (
+            'return require("codecompanion_py.config_check").unsupported({ rules = { opts = { allowed_paths = {} } } })'
+        )
+        assert editor.lua(known) == []  # an option setup() does not call unknown
         send(editor, "hello", 1)
         sent = request_text(server)
         assert "outside the project" in sent and "BEGIN KEY" not in sent
