@@ -140,6 +140,8 @@ class Engine:
             return config.adapter_names(self.config)
         if method == "rules.read":  # a chat's rules files, through the repository door (no waiting)
             return repository.load_rules(payload)
+        if method == "files.read":  # files the user names (#{file:}, the prompt library), through it too
+            return repository.read_named(payload)
         if method.startswith("mcp."):  # `/mcp`, MCP prompts and resources (mcp/servers.py)
             return self._wait(self._mcp_request(method, payload), timeout=60)
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it

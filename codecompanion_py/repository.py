@@ -1,5 +1,6 @@
 """The door every repository file the editor shows or sends comes through: rules files and
-their `@path` imports (Lua's `rules.lua` asks with `rules.read`), and files the user names.
+their `@path` imports (Lua's `rules.lua` asks with `rules.read`), and the files the user
+names: a `#{file:}`, the prompt library's markdown files (`files.read`, Lua's `files.lua`).
 
 It sits beside the engine, not under `tools/`, because the LLM plays no part here: the
 editor reads the files for the user. It reuses the file tools' workspace for what a
@@ -16,6 +17,8 @@ project file is (real paths, protected names) and how one is read without blocki
   names outside the project (`~/.claude/CLAUDE.md`, absolute paths in their config) are read,
   and so are their own imports: the user wrote them.
 * Imports go `MAX_DEPTH` deep; a file met twice is read once, so a loop ends.
+* A file the user names is read wherever it is, but a name inside the project must lead
+  inside it: `docs/notes.md` linking to `~/.ssh/id_rsa` is refused (name that file itself).
 """
 
 from __future__ import annotations
@@ -82,6 +85,37 @@ class Door:
         if b"\0" in data[:BINARY_SNIFF_BYTES]:
             raise PathRefused(f"{shown} is not a text file (it holds NUL bytes)")
         return data.decode("utf-8", errors="replace")
+
+
+def read_named(payload: Mapping[str, Any]) -> list[dict[str, str]]:
+    """`files.read` {cwd, home, paths}: for each path (absolute) {content}, or {error} saying why not."""
+    cwd = str(payload.get("cwd") or os.getcwd())
+    door = Door.of(cwd, (), payload.get("home") or None)
+    paths = payload.get("paths")
+    out: list[dict[str, str]] = []
+    for path in paths if isinstance(paths, list) else ():
+        if len(out) >= MAX_FILES:
+            out.append({"error": f"left out: at most {MAX_FILES} files are read at once"})
+            continue
+        try:
+            named = Path(os.path.normpath(os.path.join(cwd, str(path))))  # from the editor's cwd, not ours
+            out.append({"content": _named(door, named, Path(os.path.normpath(cwd)))})
+        except PathRefused as refused:
+            out.append({"error": str(refused)})
+    return out
+
+
+def _named(door: Door, path: Path, cwd: Path) -> str:
+    real = Path(os.path.realpath(path))
+    named_inside = path.is_relative_to(cwd) or path.is_relative_to(door.root)
+    if named_inside and not door.inside(real):
+        shown = door.show(path) if path.is_relative_to(door.root) else str(path.relative_to(cwd))
+        raise PathRefused(
+            f"{shown} is a link to {door.show(real)}, outside the project; to share that file, name it itself"
+        )
+    if not real.exists():
+        raise PathRefused(f"{door.show(path)} does not exist")
+    return door.read(real)
 
 
 def valid_text(text: str) -> str:
@@ -246,4 +280,4 @@ def _size(count: int) -> str:
     return f"{count / 1_000_000:g} MB" if count >= 1_000_000 else f"{count / 1000:.0f} KB"
 
 
-__all__ = ["Door", "RuleFile", "RulesLoad", "imports", "load_rules", "valid_text"]
+__all__ = ["Door", "RuleFile", "RulesLoad", "imports", "load_rules", "read_named", "valid_text"]

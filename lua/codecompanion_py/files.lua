@@ -1,46 +1,53 @@
--- Reading a text file the user pointed at (a #{file:}, a prompt of the library) in the
--- editor, before the engine need run: regular files only, opened without blocking (a FIFO
--- or a device is refused, never waited on), at most M.MAX_BYTES. Rules files and what they
--- import go through the engine's door instead (codecompanion_py/repository.py).
+-- Reading the files the user points at (a #{file:}, the prompt library's markdown files):
+-- the engine reads them (`files.read`, codecompanion_py/repository.py), as it reads rules
+-- files: regular files only, never waited on, 1 MB at most, invalid UTF-8 replaced, and a
+-- name inside the project that links out of it refused. Only this plugin's own files are
+-- read here (M.read_own), with the same non-blocking care.
 local M = {}
 
 M.MAX_BYTES = 1000000
 
-local uv = vim.uv
-local FLAGS = uv.constants.O_RDONLY + uv.constants.O_NONBLOCK
-
-local KINDS = { directory = "a directory", fifo = "a named pipe (FIFO)", socket = "a socket", char = "a device",
-  block = "a device" }
-
--- The file's text, or nil and why (it cannot be opened, it is no regular file, too large, or not text).
-function M.read_text(path)
-  local shown = vim.fn.fnamemodify(path, ":~:.")
-  local before = uv.fs_stat(path) -- a FIFO or a device is never even opened
-  if before and before.type ~= "file" then
-    return nil, ("%s is %s, not a file"):format(shown, KINDS[before.type] or "not a regular file")
+-- The text of each of `paths` (absolute), in order: { content = text } or { error = why };
+-- or nil and why when the engine cannot be asked.
+function M.read_many(paths)
+  if #paths == 0 then
+    return {}
   end
-  local fd, err = uv.fs_open(path, FLAGS, 0)
+  local ok, answer = pcall(require("codecompanion_py.rpc").request, "files.read",
+    { cwd = vim.fn.getcwd(), home = vim.uv.os_homedir(), paths = paths })
+  if not ok or type(answer) ~= "table" then
+    return nil, ("the files were not read: %s"):format(ok and "no answer from the engine" or tostring(answer))
+  end
+  return answer
+end
+
+-- The file's text, or nil and why.
+function M.read_text(path)
+  local answer, why = M.read_many({ path })
+  if not answer then
+    return nil, why
+  end
+  local result = answer[1] or {}
+  return result.content, result.error or (result.content == nil and "no answer from the engine" or nil)
+end
+
+local uv = vim.uv
+
+-- A file of this plugin's own (a built-in prompt): a regular file opened without blocking.
+function M.read_own(path)
+  local fd, err = uv.fs_open(path, uv.constants.O_RDONLY + uv.constants.O_NONBLOCK, 0)
   if not fd then
     return nil, tostring(err)
   end
-  local stat = uv.fs_fstat(fd) -- what was opened, whatever took the path's place since
-  local text, why
-  if not stat or stat.type ~= "file" then
-    why = ("%s is %s, not a file"):format(shown, stat and KINDS[stat.type] or "not a regular file")
-  elseif stat.size > M.MAX_BYTES then
-    why = ("%s is larger than %d KB, too large to read"):format(shown, M.MAX_BYTES / 1000)
+  local stat = uv.fs_fstat(fd)
+  local text
+  if stat and stat.type == "file" and stat.size <= M.MAX_BYTES then
+    text, err = uv.fs_read(fd, stat.size, 0)
   else
-    text, err = uv.fs_read(fd, stat.size + 1, 0)
-    if not text then
-      why = tostring(err)
-    elseif #text > M.MAX_BYTES then
-      text, why = nil, ("%s is larger than %d KB, too large to read"):format(shown, M.MAX_BYTES / 1000)
-    elseif text:find("\0", 1, true) then
-      text, why = nil, shown .. " is not a text file"
-    end
+    err = vim.fn.fnamemodify(path, ":~") .. " is not a file of at most 1 MB"
   end
   uv.fs_close(fd)
-  return text, why
+  return text, text == nil and tostring(err) or nil
 end
 
 return M

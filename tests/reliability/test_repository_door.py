@@ -207,7 +207,9 @@ vim.opt.rtp:prepend(%r)
 local prompts = require("codecompanion_py.prompts")
 local out = {}
 for _, path in ipairs(_G.arg) do
-  local item, why = prompts.parse_markdown(require("codecompanion_py.files").read_text(path), path)
+  local handle = io.open(path, "rb")
+  local item, why = prompts.parse_markdown(handle:read("*a"), path)
+  handle:close()
   table.insert(out, item and ("ok " .. #item.description) or ("refused: " .. why))
 end
 io.stdout:write(table.concat(out, "\\n"))
@@ -264,6 +266,7 @@ def project_with_prompts(tmp_path, name: str):
         'return { run = function() return "HELPER-RAN" end }\n'
     )
     (project / "a.py").write_text("def add(a, b):\n    return a - b\n")
+    os.mkfifo(project / ".prompts" / "pipe.md")  # said, never waited on
     return project, marker
 
 
@@ -303,6 +306,7 @@ def test_a_projects_own_prompts_load_only_once_trusted_and_never_take_a_builtin_
         editor.wait_event("CodeCompanionChatDone", count=3)
         assert user_text(server, 2) == "PROJECT HELPER-RAN"
         assert any('/explain is already "Explain code"\'s alias' in n for n in notes(editor)), notes(editor)
+        assert any("'.prompts/pipe.md' is a named pipe (FIFO)" in n for n in notes(editor)), notes(editor)
 
         editor.nvim.command(f"cd {untrusted}")  # each answer is kept: nobody is asked again
         editor.lua("require('codecompanion_py.prompts').items(true)")
@@ -325,7 +329,7 @@ def test_file_context_of_a_fifo_a_device_or_invalid_utf8_is_said_and_the_chat_go
         editor.nvim.command(f"cd {project}")
         editor.nvim.command("CodeCompanionChat")
         chat = editor.nvim.current.buffer.number
-        for name, why in (("pipe.txt", "pipe.txt is a named pipe (FIFO), not a file"), ("/dev/zero", "is a device")):
+        for name, why in (("pipe.txt", "'pipe.txt' is a named pipe (FIFO)"), ("/dev/zero", "'/dev/zero' is a device")):
             editor.type_prompt(f"#{{file:{name}}} please")
             editor.nvim.input("<CR>")
             editor.wait_for(lambda why=why: any(why in n for n in notes(editor)), what=why)

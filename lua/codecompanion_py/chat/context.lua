@@ -84,18 +84,6 @@ function capture.buffer(chat, arg)
   return buffer_item(buf, "buffer")
 end
 
--- Why `path` may not be read though the user named it: a name inside the project that is a
--- link to a file outside it (picked from the project, it would send, say, a private key).
-local function link_out(path, arg)
-  local cwd = vim.fn.getcwd()
-  local root, real = vim.uv.fs_realpath(cwd), vim.uv.fs_realpath(path)
-  local function inside(p, dir) return p == dir or p:sub(1, #dir + 1) == dir .. "/" end
-  if root and real and inside(path, cwd) and not inside(real, root) then
-    return ("%s is a link to %s, outside the project; to share that file, name it itself"):format(arg,
-      vim.fn.fnamemodify(real, ":~"))
-  end
-end
-
 -- `#{file:path}` (what /file inserts): a file read from disk. An agent reads it itself (the
 -- ACP chat sends it as a resource), so there it is not captured here.
 function capture.file(chat, arg)
@@ -106,10 +94,6 @@ function capture.file(chat, arg)
     return nil, "name the file: #{file:path}"
   end
   local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
-  local refused = link_out(path, arg)
-  if refused then
-    return nil, refused
-  end
   local content, why = require("codecompanion_py.files").read_text(path)
   if not content then
     return nil, why

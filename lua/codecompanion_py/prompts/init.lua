@@ -98,11 +98,26 @@ function M.parse_markdown(text, path)
   return item
 end
 
-local read = require("codecompanion_py.files").read_text
+local files = require("codecompanion_py.files")
 
+-- The markdown prompts under `dir`: this plugin's built-ins are read here, every other
+-- folder's files by the engine (files.lua), all in one request.
 local function markdown_items(dir, source, items, root)
-  for _, path in ipairs(vim.fn.globpath(vim.fn.expand(dir), "**/*.md", false, true)) do
-    local text, why = read(path)
+  local paths = vim.fn.globpath(vim.fn.fnamemodify(vim.fn.expand(dir), ":p"), "**/*.md", false, true)
+  local texts, failed
+  if source == "builtin" then
+    texts = vim.tbl_map(function(path)
+      local content, why = files.read_own(path)
+      return { content = content, error = why }
+    end, paths)
+  else
+    texts, failed = files.read_many(paths)
+  end
+  if not texts then
+    return table.insert(M.problems, ("%s: %s"):format(vim.fn.fnamemodify(dir, ":~"), failed))
+  end
+  for i, path in ipairs(paths) do
+    local text, why = (texts[i] or {}).content, (texts[i] or {}).error
     local item
     if text then
       item, why = M.parse_markdown(text, path)
