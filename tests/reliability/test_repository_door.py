@@ -92,21 +92,24 @@ def test_a_rules_file_that_is_a_symlink_out_of_the_project_is_not_read(editor, t
 
 
 @pytest.mark.nvim
-def test_an_allowed_path_lets_its_import_in(editor, tmp_path):  # noqa: F811
+def test_an_allowed_path_lets_its_import_in_and_the_users_own_entries_are_read(editor, tmp_path):  # noqa: F811
     home = fake_home(tmp_path)
     project = tmp_path / "proj"
     project.mkdir()
     (project / "CLAUDE.md").write_text("@../outside.md\n@~/.ssh/id_rsa\n")
+    (tmp_path / "shared.md").write_text("Shared team rule.\n")  # named by the user's own group
     with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
         setup(
             editor,
             server.url,
-            chat_config("") + f' rules = {{ opts = {{ allowed_paths = {{ "{tmp_path}/outside.md" }} }} }},',
+            chat_config("")
+            + f' rules = {{ team = {{ files = {{ "../shared.md" }} }}, opts = {{ allowed_paths = {{ "{tmp_path}/outside.md" }},'
+            ' chat = { autoload = { "default", "team" } } } },',
         )
         chat = open_chat_in(editor, project, home)
         listed = block(editor, chat)
-        assert listed[:2] == ["> Context:", "> - <rules>CLAUDE.md</rules>"] and len(listed) == 3
-        assert listed[2].endswith("/outside.md</rules>")
+        assert listed[:2] == ["> Context:", "> - <rules>CLAUDE.md</rules>"] and len(listed) == 4
+        assert listed[2].endswith("/outside.md</rules>") and listed[3].endswith("/shared.md</rules>")
         assert any("CLAUDE.md imports ~/.ssh/id_rsa, which is outside" in n for n in notes(editor))
         known = (
             'return require("codecompanion_py.config_check").unsupported({ rules = { opts = { allowed_paths = {} } } })'
@@ -114,7 +117,7 @@ def test_an_allowed_path_lets_its_import_in(editor, tmp_path):  # noqa: F811
         assert editor.lua(known) == []  # an option setup() does not call unknown
         send(editor, "hello", 1)
         sent = request_text(server)
-        assert "outside the project" in sent and "BEGIN KEY" not in sent
+        assert "outside the project" in sent and "Shared team rule." in sent and "BEGIN KEY" not in sent
 
 
 @pytest.mark.nvim

@@ -212,10 +212,11 @@ local function expand(entry, cwd)
   return paths, nil
 end
 
--- Whether the config names `path` itself (absolute, `~`, `$VAR`): the user's own file, which
--- may be read wherever it is. A relative entry is a repository file: it stays in the project.
+-- Whether the config names `path` itself (absolute, `~`, `$VAR`, `../`): the user's own file,
+-- which may be read wherever it is. Any other entry is a repository file (CLAUDE.md,
+-- docs/**/*.md) and stays in the project, its symlinks judged by their targets.
 local function named(path)
-  return path:match("^[/~$]") ~= nil or path:match("^%a:[/\\]") ~= nil
+  return path:match("^[/~$]") ~= nil or path:match("^%a:[/\\]") ~= nil or vim.fs.normalize(path):match("^%.%.") ~= nil
 end
 
 -- The engine reads the files (codecompanion_py/repository.py): regular files only, sizes
