@@ -216,7 +216,8 @@ end
 -- which may be read wherever it is. Any other entry is a repository file (CLAUDE.md,
 -- docs/**/*.md) and stays in the project, its symlinks judged by their targets.
 local function named(path)
-  return path:match("^[/~$]") ~= nil or path:match("^%a:[/\\]") ~= nil or vim.fs.normalize(path):match("^%.%.") ~= nil
+  local normal = vim.fs.normalize(path)
+  return path:match("^[/~$]") ~= nil or path:match("^%a:[/\\]") ~= nil or normal == ".." or normal:match("^%.%./") ~= nil
 end
 
 -- The engine reads the files (codecompanion_py/repository.py): regular files only, sizes
