@@ -154,7 +154,7 @@ def imports(text: str) -> list[str]:
 class RuleFile:
     path: str  # absolute, as the editor expanded the config's entry
     parser: str | None = None
-    named: bool = False  # the user's config names it by an absolute or `~` path
+    named: bool = False  # the user's config names it itself: an absolute, `~` or `../` path
 
 
 @dataclass
