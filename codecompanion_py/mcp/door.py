@@ -96,6 +96,8 @@ class CappedLines:
                 line = bytes(self._buffer[: end + 1])
                 del self._buffer[: end + 1]
                 self._searched = 0
+                if end > self._limit:  # it came whole in what was read
+                    return self._refused(line[:_EDGE], line[-_EDGE - 1 : -1], end)
                 return line
             self._searched = len(self._buffer)
             if len(self._buffer) > self._limit:
@@ -109,7 +111,7 @@ class CappedLines:
             self._buffer += chunk
 
     async def _overlong(self) -> bytes:
-        edge = 4096
+        edge = _EDGE
         head, tail, size = bytes(self._buffer[:edge]), bytes(self._buffer[-edge:]), len(self._buffer)
         self._buffer.clear()
         while True:
@@ -125,6 +127,11 @@ class CappedLines:
             size += len(chunk)
             tail = (tail + chunk)[-edge:]
         self._searched = 0
+        return self._refused(head, tail, size)
+
+    def _refused(self, head: bytes, tail: bytes, size: int) -> bytes:
+        """The line that stands for a dropped one: an error answer to the request it
+        answered, when its id can be read, else an empty object the connection skips."""
         message = (
             f"the server sent a message of {size:,} bytes, over the {self._limit:,} bytes "
             f"an MCP message may have; it was dropped"
@@ -136,13 +143,19 @@ class CappedLines:
         return msgspec.json.encode({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"
 
 
+_EDGE = 4096  # bytes kept of each end of a dropped line, to find its id
+_TOP = re.compile(rb"\s*{[^{}\[\]]*")  # a message's opening, up to its first nested value
 _ID_AT_END = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,100}")\s*}\s*$')
 _ID_AT_START = re.compile(rb'^\s*{[^{}\[\]]*?"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,100}")')
 
 
 def _id_in(head: bytes, tail: bytes) -> int | str | None:
-    """The id of a message from its first and last bytes: a top-level `id` that closes the
-    message or comes before any nested value."""
+    """The id of an answer from its first and last bytes: a top-level `id` that closes the
+    message or comes before any nested value. None for the server's own requests (a
+    `method` before any nested value): their ids are not ours."""
+    top = _TOP.match(head)
+    if top is None or b'"method"' in top.group():
+        return None
     match = _ID_AT_END.search(tail) or _ID_AT_START.search(head)
     if match is None:
         return None
