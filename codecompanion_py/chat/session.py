@@ -105,6 +105,7 @@ class ChatSession:
         # loaded (and their lists refreshed) when a turn starts
         self.mcp_servers: list[str] = list(mcp.default_servers) if mcp else []
         self._mcp_owner: dict[str, str] = {}  # tool name -> the MCP server it came from
+        self._mcp_said: set[str] = set()  # what MCP servers' tools needed said, said once
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -357,15 +358,14 @@ class ChatSession:
 
     def _mcp_notice(self, event: str, data: Mapping[str, Any]) -> None:
         if event == "MCPProgress":  # one line per call, updated in place
-            status: ToolProgress = "completed" if data.get("status") == "completed" else "in_progress"
-            title = f"MCP {data.get('server')}: {data.get('text')}"
+            status: ToolProgress = data["status"] if data.get("status") in ("completed", "failed") else "in_progress"
+            title = f"MCP {data.get('server')} {data.get('text')}"
             self.view.show(ToolProgressEvent(id=f"mcp-progress:{data.get('token')}", title=title, status=status))
-        elif event == "MCPToolRenamed":
-            if data.get("name") in self._mcp_owner:
-                return  # said when it joined the chat
-            text = f"{data.get('server')}'s tool `{data.get('tool')}` is `{data.get('name')}` here: its name is taken"
-            self.view.show(NoticeEvent(title="**MCP**", text=text))
-            self.view.fire(event, dict(data))
+        elif event in ("MCPToolRenamed", "MCPToolsLeftOut"):
+            if data["text"] not in self._mcp_said:  # once a chat
+                self._mcp_said.add(data["text"])
+                self.view.show(NoticeEvent(title="**MCP**", text=data["text"]))
+                self.view.fire(event, dict(data))
         else:
             self.view.fire(event, dict(data))
 

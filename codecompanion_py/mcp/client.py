@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+import msgspec
+
 from .. import __version__
 from ..acp.agent_process import AgentProcess
 from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
@@ -24,7 +26,16 @@ from ..adapters.lua import LuaFunction
 from ..client import clip, scrub_secrets, secrets_in
 from ..errors import ConfigError, ConnectionClosed, RpcError
 from ..processes import safe_env
-from .door import MAX_INSTRUCTIONS, MAX_MESSAGE_BYTES, MAX_SHOWN, MAX_TOOLS, CappedLines, result_capped, shown
+from .door import (
+    MAX_INSTRUCTIONS,
+    MAX_MESSAGE_BYTES,
+    MAX_SHOWN,
+    MAX_TOOLS,
+    MAX_TOOLS_BYTES,
+    CappedLines,
+    result_capped,
+    shown,
+)
 from .http import HttpConnection
 
 log = logging.getLogger("codecompanion_py.mcp")
@@ -70,6 +81,7 @@ class McpServer:
         self._tools_changed = False
         self._progress = 0
         self._calls: dict[str, _Call] = {}  # by progressToken
+        self.left_out = 0  # tools past MAX_TOOLS_BYTES
         self.secrets: list[str] = []  # the configured header and env values: never shown
         self.last_exit: str | None = None
 
@@ -153,13 +165,20 @@ class McpServer:
         if isinstance(self._conn, HttpConnection):
             self._conn.listen()
         await self._list_tools()
-        self.prompts = await self._list("prompts") if "prompts" in self.capabilities else []
-        self.resources = await self._list("resources") if "resources" in self.capabilities else []
+        self.prompts = (await self._list("prompts"))[:MAX_TOOLS] if "prompts" in self.capabilities else []
+        self.resources = (await self._list("resources"))[:MAX_TOOLS] if "resources" in self.capabilities else []
         self.notice("MCPServerReady", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
 
     async def _list_tools(self) -> None:
         self._tools_changed = False
-        self.tools = await self._list("tools") if "tools" in self.capabilities else []
+        listed = await self._list("tools") if "tools" in self.capabilities else []
+        self.tools, size = [], 0  # what goes with every request is bounded: MAX_TOOLS_BYTES
+        for tool in listed:
+            size += len(msgspec.json.encode(tool))
+            if size > MAX_TOOLS_BYTES or len(self.tools) == MAX_TOOLS:
+                break
+            self.tools.append(tool)
+        self.left_out = len(listed) - len(self.tools)
         self.notice("MCPToolsLoaded", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
 
     async def _list(self, kind: str) -> list[dict[str, Any]]:
@@ -174,10 +193,7 @@ class McpServer:
             if not cursor or len(found) >= MAX_TOOLS:
                 break
         key = "uri" if kind == "resources" else "name"
-        kept = [item for item in found[:MAX_TOOLS] if item.get(key) and isinstance(item[key], str)]
-        if len(found) > MAX_TOOLS:
-            log.warning("MCP server %s: only the first %d of its %s are kept", self.name, MAX_TOOLS, kind)
-        return kept
+        return [item for item in found if item.get(key) and isinstance(item[key], str)]
 
     async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> str:
         """A prompt's messages as text for the chat (`prompts/get`)."""
@@ -278,12 +294,14 @@ class McpServer:
         token = f"{self.name}-{self._progress}"
         params = {"name": name, "arguments": dict(arguments), "_meta": {"progressToken": token}}
         call = self._calls[token] = _Call()
+        ended = "failed"
         try:
             result = await self.request("tools/call", params)
+            ended = "completed"
         finally:
             del self._calls[token]
             if call.last is not None:  # its progress line, updated a last time
-                self._show_progress(token, call.last, "completed")
+                self._show_progress(token, call.last, ended)
         return dict(result) if isinstance(result, Mapping) else {}
 
     async def stop(self) -> None:
@@ -336,7 +354,7 @@ class McpServer:
             self._tools_changed = True
         elif method in ("notifications/prompts/list_changed", "notifications/resources/list_changed"):
             kind = method.split("/")[1]
-            setattr(self, kind, await self._list(kind))
+            setattr(self, kind, (await self._list(kind))[:MAX_TOOLS])
         elif method == "notifications/progress" and isinstance(params, Mapping):
             self._progressed(params)
         elif method == "notifications/message" and isinstance(params, Mapping):

@@ -26,8 +26,11 @@ MAX_INSTRUCTIONS = 16_000
 MAX_DESCRIPTION = 2_000
 MAX_SHOWN = 200
 """A name, title or progress message of a server as the chat or an approval shows it."""
+_DEEP = 900  # arrays and objects in a line from which its nesting is checked (msgspec reads ~1000)
 MAX_TOOLS = 1_000
-"""Tools, prompts or resources kept from one server's lists."""
+"""Tools, prompts or resources kept from one server's lists (pages stop being read past it)."""
+MAX_TOOLS_BYTES = 1 << 20
+"""A server's tools as JSON (names, descriptions, schemas): they go with every request."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _NAME_LIMIT = 64  # OpenAI's and Anthropic's tool names: ^[a-zA-Z0-9_-]{1,64}$
@@ -77,6 +80,17 @@ def tool_names(server: str, tools: Iterable[str], taken: Iterable[str] = ()) -> 
     return names
 
 
+def too_deep(message: bytes) -> bool:
+    """Whether a JSON message nests arrays and objects deeper than msgspec reads."""
+    try:
+        msgspec.json.decode(message)
+    except RecursionError:
+        return True
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return False  # not JSON, or not UTF-8: the connection's reading says so
+    return False
+
+
 class CappedLines:
     """Lines of a server's stdout, each at most `limit` bytes, in memory bounded by it. A
     longer line is read to its end and dropped; what it answered fails with a clear error
@@ -98,6 +112,8 @@ class CappedLines:
                 self._searched = 0
                 if end > self._limit:  # it came whole in what was read
                     return self._refused(line[:_EDGE], line[-_EDGE - 1 : -1], end)
+                if line.count(b"[") + line.count(b"{") >= _DEEP and too_deep(line):
+                    return self._refused(line[:_EDGE], line[-_EDGE - 1 : -1], end, "nested too deep to read")
                 return line
             self._searched = len(self._buffer)
             if len(self._buffer) > self._limit:
@@ -129,13 +145,11 @@ class CappedLines:
         self._searched = 0
         return self._refused(head, tail, size)
 
-    def _refused(self, head: bytes, tail: bytes, size: int) -> bytes:
+    def _refused(self, head: bytes, tail: bytes, size: int, why: str = "") -> bytes:
         """The line that stands for a dropped one: an error answer to the request it
         answered, when its id can be read, else an empty object the connection skips."""
-        message = (
-            f"the server sent a message of {size:,} bytes, over the {self._limit:,} bytes "
-            f"an MCP message may have; it was dropped"
-        )
+        why = why or f"over the {self._limit:,} bytes an MCP message may have"
+        message = f"the server sent a message of {size:,} bytes, {why}; it was dropped"
         request_id = _id_in(head, tail)
         if request_id is None:
             return b"{}\n"  # nothing to answer: a line the connection skips

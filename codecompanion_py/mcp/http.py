@@ -154,7 +154,9 @@ class HttpConnection:
             raise ConnectionClosed(f"{self.name}: {detail} ({where(self.url)})") from None
         except ResponseTooLarge as error:
             raise RpcError(PARSE_ERROR, f"{self.name}: the server's answer was dropped: {error}") from None
-        except (ValueError, RecursionError) as error:  # msgspec's answer to nesting too deep
+        except RecursionError:  # msgspec's answer to nesting too deep
+            raise RpcError(PARSE_ERROR, f"{self.name}: the server sent JSON nested too deep to read") from None
+        except ValueError as error:
             raise RpcError(PARSE_ERROR, f"{self.name}: the server sent what is not JSON: {error}") from None
         raise ConnectionClosed(f"{self.name}: the server's answer ended without a reply to {message.get('method')}")
 

@@ -27,7 +27,7 @@ from ..errors import CodeCompanionError, ConfigError
 from ..messages import ImagePart
 from ..tools.contract import ToolDefinition, ToolRun
 from .client import McpServer, Notice
-from .door import description, result_capped, shown, tool_names
+from .door import MAX_TOOLS, MAX_TOOLS_BYTES, description, result_capped, shown, tool_names
 
 PREFIX = "mcp:"
 
@@ -129,9 +129,16 @@ class McpServers:
         for tool in offered:
             chat_name = names[tool["name"]]
             if chat_name != tool_names(name, [tool["name"]])[tool["name"]]:
-                notice("MCPToolRenamed", {"server": name, "tool": shown(tool["name"]), "name": chat_name})
+                said = f"{name}'s tool `{shown(tool['name'])}` is `{chat_name}` here: its name is taken"
+                notice("MCPToolRenamed", {"server": name, "tool": shown(tool["name"]), "name": chat_name, "text": said})
             override = _table(overrides.get(tool["name"]))
             definitions.append(_definition(server, tool, chat_name, {**defaults, **override}))
+        if server.left_out:
+            said = (
+                f"{name}: {server.left_out} of its tools are left out: a chat takes at most {MAX_TOOLS} "
+                f"of a server's tools, {MAX_TOOLS_BYTES >> 20} MiB of them"
+            )
+            notice("MCPToolsLeftOut", {"server": name, "count": server.left_out, "text": said})
         listed = ", ".join(d.name for d in definitions)
         prompt = f"I'm giving you access to tools from the MCP server `{name}`: {listed}."
         if server.instructions:

@@ -2,8 +2,10 @@
 API_TOKEN, `crash` writes it to stderr and exits, `big` answers with `size` bytes of text,
 `huge` with one line of `size` bytes (its id last, as the TypeScript SDK orders a reply),
 `flood` sends `count` progress notifications under a token it makes up and as many under
-its own, then answers; `echo` answers. HOSTILE_TOOLS (JSON list) names the tools it lists
-instead, and HOSTILE_INSTRUCTIONS_BYTES gives it instructions of that size."""
+its own, then answers; `deep` answers with arrays nested 100,000 deep, `latin` with bytes
+that are not UTF-8; `echo` answers. HOSTILE_TOOLS (JSON list) names the tools it lists
+instead (HOSTILE_TOOL_COUNT: that many tools `t<n>`), and HOSTILE_INSTRUCTIONS_BYTES gives
+it instructions of that size."""
 
 from __future__ import annotations
 
@@ -11,7 +13,17 @@ import json
 import os
 import sys
 
-NAMES = json.loads(os.environ.get("HOSTILE_TOOLS") or "null") or ["leak", "crash", "big", "huge", "flood", "echo"]
+NAMES = json.loads(os.environ.get("HOSTILE_TOOLS") or "null") or [
+    "leak",
+    "crash",
+    "big",
+    "huge",
+    "flood",
+    "deep",
+    "latin",
+    "echo",
+]
+NAMES += [f"t{n}" for n in range(int(os.environ.get("HOSTILE_TOOL_COUNT") or 0))]
 TOOLS = [
     {"name": name, "description": f"{name}\x1b[2J\nsecond line", "inputSchema": {"type": "object"}} for name in NAMES
 ]
@@ -49,6 +61,14 @@ def call(ident, name: str, args: dict) -> None:
                 sys.stdout.write("\n")
         sys.stdout.flush()
         send({"jsonrpc": "2.0", "id": ident, "result": text("flooded")})
+    elif name == "deep":
+        nested = "[" * 100_000 + "]" * 100_000
+        sys.stdout.write(f'{{"jsonrpc":"2.0","id":{json.dumps(ident)},"result":{{"content":[],"x":{nested}}}}}\n')
+        sys.stdout.flush()
+    elif name == "latin":
+        reply = json.dumps({"jsonrpc": "2.0", "id": ident, "result": text("caf@")}).encode()
+        sys.stdout.buffer.write(reply.replace(b"@", b"\xe9") + b"\n")
+        sys.stdout.buffer.flush()
     else:
         send({"jsonrpc": "2.0", "id": ident, "result": text(f"echo {args.get('text')}")})
 

@@ -26,11 +26,11 @@ from codecompanion_py.mcp.client import McpServer
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.tools.registry import ToolSettings
 from codecompanion_py.tools.workspace import Workspace
-from tests.e2e.test_tools import text_reply
+from tests.e2e.test_tools import text_reply, tool_call_reply
 from tests.tools.test_orchestrator import call, orchestrator
 
 from .fault_server import Fault, FaultServer
-from .test_hostile_input import Recorder
+from .test_hostile_input import Editor, Recorder
 from .test_secrets import ask, openai_at
 
 HOSTILE = str(Path(__file__).parent / "mcp_hostile_server.py")
@@ -200,6 +200,29 @@ async def test_an_http_answer_over_the_cap_fails_its_call_and_huge_instructions_
     assert second.content == "fine"
 
 
+async def test_json_nested_too_deep_fails_its_call_and_bad_utf8_is_replaced(tmp_path):
+    servers = McpServers({"servers": {"bad": hostile()}})
+    try:
+        deep = await asyncio.wait_for(run_tool(servers, "bad", "deep", tmp_path), 60)
+        latin = await run_tool(servers, "bad", "latin", tmp_path)
+    finally:
+        await servers.close()
+    assert deep.status == "error" and "nested too deep" in deep.content, deep.content
+    assert latin.status == "success" and latin.content == "caf\ufffd"
+
+
+async def test_a_huge_tool_list_is_cut_to_what_a_request_can_carry_and_said(tmp_path):
+    said = []
+    servers = McpServers({"servers": {"many": hostile(HOSTILE_TOOL_COUNT="30000")}})
+    try:
+        definitions, prompt = await servers.tools("many", cwd=str(tmp_path), notice=lambda e, d: said.append((e, d)))
+    finally:
+        await servers.close()
+    assert 100 < len(definitions) <= 1000
+    assert sum(len(json.dumps(d.schema)) for d in definitions) < 2 << 20 and len(prompt) < 64_000
+    assert [d["count"] for e, d in said if e == "MCPToolsLeftOut"] == [30_008 - len(definitions)]
+
+
 # --- 3. names --------------------------------------------------------------------------------
 
 
@@ -282,3 +305,32 @@ async def test_a_progress_flood_shows_only_our_calls_progress_at_a_bounded_rate(
     assert 1 <= len(progress) < 50, len(progress)
     assert all(data.get("token") == "bad-1" for data in progress)
     assert all("\n" not in str(data.get("text")) for data in progress)
+
+
+async def test_progress_in_a_chat_is_one_line_updated_in_place(tmp_path):
+    llm = ScriptedServer.sequence([tool_call_reply(("f", "bad_flood", {"count": 3000})), text_reply("done")])
+    await llm.start()
+    client = HttpClient(retries=0)
+    session = ChatSession(
+        1,
+        extend("openai_compatible", {"env": {"url": llm.url}}),
+        client=client,
+        sink=Recorder(),
+        system_prompt=None,
+        workspace=Workspace(tmp_path),
+        editor=Editor("accept"),
+        mcp=McpServers({"servers": {"bad": hostile()}}),
+    )
+    try:
+        task = session.submit("@{mcp:bad} flood")
+        assert task is not None
+        await asyncio.wait_for(task, 30)
+    finally:
+        await session.mcp.close()  # type: ignore[union-attr]
+        await client.aclose()
+        await llm.close()
+    sink = session.view.sink
+    lines = [op for op in sink.ops if op["op"] == "agent_tool"]  # type: ignore[attr-defined]
+    assert 1 <= len(lines) < 50 and {op["id"] for op in lines} == {"mcp-progress:bad-1"}
+    assert lines[-1]["status"] == "completed"
+    assert not [op for op in sink.ops if op["op"] == "show" and "not-yours" in str(op)]  # type: ignore[attr-defined]
