@@ -600,17 +600,35 @@ def scrub(text: str, request: HttpRequest | None, *, cut: bool = False) -> str:
 
 
 def scrub_secrets(text: str, secrets: Sequence[str], *, cut: bool = False) -> str:
-    """The one scrubber: `text` with each of `secrets` (`secrets_in`) and any bearer
-    token replaced by `***`. `cut`: the text was cut short before it got here
-    (a body read up to a limit), so a secret's beginning at its very end goes too."""
+    """The one scrubber: `text` with each of `secrets` (`secrets_in`), what is left of one
+    that was cut (its first 8 characters or more), and any bearer token replaced by `***`.
+    `cut`: the text was cut short before it got here (a body read up to a limit), so even a
+    shorter beginning of a secret at its very end goes."""
     if not text:
         return text
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, "***")
+        if secret[:_SHORTEST_SECRET] in text:  # what is left of it where text was cut before
+            text = _without_secret_starts(text, secret)
     if cut:
         text = _without_partial_secret(text, secrets)
     return _BEARER.sub(r"\1***", text)
+
+
+def _without_secret_starts(text: str, secret: str) -> str:
+    """`text` with each beginning of `secret` (its first 8 characters or more) replaced."""
+    head = secret[:_SHORTEST_SECRET]
+    pieces, at = [], 0
+    start = text.find(head)
+    while start >= 0:
+        end = start + len(head)
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        pieces += [text[at:start], "***"]
+        at = end
+        start = text.find(head, end)
+    return "".join(pieces) + text[at:]
 
 
 def clip(text: str, limit: int, secrets: Sequence[str] = (), *, marker: str = "…") -> str:

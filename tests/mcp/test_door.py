@@ -15,7 +15,9 @@ SECRET = "abcdefgh-SECRET-0123456789"
 def test_a_secret_is_scrubbed_before_the_cut_and_its_start_at_a_cut_goes():
     text = "x" * 95 + SECRET + " tail"
     assert clip(text, 100, [SECRET]) == "x" * 95 + "*** tail"[:5] + "…"
-    assert scrub_secrets("body ending in " + SECRET[:12], [SECRET], cut=True) == "body ending in "
+    assert scrub_secrets("cut at " + SECRET[:12] + "…, said", [SECRET]) == "cut at ***…, said"
+    assert scrub_secrets("body ending in " + SECRET[:5], [SECRET], cut=True) == "body ending in "
+    assert scrub_secrets("body ending in " + SECRET[:5], [SECRET]) == "body ending in " + SECRET[:5]
     assert scrub_secrets("Authorization: Bearer some-unknown-token-123", []) == "Authorization: Bearer ***"
     assert secrets_in({"X-Custom": SECRET}, every_header=True)[0] == SECRET
     assert secrets_in({"Authorization": "Bearer " + SECRET})[0] == SECRET

@@ -99,6 +99,23 @@ async def test_a_provider_error_cut_inside_the_key_shows_no_part_of_it(monkeypat
     assert secret_free(got[-1].message, KEY), got[-1].message
 
 
+async def test_an_answer_that_is_no_stream_cut_inside_the_key_shows_no_part_of_it(monkeypatch):
+    """A 200 that is broken JSON, not an event stream: its first 300 characters are shown,
+    the key across that cut (the stream's own path, scrubbed after the cut was made)."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    body = ('{"echo": "you sent ' + "." * 265 + KEY + " and more").encode()
+    assert body.index(KEY.encode()) < 300 < body.index(KEY.encode()) + len(KEY)
+    fault = Fault(status=200, headers={"content-type": "application/json"}, body=[body], framing="length")
+    client = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
+    try:
+        async with FaultServer.sequence(fault) as server:
+            got = await ask(openai_at(server.url), client)
+    finally:
+        await client.aclose()
+    assert isinstance(got[-1], ErrorEvent) and "not an event stream" in got[-1].message, got[-1].message
+    assert secret_free(got[-1].message, KEY), got[-1].message
+
+
 async def test_an_http_servers_401_echoing_the_authorization_header_shows_no_token(tmp_path):
     def on_call(request, message):
         echoed = f"unauthorized: you sent Authorization: {request.headers.get('authorization')}"
