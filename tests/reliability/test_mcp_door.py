@@ -197,9 +197,12 @@ async def test_an_http_answer_over_the_cap_fails_its_call_and_huge_instructions_
 
     def on_call(request, message):
         calls.append(message)
+        huge = {"content": [{"type": "text", "text": "z" * (65 * 2**20)}]}
         if len(calls) == 1:
-            text = "z" * (65 * 2**20)
-            return json_answer(message["id"], {"content": [{"type": "text", "text": text}]})
+            return json_answer(message["id"], huge)
+        if len(calls) == 2:  # one event of an SSE answer over the cap
+            event = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": huge}).encode()
+            return Reply(headers={"content-type": "text/event-stream"}, chunks=[b"data: " + event + b"\n\n"])
         return json_answer(message["id"], {"content": [{"type": "text", "text": "fine"}]})
 
     local = http_mcp(on_call, instructions="follow me " * 100_000)
@@ -208,13 +211,15 @@ async def test_an_http_answer_over_the_cap_fails_its_call_and_huge_instructions_
     try:
         _definitions, prompt = await servers.tools("web", cwd=str(tmp_path), notice=lambda event, data: None)
         first = await asyncio.wait_for(run_tool(servers, "web", "t", tmp_path), 60)
-        second = await run_tool(servers, "web", "t", tmp_path)
+        event = await asyncio.wait_for(run_tool(servers, "web", "t", tmp_path), 60)
+        third = await run_tool(servers, "web", "t", tmp_path)
     finally:
         await servers.close()
         await local.close()
     assert len(prompt) < 20_000 and "follow me" in prompt
     assert first.status == "error" and "longer than 64 MiB" in first.content, first.content[:300]
-    assert second.content == "fine"
+    assert event.status == "error" and "longer than 64 MiB" in event.content, event.content[:300]
+    assert third.content == "fine"
 
 
 async def test_json_nested_too_deep_fails_its_call_and_bad_utf8_is_replaced(tmp_path):
