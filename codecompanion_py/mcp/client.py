@@ -357,7 +357,7 @@ class McpServer:
             setattr(self, kind, (await self._list(kind))[:MAX_TOOLS])
         elif method == "notifications/progress" and isinstance(params, Mapping):
             self._progressed(params)
-        elif method == "notifications/message" and isinstance(params, Mapping):
+        elif method == "notifications/message" and isinstance(params, Mapping) and log.isEnabledFor(logging.INFO):
             log.info("MCP server %s: %s", self.name, shown(self.clean(str(params.get("data"))), 2000))
 
     def _progressed(self, params: Mapping[str, Any]) -> None:

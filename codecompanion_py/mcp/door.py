@@ -21,6 +21,9 @@ MAX_MESSAGE_BYTES = MAX_LINE
 """One message from a server: a stdio line, an HTTP body, one SSE event's data."""
 MAX_RESULT_BYTES = 100_000
 """A tool result as the LLM and the chat get it: `run_command`'s cap, kept the same way."""
+MAX_IMAGES = 8
+MAX_IMAGE_BYTES = 8 << 20
+"""An image of a tool result sent on to the LLM, as base64 (providers take about 5 MB)."""
 MAX_INSTRUCTIONS = 16_000
 """The server's `instructions`, which go with every request of a chat using it."""
 MAX_DESCRIPTION = 2_000

@@ -27,7 +27,7 @@ from ..errors import CodeCompanionError, ConfigError
 from ..messages import ImagePart
 from ..tools.contract import ToolDefinition, ToolRun
 from .client import McpServer, Notice
-from .door import MAX_TOOLS, MAX_TOOLS_BYTES, description, result_capped, shown, tool_names
+from .door import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TOOLS, MAX_TOOLS_BYTES, description, result_capped, shown, tool_names
 
 PREFIX = "mcp:"
 
@@ -62,11 +62,14 @@ def result_text(result: Mapping[str, Any]) -> str:
 
 
 def images_of(result: Mapping[str, Any]) -> list[ImagePart]:
-    """The images of an MCP tool result, for providers that take images in tool results."""
-    found = []
+    """The images of an MCP tool result, for providers that take images in tool results: the
+    first MAX_IMAGES of at most MAX_IMAGE_BYTES each (the others are only described)."""
+    found: list[ImagePart] = []
     for item in result.get("content") or ():
         if isinstance(item, Mapping) and item.get("type") == "image" and item.get("data"):
-            found.append(ImagePart(data=str(item["data"]), media_type=str(item.get("mimeType") or "image/png")))
+            data = str(item["data"])
+            if len(data) <= MAX_IMAGE_BYTES and len(found) < MAX_IMAGES:
+                found.append(ImagePart(data=data, media_type=shown(item.get("mimeType") or "image/png", 100)))
     return found
 
 
@@ -231,7 +234,7 @@ def _definition(server: McpServer, tool: Mapping[str, Any], name: str, config: M
         text = result_capped(server.clean(result_text(result)))  # scrubbed whole, then cut
         return {"status": "error" if result.get("isError") else "success", "data": text}
 
-    about = server.clean(description(tool.get("description") or tool.get("title") or tool["name"]))
+    about = description(server.clean(str(tool.get("description") or tool.get("title") or tool["name"])))
     prompt = f"Run {shown(server.name)}'s MCP tool `{shown(tool['name'])}` with"
     return ToolDefinition(
         name=name,
