@@ -52,4 +52,4 @@ def test_images_too_large_or_too_many_are_only_described():
     images = images_of({"content": [big] + [small] * 20})
     assert len(images) == 8 and all(image.data == "iVBORw0KGgo=" for image in images)
     assert images[0].media_type == "image/png\\u000ax"
-    assert "[image image/png, 9,437,184 bytes]" in result_text({"content": [big]})
+    assert "[image image/png, 7,077,888 bytes]" in result_text({"content": [big]})
