@@ -19,13 +19,15 @@ import pytest
 from codecompanion_py.adapters import extend
 from codecompanion_py.chat.session import ChatSession
 from codecompanion_py.client import HttpClient
-from codecompanion_py.demo.server import Reply, ScriptedServer
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.events import ErrorEvent
 from codecompanion_py.mcp.client import McpServer
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.tools.registry import ToolSettings
 from codecompanion_py.tools.workspace import Workspace
+from tests.e2e.conftest import editor, nvim_home  # noqa: F401 (the real Neovim fixtures)
+from tests.e2e.test_mcp import setup, tool_messages
 from tests.e2e.test_tools import text_reply, tool_call_reply
 from tests.tools.test_orchestrator import call, orchestrator
 
@@ -162,6 +164,42 @@ async def test_a_stdio_servers_result_and_its_last_words_show_no_env_secret(tmp_
     assert leaked.status == "success" and leaked.content == "my token is ***"
     assert crashed.status == "error" and "bad credentials ***" in crashed.content
     assert secret_free(crashed.content, TOKEN), crashed.content
+
+
+@pytest.mark.nvim
+def test_in_neovim_a_token_echoed_and_a_50_mb_result_reach_neither_chat_nor_llm_nor_history(
+    editor,  # noqa: F811
+    tmp_path,
+):
+    def on_call(request, message):
+        echoed = f"unauthorized: you sent Authorization: {request.headers.get('authorization')}"
+        return Reply(status=401, headers={"content-type": "text/plain"}, chunks=[echoed.encode()])
+
+    replies = [
+        tool_call_reply(("a", "web_t", {}), ("b", "bad_big", {"size": 50_000_000})),
+        text_reply("Both failed or were cut."),
+        text_reply("A title"),
+    ]
+    yolo = "tool_defaults = { opts = { require_approval_before = false } }"
+    folder = tmp_path / "history"
+    with ServerThread(http_mcp(on_call)) as mcp, ServerThread(ScriptedServer.sequence(replies)) as llm:
+        servers_lua = (
+            f'web = {{ url = "{mcp.url}/mcp", headers = {{ Authorization = "Bearer {TOKEN}" }}, {yolo} }}, '
+            f'bad = {{ cmd = {{ "{sys.executable}", "{HOSTILE}" }}, env = {{ API_TOKEN = "{TOKEN}" }}, {yolo} }}'
+        )
+        setup(editor, llm.url, servers_lua, extra=', opts = { default_servers = { "web", "bad" } }')
+        editor.lua(f"require('codecompanion_py.rpc').history_dir = function() return '{folder}' end")
+        editor.nvim.command("CodeCompanionChat Call both")
+        done = editor.wait_event("CodeCompanionChatDone", timeout=90)
+        assert done["data"]["status"] == "success", editor.text()[-2000:]
+        saved = editor.wait_for(lambda: list(folder.glob("*.json")) or None, what="the saved chat", timeout=30)
+        shown_text = editor.text()
+        web, big = tool_messages(llm.requests[1])
+    assert "HTTP 401" in web["content"] and secret_free(web["content"], TOKEN)
+    assert "bytes omitted" in big["content"] and len(big["content"]) < 101_000
+    assert "HTTP 401" in shown_text and secret_free(shown_text, TOKEN) and len(shown_text) < 300_000
+    record = saved[0].read_text()
+    assert "HTTP 401" in record and secret_free(record, TOKEN) and len(record) < 1_000_000
 
 
 # --- 2. sizes --------------------------------------------------------------------------------
