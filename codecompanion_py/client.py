@@ -31,8 +31,11 @@ HttpClient made after it. Constructor arguments override them, and an adapter's
 
 Secrets. Every error text made here, and every one the stream iterator shows, goes through
 `scrub()`: each secret the request carries (the values of credential headers, and
-`HttpRequest.secrets`, the adapter's resolved env values) is replaced with `***`. A header
-value holding CR, LF or NUL is refused before sending, naming the header, never the value.
+`HttpRequest.secrets`, the adapter's resolved env values) is replaced with `***`, and so is
+what is left of one cut elsewhere (its first 8 characters or more) and any bearer token. An
+error body is scrubbed whole before any part of it is cut to size. `scrub_secrets` is the
+one scrubber (MCP servers use it with their own header and env values). A header value
+holding CR, LF or NUL is refused before sending, naming the header, never the value.
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ capability negotiation; its tools listed page by page and listed again when it s
 changed; a call that outlives `timeout` is cancelled (`notifications/cancelled`). A server
 that exits is reported with the reason and its last stderr lines, and starts again with the
 next call. Roots are offered only when the config gives them (as CodeCompanion).
+
+What the server sends comes in through `door.py`: each message capped (a longer one fails
+the call it answers), its configured header and env values scrubbed from whatever of it is
+shown or sent on, its instructions and lists bounded, and its progress shown only for the
+calls in flight here, one line per call updated at most every 100 ms.
 """
 
 from __future__ import annotations
