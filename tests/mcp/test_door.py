@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+
+import pytest
 
 from codecompanion_py.client import clip, scrub_secrets, secrets_in
+from codecompanion_py.errors import ConfigError
+from codecompanion_py.mcp.client import McpServer
 from codecompanion_py.mcp.door import CappedLines, shown, tool_names
 
 SECRET = "abcdefgh-SECRET-0123456789"
@@ -57,3 +62,11 @@ async def test_an_over_long_request_of_the_server_fails_none_of_ours():
     )
     reader.feed_eof()
     assert await CappedLines(reader, 1000, "s").readline() == b"{}\n"
+
+
+async def test_a_server_that_never_answers_initialize_is_given_up_on_in_its_timeout():
+    spec = {"cmd": [sys.executable, "-c", "import sys; sys.stdin.read()"], "timeout": 500}
+    server = McpServer("mute", spec, cwd=".", notice=lambda event, data: None)
+    with pytest.raises(ConfigError, match="MCP server mute did not start: no answer in time"):
+        await asyncio.wait_for(server.ensure(), 10)
+    assert not server.alive
