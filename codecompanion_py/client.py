@@ -31,8 +31,11 @@ HttpClient made after it. Constructor arguments override them, and an adapter's
 
 Secrets. Every error text made here, and every one the stream iterator shows, goes through
 `scrub()`: each secret the request carries (the values of credential headers, and
-`HttpRequest.secrets`, the adapter's resolved env values) is replaced with `***`. A header
-value holding CR, LF or NUL is refused before sending, naming the header, never the value.
+`HttpRequest.secrets`, the adapter's resolved env values) is replaced with `***`, and so is
+what is left of one cut elsewhere (its first 8 characters or more) and any bearer token. An
+error body is scrubbed whole before any part of it is cut to size. `scrub_secrets` is the
+one scrubber (MCP servers use it with their own header and env values). A header value
+holding CR, LF or NUL is refused before sending, naming the header, never the value.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import re
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -487,7 +490,10 @@ def error_for_status(
     """The error for an HTTP error status: the provider's name, what the status means, the
     provider's own message, and what to check. Never contains a credential the request sent."""
     provider = request.provider or "provider"
-    detail = scrub(provider_message(body), request)
+    # scrubbed whole before any part of it is cut to size; a body read up to its limit may
+    # end in the first part of a key
+    cleaned = scrub(body.decode("utf-8", "replace"), request, cut=len(body) >= ERROR_BODY_LIMIT)
+    detail = scrub(provider_message(cleaned.encode()), request)
     if status in (401, 403) or (status == 400 and _BAD_KEY.search(detail)):
         what = "refused access" if status == 403 else "rejected the API key"
         message = f"{provider} {what} (HTTP {status}): {_with_hint(detail, _auth_hint(status, request))}"
@@ -565,11 +571,18 @@ def _retry_after(headers: Mapping[str, str] | None) -> str | None:
 
 
 def secrets_of(request: HttpRequest) -> list[str]:
-    """Every secret `request` carries, longest first (so a secret containing another is
-    replaced whole), with its percent-encoded form where that differs (a key in a URL)."""
-    found: set[str] = set(request.secrets)
-    for name, value in request.headers.items():
-        if not value or not _SECRET_HEADER.search(name):
+    """Every secret `request` carries, longest first (`secrets_in`)."""
+    return secrets_in(request.headers, request.secrets)
+
+
+def secrets_in(headers: Mapping[str, str], values: Iterable[str] = (), *, every_header: bool = False) -> list[str]:
+    """The secrets among credential headers (each header with `every_header`: an MCP
+    server's configured headers) and `values` (resolved keys, env values), longest first
+    (so a secret containing another is replaced whole), with the percent-encoded form
+    where that differs (a key in a URL) and without a `Bearer `/`Basic ` scheme."""
+    found: set[str] = {str(value) for value in values if value}
+    for name, value in headers.items():
+        if not value or not (every_header or _SECRET_HEADER.search(name)):
             continue
         found.add(value.split(" ", 1)[1] if value.lower().startswith(("bearer ", "basic ")) else value)
     for secret in list(found):
@@ -579,15 +592,63 @@ def secrets_of(request: HttpRequest) -> list[str]:
 
 
 _SHORTEST_SECRET = 8  # shorter values ("demo", "none") are placeholders, and replacing them would garble text
+_BEARER = re.compile(r"\b(bearer\s+)[A-Za-z0-9._~+/=-]{12,}", re.IGNORECASE)  # a token no setting names
 
 
-def scrub(text: str, request: HttpRequest | None) -> str:
+def scrub(text: str, request: HttpRequest | None, *, cut: bool = False) -> str:
     """`text` without any secret the request carried (some servers echo the key back)."""
     if request is None or not text:
         return text
-    for secret in secrets_of(request):
+    return scrub_secrets(text, secrets_of(request), cut=cut)
+
+
+def scrub_secrets(text: str, secrets: Sequence[str], *, cut: bool = False) -> str:
+    """The one scrubber: `text` with each of `secrets` (`secrets_in`), what is left of one
+    that was cut (its first 8 characters or more), and any bearer token replaced by `***`.
+    `cut`: the text was cut short before it got here (a body read up to a limit), so even a
+    shorter beginning of a secret at its very end goes."""
+    if not text:
+        return text
+    for secret in secrets:
         if secret in text:
             text = text.replace(secret, "***")
+        if secret[:_SHORTEST_SECRET] in text:  # what is left of it where text was cut before
+            text = _without_secret_starts(text, secret)
+    if cut:
+        text = _without_partial_secret(text, secrets)
+    return _BEARER.sub(r"\1***", text)
+
+
+def _without_secret_starts(text: str, secret: str) -> str:
+    """`text` with each beginning of `secret` (its first 8 characters or more) replaced."""
+    head = secret[:_SHORTEST_SECRET]
+    pieces, at = [], 0
+    start = text.find(head)
+    while start >= 0:
+        end = start + len(head)
+        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
+            end += 1
+        pieces += [text[at:start], "***"]
+        at = end
+        start = text.find(head, end)
+    return "".join(pieces) + text[at:]
+
+
+def clip(text: str, limit: int, secrets: Sequence[str] = (), *, marker: str = "…") -> str:
+    """`text` scrubbed, then cut to `limit` characters (`marker` after the cut): scrubbing
+    first, so a secret at the cut never leaves its first part behind."""
+    text = scrub_secrets(text, secrets)
+    if len(text) <= limit:
+        return text
+    return _without_partial_secret(text[:limit], secrets) + marker
+
+
+def _without_partial_secret(text: str, secrets: Sequence[str]) -> str:
+    """`text` without a beginning of a secret at its end (the rest of it was cut off)."""
+    for secret in secrets:
+        for size in range(min(len(secret) - 1, len(text)), 0, -1):
+            if text.endswith(secret[:size]):
+                return text[: len(text) - size]
     return text
 
 

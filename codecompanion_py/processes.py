@@ -409,6 +409,14 @@ def strip_ansi(text: str) -> str:
 # --- output capture ---------------------------------------------------------------------
 
 
+def capped(data: bytes, limit: int) -> bytes:
+    """`data` within `limit` bytes as a command's output is kept: its first half and last
+    half joined by a `[... N bytes omitted ...]` line."""
+    capture = _Capture(limit)
+    capture.add(data)
+    return capture.render()
+
+
 class _Capture:
     """Bytes written by a child, kept within `limit`: the first half and a rolling last half
     (or only a head of `limit` bytes when `keep_tail` is false)."""

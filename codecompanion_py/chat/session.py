@@ -24,13 +24,13 @@ from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
 from ..errors import CodeCompanionError, ConfigError
-from ..events import ErrorEvent, FinalEvent, NoticeEvent
-from ..mcp.servers import PREFIX, McpServers, tool_name
+from ..events import ErrorEvent, FinalEvent, NoticeEvent, ToolProgress, ToolProgressEvent
+from ..mcp.servers import PREFIX, McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator, joined_tokens
 from ..tools.approvals import Approvals
 from ..tools.orchestrator import ChatHandle, Editor, Orchestrator, ToolsContext
-from ..tools.registry import ToolSettings, mentions
+from ..tools.registry import CATALOG, ToolSettings, mentions
 from ..tools.workspace import Workspace
 from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession
@@ -104,6 +104,8 @@ class ChatSession:
         # MCP servers whose tools this chat uses (`@{mcp:name}`, `mcp.opts.default_servers`),
         # loaded (and their lists refreshed) when a turn starts
         self.mcp_servers: list[str] = list(mcp.default_servers) if mcp else []
+        self._mcp_owner: dict[str, str] = {}  # tool name -> the MCP server it came from
+        self._mcp_said: set[str] = set()  # what MCP servers' tools needed said, said once
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -333,17 +335,21 @@ class ChatSession:
         if self.mcp is None:
             return
         for name in list(self.mcp_servers):
+            # built-in tools and other servers' tools keep their names
+            taken = {*CATALOG, *self.tool_settings.names(), *(n for n in self.tools if self._mcp_owner.get(n) != name)}
             try:
                 definitions, prompt = await self.mcp.tools(
-                    name, cwd=str(self.workspace.root), notice=self._mcp_notice, editor=self.editor
+                    name, cwd=str(self.workspace.root), notice=self._mcp_notice, editor=self.editor, taken=taken
                 )
             except CodeCompanionError:
                 self.mcp_servers.remove(name)  # said once; mention it again to retry
                 raise
-            prefix = tool_name(name, "")
-            for old in [n for n in self.tools if n.startswith(prefix) and n not in {d.name for d in definitions}]:
-                del self.tools[old]
+            listed = {d.name for d in definitions}
+            for old in [n for n, owner in self._mcp_owner.items() if owner == name and n not in listed]:
+                del self._mcp_owner[old]
+                self.tools.pop(old, None)
             for definition in definitions:
+                self._mcp_owner[definition.name] = name
                 if definition.name not in self.tools:
                     for event in ("ChatToolAdded", "ToolAdded"):
                         self.view.fire(event, {"id": self.chat_id, "tool": definition.name})
@@ -351,11 +357,15 @@ class ChatSession:
             self._add_prompt(f"{PREFIX}{name}", prompt)
 
     def _mcp_notice(self, event: str, data: Mapping[str, Any]) -> None:
-        if event == "MCPProgress":
-            done, total = data.get("progress"), data.get("total")
-            amount = f"{done}/{total}" if total else str(done)
-            message = f": {data['message']}" if data.get("message") else ""
-            self.view.show(NoticeEvent(title="**MCP**", text=f"{data.get('server')} {amount}{message}"))
+        if event == "MCPProgress":  # one line per call, updated in place
+            status: ToolProgress = data["status"] if data.get("status") in ("completed", "failed") else "in_progress"
+            title = f"MCP {data.get('server')} {data.get('text')}"
+            self.view.show(ToolProgressEvent(id=f"mcp-progress:{data.get('token')}", title=title, status=status))
+        elif event in ("MCPToolRenamed", "MCPToolsLeftOut"):
+            if data["text"] not in self._mcp_said:  # once a chat
+                self._mcp_said.add(data["text"])
+                self.view.show(NoticeEvent(title="**MCP**", text=data["text"]))
+                self.view.fire(event, dict(data))
         else:
             self.view.fire(event, dict(data))
 

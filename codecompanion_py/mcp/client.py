@@ -4,6 +4,11 @@ capability negotiation; its tools listed page by page and listed again when it s
 changed; a call that outlives `timeout` is cancelled (`notifications/cancelled`). A server
 that exits is reported with the reason and its last stderr lines, and starts again with the
 next call. Roots are offered only when the config gives them (as CodeCompanion).
+
+What the server sends comes in through `door.py`: each message capped (a longer one fails
+the call it answers), its configured header and env values scrubbed from whatever of it is
+shown or sent on, its instructions and lists bounded, and its progress shown only for the
+calls in flight here, one line per call updated at most every 100 ms.
 """
 
 from __future__ import annotations
@@ -13,15 +18,29 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
+
+import msgspec
 
 from .. import __version__
 from ..acp.agent_process import AgentProcess
 from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
 from ..adapters.base import resolve_env_string
 from ..adapters.lua import LuaFunction
+from ..client import clip, scrub_secrets, secrets_in
 from ..errors import ConfigError, ConnectionClosed, RpcError
 from ..processes import safe_env
+from .door import (
+    MAX_INSTRUCTIONS,
+    MAX_MESSAGE_BYTES,
+    MAX_SHOWN,
+    MAX_TOOLS,
+    MAX_TOOLS_BYTES,
+    CappedLines,
+    result_capped,
+    shown,
+)
 from .http import HttpConnection
 
 log = logging.getLogger("codecompanion_py.mcp")
@@ -29,6 +48,17 @@ log = logging.getLogger("codecompanion_py.mcp")
 PROTOCOL_VERSION = "2025-11-25"
 DEFAULT_TIMEOUT = 30.0  # seconds, CodeCompanion's mcp.opts.timeout (30e3 ms)
 _MAX_PAGES = 50
+PROGRESS_EVERY = 0.1  # seconds: at most one progress update of a call is shown in this time
+MAX_READ = 1_000_000  # bytes of a prompt's or a resource's text put in the chat
+
+
+@dataclass
+class _Call:
+    """A tool call in flight, known by the progressToken it was given."""
+
+    shown_at: float = -1.0  # when its progress was last shown (loop time); -1: never
+    last: Mapping[str, Any] | None = None  # its last progress notification
+
 
 Notice = Callable[[str, Mapping[str, Any]], None]
 
@@ -55,6 +85,9 @@ class McpServer:
         self._starting: asyncio.Task[None] | None = None
         self._tools_changed = False
         self._progress = 0
+        self._calls: dict[str, _Call] = {}  # by progressToken
+        self.left_out = 0  # tools past MAX_TOOLS_BYTES
+        self.secrets: list[str] = []  # the configured header and env values: never shown
         self.last_exit: str | None = None
 
     @property
@@ -78,6 +111,7 @@ class McpServer:
         self.notice("MCPServerStart", {"server": self.name})
         if self.spec.get("url"):
             headers = {k: str(await self.value(k, v)) for k, v in (self.spec.get("headers") or {}).items()}
+            self.secrets = secrets_in(headers, every_header=True)
             self._conn = HttpConnection(
                 str(self.spec["url"]),
                 headers,
@@ -90,13 +124,17 @@ class McpServer:
             if not argv:
                 raise ConfigError(f"MCP server {self.name}: give it `cmd` (a command) or `url`")
             env = {**safe_env(os.environ)}
+            configured = []
             for key, value in (self.spec.get("env") or {}).items():
                 resolved = await self.value(key, value)
                 if resolved is not None:
                     env[str(key)] = str(resolved)
+                    configured.append(str(resolved))
+            self.secrets = secrets_in({}, configured)
             self._process = await McpProcess.start(f"MCP server {self.name}", argv, cwd=self.cwd, env=env)
+            lines = CappedLines(self._process.stdout, MAX_MESSAGE_BYTES, self.name)
             conn = Connection(
-                self._process.stdout,
+                cast(asyncio.StreamReader, lines),  # Connection only calls readline()
                 self._process.stdin,
                 on_request=self._on_request,
                 on_notification=self._on_notification,
@@ -122,24 +160,31 @@ class McpServer:
         except (asyncio.TimeoutError, ConnectionClosed, RpcError) as error:
             why = self._exit_reason() or str(error) or "no answer in time"
             await self.stop()
-            raise ConfigError(f"MCP server {self.name} did not start: {why}") from None
+            raise ConfigError(self.clean(f"MCP server {self.name} did not start: {why}")) from None
         result = result if isinstance(result, Mapping) else {}
         if isinstance(self._conn, HttpConnection):
             self._conn.protocol_version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
         self.capabilities = dict(result.get("capabilities") or {})
-        self.instructions = str(result.get("instructions") or "")
+        self.instructions = clip(str(result.get("instructions") or ""), MAX_INSTRUCTIONS, self.secrets)
         await self._conn.notify("notifications/initialized")
         if isinstance(self._conn, HttpConnection):
             self._conn.listen()
         await self._list_tools()
-        self.prompts = await self._list("prompts") if "prompts" in self.capabilities else []
-        self.resources = await self._list("resources") if "resources" in self.capabilities else []
-        self.notice("MCPServerReady", {"server": self.name, "tools": [t.get("name") for t in self.tools]})
+        self.prompts = (await self._list("prompts"))[:MAX_TOOLS] if "prompts" in self.capabilities else []
+        self.resources = (await self._list("resources"))[:MAX_TOOLS] if "resources" in self.capabilities else []
+        self.notice("MCPServerReady", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
 
     async def _list_tools(self) -> None:
         self._tools_changed = False
-        self.tools = await self._list("tools") if "tools" in self.capabilities else []
-        self.notice("MCPToolsLoaded", {"server": self.name, "tools": [t["name"] for t in self.tools]})
+        listed = await self._list("tools") if "tools" in self.capabilities else []
+        self.tools, size = [], 0  # what goes with every request is bounded: MAX_TOOLS_BYTES
+        for tool in listed:
+            size += len(msgspec.json.encode(tool))
+            if size > MAX_TOOLS_BYTES or len(self.tools) == MAX_TOOLS:
+                break
+            self.tools.append(tool)
+        self.left_out = len(listed) - len(self.tools)
+        self.notice("MCPToolsLoaded", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
 
     async def _list(self, kind: str) -> list[dict[str, Any]]:
         """`<kind>/list`, page after page."""
@@ -150,10 +195,10 @@ class McpServer:
             page = page if isinstance(page, Mapping) else {}
             found.extend(dict(item) for item in page.get(kind) or () if isinstance(item, Mapping))
             cursor = page.get("nextCursor")
-            if not cursor:
+            if not cursor or len(found) >= MAX_TOOLS:
                 break
         key = "uri" if kind == "resources" else "name"
-        return [item for item in found if item.get(key)]
+        return [item for item in found if item.get(key) and isinstance(item[key], str)]
 
     async def get_prompt(self, name: str, arguments: Mapping[str, str]) -> str:
         """A prompt's messages as text for the chat (`prompts/get`)."""
@@ -168,7 +213,7 @@ class McpServer:
                 resource = content.get("resource")
                 if isinstance(resource, Mapping):
                     texts.append(str(resource.get("text", f"[resource {resource.get('uri')}]")))
-        return "\n\n".join(texts)
+        return self.read_text("\n\n".join(texts))
 
     async def read_resource(self, uri: str) -> str:
         """A resource's text (`resources/read`); binary parts are described."""
@@ -181,20 +226,42 @@ class McpServer:
                     parts.append(str(item["text"]))
                 else:
                     parts.append(f"[{item.get('mimeType', 'binary')} content of {item.get('uri', uri)}]")
-        return "\n\n".join(parts)
+        return self.read_text("\n\n".join(parts))
+
+    def clean(self, text: str) -> str:
+        """`text` from or about the server without the values of its configured headers
+        and env (a server's errors and logs may echo them)."""
+        return scrub_secrets(text, self.secrets)
+
+    def read_text(self, text: str) -> str:
+        """A prompt's or resource's text for the chat: scrubbed, then capped."""
+        return result_capped(self.clean(text), MAX_READ)
 
     def status(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "transport": "http" if self.spec.get("url") else "stdio",
             "running": self.alive,
-            "tools": [t["name"] for t in self.tools],
+            "tools": [shown(t["name"]) for t in self.tools],
             "prompts": [
-                {"name": p["name"], "description": p.get("description") or "", "arguments": p.get("arguments") or []}
+                {
+                    "name": p["name"],
+                    "description": shown(p.get("description") or ""),
+                    "arguments": [
+                        {"name": shown(a.get("name")), "required": bool(a.get("required"))}
+                        for a in p.get("arguments") or ()
+                        if isinstance(a, Mapping) and a.get("name")
+                    ],
+                }
                 for p in self.prompts
+                if shown(p["name"]) == p["name"]  # a name the editor can show and send back as it is
             ],
-            "resources": [{"uri": r["uri"], "name": r.get("name") or r["uri"]} for r in self.resources],
-            "last_exit": self.last_exit,
+            "resources": [
+                {"uri": r["uri"], "name": shown(r.get("name") or r["uri"])}
+                for r in self.resources
+                if len(r["uri"]) <= 4 * MAX_SHOWN
+            ],
+            "last_exit": self.clean(self.last_exit) if self.last_exit else None,
         }
 
     async def request(self, method: str, params: Any = None, timeout: float | None = None) -> Any:
@@ -209,7 +276,11 @@ class McpServer:
             return await asyncio.wait_for(conn.request(method, params, request_id=request_id), limit)
         except ConnectionClosed as error:
             await self._reaped()
-            raise ConfigError(f"{self._exit_reason() or error}; it starts again with the next call") from None
+            raise ConfigError(
+                self.clean(f"{self._exit_reason() or error}; it starts again with the next call")
+            ) from None
+        except RpcError as error:  # the server's own words may echo what it was given
+            raise RpcError(error.code, self.clean(error.message)) from None
         except asyncio.TimeoutError:
             await self._cancel(conn, request_id, f"no answer within {limit:g} s")
             raise ConfigError(f"MCP server {self.name} did not answer {method} within {limit:g} s") from None
@@ -227,7 +298,15 @@ class McpServer:
         self._progress += 1  # the progress notifications of this call name its token
         token = f"{self.name}-{self._progress}"
         params = {"name": name, "arguments": dict(arguments), "_meta": {"progressToken": token}}
-        result = await self.request("tools/call", params)
+        call = self._calls[token] = _Call()
+        ended = "failed"
+        try:
+            result = await self.request("tools/call", params)
+            ended = "completed"
+        finally:
+            del self._calls[token]
+            if call.last is not None:  # its progress line, updated a last time
+                self._show_progress(token, call.last, ended)
         return dict(result) if isinstance(result, Mapping) else {}
 
     async def stop(self) -> None:
@@ -280,8 +359,28 @@ class McpServer:
             self._tools_changed = True
         elif method in ("notifications/prompts/list_changed", "notifications/resources/list_changed"):
             kind = method.split("/")[1]
-            setattr(self, kind, await self._list(kind))
+            setattr(self, kind, (await self._list(kind))[:MAX_TOOLS])
         elif method == "notifications/progress" and isinstance(params, Mapping):
-            self.notice("MCPProgress", {"server": self.name, **params})
-        elif method == "notifications/message" and isinstance(params, Mapping):
-            log.info("MCP server %s: %s", self.name, params.get("data"))
+            self._progressed(params)
+        elif method == "notifications/message" and isinstance(params, Mapping) and log.isEnabledFor(logging.INFO):
+            log.info("MCP server %s: %s", self.name, shown(self.clean(str(params.get("data"))), 2000))
+
+    def _progressed(self, params: Mapping[str, Any]) -> None:
+        """Progress of a call in flight, by the token this client gave it; at most one
+        update shown per PROGRESS_EVERY, each replacing the last."""
+        token = params.get("progressToken")
+        call = self._calls.get(token) if isinstance(token, str) else None
+        if call is None or not isinstance(token, str):
+            return  # a token this client never gave, or of a call that is over
+        call.last = params
+        now = asyncio.get_running_loop().time()
+        if call.shown_at >= 0 and now - call.shown_at < PROGRESS_EVERY:
+            return
+        call.shown_at = now
+        self._show_progress(token, params, "in_progress")
+
+    def _show_progress(self, token: str, params: Mapping[str, Any], status: str) -> None:
+        done, total = params.get("progress"), params.get("total")
+        amount = f"{shown(done, 20)}/{shown(total, 20)}" if total is not None else shown(done, 20)
+        message = f": {shown(self.clean(str(params['message'])))}" if params.get("message") else ""
+        self.notice("MCPProgress", {"server": self.name, "token": token, "text": amount + message, "status": status})

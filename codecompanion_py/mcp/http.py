@@ -17,13 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import httpx
 
-from ..errors import ConnectionClosed, RpcError
+from ..acp.jsonrpc import PARSE_ERROR
+from ..acp.jsonrpc import _decode as decode  # one JSON reading for both transports
+from ..client import ERROR_BODY_LIMIT, clip, html_title, read_at_most, scrub_secrets, secrets_in, where
+from ..errors import ConnectionClosed, ResponseTooLarge, RpcError
+from ..stream.sse import SSEDecoder, size_text
+from .door import MAX_MESSAGE_BYTES
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 _NOT_YET = object()
@@ -35,6 +39,7 @@ class HttpConnection:
     ) -> None:
         self.url = url
         self.headers = dict(headers)
+        self.secrets = secrets_in(self.headers, every_header=True)  # none of them is ever shown
         self.name = name
         self.session_id: str | None = None
         self.protocol_version: str | None = None
@@ -80,8 +85,8 @@ class HttpConnection:
                         if event_id is not None:
                             self.last_event_id = event_id
                         if data.strip():
-                            await self._receive(json.loads(data), None)
-            except (httpx.HTTPError, ValueError, ConnectionClosed):
+                            await self._receive(decode(data), None)
+            except (httpx.HTTPError, ValueError, RecursionError, ConnectionClosed, ResponseTooLarge):
                 pass
             failures += 1
             await asyncio.sleep(pause)
@@ -117,30 +122,42 @@ class HttpConnection:
                     self._closed = "the server ended the session"
                     raise ConnectionClosed(f"{self.name}: the server ended the session (HTTP 404)")
                 if response.status_code >= 400:
-                    body = (await response.aread()).decode(errors="replace")[:300]
-                    raise ConnectionClosed(f"{self.name}: HTTP {response.status_code} from {self.url}: {body}")
+                    body = await read_at_most(response, ERROR_BODY_LIMIT)
+                    text = scrub_secrets(
+                        body.decode("utf-8", "replace"), self.secrets, cut=len(body) >= ERROR_BODY_LIMIT
+                    )
+                    detail = clip(html_title(text) or text.strip(), 300)
+                    raise ConnectionClosed(f"{self.name}: HTTP {response.status_code} from {where(self.url)}: {detail}")
                 session = response.headers.get("mcp-session-id")
                 if session:
                     self.session_id = session
                 if want is None:
                     return None
                 if response.headers.get("content-type", "").startswith("text/event-stream"):
-                    async for data in _sse_data(response):
+                    async for _event_id, data in _sse_events(response):
                         if not data.strip():  # a priming event (an id to resume from, no message)
                             continue
-                        found = await self._receive(json.loads(data), want)
+                        found = await self._receive(decode(data), want)
                         if found is not _NOT_YET:
                             return found
                 else:
-                    body = json.loads(await response.aread())
+                    body = await read_at_most(response, MAX_MESSAGE_BYTES + 1)
+                    if len(body) > MAX_MESSAGE_BYTES:
+                        raise ResponseTooLarge(f"it is longer than {size_text(MAX_MESSAGE_BYTES)}")
+                    body = decode(body)
                     for item in body if isinstance(body, list) else [body]:
                         found = await self._receive(item, want)
                         if found is not _NOT_YET:
                             return found
         except httpx.HTTPError as error:
-            raise ConnectionClosed(f"{self.name}: {type(error).__name__}: {error} ({self.url})") from None
+            detail = scrub_secrets(f"{type(error).__name__}: {error}", self.secrets)
+            raise ConnectionClosed(f"{self.name}: {detail} ({where(self.url)})") from None
+        except ResponseTooLarge as error:
+            raise RpcError(PARSE_ERROR, f"{self.name}: the server's answer was dropped: {error}") from None
+        except RecursionError:  # msgspec's answer to nesting too deep
+            raise RpcError(PARSE_ERROR, f"{self.name}: the server sent JSON nested too deep to read") from None
         except ValueError as error:
-            raise ConnectionClosed(f"{self.name}: the server sent what is not JSON: {error}") from None
+            raise RpcError(PARSE_ERROR, f"{self.name}: the server sent what is not JSON: {error}") from None
         raise ConnectionClosed(f"{self.name}: the server's answer ended without a reply to {message.get('method')}")
 
     async def _receive(self, message: Any, want: Any) -> Any:
@@ -167,24 +184,12 @@ class HttpConnection:
         return _NOT_YET
 
 
-async def _sse_events(response: httpx.Response) -> Any:
-    """(id, data) of each server-sent event (the id None when the event has none)."""
-    data: list[str] = []
-    event_id: str | None = None
-    async for line in response.aiter_lines():
-        if line == "":
-            if data or event_id is not None:
-                yield event_id, "\n".join(data)
-            data, event_id = [], None
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-    if data or event_id is not None:
-        yield event_id, "\n".join(data)
-
-
-async def _sse_data(response: httpx.Response) -> Any:
-    """The `data` of each server-sent event."""
-    async for _event_id, data in _sse_events(response):
-        yield data
+async def _sse_events(response: httpx.Response) -> AsyncIterator[tuple[str | None, bytes]]:
+    """(last event id, data) of each server-sent event with data, each at most
+    MAX_MESSAGE_BYTES (ResponseTooLarge past it)."""
+    decoder = SSEDecoder(MAX_MESSAGE_BYTES)
+    async for chunk in response.aiter_bytes():
+        for event in decoder.feed(chunk):
+            yield event.id, event.data
+    for event in decoder.flush():
+        yield event.id, event.data

@@ -5,19 +5,21 @@
                         | { url = "http://...", headers = {...} } },
             opts = { default_servers = { "name" } } }
 
-Each server's tools become tools named `<server>_<tool>` (CodeCompanion's names) in a group
-`mcp:<server>` whose prompt tells the LLM about them (with the server's instructions); they
-run through the same orchestrator, approvals and events as the built-in ones, asking before
-each call unless the config says otherwise. The server's JSON schema goes to the LLM as it
-is. Results of every content kind become text the LLM reads (images and audio described, a
-resource's text included, `structuredContent` as JSON); `isError` makes the call an error.
+Each server's tools become tools named `<server>_<tool>` (CodeCompanion's names, in the
+providers' set `[A-Za-z0-9_-]{1,64}`) in a group `mcp:<server>` whose prompt tells the LLM
+about them (with the server's instructions); they run through the same orchestrator,
+approvals and events as the built-in ones, asking before each call unless the config says
+otherwise. A name that is taken (a built-in tool, another server's tool) gets a short hash:
+built-in tools always win. The server's JSON schema goes to the LLM as it is. Results of
+every content kind become text the LLM reads (images and audio described, a resource's text
+included, `structuredContent` as JSON), scrubbed of the server's secrets and capped
+(`door.py`); `isError` makes the call an error.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..adapters.lua import LuaFunction
@@ -25,13 +27,9 @@ from ..errors import CodeCompanionError, ConfigError
 from ..messages import ImagePart
 from ..tools.contract import ToolDefinition, ToolRun
 from .client import McpServer, Notice
+from .door import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TOOLS, MAX_TOOLS_BYTES, description, result_capped, shown, tool_names
 
 PREFIX = "mcp:"
-_NAME = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def tool_name(server: str, tool: str) -> str:
-    return _NAME.sub("_", f"{server}_{tool}")[:64]
 
 
 def result_text(result: Mapping[str, Any]) -> str:
@@ -64,11 +62,14 @@ def result_text(result: Mapping[str, Any]) -> str:
 
 
 def images_of(result: Mapping[str, Any]) -> list[ImagePart]:
-    """The images of an MCP tool result, for providers that take images in tool results."""
-    found = []
+    """The images of an MCP tool result, for providers that take images in tool results: the
+    first MAX_IMAGES of at most MAX_IMAGE_BYTES each (the others are only described)."""
+    found: list[ImagePart] = []
     for item in result.get("content") or ():
         if isinstance(item, Mapping) and item.get("type") == "image" and item.get("data"):
-            found.append(ImagePart(data=str(item["data"]), media_type=str(item.get("mimeType") or "image/png")))
+            data = str(item["data"])
+            if len(data) <= MAX_IMAGE_BYTES and len(found) < MAX_IMAGES:
+                found.append(ImagePart(data=data, media_type=shown(item.get("mimeType") or "image/png", 100)))
     return found
 
 
@@ -107,9 +108,11 @@ class McpServers:
         return server
 
     async def tools(
-        self, name: str, *, cwd: str, notice: Notice, editor: Any = None
+        self, name: str, *, cwd: str, notice: Notice, editor: Any = None, taken: Collection[str] = ()
     ) -> tuple[list[ToolDefinition], str]:
-        """Server `name`'s tools (started if need be) and its group's prompt."""
+        """Server `name`'s tools (started if need be) and its group's prompt; a tool whose
+        name is `taken` (built-in tools, other servers' tools) is renamed, and said so
+        (`MCPToolRenamed`)."""
         spec = self.specs.get(name)
         if isinstance(spec, LuaFunction):  # CodeCompanion's deferred config: called when first needed
             self.specs[name] = await spec.call_async(editor)
@@ -118,16 +121,29 @@ class McpServers:
         spec = server.spec
         defaults = _table(spec.get("tool_defaults"))
         overrides = _table(spec.get("tool_overrides"))
+        offered = [
+            tool
+            for tool in server.tools
+            if _table(tool.get("execution")).get("taskSupport") != "required"  # tasks are not offered here
+            and _table(overrides.get(tool["name"])).get("enabled") is not False
+        ]
+        names = tool_names(name, [str(tool["name"]) for tool in offered], taken)
         definitions = []
-        for tool in server.tools:
-            if _table(tool.get("execution")).get("taskSupport") == "required":
-                continue  # tasks are not offered here
+        for tool in offered:
+            chat_name = names[tool["name"]]
+            if chat_name != tool_names(name, [tool["name"]])[tool["name"]]:
+                said = f"{name}'s tool `{shown(tool['name'])}` is `{chat_name}` here: its name is taken"
+                notice("MCPToolRenamed", {"server": name, "tool": shown(tool["name"]), "name": chat_name, "text": said})
             override = _table(overrides.get(tool["name"]))
-            if override.get("enabled") is False:
-                continue
-            definitions.append(_definition(server, tool, {**defaults, **override}))
-        names = ", ".join(d.name for d in definitions)
-        prompt = f"I'm giving you access to tools from the MCP server `{name}`: {names}."
+            definitions.append(_definition(server, tool, chat_name, {**defaults, **override}))
+        if server.left_out:
+            said = (
+                f"{name}: {server.left_out} of its tools are left out: a chat takes at most {MAX_TOOLS} "
+                f"of a server's tools, {MAX_TOOLS_BYTES >> 20} MiB of them"
+            )
+            notice("MCPToolsLeftOut", {"server": name, "count": server.left_out, "text": said})
+        listed = ", ".join(d.name for d in definitions)
+        prompt = f"I'm giving you access to tools from the MCP server `{name}`: {listed}."
         if server.instructions:
             prompt += f"\nThe server's instructions:\n{server.instructions}"
         return definitions, prompt
@@ -205,8 +221,7 @@ def _table(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _definition(server: McpServer, tool: Mapping[str, Any], config: Mapping[str, Any]) -> ToolDefinition:
-    name = tool_name(server.name, str(tool["name"]))
+def _definition(server: McpServer, tool: Mapping[str, Any], name: str, config: Mapping[str, Any]) -> ToolDefinition:
     schema = dict(_table(tool.get("inputSchema"))) or {"type": "object"}
     opts = {"require_approval_before": True, **_table(config.get("opts"))}
 
@@ -214,20 +229,19 @@ def _definition(server: McpServer, tool: Mapping[str, Any], config: Mapping[str,
         try:
             result = await server.call_tool(str(tool["name"]), args)
         except CodeCompanionError as error:
-            return {"status": "error", "data": str(error)}
+            return {"status": "error", "data": result_capped(server.clean(str(error)))}
         self.images.extend(images_of(result))
-        text = result_text(result)
+        text = result_capped(server.clean(result_text(result)))  # scrubbed whole, then cut
         return {"status": "error" if result.get("isError") else "success", "data": text}
 
-    description = str(tool.get("description") or tool.get("title") or tool["name"])
+    about = description(server.clean(str(tool.get("description") or tool.get("title") or tool["name"])))
+    prompt = f"Run {shown(server.name)}'s MCP tool `{shown(tool['name'])}` with"
     return ToolDefinition(
         name=name,
-        schema={"type": "function", "function": {"name": name, "description": description, "parameters": schema}},
+        schema={"type": "function", "function": {"name": name, "description": about, "parameters": schema}},
         cmds=[call],
         opts=opts,
         system_prompt=config.get("system_prompt") if isinstance(config.get("system_prompt"), str) else None,
-        output={
-            "prompt": lambda self, tools: f"Run {server.name}'s MCP tool `{tool['name']}` with {json.dumps(self.args)}?"
-        },
-        description=description,
+        output={"prompt": lambda self, tools: f"{prompt} {json.dumps(self.args)}?"},
+        description=about,
     )

@@ -42,3 +42,14 @@ def test_content_kinds_as_text():
     )
     assert text == '[audio audio/wav, 3 bytes]\n\n{"type": "odd", "x": 1}'
     assert result_text({}) == "(the tool returned nothing)"
+
+
+def test_images_too_large_or_too_many_are_only_described():
+    from codecompanion_py.mcp.servers import images_of
+
+    big = {"type": "image", "data": "A" * (9 << 20), "mimeType": "image/png"}
+    small = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png\nx"}
+    images = images_of({"content": [big] + [small] * 20})
+    assert len(images) == 8 and all(image.data == "iVBORw0KGgo=" for image in images)
+    assert images[0].media_type == "image/png\\u000ax"
+    assert "[image image/png, 7,077,888 bytes]" in result_text({"content": [big]})
