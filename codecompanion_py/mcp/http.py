@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 
 from ..errors import ConnectionClosed, RpcError
+from ..outbound import http_client
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 _NOT_YET = object()
@@ -41,7 +42,7 @@ class HttpConnection:
         self._on_request = on_request
         self._on_notification = on_notification
         self._ids = itertools.count(1)
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+        self._http = http_client(read_timeout=None)  # the user's proxy and TLS check (outbound.py)
         self._closed: str | None = None
         self._listening: asyncio.Task[None] | None = None
         self.last_event_id: str | None = None
