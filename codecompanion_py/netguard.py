@@ -51,7 +51,7 @@ def literal(host: str) -> Address | None:
 
 
 def refusal(address: Address) -> str | None:
-    """Why `address` may not be reached, or None."""
+    """What `address` is that it may not be reached ("a link-local address"), or None."""
     if isinstance(address, ipaddress.IPv6Address):
         embedded = address.ipv4_mapped
         if embedded is None and (address in _NAT64 or (address in _IPV4_COMPATIBLE and int(address) > 1)):
@@ -59,11 +59,11 @@ def refusal(address: Address) -> str | None:
         if embedded is not None:
             return refusal(embedded)
     if address in _METADATA:
-        return f"{address} is a cloud metadata service"
+        return "a cloud metadata service"
     if address.is_link_local:
-        return f"{address} is a link-local address"
+        return "a link-local address"
     if address.is_unspecified or address.is_multicast or (address.is_reserved and not address.is_private):
-        return f"{address} is not an address a page can come from"
+        return "no address a page can come from"
     return None
 
 
@@ -75,7 +75,7 @@ def check_host(host: str) -> Address | None:
         raise Forbidden(f"{name} is a cloud metadata service: not fetched")
     address = literal(name)
     if address is not None and (reason := refusal(address)) is not None:
-        raise Forbidden(f"{reason}: not fetched")
+        raise Forbidden(f"{host} is {reason}: not fetched")
     return address
 
 
@@ -95,5 +95,5 @@ async def checked_addresses(host: str, port: int) -> list[str]:
     for text in found:
         reason = refusal(ipaddress.ip_address(text.split("%", 1)[0]))
         if reason is not None:
-            raise Forbidden(f"{host} resolves to {reason}: not fetched")
+            raise Forbidden(f"{host} resolves to {text}, {reason}: not fetched")
     return found
