@@ -167,7 +167,7 @@ def _redirect(current: httpx.URL, location: str) -> httpx.URL:
 def _text_type(url: httpx.URL, response: httpx.Response) -> str:
     """The response's media type if it is text ("" when it names none); a `ConfigError` if
     it is not."""
-    kind = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    kind = str(response.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
     if not kind or kind.startswith("text/") or kind in _TEXT_TYPES or kind.endswith(("+xml", "+json")):
         return kind
     raise ConfigError(f"{url} is {kind}, not text: not read")

@@ -369,3 +369,13 @@ async def test_the_fetch_cache_keeps_a_bounded_number_of_pages():
         for n in range(web.CACHE_PAGES + 8):
             await asyncio.wait_for(web.page_text(f"{site.url}/{n}", cached=True), BOUND)
     assert len(web._cache) == web.CACHE_PAGES
+
+
+async def test_the_approval_shows_the_url_as_it_will_be_requested(tmp_path):
+    async with serve(answering(reply(b"page"))) as site:
+        result, editor = await fetch_tool(tmp_path, f"{site.url}/docs/../notes\u202etxt.exe")
+    assert result.status == "success"
+    [asked] = editor.asked
+    # the right-to-left override that would show "exe.txt" escaped, the path resolved
+    assert asked["prompt"] == f"Fetch {site.url}/notes%E2%80%AEtxt.exe?"
+    assert site.requests == ["GET /notes%E2%80%AEtxt.exe HTTP/1.1"]
