@@ -26,7 +26,12 @@ from typing import Any
 import pytest
 
 from codecompanion_py import client, config, web
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread
 from codecompanion_py.errors import ConfigError
+from tests.e2e.conftest import editor, nvim_home  # noqa: F401 - the real Neovim, for the chat's door
+from tests.e2e.test_chat_surface import chat_config, send, setup
+from tests.e2e.test_chat_surface import reply as llm_reply
+from tests.e2e.test_context import user_message
 
 from ..tools.test_catalog import Editor, chat
 
@@ -119,12 +124,35 @@ async def fetch_tool(tmp_path: Path, url: str) -> tuple[Any, Editor]:
 async def test_a_redirect_to_another_site_is_not_followed_but_named(tmp_path):
     async with serve(answering(reply(b"the other site's secret"))) as other:
         async with serve(answering(moved(f"{other.url}/elsewhere"))) as site:
-            result, editor = await fetch_tool(tmp_path, f"{site.url}/docs")
+            result, ui = await fetch_tool(tmp_path, f"{site.url}/docs")
 
     assert result.status == "error"
     assert f"redirected to {other.url}/elsewhere: not followed; fetch that URL if you want it" in result.content
     assert other.requests == []  # the approval named the first URL only: nothing went elsewhere
-    assert [asked["prompt"] for asked in editor.asked] == [f"Fetch {site.url}/docs?"]
+    assert [asked["prompt"] for asked in ui.asked] == [f"Fetch {site.url}/docs?"]
+
+
+@pytest.mark.nvim
+def test_a_chat_fetch_redirected_elsewhere_ends_the_turn_saying_so_and_the_chat_goes_on(editor):  # noqa: F811
+    def respond(request: Any) -> Reply:
+        if request.method == "GET":  # the page moved to another site (the LLM's port: another origin)
+            return Reply(status=302, headers={"location": f"{llm.url}/elsewhere"})
+        return llm_reply("fine")
+
+    with ServerThread(ScriptedServer(respond)) as page:
+        with ServerThread(ScriptedServer(respond)) as llm:
+            setup(editor, llm.url, chat_config(""))
+            editor.nvim.command("CodeCompanionChat")
+            editor.type_prompt(f"#{{fetch:{page.url}/docs}}")
+            editor.nvim.input("<CR>")
+            done = editor.wait_event("CodeCompanionChatDone")
+            assert done["data"]["status"] == "error"
+            said = f"redirected to {llm.url}/elsewhere: not followed; fetch that URL if you want it"
+            editor.wait_for(lambda: said in editor.text(), what="the reason in the chat")
+            assert [r.method for r in llm.requests] == []  # neither the LLM nor the other site was asked
+            send(editor, "still there?", 2)
+            assert user_message(llm, -1) == "still there?"
+            assert [r.path for r in llm.requests if r.method == "GET"] == []
 
 
 async def test_redirects_within_the_site_are_followed_at_most_five_times(tmp_path):
@@ -199,10 +227,10 @@ async def test_https_to_plain_http_is_refused_and_allow_insecure_reaches_the_pag
     ],
 )
 async def test_link_local_and_metadata_addresses_are_refused_before_anyone_is_asked(tmp_path, url):
-    result, editor = await fetch_tool(tmp_path, url)
+    result, ui = await fetch_tool(tmp_path, url)
     assert result.status == "error"
     assert "not fetched" in result.content or "not a URL that can be fetched" in result.content  # (httpx's own)
-    assert editor.asked == []  # refused before the approval: no connection was ever tried
+    assert ui.asked == []  # refused before the approval: no connection was ever tried
 
 
 @pytest.fixture
@@ -358,10 +386,10 @@ async def test_web_pages_and_mcp_over_http_go_through_the_users_proxy(tmp_path):
     ],
 )
 async def test_urls_that_can_never_be_fetched_are_refused_before_anyone_is_asked(tmp_path, url, reason):
-    result, editor = await fetch_tool(tmp_path, url)
+    result, ui = await fetch_tool(tmp_path, url)
     assert result.status == "error" and reason in result.content
     assert "hunter22" not in result.content and "aaaaaaaaaa" not in result.content
-    assert editor.asked == []
+    assert ui.asked == []
 
 
 async def test_the_fetch_cache_keeps_a_bounded_number_of_pages():
@@ -373,9 +401,9 @@ async def test_the_fetch_cache_keeps_a_bounded_number_of_pages():
 
 async def test_the_approval_shows_the_url_as_it_will_be_requested(tmp_path):
     async with serve(answering(reply(b"page"))) as site:
-        result, editor = await fetch_tool(tmp_path, f"{site.url}/docs/../notes\u202etxt.exe")
+        result, ui = await fetch_tool(tmp_path, f"{site.url}/docs/../notes\u202etxt.exe")
     assert result.status == "success"
-    [asked] = editor.asked
+    [asked] = ui.asked
     # the right-to-left override that would show "exe.txt" escaped, the path resolved
     assert asked["prompt"] == f"Fetch {site.url}/notes%E2%80%AEtxt.exe?"
     assert site.requests == ["GET /notes%E2%80%AEtxt.exe HTTP/1.1"]
