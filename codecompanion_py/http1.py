@@ -14,8 +14,10 @@ only opens connections (TCP, or TLS with httpx's own SSL context: certifi, `SSL_
 framed by `Transfer-Encoding: chunked`, `Content-Length`, or the connection's end. Idle
 connections are kept for reuse, like httpcore's pool. Failures are raised as httpx's own
 exceptions (`ConnectError`, `ReadTimeout`, `RemoteProtocolError`...), so callers see no
-difference. `HttpClient` uses it unless a proxy is configured (in the settings or the
-environment): proxies stay with httpx's transport.
+difference. Every outbound client uses it unless a proxy is configured (in the settings or
+the environment): proxies stay with httpx's transport (outbound.py). Given a `connect_guard`,
+it connects only to the addresses the guard resolved and checked (web pages: netguard.py),
+TLS still verified against the name.
 """
 
 from __future__ import annotations
