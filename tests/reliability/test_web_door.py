@@ -264,7 +264,7 @@ async def test_a_name_that_resolves_to_a_forbidden_address_is_refused(resolver):
 async def test_a_name_is_reached_at_the_address_that_was_checked(resolver):
     async with serve(answering(reply(b"local docs"))) as site:
         port = site.url.rsplit(":", 1)[1]
-        resolver["docs.example.test"] = ["127.0.0.1"]
+        resolver["docs.example.test"] = ["::1", "127.0.0.1"]  # nothing listens on the first: the next is tried
         assert await asyncio.wait_for(web.page_text(f"http://docs.example.test:{port}/"), BOUND) == "local docs"
     assert site.hosts == [f"docs.example.test:{port}"]
 
@@ -341,15 +341,17 @@ def test_html_to_text_takes_time_linear_in_the_page():
 
 
 async def recording_proxy(line: str, headers: dict[str, str], writer: asyncio.StreamWriter) -> None:
-    """A proxy that answers every request itself: a page, or an MCP reply."""
-    if line.startswith("POST"):
+    """A proxy that answers every request itself: a provider's models, an MCP reply, a page."""
+    if "/v1/models" in line:
+        writer.write(reply(b'{"data": [{"id": "m"}]}', kind="application/json"))
+    elif line.startswith("POST"):
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18"}}).encode()
         writer.write(reply(body, kind="application/json"))
     else:
         writer.write(reply(b"<p>from the proxy</p>", kind="text/html"))
 
 
-async def test_web_pages_and_mcp_over_http_go_through_the_users_proxy(tmp_path):
+async def test_providers_web_pages_and_mcp_over_http_all_go_through_the_users_proxy(tmp_path):
     from codecompanion_py.mcp.http import HttpConnection
 
     async with serve(recording_proxy) as proxy:
@@ -366,8 +368,19 @@ async def test_web_pages_and_mcp_over_http_go_through_the_users_proxy(tmp_path):
             answer = await asyncio.wait_for(mcp.request("initialize", {"capabilities": {}}), BOUND)
         finally:
             await mcp.close()
-    assert answer == {"protocolVersion": "2025-06-18"}
-    assert proxy.requests == ["GET http://127.0.0.1:9/page HTTP/1.1", "POST http://127.0.0.1:9/mcp HTTP/1.1"]
+
+        http = client.HttpClient(retries=0)
+        try:
+            request = client.HttpRequest(url="http://127.0.0.1:9/v1/models", body=b"", method="GET", stream=False)
+            models = await asyncio.wait_for(http.fetch_json(request), BOUND)
+        finally:
+            await http.aclose()
+    assert answer == {"protocolVersion": "2025-06-18"} and models == {"data": [{"id": "m"}]}
+    assert proxy.requests == [
+        "GET http://127.0.0.1:9/page HTTP/1.1",
+        "POST http://127.0.0.1:9/mcp HTTP/1.1",
+        "GET http://127.0.0.1:9/v1/models HTTP/1.1",
+    ]
 
 
 # --- probes: schemes, credentials, long and malformed URLs, the cache ----------------------------
