@@ -42,7 +42,7 @@ def literal(host: str) -> Address | None:
         return ipaddress.ip_address(bare.split("%", 1)[0])  # fe80::1%eth0: the zone is no part of it
     except ValueError:
         pass
-    if _SHORTHAND_IPV4.fullmatch(bare) and not bare.endswith(".."):
+    if _SHORTHAND_IPV4.fullmatch(bare):
         try:
             return ipaddress.IPv4Address(socket.inet_aton(bare))
         except OSError:

@@ -9,7 +9,8 @@ through our own HTTP/1.1 transport (http1.py); with one, through httpx's.
 `connect_guard` (web pages) checks each address a name resolves to before connecting, and
 connects to the address it checked: a name that resolves to a link-local address is refused
 even when it answered otherwise a moment before (netguard.py). Behind a proxy the proxy
-resolves names; the caller checks what it can (netguard.check_host) before each request.
+resolves names, and the caller checks what this machine can resolve before each request
+(web.py).
 """
 
 from __future__ import annotations
