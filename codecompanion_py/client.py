@@ -27,7 +27,8 @@ Settings. `setup({adapters = {http = {opts = {...}}}})` (config.py) sets `retrie
 `retry_max_wait`, `max_line_bytes` and `max_response_bytes` (beside `connect_timeout` and
 `read_timeout`); `config.load()` makes them the defaults (`configure()`) of every
 HttpClient made after it. Constructor arguments override them, and an adapter's
-`opts.retries` overrides `retries` for its requests.
+`opts.retries` overrides `retries` for its requests. The httpx client itself, with the
+user's `proxy` and `allow_insecure`, comes from the one outbound door (outbound.py).
 
 Secrets. Every error text made here, and every one the stream iterator shows, goes through
 `scrub()`: each secret the request carries (the values of credential headers, and
@@ -46,7 +47,6 @@ import random
 import re
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -66,9 +66,10 @@ from .errors import (
     ResponseTooLarge,
     TransportError,
 )
-from .http1 import Http1Transport
+from .outbound import ClientSettings, configure, defaults, environment_proxies, http_client
 
-DEFAULT_CONNECT_TIMEOUT = 10.0
+__all__ = ["ClientSettings", "HttpClient", "HttpRequest", "configure", "defaults", "environment_proxies"]
+
 DEFAULT_READ_TIMEOUT = 120.0
 ERROR_BODY_LIMIT = 256 * 1024  # what is read of an error status's body
 RETRY_STATUSES = frozenset((408, 409, 429, 500, 502, 503, 504, 529))
@@ -76,31 +77,6 @@ NEVER_RETRY = frozenset((400, 401, 403, 404, 422))
 BACKOFF_FIRST = 0.5  # seconds before the first retry without a retry-after
 BACKOFF_MAX = 8.0
 JITTER = 0.25  # a backoff is shortened by up to this fraction, at random
-
-
-@dataclass(frozen=True)
-class ClientSettings:
-    """What `setup()` may set for every request (`adapters.http.opts`)."""
-
-    retries: int = 2
-    retry_max_wait: float = 60.0  # seconds: the longest retry-after honoured
-    max_line_bytes: int = 16 << 20
-    max_response_bytes: int = 256 << 20
-    proxy: str | None = None  # CodeCompanion's `proxy`: [protocol://]host[:port]
-    verify: bool = True  # False: CodeCompanion's `allow_insecure = true`
-
-
-_defaults = ClientSettings()
-
-
-def configure(settings: ClientSettings) -> None:
-    """The defaults of every HttpClient made from now on (config.load calls this)."""
-    global _defaults
-    _defaults = settings
-
-
-def defaults() -> ClientSettings:
-    return _defaults
 
 
 @dataclass
@@ -150,7 +126,7 @@ class HttpClient:
     def __init__(
         self,
         *,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        connect_timeout: float | None = None,
         read_timeout: float = DEFAULT_READ_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
         retries: int | None = None,
@@ -160,7 +136,7 @@ class HttpClient:
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         jitter: Callable[[], float] | None = None,
     ) -> None:
-        settings = _defaults
+        settings = defaults()
         self.read_timeout = read_timeout
         self.retries = settings.retries if retries is None else retries
         self.retry_max_wait = settings.retry_max_wait if retry_max_wait is None else retry_max_wait
@@ -168,18 +144,15 @@ class HttpClient:
         self.max_response_bytes = settings.max_response_bytes if max_response_bytes is None else max_response_bytes
         self.sleep: Callable[[float], Awaitable[Any]] = sleep or asyncio.sleep
         self.jitter: Callable[[], float] = jitter or random.random
-        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        connect = settings.connect_timeout if connect_timeout is None else connect_timeout
+        self._timeout = httpx.Timeout(read_timeout, connect=connect)
         self._transport = transport
-        self._proxy, self._verify = settings.proxy, settings.verify
         self._client: httpx.AsyncClient | None = None
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            transport = self._transport
-            if transport is None and not self._proxy and not environment_proxies():
-                transport = Http1Transport(verify=self._verify)  # see http1.py; proxies stay with httpx
-            self._client = httpx.AsyncClient(
-                timeout=self._timeout, transport=transport, proxy=self._proxy, verify=self._verify
+        if self._client is None:  # the one door's client (outbound.py): proxy, TLS check
+            self._client = http_client(
+                read_timeout=self.read_timeout, connect_timeout=self._timeout.connect, transport=self._transport
             )
         return self._client
 
@@ -285,11 +258,6 @@ class HttpClient:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
-
-
-def environment_proxies() -> bool:
-    """A proxy set in the environment (`HTTPS_PROXY`, `ALL_PROXY`...), which httpx honours."""
-    return any(scheme in ("http", "https", "all") for scheme in urllib.request.getproxies())
 
 
 def retryable_status(status: int, headers: Mapping[str, str] | None) -> bool:

@@ -27,7 +27,8 @@ user's adapters; `adapters.acp.opts.show_presets` likewise for agents) and
 `show_model_choices` (read by the Lua side).
 
 Adapter tables are registered with the adapter registry (and the HTTP client options
-become the defaults of every HttpClient made after `load()`); the rest is kept here.
+become the settings of every outbound HTTP client made after `load()`: the providers', web
+pages' and MCP servers', outbound.py); the rest is kept here.
 """
 
 from __future__ import annotations
@@ -59,7 +60,6 @@ class Config:
     show_acp_presets: bool = True
     user_adapters: list[str] = field(default_factory=list)  # the names the user defined, HTTP and ACP
     log_level: str = "ERROR"
-    connect_timeout: float = 10.0
     read_timeout: float = 120.0
     http: client.ClientSettings = field(default_factory=client.ClientSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
@@ -161,7 +161,6 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     shared_opts = _table(adapter_tables.get("opts"), "adapters.opts")
     adapter_base.set_cmd_timeout(_number(shared_opts, "cmd_timeout", adapter_base.DEFAULT_CMD_TIMEOUT * 1000) / 1000)
     http_opts = _table(http.get("opts"), "adapters.http.opts")
-    config.connect_timeout = float(http_opts.get("connect_timeout", config.connect_timeout))
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
     config.show_http_presets = http_opts.get("show_presets", True) is not False
     config.show_acp_presets = (
@@ -273,7 +272,10 @@ def _client_settings(opts: Mapping[str, Any]) -> client.ClientSettings:
     proxy = opts.get("proxy")
     if proxy is not None and not isinstance(proxy, str):
         raise ConfigError(f"adapters.http.opts.proxy must be a URL such as socks5://127.0.0.1:9999, not {proxy!r}")
-    return client.ClientSettings(**values, proxy=proxy or None, verify=opts.get("allow_insecure") is not True)
+    connect_timeout = float(opts.get("connect_timeout", base.connect_timeout))
+    return client.ClientSettings(
+        **values, proxy=proxy or None, verify=opts.get("allow_insecure") is not True, connect_timeout=connect_timeout
+    )
 
 
 # CodeCompanion's level names, as Python's logging spells them.

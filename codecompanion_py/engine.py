@@ -218,9 +218,7 @@ class Engine:
     @property
     def client(self) -> HttpClient:
         if self._client is None:
-            self._client = HttpClient(
-                connect_timeout=self.config.connect_timeout, read_timeout=self.config.read_timeout
-            )
+            self._client = HttpClient(read_timeout=self.config.read_timeout)  # connect: config.http
         return self._client
 
     async def _config_set(self, payload: Mapping[str, Any]) -> None:

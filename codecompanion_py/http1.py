@@ -14,8 +14,10 @@ only opens connections (TCP, or TLS with httpx's own SSL context: certifi, `SSL_
 framed by `Transfer-Encoding: chunked`, `Content-Length`, or the connection's end. Idle
 connections are kept for reuse, like httpcore's pool. Failures are raised as httpx's own
 exceptions (`ConnectError`, `ReadTimeout`, `RemoteProtocolError`...), so callers see no
-difference. `HttpClient` uses it unless a proxy is configured (in the settings or the
-environment): proxies stay with httpx's transport.
+difference. Every outbound client uses it unless a proxy is configured (in the settings or
+the environment): proxies stay with httpx's transport (outbound.py). Given a `connect_guard`,
+it connects only to the addresses the guard resolved and checked (web pages: netguard.py),
+TLS still verified against the name.
 """
 
 from __future__ import annotations
@@ -23,13 +25,16 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 
 MAX_HEAD = 256 * 1024  # the longest status line + headers accepted
 _PAUSE_ABOVE = 4 * 1024 * 1024  # received but unread bytes past which the socket stops reading
 _READ_DEFAULT = 60.0
+
+# (host, port) -> the addresses to connect to, checked; raises an httpx.ConnectError to refuse.
+ConnectGuard = Callable[[str, int], Awaitable[list[str]]]
 
 
 class ChunkedDecoder:
@@ -218,8 +223,16 @@ def _expire(waiter: asyncio.Future[None]) -> None:
 
 
 class Http1Transport(httpx.AsyncBaseTransport):
-    def __init__(self, *, verify: bool = True, keepalive_expiry: float = 5.0, max_idle: int = 8) -> None:
+    def __init__(
+        self,
+        *,
+        verify: bool = True,
+        keepalive_expiry: float = 5.0,
+        max_idle: int = 8,
+        connect_guard: ConnectGuard | None = None,
+    ) -> None:
         self._verify = verify
+        self._guard = connect_guard
         self._ssl_context: ssl.SSLContext | None = None  # made with the first https connection
         self._keepalive = keepalive_expiry
         self._max_idle = max_idle
@@ -261,10 +274,18 @@ class Http1Transport(httpx.AsyncBaseTransport):
         connection = _Connection(loop)
         tls = self._tls() if scheme == "https" else None
         try:
-            opening = loop.create_connection(
-                lambda: connection, host, port, ssl=tls, server_hostname=host if tls else None
-            )
-            await asyncio.wait_for(opening, timeout)
+            # A guard resolves the name itself, and the connection goes to an address it checked.
+            addresses = [host] if self._guard is None else await asyncio.wait_for(self._guard(host, port), timeout)
+            for index, address in enumerate(addresses):
+                opening = loop.create_connection(
+                    lambda: connection, address, port, ssl=tls, server_hostname=host if tls else None
+                )
+                try:
+                    await asyncio.wait_for(opening, timeout)
+                    break
+                except OSError:
+                    if index == len(addresses) - 1:
+                        raise
         except (asyncio.TimeoutError, TimeoutError):
             raise httpx.ConnectTimeout(f"timed out connecting to {host}:{port}", request=request) from None
         except OSError as error:  # refused, unreachable, DNS, TLS (ssl.SSLError is an OSError)

@@ -26,6 +26,7 @@ from ..acp.jsonrpc import PARSE_ERROR
 from ..acp.jsonrpc import _decode as decode  # one JSON reading for both transports
 from ..client import ERROR_BODY_LIMIT, clip, html_title, read_at_most, scrub_secrets, secrets_in, where
 from ..errors import ConnectionClosed, ResponseTooLarge, RpcError
+from ..outbound import http_client
 from ..stream.sse import SSEDecoder, size_text
 from .door import MAX_MESSAGE_BYTES
 
@@ -46,7 +47,7 @@ class HttpConnection:
         self._on_request = on_request
         self._on_notification = on_notification
         self._ids = itertools.count(1)
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
+        self._http = http_client(read_timeout=None)  # the user's proxy and TLS check (outbound.py)
         self._closed: str | None = None
         self._listening: asyncio.Task[None] | None = None
         self.last_event_id: str | None = None

@@ -152,6 +152,8 @@ class ToolState:
     """The new file's text (create_file)."""
     command: str
     """The command line to run, as the approval shows it (run_command and its extensions)."""
+    url: str
+    """The page to fetch, as it will be requested and as the approval shows it (fetch_webpage)."""
 
 
 @dataclass
