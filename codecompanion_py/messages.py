@@ -25,6 +25,24 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ToolStatus = Literal["success", "error", "rejected", "cancelled"]
+MAX_ARGUMENT_DEPTH = 20
+"""Tool-call arguments nested deeper than this are refused: no tool needs more, and the
+editor's channel cannot carry much more (Neovim drops a message nested past 32 levels)."""
+_TOO_DEEP = "tool call {name}: arguments nested too deep (more than {limit} levels)"
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects in `value` nest more than `limit` levels (no recursion)."""
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, (list, tuple)) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        level.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple)))
+    return False
 
 
 def ensure_json_compatible(value: Any, where: str) -> None:
@@ -102,11 +120,13 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_f
             parsed = msgspec.json.decode(text)
             if not isinstance(parsed, dict):
                 raise AdapterError(f"tool call {name}: arguments must be a JSON object, got {type(parsed).__name__}")
+            if deeper_than(parsed, MAX_ARGUMENT_DEPTH):
+                raise AdapterError(_TOO_DEEP.format(name=name, limit=MAX_ARGUMENT_DEPTH))
             return cls(id=id, name=name, arguments=parsed)
         except msgspec.DecodeError as exc:
             raise AdapterError(f"tool call {name}: arguments are not valid JSON ({exc})") from None
         except RecursionError:  # nested past Python's recursion limit: in msgspec, or in the check
-            raise AdapterError(f"tool call {name}: arguments are nested too deeply") from None
+            raise AdapterError(_TOO_DEEP.format(name=name, limit=MAX_ARGUMENT_DEPTH)) from None
 
 
 class ToolResultPart(
