@@ -45,7 +45,7 @@ from .client import HttpClient
 from .errors import CodeCompanionError, ConfigError
 from .inline import PLACEMENTS, InlineRequest, InlineSession, command_for
 from .mcp.servers import McpServers
-from .messages import Message
+from .messages import Message, valid_unicode
 from .tools.workspace import Workspace
 from .ui import ops
 from .ui.editor import PendingCalls, SinkEditor
@@ -119,6 +119,7 @@ class Engine:
 
     def dispatch(self, method: str, payload: Mapping[str, Any]) -> asyncio.Future[None] | Future[None]:
         """Start `method`; the returned future ends with it."""
+        payload = valid_unicode(payload)
         if self._thread is None:  # on the loop's own thread: a task, run from its next step
             return self.loop.create_task(self._handle(method, payload or {}))
         return asyncio.run_coroutine_threadsafe(self._handle(method, payload or {}), self.loop)
@@ -130,6 +131,7 @@ class Engine:
         return asyncio.run_coroutine_threadsafe(_awaited(work), self.loop).result(timeout=timeout)
 
     def request(self, method: str, payload: Mapping[str, Any]) -> Any:
+        payload = valid_unicode(payload)
         if method == "health":
             return self._wait(self._health(), timeout=10)
         if method.startswith("history."):

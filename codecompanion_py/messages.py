@@ -28,6 +28,25 @@ ToolStatus = Literal["success", "error", "rejected", "cancelled"]
 MAX_ARGUMENT_DEPTH = 20
 """Tool-call arguments nested deeper than this are refused: no tool needs more, and the
 editor's channel cannot carry much more (Neovim drops a message nested past 32 levels)."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (and keys) replaced by U+FFFD.
+
+    pynvim hands bytes from Neovim that are not UTF-8 (a latin-1 buffer, a pasted binary) to
+    Python as surrogate escapes, which no encoder takes: kept in a chat's history, they made
+    every later request of that chat fail. Lists and tables are walked as deep as they go
+    (what Neovim sends nests 32 levels at most)."""
+    if isinstance(value, str):
+        return value if value.isascii() or not _SURROGATE.search(value) else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, Mapping):
+        return {valid_unicode(key): valid_unicode(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [valid_unicode(item) for item in value]
+    return value
+
+
 _TOO_DEEP = "tool call {name}: arguments nested too deep (more than {limit} levels)"
 
 

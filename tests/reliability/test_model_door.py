@@ -167,3 +167,47 @@ async def test_yolo_still_writes_an_ordinary_makefile_without_asking(tmp_path):
         root, call("create_file", {"filepath": "Makefile", "content": "all:\n"}), answer(), editor=user, yolo=True
     )
     assert user.asked == [] and (root / "Makefile").read_text() == "all:\n"
+
+
+# --- bytes that are not UTF-8 -----------------------------------------------------------------
+
+
+def test_bytes_that_are_not_utf8_are_replaced_and_the_chat_keeps_working(editor, tmp_path):
+    """A message with bytes pasted from a binary, `#{buffer}` of a latin-1 file and a
+    provider's reply with invalid UTF-8: each reaches the LLM with U+FFFD in their place, and
+    the next turn works (before, a surrogate escape kept in the history failed every request)."""
+    from tests.e2e.test_chat import setup_local
+
+    (tmp_path / "latin1.txt").write_bytes(b"caf\xe9 cr\xe8me\n")
+    bad_reply = b'{"choices":[{"index":0,"delta":{"content":"bad \xff\xfe reply"},"finish_reason":null}]}'
+    replies = [
+        text_reply("First."),
+        sse_reply([bad_reply, chunk(finish="stop")]),
+        text_reply("Third."),
+    ]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command(f"cd {tmp_path}")
+        editor.nvim.command("edit ++enc=utf-8 ++bad=keep latin1.txt")  # the bytes as they are
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        editor.nvim.api.buf_set_lines(chat, -1, -1, False, [b"pasted \xff\xfe bytes, see #{buffer}"])
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone")
+        editor.type_prompt("second")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        editor.type_prompt("third")
+        editor.nvim.input("<CR>")
+        done = editor.wait_event("CodeCompanionChatDone", count=3)
+
+        assert done["data"]["status"] == "success"
+        assert len(server.requests) == 3
+        sent = server.requests[2].json()["messages"]
+        users = [m["content"] for m in sent if m["role"] == "user"]
+        assert any("pasted \ufffd\ufffd bytes" in text for text in users)
+        assert any("caf\ufffd cr\ufffdme" in text for text in users), users
+        assert [m["content"] for m in sent if m["role"] == "assistant"] == ["First.", "bad \ufffd\ufffd reply"], (
+            "\n".join(editor.lines())
+        )
+        assert "Third." in editor.text(chat)
