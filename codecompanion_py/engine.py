@@ -238,14 +238,19 @@ class Engine:
         spec = payload.get("adapter") or self.config.chat_adapter
         sink = RenderSink(lambda batch: self.bridge.render(chat_id, batch), self.loop)
         saved = self.keeper.begin(chat_id, payload.get("history_id"))
-        session = self._new_session(
-            chat_id,
-            spec,
-            payload.get("model") or None,
-            sink,
-            _workspace(payload),
-            history=saved.messages if saved else None,
-        )
+        workspace, history = _workspace(payload), (saved.messages if saved else None)
+        try:
+            session = self._new_session(chat_id, spec, payload.get("model") or None, sink, workspace, history)
+        except ConfigError as error:
+            if saved is None:
+                raise
+            # a saved chat whose adapter is gone from the config: the default one carries it on
+            session = self._new_session(chat_id, self.config.chat_adapter, None, sink, workspace, history)
+            self.bridge.notify(
+                f"CodeCompanion: the saved chat's adapter {saved.adapter} cannot be used ({error}); "
+                f"it goes on with {session.adapter_info().name}",
+                "WARN",
+            )
         if saved is not None and saved.session_id and isinstance(session, AcpChatSession):
             session.saved_session = saved.session_id
         if saved is not None and saved.settings and isinstance(session, ChatSession):

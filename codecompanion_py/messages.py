@@ -47,6 +47,15 @@ def valid_unicode(value: Any) -> Any:
     return value
 
 
+def valid_utf8(data: bytes) -> bytes:
+    """`data` with each sequence that is not UTF-8 replaced by U+FFFD (itself when valid)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace").encode("utf-8")
+    return data
+
+
 _TOO_DEEP = "tool call {name}: arguments nested too deep (more than {limit} levels)"
 
 

@@ -210,13 +210,15 @@ class ChatKeeper:
             return True
         if method != "history.load":
             raise ValueError(f"unknown request {method!r}")
+        turns, hidden = history.transcript(record.messages)
         return {
             "id": record.id,
             "title": record.title,
             "adapter": record.adapter,
             "model": record.model,
             "cwd": record.cwd,
-            "transcript": history.transcript(record.messages),
+            "transcript": turns,
+            "hidden": hidden,  # earlier turns the buffer leaves out (the engine keeps them)
             "context": shared(record.messages),
         }
 
