@@ -237,7 +237,7 @@ class Engine:
         chat_id = payload["chat_id"]
         spec = payload.get("adapter") or self.config.chat_adapter
         sink = RenderSink(lambda batch: self.bridge.render(chat_id, batch), self.loop)
-        saved = self.keeper.begin(chat_id, payload.get("history_id"))
+        saved = self.keeper.begin(chat_id, payload.get("history_id"), payload.get("resume_id"))
         workspace, history = _workspace(payload), (saved.messages if saved else None)
         try:
             session = self._new_session(chat_id, spec, payload.get("model") or None, sink, workspace, history)
@@ -267,7 +267,7 @@ class Engine:
     def _announce(self, session: Session, *, model_changed: bool = True) -> None:
         """The chat's adapter, to the buffer (header, settings) and to listeners."""
         info = session.adapter_info()
-        session.view.push(ops.Ready(adapter=info))
+        session.view.push(ops.Ready(adapter=info, saved_id=self.keeper.saved_id(session.chat_id)))
         session.view.push(ops.Settings(entries=session.settings_header()))
         session.view.fire("ChatAdapter", {"adapter": info, "id": session.chat_id})
         if model_changed:

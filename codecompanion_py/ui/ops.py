@@ -75,6 +75,8 @@ class Ready(_Op, tag="ready", frozen=True):
     """The engine has the chat; `adapter` is what it talks to now (sent again on a change)."""
 
     adapter: AdapterInfo
+    saved_id: str | None = None
+    """The saved chat it writes to: a new engine (after a crash) reopens the chat from it."""
 
 
 class Begin(_Op, tag="begin", frozen=True):

@@ -181,6 +181,11 @@ function render.ready(chat, op)
   end
   chat.adapter = op.adapter
   chat.engine_ready = true
+  -- What a new engine (after this one stopped) opens the chat with: the adapter it has now,
+  -- and the saved chat it writes to, which holds the conversation.
+  local payload = chat.open_payload
+  payload.adapter, payload.model = op.adapter.name, op.adapter.model
+  payload.resume_id = op.saved_id or payload.resume_id
 end
 
 function render.begin(chat, op)

@@ -132,3 +132,58 @@ def test_a_long_saved_chat_shows_its_latest_turns_and_sends_them_all(editor, tmp
         send(editor, "summarise", 1)
         sent = server.requests[0].json()["messages"]
     assert len([m for m in sent if m["role"] == "user"]) == 401  # every turn went to the LLM
+
+
+# --- the engine restarts ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def own_host(tmp_path, monkeypatch):
+    """Headless Neovim with the plugin and no remote-plugin manifest: the engine runs in the
+    plugin's own RPC job (this Python, importing this checkout), which a test can kill."""
+    import pynvim
+
+    from codecompanion_py.demo.launch import nvim_binary, write_init
+
+    for name in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    init = write_init(tmp_path / "init.lua")
+    nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(init)])
+    pid = nvim.call("getpid")
+    ed = e2e.Editor(nvim)
+    ed.lua(e2e.RECORD_EVENTS)
+    try:
+        yield ed
+    finally:
+        e2e.quit_nvim(nvim, pid)
+
+
+def test_after_the_engine_is_killed_the_next_message_carries_the_earlier_turns(own_host, tmp_path):
+    import signal
+
+    editor = own_host
+    replies = [reply("Paris."), reply("Blue."), reply("The Seine.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup(editor, server.url, chat_config(f'opts = {{ python = "{sys.executable}" }},'))
+        editor.nvim.command("CodeCompanionChat")
+        send(editor, "Capital of France?", 1)
+        send(editor, "Sky colour?", 2)
+        host = editor.lua("return require('codecompanion_py.rpc').host()")
+        assert host is not None, "the engine runs in its own job"
+        os.kill(host["pid"], signal.SIGKILL)
+        editor.wait_for(
+            lambda: any("the Python engine stopped" in n for n in editor.lua("return _G.cc_notes")),
+            what="the engine's exit to be noticed",
+        )
+        send(editor, "Its river?", 3)
+        sent = [(m["role"], m["content"]) for m in server.requests[2].json()["messages"] if m["role"] != "system"]
+        new_host = editor.lua("return require('codecompanion_py.rpc').host()")
+    assert new_host["pid"] != host["pid"]
+    assert sent == [
+        ("user", "Capital of France?"),
+        ("assistant", "Paris."),
+        ("user", "Sky colour?"),
+        ("assistant", "Blue."),
+        ("user", "Its river?"),
+    ]
+    assert "The Seine." in editor.text()
