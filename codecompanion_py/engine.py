@@ -141,7 +141,7 @@ class Engine:
         if method == "adapters":
             return config.adapter_names(self.config)
         if method.startswith("mcp."):  # `/mcp`, MCP prompts and resources (mcp/servers.py)
-            return self._wait(self._mcp_request(method, payload), timeout=60)
+            return ops.for_lua(self._wait(self._mcp_request(method, payload), timeout=60))  # a server's data
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it
             with contextlib.suppress(Exception):  # the agents go whatever happens to the saving
                 self._on_loop(self._save_all, timeout=2)

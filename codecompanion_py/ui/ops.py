@@ -271,8 +271,12 @@ def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
 def encode(ops: Sequence[Op]) -> list[Any]:
     """The batch as Lua receives it: plain tables, absent fields left out, nested no deeper
     than `LUA_DEPTH`."""
-    batch: list[Any] = msgspec.to_builtins(ops)
-    return _cut(batch, LUA_DEPTH) if deeper_than(batch, LUA_DEPTH) else batch
+    return for_lua(msgspec.to_builtins(ops))  # type: ignore[no-any-return]  # to_builtins is typed Any
+
+
+def for_lua(value: Any) -> Any:
+    """`value` nested no deeper than `LUA_DEPTH`: below that, its tables go as JSON text."""
+    return _cut(value, LUA_DEPTH) if deeper_than(value, LUA_DEPTH) else value
 
 
 def _cut(value: Any, levels: int) -> Any:
