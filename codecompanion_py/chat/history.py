@@ -65,6 +65,10 @@ class Unreadable(ValueError):
     """A saved chat that cannot be used; `str()` is the reason, one line."""
 
 
+class Missing(Unreadable):
+    """There is no such saved chat (never saved, or deleted)."""
+
+
 T = TypeVar("T")
 
 
@@ -72,6 +76,8 @@ def read_saved(path: Path, kind: type[T]) -> T:
     """The one way a saved chat is read: see the module's docstring."""
     try:
         fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        raise Missing("there is no such saved chat") from None
     except OSError as error:
         raise Unreadable(error.strerror or str(error)) from None
     with os.fdopen(fd, "rb") as handle:
@@ -152,6 +158,8 @@ class HistoryStore:
         for path in self._files():
             try:
                 found.append((read_saved(path, Summary), None))
+            except Missing:  # deleted since the folder was read
+                continue
             except Unreadable as error:
                 log.warning("history: %s is unreadable: %s", path.name, error)
                 with contextlib.suppress(OSError):

@@ -75,7 +75,7 @@ class ChatKeeper:
         except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError) as error:
             if history_id:
                 raise ConfigError(f"the saved chat {history_id} cannot be read: {error}") from None
-            if not isinstance(error, FileNotFoundError):
+            if not isinstance(error, history.Missing):
                 self._notify(f"CodeCompanion: the chat's earlier turns cannot be restored: {error}", "WARN")
             self._kept[chat_id] = _Kept(history.new_id(), time.time())
             return None

@@ -187,3 +187,25 @@ def test_after_the_engine_is_killed_the_next_message_carries_the_earlier_turns(o
         ("user", "Its river?"),
     ]
     assert "The Seine." in editor.text()
+
+
+def test_a_chat_resumed_without_a_readable_saved_chat_starts_afresh(tmp_path):
+    """The engine may stop before a chat's first save, or its file may be damaged: the chat
+    opens again all the same (with a notice for a damaged one), as a new saved chat."""
+    from types import SimpleNamespace
+
+    from codecompanion_py.chat.keeper import ChatKeeper
+
+    folder = tmp_path / "history"
+    folder.mkdir()
+    (folder / "damaged.json").write_bytes(b'{"id": "damaged", "title": ')
+    notes: list[str] = []
+    settings = SimpleNamespace(editor={"history_dir": str(folder)})
+    keeper = ChatKeeper(lambda: settings, lambda: None, lambda text, level: notes.append(text))  # type: ignore[arg-type,return-value]
+
+    assert keeper.begin(1, None, "never-saved") is None and notes == []
+    assert keeper.begin(2, None, "damaged") is None
+    assert len(notes) == 1 and "earlier turns cannot be restored" in notes[0]
+    assert keeper.saved_id(2) not in (None, "damaged")  # the damaged file is left as it is
+    with pytest.raises(Exception, match="cannot be read"):  # picked by the user: an error
+        keeper.begin(3, "damaged", None)
