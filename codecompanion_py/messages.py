@@ -28,6 +28,9 @@ ToolStatus = Literal["success", "error", "rejected", "cancelled"]
 MAX_ARGUMENT_DEPTH = 20
 """Tool-call arguments nested deeper than this are refused: no tool needs more, and the
 editor's channel cannot carry much more (Neovim drops a message nested past 32 levels)."""
+MAX_ARGUMENT_CHARS = 4 * 1024 * 1024
+"""Tool-call arguments longer than this (as JSON text) are refused: far more than a model
+writes in one reply."""
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -144,6 +147,10 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_f
         text = arguments.decode() if isinstance(arguments, bytes) else (arguments or "")
         if not text.strip():
             return cls(id=id, name=name, arguments={})
+        if len(text) > MAX_ARGUMENT_CHARS:
+            raise AdapterError(
+                f"tool call {name}: arguments too large ({len(text)} characters; the limit is {MAX_ARGUMENT_CHARS})"
+            )
         try:
             parsed = msgspec.json.decode(text)
             if not isinstance(parsed, dict):

@@ -103,6 +103,22 @@ def test_arguments_nested_past_the_cap_are_refused_where_they_enter(levels):
     assert messages.ToolCall.from_json(id="c", name="t", arguments=nested(messages.MAX_ARGUMENT_DEPTH)).arguments
 
 
+def test_arguments_past_the_size_cap_are_refused_where_they_enter():
+    big = '{"content": "' + "a" * messages.MAX_ARGUMENT_CHARS + '"}'
+    with pytest.raises(Exception, match="arguments too large"):
+        messages.ToolCall.from_json(id="c", name="t", arguments=big)
+
+
+def test_two_calls_merged_under_one_index_go_through_the_same_checks():
+    from codecompanion_py.stream.assembler import ToolCallAssembler
+
+    tools = ToolCallAssembler()
+    tools.add(0, id="call_1", name="t", arguments=nested(30) + '{"ok": 1}')
+    deep, fine = tools.finish()
+    assert "nested too deep" in (deep.provider_data or {}).get("error", "")
+    assert fine.arguments == {"ok": 1}
+
+
 def test_deep_values_reach_lua_as_json_text_below_the_cap():
     value = json.loads(nested(200))
     batch = ops.encode([ops.Call(id=1, method="approve", args={"raw": value}), ops.fire("ToolStarted", {"v": value})])
