@@ -45,7 +45,7 @@ from .client import HttpClient
 from .errors import CodeCompanionError, ConfigError
 from .inline import PLACEMENTS, InlineRequest, InlineSession, command_for
 from .mcp.servers import McpServers
-from .messages import Message
+from .messages import Message, valid_unicode
 from .tools.workspace import Workspace
 from .ui import ops
 from .ui.editor import PendingCalls, SinkEditor
@@ -119,6 +119,7 @@ class Engine:
 
     def dispatch(self, method: str, payload: Mapping[str, Any]) -> asyncio.Future[None] | Future[None]:
         """Start `method`; the returned future ends with it."""
+        payload = valid_unicode(payload)
         if self._thread is None:  # on the loop's own thread: a task, run from its next step
             return self.loop.create_task(self._handle(method, payload or {}))
         return asyncio.run_coroutine_threadsafe(self._handle(method, payload or {}), self.loop)
@@ -130,6 +131,7 @@ class Engine:
         return asyncio.run_coroutine_threadsafe(_awaited(work), self.loop).result(timeout=timeout)
 
     def request(self, method: str, payload: Mapping[str, Any]) -> Any:
+        payload = valid_unicode(payload)
         if method == "health":
             return self._wait(self._health(), timeout=10)
         if method.startswith("history."):
@@ -143,7 +145,7 @@ class Engine:
         if method == "files.read":  # files the user names (#{file:}, the prompt library), through it too
             return repository.read_named(payload)
         if method.startswith("mcp."):  # `/mcp`, MCP prompts and resources (mcp/servers.py)
-            return self._wait(self._mcp_request(method, payload), timeout=60)
+            return ops.for_lua(self._wait(self._mcp_request(method, payload), timeout=60))  # a server's data
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it
             with contextlib.suppress(Exception):  # the agents go whatever happens to the saving
                 self._on_loop(self._save_all, timeout=2)
@@ -237,15 +239,20 @@ class Engine:
         chat_id = payload["chat_id"]
         spec = payload.get("adapter") or self.config.chat_adapter
         sink = RenderSink(lambda batch: self.bridge.render(chat_id, batch), self.loop)
-        saved = self.keeper.begin(chat_id, payload.get("history_id"))
-        session = self._new_session(
-            chat_id,
-            spec,
-            payload.get("model") or None,
-            sink,
-            _workspace(payload),
-            history=saved.messages if saved else None,
-        )
+        saved = self.keeper.begin(chat_id, payload.get("history_id"), payload.get("resume_id"))
+        workspace, history = _workspace(payload), (saved.messages if saved else None)
+        try:
+            session = self._new_session(chat_id, spec, payload.get("model") or None, sink, workspace, history)
+        except ConfigError as error:
+            if saved is None:
+                raise
+            # a saved chat whose adapter is gone from the config: the default one carries it on
+            session = self._new_session(chat_id, self.config.chat_adapter, None, sink, workspace, history)
+            self.bridge.notify(
+                f"CodeCompanion: the saved chat's adapter {saved.adapter} cannot be used ({error}); "
+                f"it goes on with {session.adapter_info().name}",
+                "WARN",
+            )
         if saved is not None and saved.session_id and isinstance(session, AcpChatSession):
             session.saved_session = saved.session_id
         if saved is not None and saved.settings and isinstance(session, ChatSession):
@@ -262,7 +269,7 @@ class Engine:
     def _announce(self, session: Session, *, model_changed: bool = True) -> None:
         """The chat's adapter, to the buffer (header, settings) and to listeners."""
         info = session.adapter_info()
-        session.view.push(ops.Ready(adapter=info))
+        session.view.push(ops.Ready(adapter=info, saved_id=self.keeper.saved_id(session.chat_id)))
         session.view.push(ops.Settings(entries=session.settings_header()))
         session.view.fire("ChatAdapter", {"adapter": info, "id": session.chat_id})
         if model_changed:

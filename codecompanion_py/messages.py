@@ -25,6 +25,55 @@ Role = Literal["system", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset(("system", "user", "assistant", "tool"))
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ToolStatus = Literal["success", "error", "rejected", "cancelled"]
+MAX_ARGUMENT_DEPTH = 20
+"""Tool-call arguments nested deeper than this are refused: no tool needs more, and the
+editor's channel cannot carry much more (Neovim drops a message nested past 32 levels)."""
+MAX_ARGUMENT_CHARS = 4 * 1024 * 1024
+"""Tool-call arguments longer than this (as JSON text) are refused: far more than a model
+writes in one reply."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_unicode(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (and keys) replaced by U+FFFD.
+
+    pynvim hands bytes from Neovim that are not UTF-8 (a latin-1 buffer, a pasted binary) to
+    Python as surrogate escapes, which no encoder takes: kept in a chat's history, they made
+    every later request of that chat fail. Lists and tables are walked as deep as they go
+    (what Neovim sends nests 32 levels at most)."""
+    if isinstance(value, str):
+        return value if value.isascii() or not _SURROGATE.search(value) else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, Mapping):
+        return {valid_unicode(key): valid_unicode(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [valid_unicode(item) for item in value]
+    return value
+
+
+def valid_utf8(data: bytes) -> bytes:
+    """`data` with each sequence that is not UTF-8 replaced by U+FFFD (itself when valid)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace").encode("utf-8")
+    return data
+
+
+_TOO_DEEP = "tool call {name}: arguments nested too deep (more than {limit} levels)"
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects in `value` nest more than `limit` levels (no recursion)."""
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, (list, tuple)) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        level.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple)))
+    return False
 
 
 def ensure_json_compatible(value: Any, where: str) -> None:
@@ -98,15 +147,21 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_f
         text = arguments.decode() if isinstance(arguments, bytes) else (arguments or "")
         if not text.strip():
             return cls(id=id, name=name, arguments={})
+        if len(text) > MAX_ARGUMENT_CHARS:
+            raise AdapterError(
+                f"tool call {name}: arguments too large ({len(text)} characters; the limit is {MAX_ARGUMENT_CHARS})"
+            )
         try:
             parsed = msgspec.json.decode(text)
             if not isinstance(parsed, dict):
                 raise AdapterError(f"tool call {name}: arguments must be a JSON object, got {type(parsed).__name__}")
+            if deeper_than(parsed, MAX_ARGUMENT_DEPTH):
+                raise AdapterError(_TOO_DEEP.format(name=name, limit=MAX_ARGUMENT_DEPTH))
             return cls(id=id, name=name, arguments=parsed)
         except msgspec.DecodeError as exc:
             raise AdapterError(f"tool call {name}: arguments are not valid JSON ({exc})") from None
         except RecursionError:  # nested past Python's recursion limit: in msgspec, or in the check
-            raise AdapterError(f"tool call {name}: arguments are nested too deeply") from None
+            raise AdapterError(_TOO_DEEP.format(name=name, limit=MAX_ARGUMENT_DEPTH)) from None
 
 
 class ToolResultPart(

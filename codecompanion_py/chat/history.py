@@ -5,7 +5,14 @@ A file holds the chat's canonical messages (messages.py, as msgspec encodes them
 adapter, model and settings, the project it ran in, a title (the first line of its first message
 until an LLM or the user writes one), an agent chat's session id, and when it was created
 and last updated. The newest `keep` chats stay; older ones are
-pruned. A file that cannot be read is skipped (and logged), never fatal.
+pruned.
+
+Saved chats are read through one door, `read_saved`: regular files only, at most
+`MAX_SAVED_BYTES`, bytes that are not UTF-8 replaced, and any way a file can be broken
+(truncated, nested past Python's limits, not a chat) one `Unreadable` with its reason. The
+picker lists such a file as "unreadable: <reason>" beside the others; reopening one says
+why in one line. A reopened chat shows at most `MAX_SHOWN_CHARS` of its latest turns (the
+LLM still gets them all), so a long one does not hold up the editor.
 """
 
 from __future__ import annotations
@@ -13,21 +20,26 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
-from ..messages import Message
+from ..errors import CodeCompanionError
+from ..messages import Message, valid_utf8
 
 log = logging.getLogger("codecompanion_py")
 
 DEFAULT_KEEP = 200
 TITLE_LENGTH = 60
+MAX_SAVED_BYTES = 20 * 1024 * 1024
+MAX_SHOWN_CHARS = 200_000
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 class Summary(msgspec.Struct, kw_only=True):
@@ -47,6 +59,47 @@ class Record(Summary, kw_only=True):
     session_id: str | None = None  # an agent's chat: its session, loaded again when the agent can
     settings: dict[str, Any] = msgspec.field(default_factory=dict)  # the settings header's values
     messages: list[Message] = msgspec.field(default_factory=list)
+
+
+class Unreadable(ValueError):
+    """A saved chat that cannot be used; `str()` is the reason, one line."""
+
+
+class Missing(Unreadable):
+    """There is no such saved chat (never saved, or deleted)."""
+
+
+T = TypeVar("T")
+
+
+def read_saved(path: Path, kind: type[T]) -> T:
+    """The one way a saved chat is read: see the module's docstring."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        raise Missing("there is no such saved chat") from None
+    except OSError as error:
+        raise Unreadable(error.strerror or str(error)) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Unreadable("not a regular file")
+        if info.st_size > MAX_SAVED_BYTES:
+            limit = _megabytes(MAX_SAVED_BYTES)
+            raise Unreadable(f"too large to open ({_megabytes(info.st_size)}; the limit is {limit})")
+        data = handle.read(MAX_SAVED_BYTES + 1)
+    if len(data) > MAX_SAVED_BYTES:
+        raise Unreadable(f"too large to open (more than {_megabytes(MAX_SAVED_BYTES)})")
+    try:
+        return msgspec.json.decode(valid_utf8(data), type=kind)
+    except RecursionError:
+        raise Unreadable("nested too deep") from None
+    except (msgspec.DecodeError, msgspec.ValidationError, CodeCompanionError, ValueError) as error:
+        raise Unreadable(f"not a saved chat ({str(error).splitlines()[0][:200]})") from None
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / (1024 * 1024):.0f} MB"
 
 
 def new_id() -> str:
@@ -91,7 +144,7 @@ class HistoryStore:
         return new
 
     def load(self, chat_id: str) -> Record:
-        return msgspec.json.decode(self._path(chat_id).read_bytes(), type=Record)
+        return read_saved(self._path(chat_id), Record)
 
     def _files(self) -> list[Path]:
         if not self.root.is_dir():
@@ -99,15 +152,25 @@ class HistoryStore:
         return [path for path in self.root.glob("*.json") if not path.name.startswith(".")]
 
     def summaries(self) -> list[dict[str, Any]]:
-        """Every readable saved chat, the most recently updated first."""
-        found = []
+        """Every saved chat, the most recently updated first; one that cannot be read is
+        listed as "unreadable: <reason>" (`unreadable` holds the reason)."""
+        found: list[tuple[Summary, str | None]] = []
         for path in self._files():
             try:
-                found.append(msgspec.json.decode(path.read_bytes(), type=Summary))
-            except (OSError, msgspec.DecodeError, msgspec.ValidationError) as error:
-                log.warning("history: skipped %s: %s", path.name, error)
-        found.sort(key=lambda s: s.updated, reverse=True)
-        return [msgspec.structs.asdict(s) for s in found]
+                found.append((read_saved(path, Summary), None))
+            except Missing:  # deleted since the folder was read
+                continue
+            except Unreadable as error:
+                log.warning("history: %s is unreadable: %s", path.name, error)
+                with contextlib.suppress(OSError):
+                    updated = path.lstat().st_mtime
+                    title = f"unreadable: {error} ({path.name})"
+                    found.append((Summary(id=path.stem, title=title, adapter="?", updated=updated), str(error)))
+        found.sort(key=lambda entry: entry[0].updated, reverse=True)
+        return [
+            {**msgspec.structs.asdict(summary), **({"unreadable": reason} if reason else {})}
+            for summary, reason in found
+        ]
 
     def delete(self, chat_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -125,11 +188,23 @@ class HistoryStore:
                 path.unlink()
 
 
-def transcript(messages: Sequence[Message]) -> list[dict[str, str]]:
+def transcript(messages: Sequence[Message], limit: int = MAX_SHOWN_CHARS) -> tuple[list[dict[str, str]], int]:
     """The turns as the chat buffer shows them again: the user's and the LLM's text (tool
-    calls and results, and shared context, are in the history the engine keeps, not in the buffer)."""
-    return [
+    calls and results, and shared context, are in the history the engine keeps, not in the
+    buffer). Only the latest turns that fit in `limit` characters (the last one cut to its
+    end if it alone does not); the second value is how many earlier turns are left out."""
+    turns = [
         {"role": m.role, "text": m.text}
         for m in messages
         if m.role in ("user", "assistant") and not m.context_id and m.text.strip()
     ]
+    shown, room = 0, limit
+    for turn in reversed(turns):
+        if len(turn["text"]) > room:
+            if shown == 0:  # the last turn alone is too long: its end
+                turn["text"] = "[... cut: the start is not shown]\n" + turn["text"][-room:]
+                shown = 1
+            break
+        room -= len(turn["text"])
+        shown += 1
+    return turns[len(turns) - shown :], len(turns) - shown

@@ -61,18 +61,31 @@ class ChatKeeper:
         root = folder or self._settings().editor.get("history_dir")
         return HistoryStore(str(root)) if root else None
 
-    def begin(self, chat_id: Any, history_id: Any) -> Record | None:
-        """Chat `chat_id` opens: a new saved chat, or the saved chat `history_id` it carries on."""
-        store = self.store()
-        if store is None or not history_id:
+    def begin(self, chat_id: Any, history_id: Any, resume_id: Any = None) -> Record | None:
+        """Chat `chat_id` opens: a new saved chat, or the saved chat `history_id` it carries on
+        (picked by the user: one that cannot be read is an error), or `resume_id`, the one it
+        wrote to in an engine that stopped (when it cannot be read, the chat starts afresh as
+        a new saved chat: the engine may have stopped before its first save)."""
+        store, wanted = self.store(), history_id or resume_id
+        if store is None or not wanted:
             self._kept[chat_id] = _Kept(history.new_id(), time.time())
             return None
         try:
-            record = store.load(str(history_id))
+            record = store.load(str(wanted))
         except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError) as error:
-            raise ConfigError(f"the saved chat {history_id} cannot be read: {error}") from None
+            if history_id:
+                raise ConfigError(f"the saved chat {history_id} cannot be read: {error}") from None
+            if not isinstance(error, history.Missing):
+                self._notify(f"CodeCompanion: the chat's earlier turns cannot be restored: {error}", "WARN")
+            self._kept[chat_id] = _Kept(history.new_id(), time.time())
+            return None
         self._kept[chat_id] = _Kept(record.id, record.created, title=record.title if record.titled else None)
         return record
+
+    def saved_id(self, chat_id: Any) -> str | None:
+        """The saved chat that chat `chat_id` writes to."""
+        kept = self._kept.get(chat_id)
+        return kept.id if kept is not None and self.store() is not None else None
 
     def forget(self, chat_id: Any) -> None:
         self._kept.pop(chat_id, None)
@@ -210,13 +223,15 @@ class ChatKeeper:
             return True
         if method != "history.load":
             raise ValueError(f"unknown request {method!r}")
+        turns, hidden = history.transcript(record.messages)
         return {
             "id": record.id,
             "title": record.title,
             "adapter": record.adapter,
             "model": record.model,
             "cwd": record.cwd,
-            "transcript": history.transcript(record.messages),
+            "transcript": turns,
+            "hidden": hidden,  # earlier turns the buffer leaves out (the engine keeps them)
             "context": shared(record.messages),
         }
 

@@ -98,10 +98,11 @@ def _complete(call_id: str, name: str, raw: str, provider_data: dict[str, Any] |
         return [msgspec.structs.replace(call, provider_data=provider_data) if provider_data else call]
     except AdapterError as error:
         pieces = _split_objects(raw)
-        if len(pieces) > 1:
+        if len(pieces) > 1:  # each through the same checks (size, depth) as a whole call
             return [
-                ToolCall(id=f"{call_id}_{n}" if n else call_id, name=name, arguments=piece, provider_data=provider_data)
+                call
                 for n, piece in enumerate(pieces)
+                for call in _complete(f"{call_id}_{n}" if n else call_id, name, piece, provider_data)
             ]
         # Keep the call so it can be answered with an error; the raw text says what went wrong.
         return [
@@ -114,10 +115,10 @@ def _complete(call_id: str, name: str, raw: str, provider_data: dict[str, Any] |
         ]
 
 
-def _split_objects(raw: str) -> list[dict[str, Any]]:
-    """`{"a":1}{"b":2}` -> two dicts; anything else that is not a run of objects -> []."""
+def _split_objects(raw: str) -> list[str]:
+    """`{"a":1}{"b":2}` -> the text of each object; anything else that is not a run of objects -> []."""
     decoder = json.JSONDecoder()
-    pieces: list[dict[str, Any]] = []
+    pieces: list[str] = []
     position, end = 0, len(raw)
     while position < end:
         while position < end and raw[position].isspace():
@@ -125,10 +126,11 @@ def _split_objects(raw: str) -> list[dict[str, Any]]:
         if position == end:
             break
         try:
-            value, position = decoder.raw_decode(raw, position)
+            value, after = decoder.raw_decode(raw, position)
         except (json.JSONDecodeError, RecursionError):
             return []
         if not isinstance(value, dict):
             return []
-        pieces.append(value)
+        pieces.append(raw[position:after])
+        position = after
     return pieces

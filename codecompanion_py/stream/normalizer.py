@@ -35,7 +35,7 @@ from ..adapters.handlers import get_handler
 from ..client import defaults, provider_message
 from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, ResponseTooLarge, StreamError
 from ..events import FinalEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolCallEvent, UsageEvent
-from ..messages import Message, ReasoningPart, TextPart, Usage
+from ..messages import Message, ReasoningPart, TextPart, Usage, valid_utf8
 from .assembler import ToolCallAssembler
 from .ndjson import NDJSONDecoder
 from .sse import ServerSentEvent, SSEDecoder, size_text
@@ -173,8 +173,7 @@ class StreamNormalizer:
         try:
             result = self._parse_chat(self.adapter, data, self.tools)
         except UnicodeDecodeError:  # msgspec's answer to invalid UTF-8: decode it leniently
-            repaired = _valid_utf8(data)
-            if repaired is None:
+            if not isinstance(data, (bytes, bytearray)) or (repaired := valid_utf8(bytes(data))) == data:
                 raise
             result = self._parse_chat(self.adapter, repaired, self.tools)
         events: list[StreamEvent] = []
@@ -304,17 +303,6 @@ class StreamNormalizer:
             mark["error"] = error
         text = TextPart(text="".join(self._text), provider_data=mark)
         return Message(role="assistant", parts=(*self._reasoning_so_far(), text))
-
-
-def _valid_utf8(data: Any) -> bytes | None:
-    """`data` with each invalid UTF-8 sequence replaced by U+FFFD; None when it was valid."""
-    if not isinstance(data, (bytes, bytearray)):
-        return None
-    try:
-        bytes(data).decode("utf-8")
-    except UnicodeDecodeError:
-        return bytes(data).decode("utf-8", "replace").encode("utf-8")
-    return None
 
 
 def merge_usage(old: Usage | None, new: Usage) -> Usage:

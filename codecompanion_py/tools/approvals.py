@@ -8,8 +8,16 @@ protected path): neither YOLO nor "always" skips that.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+MAX_PROMPT_CHARS = 2000
+# Terminal controls, zero-width and bidi-override characters: in a question the user answers,
+# each would let the LLM's text hide or rearrange what is asked. Line breaks stay (a command
+# of several lines is asked as such).
+_HIDING = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_SHOWN_AS = {"\r": "\\r", "\t": "\\t"}
 
 Choice = Literal["accept", "always", "reject", "cancel"]
 CHOICES: tuple[Choice, ...] = ("accept", "always", "reject", "cancel")
@@ -51,6 +59,15 @@ class Approvals:
     def clear(self) -> None:
         self.tools.clear()
         self.commands.clear()
+
+
+def visible(text: str, limit: int = MAX_PROMPT_CHARS) -> str:
+    """`text` for an approval question: each control (but line breaks), zero-width or bidi
+    character written as its escape (`\\r`, `\\u202e`), and no longer than `limit`."""
+    shown = _HIDING.sub(lambda found: _SHOWN_AS.get(found[0], f"\\u{ord(found[0]):04x}"), text)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[:limit]}… ({len(shown) - limit} more characters; the chat shows the call whole)"
 
 
 def command_key(command: str) -> str:

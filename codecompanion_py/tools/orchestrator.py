@@ -31,7 +31,7 @@ from ..events import ToolResultEvent
 from ..messages import ToolCall, ToolResultPart
 from ..processes import safe_env
 from . import arguments
-from .approvals import Answer, Approvals, choice_of, must_prompt
+from .approvals import Answer, Approvals, choice_of, must_prompt, visible
 from .contract import APPROVAL, CONFIRMATION, LuaFunction, Outcome, ToolDefinition, ToolRun
 from .edits import unified_diff
 from .process import env_allow, run_process
@@ -261,7 +261,7 @@ class Orchestrator:
         ):
             return None
         prompt = await self._invoke(run, run.definition.output.get("prompt"), self.context)
-        prompt = str(prompt) if prompt else f"Run the `{run.name}` tool with {json.dumps(run.args)}?"
+        prompt = visible(str(prompt) if prompt else f"Run the `{run.name}` tool with {json.dumps(run.args)}?")
         request = {
             "tool": run.name,
             "id": run.function_call.id,
@@ -271,7 +271,7 @@ class Orchestrator:
             "always": None
             if run.must_ask
             else (
-                f"Always accept `{command}` in this chat"
+                f"Always accept `{visible(command)}` in this chat"
                 if command is not None
                 else f"Always accept `{run.name}` in this chat"
             ),

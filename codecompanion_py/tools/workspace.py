@@ -6,8 +6,9 @@
   links it crossed. The real path must be inside the root, compared by components (`/r-evil`
   is not inside `/r`). Dangling symlinks are always refused: nothing is created through a link.
   A final symlink that stays inside is followed, and kept in `Target.link` for `delete()`.
-* Protected paths (.git, .env*, keys, credentials, hard-linked files) are accepted but flagged:
-  the user is always asked, even in YOLO mode.
+* Protected paths (.git, .env*, keys, credentials, hard-linked files, and files that run code
+  by themselves: .envrc, .nvim.lua/.exrc, .lazy.lua, .vscode/, .idea/, .husky/) are
+  accepted but flagged: the user is always asked, even in YOLO mode.
 * I/O re-walks `Target.real` from the root with `O_DIRECTORY|O_NOFOLLOW` fds and acts relative
   to the parent's fd: a parent swapped for a symlink after `resolve()` fails, it cannot escape.
 * Reads never block (`O_NONBLOCK`; FIFOs and devices are refused). Writes are atomic: an
@@ -35,7 +36,33 @@ BINARY_SNIFF_BYTES = 8192
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _ENV_VAR = re.compile(r"\$(\{|\(|[A-Za-z_])")
 _DRIVE = re.compile(r"^[A-Za-z]:/")
-_PROTECTED_DIRS = {".git": "inside .git", ".ssh": "inside .ssh", ".codecompanion": "inside .codecompanion"}
+_PROTECTED_DIRS = {
+    ".git": "inside .git",
+    ".ssh": "inside .ssh",
+    ".codecompanion": "inside .codecompanion",
+    # what an editor, an IDE or git runs by itself when the project is opened or committed to
+    ".vscode": "inside .vscode (VS Code runs its tasks and settings)",
+    ".idea": "inside .idea (JetBrains IDEs run its configurations)",
+    ".husky": "inside .husky (git hooks)",
+}
+# Files that run code without the user running them: on entering the directory (direnv,
+# mise), on opening Neovim or Vim there (exrc, lazy.nvim), on a commit (pre-commit). CI
+# workflows run elsewhere, when pushed: not protected.
+_AUTORUN_FILES = frozenset(
+    {
+        ".envrc",
+        ".nvim.lua",
+        ".nvimrc",
+        ".exrc",
+        ".vimrc",
+        "_vimrc",
+        "_exrc",
+        ".lazy.lua",
+        ".mise.toml",
+        "mise.toml",
+        ".pre-commit-config.yaml",
+    }
+)
 _CREDENTIAL_FILES = frozenset({".netrc", ".npmrc", ".pypirc"})
 _KEY_PREFIXES = ("id_rsa", "id_ed25519", "id_ecdsa")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -182,6 +209,8 @@ class Workspace:
             if reason := next((_PROTECTED_DIRS[p] for p in parts if p in _PROTECTED_DIRS), None):
                 return reason
             name = parts[-1] if parts else ""
+            if name in _AUTORUN_FILES:
+                return f"a file that runs code by itself ({name})"
             if name == ".env" or name.startswith(".env."):
                 return "an environment file (.env*)"
             if name.endswith((".pem", ".key")) or name.startswith(_KEY_PREFIXES):

@@ -18,6 +18,12 @@ from typing import Any, Literal, Union, get_args
 import msgspec
 
 from ..events import PlanEntry, ToolLocation, ToolProgress
+from ..messages import deeper_than
+
+LUA_DEPTH = 24
+"""How deep a batch may nest when it reaches Lua. Neovim closes a channel whose message
+nests past 32 levels (the RPC frame takes 4), so anything deeper, always model data (tool
+arguments, an agent's raw input), goes as its JSON text from this level down."""
 
 
 class _Op(msgspec.Struct, frozen=True, kw_only=True, tag_field="op", omit_defaults=True):
@@ -69,6 +75,8 @@ class Ready(_Op, tag="ready", frozen=True):
     """The engine has the chat; `adapter` is what it talks to now (sent again on a change)."""
 
     adapter: AdapterInfo
+    saved_id: str | None = None
+    """The saved chat it writes to: a new engine (after a crash) reopens the chat from it."""
 
 
 class Begin(_Op, tag="begin", frozen=True):
@@ -261,5 +269,25 @@ def _without_none(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def encode(ops: Sequence[Op]) -> list[Any]:
-    """The batch as Lua receives it: plain tables, absent fields left out."""
-    return msgspec.to_builtins(ops)  # type: ignore[no-any-return]  # to_builtins is typed Any; ops encode to a list
+    """The batch as Lua receives it: plain tables, absent fields left out, nested no deeper
+    than `LUA_DEPTH`."""
+    return for_lua(msgspec.to_builtins(ops))  # type: ignore[no-any-return]  # to_builtins is typed Any
+
+
+def for_lua(value: Any) -> Any:
+    """`value` nested no deeper than `LUA_DEPTH`: below that, its tables go as JSON text."""
+    return _cut(value, LUA_DEPTH) if deeper_than(value, LUA_DEPTH) else value
+
+
+def _cut(value: Any, levels: int) -> Any:
+    """`value` with its lists and tables below `levels` levels turned into JSON text."""
+    if not isinstance(value, (dict, list)):
+        return value
+    if levels <= 1:
+        try:
+            return msgspec.json.encode(value).decode()
+        except RecursionError:
+            return "(nested too deep to show)"
+    if isinstance(value, dict):
+        return {key: _cut(item, levels - 1) for key, item in value.items()}
+    return [_cut(item, levels - 1) for item in value]

@@ -181,6 +181,11 @@ function render.ready(chat, op)
   end
   chat.adapter = op.adapter
   chat.engine_ready = true
+  -- What a new engine (after this one stopped) opens the chat with: the adapter it has now,
+  -- and the saved chat it writes to, which holds the conversation.
+  local payload = chat.open_payload
+  payload.adapter, payload.model = op.adapter.name, op.adapter.model
+  payload.resume_id = op.saved_id or payload.resume_id
 end
 
 function render.begin(chat, op)
@@ -1028,9 +1033,13 @@ local function show_intro(buf)
 end
 
 -- The lines of a saved chat's turns (`opts.saved`, from :CodeCompanionHistory), ending with
--- the user's header, ready for the next message.
+-- the user's header, ready for the next message. A long chat comes with its latest turns
+-- only (`saved.hidden` earlier ones left out, which the engine still sends to the LLM).
 local function transcript_lines(saved)
   local lines = {}
+  if (saved.hidden or 0) > 0 then
+    vim.list_extend(lines, { ("> (%d earlier messages are not shown; the LLM still has them)"):format(saved.hidden), "" })
+  end
   for _, turn in ipairs(saved.transcript or {}) do
     local header = turn.role == "user" and user_header()
       or llm_header({ name = saved.adapter, formatted_name = saved.adapter })

@@ -23,10 +23,13 @@ def test_a_chat_round_trips_with_its_tool_turns(tmp_path):
     store.save(record("one", 1.0, *messages))
     loaded = store.load("one")
     assert loaded.messages == list(messages) and loaded.title == "Read a.py"
-    assert transcript(loaded.messages) == [
-        {"role": "user", "text": "Read a.py\nplease"},
-        {"role": "assistant", "text": "It sets x."},
-    ]
+    assert transcript(loaded.messages) == (
+        [
+            {"role": "user", "text": "Read a.py\nplease"},
+            {"role": "assistant", "text": "It sets x."},
+        ],
+        0,
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["one.json"]  # no temporary file left
 
 
@@ -35,5 +38,8 @@ def test_newest_first_pruned_and_a_damaged_file_skipped(tmp_path):
     for i in range(3):
         store.save(record(f"c{i}", float(i), Message.of("user", f"message {i}")))
     (tmp_path / "broken.json").write_text("{not json")
-    assert [s["id"] for s in store.summaries()] == ["c2", "c1"]  # c0 pruned, broken.json skipped
+    listed = store.summaries()
+    assert [s["id"] for s in listed if "unreadable" not in s] == ["c2", "c1"]  # c0 pruned
+    [broken] = [s["title"] for s in listed if "unreadable" in s]
+    assert broken.startswith("unreadable: not a saved chat (JSON is malformed") and broken.endswith("(broken.json)")
     assert title_of([Message.of("user", "x" * 100)]).endswith("…")

@@ -215,12 +215,12 @@ BAD_ARGUMENTS = {
     "nested_100000_deep": (
         "insert_edit_into_file",
         '{"filepath": "notes.txt", "edits": ' + NESTED + "}",
-        "arguments are nested too deeply",
+        "arguments nested too deep",
     ),
     "nested_500_deep": (
         "insert_edit_into_file",
         '{"filepath": "notes.txt", "edits": ' + "[" * 500 + "]" * 500 + "}",
-        "`edits`[0] must be object, got list",
+        "arguments nested too deep",
     ),
     "nul_in_path": (
         "read_file",

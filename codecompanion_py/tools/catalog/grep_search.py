@@ -30,8 +30,8 @@ async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler
     lines, hidden = _without_protected(self, lines)
     note = (
         (
-            f"\n({hidden} matching lines in protected files (.env*, keys, credentials) are not shown; "
-            "read_file can open such a file after the user agrees)"
+            f"\n({hidden} matching lines in protected files (.env*, keys, credentials, editor and hook "
+            "settings) are not shown; read_file can open such a file after the user agrees)"
         )
         if hidden
         else ""
