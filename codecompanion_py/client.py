@@ -46,8 +46,7 @@ import email.utils
 import random
 import re
 import time
-import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,6 +66,7 @@ from .errors import (
     TransportError,
 )
 from .outbound import ClientSettings, configure, defaults, environment_proxies, http_client
+from .scrubber import scrub_secrets, secrets_in
 
 __all__ = ["ClientSettings", "HttpClient", "HttpRequest", "configure", "defaults", "environment_proxies"]
 
@@ -449,7 +449,6 @@ _LABELS = {
     413: "request too large",
     422: "invalid parameters",
 }
-_SECRET_HEADER = re.compile(r"authorization|key|token|secret", re.IGNORECASE)
 
 
 def error_for_status(
@@ -543,81 +542,11 @@ def secrets_of(request: HttpRequest) -> list[str]:
     return secrets_in(request.headers, request.secrets)
 
 
-def secrets_in(headers: Mapping[str, str], values: Iterable[str] = (), *, every_header: bool = False) -> list[str]:
-    """The secrets among credential headers (each header with `every_header`: an MCP
-    server's configured headers) and `values` (resolved keys, env values), longest first
-    (so a secret containing another is replaced whole), with the percent-encoded form
-    where that differs (a key in a URL) and without a `Bearer `/`Basic ` scheme."""
-    found: set[str] = {str(value) for value in values if value}
-    for name, value in headers.items():
-        if not value or not (every_header or _SECRET_HEADER.search(name)):
-            continue
-        found.add(value.split(" ", 1)[1] if value.lower().startswith(("bearer ", "basic ")) else value)
-    for secret in list(found):
-        found.add(urllib.parse.quote(secret, safe=""))
-        found.add(urllib.parse.quote_plus(secret, safe=""))
-    return sorted((s for s in found if len(s) >= _SHORTEST_SECRET), key=len, reverse=True)
-
-
-_SHORTEST_SECRET = 8  # shorter values ("demo", "none") are placeholders, and replacing them would garble text
-_BEARER = re.compile(r"\b(bearer\s+)[A-Za-z0-9._~+/=-]{12,}", re.IGNORECASE)  # a token no setting names
-
-
 def scrub(text: str, request: HttpRequest | None, *, cut: bool = False) -> str:
     """`text` without any secret the request carried (some servers echo the key back)."""
     if request is None or not text:
         return text
     return scrub_secrets(text, secrets_of(request), cut=cut)
-
-
-def scrub_secrets(text: str, secrets: Sequence[str], *, cut: bool = False) -> str:
-    """The one scrubber: `text` with each of `secrets` (`secrets_in`), what is left of one
-    that was cut (its first 8 characters or more), and any bearer token replaced by `***`.
-    `cut`: the text was cut short before it got here (a body read up to a limit), so even a
-    shorter beginning of a secret at its very end goes."""
-    if not text:
-        return text
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, "***")
-        if secret[:_SHORTEST_SECRET] in text:  # what is left of it where text was cut before
-            text = _without_secret_starts(text, secret)
-    if cut:
-        text = _without_partial_secret(text, secrets)
-    return _BEARER.sub(r"\1***", text)
-
-
-def _without_secret_starts(text: str, secret: str) -> str:
-    """`text` with each beginning of `secret` (its first 8 characters or more) replaced."""
-    head = secret[:_SHORTEST_SECRET]
-    pieces, at = [], 0
-    start = text.find(head)
-    while start >= 0:
-        end = start + len(head)
-        while end < len(text) and end - start < len(secret) and text[end] == secret[end - start]:
-            end += 1
-        pieces += [text[at:start], "***"]
-        at = end
-        start = text.find(head, end)
-    return "".join(pieces) + text[at:]
-
-
-def clip(text: str, limit: int, secrets: Sequence[str] = (), *, marker: str = "…") -> str:
-    """`text` scrubbed, then cut to `limit` characters (`marker` after the cut): scrubbing
-    first, so a secret at the cut never leaves its first part behind."""
-    text = scrub_secrets(text, secrets)
-    if len(text) <= limit:
-        return text
-    return _without_partial_secret(text[:limit], secrets) + marker
-
-
-def _without_partial_secret(text: str, secrets: Sequence[str]) -> str:
-    """`text` without a beginning of a secret at its end (the rest of it was cut off)."""
-    for secret in secrets:
-        for size in range(min(len(secret) - 1, len(text)), 0, -1):
-            if text.endswith(secret[:size]):
-                return text[: len(text) - size]
-    return text
 
 
 def scrub_error(error: Exception, request: HttpRequest | None) -> None:

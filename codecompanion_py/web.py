@@ -36,6 +36,7 @@ import httpx
 
 from . import netguard, outbound
 from .errors import ConfigError
+from .scrubber import clip, scrub_secrets
 
 MAX_URL = 4096  # characters
 MAX_REDIRECTS = 5
@@ -123,10 +124,12 @@ async def _fetch(url: httpx.URL) -> str:
 
 
 def _capped(text: str, cut: bool) -> str:
-    """At most MAX_CHARS of `text`, and a last line that says what was left out."""
+    """`text` scrubbed of the secrets the engine knows (a page that echoes your key), then
+    at most MAX_CHARS of it, and a last line that says what was left out."""
+    text = scrub_secrets(text, (), cut=cut)
     notes = []
     if len(text) > MAX_CHARS:
-        text = text[:MAX_CHARS]
+        text = clip(text, MAX_CHARS, marker="")
         notes.append(f"cut at {MAX_CHARS} characters")
     if cut:
         notes.append(f"the page is larger than {MAX_BYTES >> 20} MiB: the rest was not read")

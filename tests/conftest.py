@@ -13,6 +13,16 @@ def fixture_bytes():
     return read
 
 
+@pytest.fixture(autouse=True)
+def no_known_secrets():
+    """Each test starts knowing only the secrets of its own environment and adapters
+    (`scrubber.KNOWN` otherwise keeps every key an earlier test resolved)."""
+    from codecompanion_py.scrubber import KNOWN
+
+    KNOWN.forget()
+    yield
+
+
 @pytest.fixture
 def openai_key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-real")

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..processes import signal_group, start_in_group
+from ..scrubber import KNOWN
 from . import lua
 from .handlers import call_handler
 from .lua import LuaFunction
@@ -390,6 +391,7 @@ async def prepare(
     values = await resolve_env(ready)
     ready.env_replaced = values
     ready.secrets = _secrets(ready, values)
+    KNOWN.remember(ready.secrets)  # scrubbed from whatever comes in from outside (scrubber.py)
     return await lua.run_sync(ready.lua_editor, _fill, ready, values, settings)
 
 

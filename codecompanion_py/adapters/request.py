@@ -3,7 +3,8 @@
 The body is the keep-merge (first writer wins) of, in order: `build_parameters`,
 `build_messages`, `build_tools`, the adapter's static `body`, and `build_body(payload)`.
 The request carries the adapter's `secrets` (scrubbed from every error about it) and its
-`opts.retries` when set (the client's otherwise). The handlers run where Lua functions can
+`opts.retries` when set (the client's otherwise). Text from outside (context, tool
+results) goes out scrubbed of every secret the engine knows (`scrubber.KNOWN`). The handlers run where Lua functions can
 be called (`lua.run_sync`), so any of them may be a Lua override from setup().
 """
 
@@ -16,7 +17,8 @@ import msgspec
 
 from ..client import HttpClient, HttpRequest
 from ..errors import ConfigError
-from ..messages import Message, ToolSpec
+from ..messages import Message, Part, TextPart, ToolResultPart, ToolSpec
+from ..scrubber import KNOWN
 from .base import _ENV_NAME, HTTPAdapter, merge_keep, prepare
 from .handlers import call_handler
 from .lua import Editor, run_sync
@@ -37,7 +39,7 @@ async def build_request(
     the HttpClient that will send it, for `env` values that make requests of their own;
     `editor` is what Lua functions are called through."""
     ready = await prepare(adapter, settings, client=client, editor=editor)
-    payload = await run_sync(ready.lua_editor, _payload, ready, messages, tools)
+    payload = await run_sync(ready.lua_editor, _payload, ready, _outside_scrubbed(messages), tools)
     request = HttpRequest(
         url=ready.url,
         body=_encode(payload),
@@ -50,6 +52,36 @@ async def build_request(
         retries=_retries(ready),
     )
     return ready, request
+
+
+def _outside_scrubbed(messages: Sequence[Message]) -> Sequence[Message]:
+    """`messages` with the text that came from outside (context, tool results) scrubbed of
+    the secrets known now: a key this very request resolved (a literal, a `cmd:`) was not
+    known yet when a file or a command's output came in at its door."""
+    if not KNOWN.values():
+        return messages
+    return [_scrubbed(message) if _from_outside(message) else message for message in messages]
+
+
+def _from_outside(message: Message) -> bool:
+    return message.context_id is not None or any(isinstance(part, ToolResultPart) for part in message.parts)
+
+
+def _scrubbed(message: Message) -> Message:
+    parts = tuple(_scrubbed_part(part) for part in message.parts)
+    if all(new is old for new, old in zip(parts, message.parts, strict=True)):
+        return message
+    return msgspec.structs.replace(message, parts=parts)
+
+
+def _scrubbed_part(part: Part) -> Part:
+    if isinstance(part, TextPart):
+        text = KNOWN.without_known(part.text)
+        return part if text == part.text else msgspec.structs.replace(part, text=text)
+    if isinstance(part, ToolResultPart):
+        content = KNOWN.without_known(part.content)
+        return part if content == part.content else msgspec.structs.replace(part, content=content)
+    return part
 
 
 def _payload(

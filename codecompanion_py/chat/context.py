@@ -22,6 +22,7 @@ import msgspec
 from ..errors import ConfigError
 from ..messages import ImagePart, Message, TextPart
 from ..repository import valid_text
+from ..scrubber import KNOWN
 
 _BACKTICKS = re.compile(r"`{3,}")
 
@@ -64,6 +65,11 @@ def fenced(content: str, language: str = "") -> str:
 
 
 def text_of(item: ContextItem) -> str:
+    """The item as the LLM reads it, scrubbed of the secrets the engine knows (scrubber.py)."""
+    return KNOWN.scrub(_text_of(item))
+
+
+def _text_of(item: ContextItem) -> str:
     label = item.label or item.kind
     if item.update == "diff":
         return f"Context: {label}, what changed since it was last shared\n{fenced(item.content or '', 'diff')}"

@@ -28,9 +28,9 @@ from ..acp.agent_process import AgentProcess
 from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
 from ..adapters.base import resolve_env_string
 from ..adapters.lua import LuaFunction
-from ..client import clip, scrub_secrets, secrets_in
 from ..errors import ConfigError, ConnectionClosed, RpcError
 from ..processes import safe_env
+from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in
 from .door import (
     MAX_INSTRUCTIONS,
     MAX_MESSAGE_BYTES,
@@ -112,6 +112,7 @@ class McpServer:
         if self.spec.get("url"):
             headers = {k: str(await self.value(k, v)) for k, v in (self.spec.get("headers") or {}).items()}
             self.secrets = secrets_in(headers, every_header=True)
+            KNOWN.remember_headers(headers)
             self._conn = HttpConnection(
                 str(self.spec["url"]),
                 headers,
@@ -124,13 +125,13 @@ class McpServer:
             if not argv:
                 raise ConfigError(f"MCP server {self.name}: give it `cmd` (a command) or `url`")
             env = {**safe_env(os.environ)}
-            configured = []
+            configured: dict[str, str] = {}
             for key, value in (self.spec.get("env") or {}).items():
                 resolved = await self.value(key, value)
                 if resolved is not None:
-                    env[str(key)] = str(resolved)
-                    configured.append(str(resolved))
-            self.secrets = secrets_in({}, configured)
+                    env[str(key)] = configured[str(key)] = str(resolved)
+            self.secrets = secrets_in({}, configured.values())
+            KNOWN.remember_environment(configured)
             self._process = await McpProcess.start(f"MCP server {self.name}", argv, cwd=self.cwd, env=env)
             lines = CappedLines(self._process.stdout, MAX_MESSAGE_BYTES, self.name)
             conn = Connection(

@@ -1,7 +1,7 @@
 """What an MCP server sends enters here: its messages within a size cap (a stdio line, an
 HTTP body, an SSE event), its tool results cut to what `run_command` keeps, its names made
 the providers' tool names, and any text of it that the chat or an approval shows put on one
-printable line of bounded length. Secrets are scrubbed by `client.scrub_secrets`, before
+printable line of bounded length. Secrets are scrubbed by `scrubber.scrub_secrets`, before
 anything is cut.
 """
 

@@ -24,9 +24,10 @@ import httpx
 
 from ..acp.jsonrpc import PARSE_ERROR
 from ..acp.jsonrpc import _decode as decode  # one JSON reading for both transports
-from ..client import ERROR_BODY_LIMIT, clip, html_title, read_at_most, scrub_secrets, secrets_in, where
+from ..client import ERROR_BODY_LIMIT, html_title, read_at_most, where
 from ..errors import ConnectionClosed, ResponseTooLarge, RpcError
 from ..outbound import http_client
+from ..scrubber import clip, scrub_secrets, secrets_in
 from ..stream.sse import SSEDecoder, size_text
 from .door import MAX_MESSAGE_BYTES
 

@@ -27,6 +27,7 @@ from typing import Any
 import pynvim
 
 from ..engine import Engine, yield_to_editor
+from ..scrubber import scrub_logs
 from .bridge import NvimBridge
 
 
@@ -69,6 +70,7 @@ class Host:
 
 def main() -> None:
     pynvim.setup_logging("codecompanion")  # NVIM_PYTHON_LOG_FILE, as for Neovim's own host
+    scrub_logs()
     nvim = pynvim.attach("stdio")
     # This thread runs the engine. (Neovim's own Python host, shared with other plugins, keeps
     # its priority when the engine runs there as a remote plugin.)

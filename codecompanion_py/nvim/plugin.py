@@ -11,6 +11,7 @@ from typing import Any
 import pynvim
 
 from ..engine import Engine
+from ..scrubber import scrub_logs
 from .bridge import NvimBridge
 
 
@@ -23,6 +24,7 @@ class CodeCompanionPlugin:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
+            scrub_logs()
             self._engine = Engine(NvimBridge(self._nvim), loop=self._nvim.loop)
         return self._engine
 

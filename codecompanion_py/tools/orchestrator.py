@@ -30,6 +30,7 @@ from ..errors import ToolError
 from ..events import ToolResultEvent
 from ..messages import ToolCall, ToolResultPart
 from ..processes import safe_env
+from ..scrubber import KNOWN
 from . import arguments
 from .approvals import Answer, Approvals, choice_of, must_prompt, visible
 from .contract import APPROVAL, CONFIRMATION, LuaFunction, Outcome, ToolDefinition, ToolRun
@@ -238,9 +239,12 @@ class Orchestrator:
         for output in run.outputs:
             shown = output.for_user if output.for_user is not None else output.for_llm
             self.surface.show(
-                ToolResultEvent(tool_call_id=run.function_call.id, name=run.name, status=status, content=shown)
+                ToolResultEvent(
+                    tool_call_id=run.function_call.id, name=run.name, status=status, content=KNOWN.scrub(shown)
+                )
             )
-        content = "\n\n".join(output.for_llm for output in run.outputs)
+        # A key of yours that a command printed or a file holds goes to no provider (scrubber.py).
+        content = KNOWN.scrub("\n\n".join(output.for_llm for output in run.outputs))
         return ToolResultPart(
             tool_call_id=run.function_call.id, name=run.name, content=content, status=status, images=tuple(run.images)
         )
