@@ -209,8 +209,33 @@ async def command_for(adapter: HTTPAdapter, client: HttpClient, prompt: str, edi
                 raise CodeCompanionError(event.message)
     finally:
         await stream.close()
-    lines = [line.strip().strip("`") for line in answer.strip().splitlines() if line.strip() and not _FENCE.match(line)]
+    return one_command(answer)
+
+
+def one_command(answer: str) -> str:
+    """The first line of the LLM's answer, as text for the command line: fences, backticks and
+    a leading colon dropped. Lines are split at line feeds alone, so a carriage return, an
+    escape or any other control character stays in the line and refuses it: typed on the
+    command line, it would leave it and run the rest as Normal-mode keys."""
+    lines = [line.strip().strip("`") for line in answer.strip().split("\n") if line.strip() and not _FENCE.match(line)]
     command = lines[0].lstrip(":").strip() if lines else ""
     if not command:
         raise CodeCompanionError("the LLM gave no command")
+    if any(_is_control(ch) for ch in command):
+        raise CodeCompanionError(
+            f"the LLM's command holds control characters, so it was not put on the command line: {visible(command)}"
+        )
     return command
+
+
+def _is_control(ch: str) -> bool:
+    return ch < " " or "\x7f" <= ch <= "\x9f"
+
+
+def visible(text: str, limit: int = 200) -> str:
+    """`text` on one line with its control characters shown as `^[`, `^M`, `<U+0085>`..."""
+    shown = "".join(
+        (f"^{chr(ord(ch) ^ 0x40)}" if ch < " " or ch == "\x7f" else f"<U+{ord(ch):04X}>") if _is_control(ch) else ch
+        for ch in text[:limit]
+    )
+    return shown + ("..." if len(text) > limit else "")

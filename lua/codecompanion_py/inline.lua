@@ -9,8 +9,8 @@
 -- messages) and `#{clipboard}` in the prompt share those. Events: User
 -- CodeCompanionInlineStarted and CodeCompanionInlineFinished.
 --
--- Cmd: the LLM's answer is one Ex command, put on the command line to edit or run; it is
--- never run by itself.
+-- Cmd: the LLM's answer is one Ex command, put on the command line as text to edit or run;
+-- it is never run by itself, and never typed as keys.
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
 
@@ -271,11 +271,32 @@ function cmd_render.text(run, op)
   run.text = run.text .. op.text
 end
 
+-- The command goes on the command line as text, never as keys: typed keys would let an ESC
+-- in it leave the command line and run the rest in Normal mode. A bare ":" opens the
+-- command line, and its CmdlineEnter sets the text. It is also in the command history
+-- (`:` then <Up>), which is all a user in another mode gets, with a message.
+function M.put_on_cmdline(command)
+  if command:find("[%c\127]") then -- the engine refuses these; never open the line with one
+    return vim.notify("CodeCompanion: the command holds control characters: " .. vim.fn.strtrans(command),
+      vim.log.levels.ERROR)
+  end
+  vim.fn.histadd("cmd", command)
+  if api.nvim_get_mode().mode ~= "n" then
+    return vim.notify("CodeCompanion: the command is in the command history (: then <Up>): " .. command)
+  end
+  api.nvim_create_autocmd("CmdlineEnter", { pattern = ":", once = true, callback = function()
+    if vim.fn.setcmdline(command) ~= 0 then -- not ready yet on some versions: right after
+      vim.schedule(function() vim.fn.setcmdline(command) end)
+    end
+  end })
+  api.nvim_feedkeys(":", "n", false)
+end
+
 function cmd_render.done(run)
   M.runs[run.id] = nil
   local command = vim.trim(run.text):gsub("\n.*", "")
   if command ~= "" then
-    api.nvim_feedkeys(":" .. command, "n", false) -- on the command line, for the user to edit or run
+    M.put_on_cmdline(command) -- for the user to edit or run
   end
 end
 
