@@ -142,6 +142,41 @@ function methods.buffer_get(_, args, reply)
   })
 end
 
+-- Write the buffer with its own 'bomb', 'eol' and 'fileformat', 'fixeol' aside: a file without
+-- a final newline keeps it so. `exact`: without the user's write autocmds too (a formatter),
+-- for a review's restore, which must write back the bytes that were there. True if written.
+local function save(buf, exact)
+  return pcall(api.nvim_buf_call, buf, function()
+    local fixeol = vim.bo.fixeol
+    vim.bo.fixeol = false
+    local ok, err = pcall(vim.cmd, (exact and "noautocmd " or "") .. "silent write")
+    vim.bo.fixeol = fixeol
+    assert(ok, err)
+  end)
+end
+
+-- How Neovim holds a file's exact text `raw` in a buffer whose 'fileformat' is `fileformat`:
+-- its lines, 'bomb', 'eol' and 'fileformat' ("dos" only when every line ends in CRLF; in a
+-- file that mixes CRLF and LF the CR stays in its lines, as Neovim reads such a file).
+local function shape_of(raw, fileformat)
+  local bomb = raw:sub(1, 3) == "\239\187\191"
+  raw = bomb and raw:sub(4) or raw
+  local eol = raw:sub(-1) == "\n"
+  local lines = vim.split(raw, "\n", { plain = true })
+  if eol then
+    table.remove(lines)
+  end
+  local ended = eol and #lines or #lines - 1 -- lines followed by a line feed
+  local dos = fileformat == "dos" and ended > 0
+  for i = 1, ended do
+    dos = dos and lines[i]:sub(-1) == "\r"
+  end
+  for i = 1, dos and ended or 0 do
+    lines[i] = lines[i]:sub(1, -2)
+  end
+  return { lines = lines, bomb = bomb, eol = eol, fileformat = dos and "dos" or "unix" }
+end
+
 -- Replace only the lines that differ, in one nvim_buf_set_lines call: one undo step,
 -- and marks and folds outside the change stay where they were.
 function methods.buffer_set(_, args, reply)
@@ -165,7 +200,7 @@ function methods.buffer_set(_, args, reply)
   api.nvim_buf_set_lines(buf, first - 1, old_last, false, vim.list_slice(new, first, new_last))
   local saved = false
   if args.save and not was_modified then
-    saved = pcall(api.nvim_buf_call, buf, function() vim.cmd("silent write") end)
+    saved = save(buf)
   end
   reply({ saved = saved, modified = vim.bo[buf].modified })
 end
@@ -195,19 +230,27 @@ function methods.review(_, args, reply)
     end
     api.nvim_win_set_buf(target, buf)
   end
-  local before = vim.split(args.before or "", "\n", { plain = true })
-  if before[#before] == "" then
-    table.remove(before)
+  -- what was there: the file's exact text when the edit was written on disk, else the buffer's
+  local shape
+  if type(args.original) == "string" then
+    shape = shape_of(args.original, vim.bo[buf].fileformat)
+  else
+    local before = vim.split(args.before or "", "\n", { plain = true })
+    if before[#before] == "" then
+      table.remove(before)
+    end
+    shape = { lines = before, bomb = vim.bo[buf].bomb, eol = vim.bo[buf].eol, fileformat = vim.bo[buf].fileformat }
   end
   local modified = vim.bo[buf].modified
   require("codecompanion_py.diff").start(buf, {
     start = 0,
     count = api.nvim_buf_line_count(buf),
-    original = before,
+    original = shape.lines,
     modified = modified,
     on_done = function(result)
       if (result == "rejected" or result == "partial") and not modified and api.nvim_buf_is_valid(buf) then
-        pcall(api.nvim_buf_call, buf, function() vim.cmd("silent write") end)
+        vim.bo[buf].bomb, vim.bo[buf].eol, vim.bo[buf].fileformat = shape.bomb, shape.eol, shape.fileformat
+        save(buf, true)
       end
       local lines = api.nvim_buf_is_valid(buf) and api.nvim_buf_get_lines(buf, 0, -1, false) or {}
       reply({ result = result, text = table.concat(lines, "\n") .. "\n" })

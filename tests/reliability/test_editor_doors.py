@@ -86,3 +86,53 @@ def test_cmd_answer_reaches_the_command_line_as_text(editor, tmp_path, answer_te
         editor.wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "n", what="back in Normal mode")
         assert buf[:] == CODE and not buf.options["modified"]
         assert (tmp_path / "calc.py").read_text() == "\n".join(CODE) + "\n"
+
+
+# --- the review of a chat's edit: exactly the bytes that should be there ------------------------
+
+ODD_FILES = {
+    "bom": b"\xef\xbb\xbfdef add(a, b):\n    return a - b\n",
+    "no-final-newline": b"def add(a, b):\n    return a - b",
+    "mixed-crlf-lf": b"def add(a, b):\r\n    return a - b\n\nx = 1\r\n",
+    "dos": b"def add(a, b):\r\n    return a - b\r\n\r\nx = 1\r\n",
+    "dos-bom-no-final-newline": b"\xef\xbb\xbfdef add(a, b):\r\n    return a - b\r\nx = 1",
+}
+EDIT = {"filepath": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]}
+
+
+def _review_edit(editor, root, *, loaded: bool, action: str, edit=EDIT) -> int:
+    """A chat asks for `edit` of calc.py; the user settles its review with `action`."""
+    editor.nvim.command(f"cd {root}")
+    if loaded:
+        editor.nvim.command("edit calc.py")
+    editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
+    calc = editor.wait_for(lambda: max(editor.nvim.call("bufnr", str(root / "calc.py")), 0), what="loaded")
+    editor.wait_for(
+        lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc),
+        what="the review",
+        timeout=30,
+    )
+    editor.lua("require('codecompanion_py.diff').act(...)", calc, action)
+    editor.wait_event("CodeCompanionChatDone", timeout=30)
+    return calc
+
+
+@pytest.mark.parametrize("action", ["reject_change", "accept_change"])
+@pytest.mark.parametrize("loaded", [False, True], ids=["on-disk", "in-a-loaded-buffer"])
+@pytest.mark.parametrize("kind", list(ODD_FILES))
+def test_a_reviewed_edit_leaves_exactly_the_bytes_it_should(editor, tmp_path, kind, loaded, action):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    original = ODD_FILES[kind]
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(original)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Done.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        calc = _review_edit(editor, root, loaded=loaded, action=action)
+        expected = original if action == "reject_change" else original.replace(b"a - b", b"a + b")
+        assert (root / "calc.py").read_bytes() == expected
+        assert not editor.nvim.api.get_option_value("modified", {"buf": calc})
+        if action == "reject_change":
+            assert editor.nvim.api.buf_get_lines(calc, 0, -1, False)[1].startswith("    return a - b")
