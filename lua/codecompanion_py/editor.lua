@@ -187,6 +187,11 @@ function methods.buffer_set(_, args, reply)
   if api.nvim_buf_get_changedtick(buf) ~= args.changedtick then
     error("the buffer changed while the edit was being prepared; read the file again")
   end
+  if require("codecompanion_py.diff").busy(buf) or require("codecompanion_py.inline").writing(buf) then
+    error("another change to this file is under way in the editor (the user is reviewing it, or the inline "
+      .. "assistant writes it), so nothing was written; "
+      .. "read the file again once they have settled it")
+  end
   local old, new = api.nvim_buf_get_lines(buf, 0, -1, false), args.lines
   local first = 1
   while first <= #old and first <= #new and old[first] == new[first] do
@@ -205,16 +210,71 @@ function methods.buffer_set(_, args, reply)
   reply({ saved = saved, modified = vim.bo[buf].modified })
 end
 
--- An edit the LLM wrote, reviewed in its buffer (diff.lua: accept, reject, hunk by hunk).
--- The buffer is loaded and shown if it is not; what the user rejects is written back to
--- disk unless the buffer held unsaved changes of theirs. The reply: { result, text }.
-function methods.review(_, args, reply)
-  local buf = find_buffer(args.path)
-  if not buf then
-    buf = vim.fn.bufadd(args.path)
-    vim.fn.bufload(buf)
-    vim.bo[buf].buflisted = true
+local function read_file(path)
+  local file = io.open(path, "rb")
+  if not file then
+    return nil
   end
+  local data = file:read("*a")
+  file:close()
+  return data
+end
+
+-- The bytes a buffer of this shape is written as (UTF-8, as the edit tools read and write).
+local function bytes_of(shape)
+  local newline = ({ dos = "\r\n", mac = "\r" })[shape.fileformat] or "\n"
+  local text = table.concat(shape.lines, newline) .. ((shape.eol and #shape.lines > 0) and newline or "")
+  return (shape.bomb and "\239\187\191" or "") .. text
+end
+
+-- Put `bytes` in the file at `path` if it still holds `expected` (what the edit wrote, not a
+-- later change): a temporary file beside it, then renamed over it. Nil, or why not.
+local function put_file(path, bytes, expected)
+  if read_file(path) ~= expected then
+    return "it changed on disk during the review, so it was left as it is"
+  end
+  local uv, stat = vim.uv, vim.uv.fs_stat(path)
+  local tmp = ("%s.codecompanion-%d"):format(path, uv.getpid())
+  local fd = uv.fs_open(tmp, "wx", stat and stat.mode % 4096 or 420)
+  local ok = fd and uv.fs_write(fd, bytes) == #bytes and uv.fs_fsync(fd)
+  if fd then
+    uv.fs_close(fd)
+  end
+  if not (ok and uv.fs_rename(tmp, path)) then
+    uv.fs_unlink(tmp)
+    return "it could not be written"
+  end
+end
+
+-- Write back what the review rejected of an edit that was saved on disk: the buffer with the
+-- file's shape (its exact bytes), or, when the buffer was closed or now has another name, the
+-- bytes straight to the file. Nil, or why not.
+local function write_back(buf, path, shape, written, gone)
+  if not gone and real(api.nvim_buf_get_name(buf)) == real(path) then
+    if read_file(path) ~= written then
+      return "it changed on disk during the review, so it was left as it is"
+    end
+    vim.bo[buf].bomb, vim.bo[buf].eol, vim.bo[buf].fileformat = shape.bomb, shape.eol, shape.fileformat
+    return not save(buf, true) and "it could not be written" or nil
+  end
+  local lines = gone and shape.lines or api.nvim_buf_get_lines(buf, 0, -1, false)
+  return put_file(path, bytes_of(vim.tbl_extend("force", shape, { lines = lines })), written)
+end
+
+-- What the file was before the edit, as its buffer holds it: the file's exact text when the
+-- edit was written on disk, else the buffer's lines and options.
+local function shape_before(buf, args)
+  if type(args.original) == "string" then
+    return shape_of(args.original, vim.bo[buf].fileformat)
+  end
+  local before = vim.split(args.before or "", "\n", { plain = true })
+  if before[#before] == "" then
+    table.remove(before)
+  end
+  return { lines = before, bomb = vim.bo[buf].bomb, eol = vim.bo[buf].eol, fileformat = vim.bo[buf].fileformat }
+end
+
+local function show(buf)
   if #vim.fn.win_findbuf(buf) == 0 then -- shown in a code window of this tab, or a new split
     local target
     for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
@@ -230,32 +290,46 @@ function methods.review(_, args, reply)
     end
     api.nvim_win_set_buf(target, buf)
   end
-  -- what was there: the file's exact text when the edit was written on disk, else the buffer's
-  local shape
-  if type(args.original) == "string" then
-    shape = shape_of(args.original, vim.bo[buf].fileformat)
-  else
-    local before = vim.split(args.before or "", "\n", { plain = true })
-    if before[#before] == "" then
-      table.remove(before)
+end
+
+-- An edit the LLM wrote, reviewed in its buffer (diff.lua: accept, reject, hunk by hunk).
+-- The buffer is loaded and shown if it is not; what the user rejects is written back to
+-- disk, byte for byte, unless the buffer held unsaved changes of theirs. Closing the buffer
+-- rejects the edit. A review already pending on the buffer is settled first. The reply:
+-- { result, text }.
+function methods.review(_, args, reply)
+  local diff = require("codecompanion_py.diff")
+  diff.when_free(find_buffer(args.path) or -1, function()
+    local buf = find_buffer(args.path)
+    if not buf then
+      buf = vim.fn.bufadd(args.path)
+      vim.fn.bufload(buf)
+      vim.bo[buf].buflisted = true
     end
-    shape = { lines = before, bomb = vim.bo[buf].bomb, eol = vim.bo[buf].eol, fileformat = vim.bo[buf].fileformat }
-  end
-  local modified = vim.bo[buf].modified
-  require("codecompanion_py.diff").start(buf, {
-    start = 0,
-    count = api.nvim_buf_line_count(buf),
-    original = shape.lines,
-    modified = modified,
-    on_done = function(result)
-      if (result == "rejected" or result == "partial") and not modified and api.nvim_buf_is_valid(buf) then
-        vim.bo[buf].bomb, vim.bo[buf].eol, vim.bo[buf].fileformat = shape.bomb, shape.eol, shape.fileformat
-        save(buf, true)
-      end
-      local lines = api.nvim_buf_is_valid(buf) and api.nvim_buf_get_lines(buf, 0, -1, false) or {}
-      reply({ result = result, text = table.concat(lines, "\n") .. "\n" })
-    end,
-  })
+    show(buf)
+    local shape, modified = shape_before(buf, args), vim.bo[buf].modified
+    local written = not modified and read_file(args.path) or nil -- the edit is on disk
+    diff.start(buf, {
+      start = 0,
+      count = api.nvim_buf_line_count(buf),
+      original = shape.lines,
+      modified = modified,
+      on_done = function(result, counts)
+        local name = args.relative or vim.fn.fnamemodify(args.path, ":~:.")
+        local why = written and (result == "rejected" or result == "partial")
+          and write_back(buf, args.path, shape, written, counts.gone)
+        if why then
+          vim.notify(("CodeCompanion: %s was not put back as it was: %s"):format(name, why), vim.log.levels.WARN)
+        elseif counts.gone then
+          vim.notify(("CodeCompanion: %s was closed during the review, so the edit is rejected%s"):format(name,
+            written and " and the file is as it was" or ""), vim.log.levels.WARN)
+        end
+        local lines = (not counts.gone and api.nvim_buf_is_loaded(buf)) and api.nvim_buf_get_lines(buf, 0, -1, false)
+          or shape.lines
+        reply({ result = result, text = table.concat(lines, "\n") .. "\n" })
+      end,
+    })
+  end)
 end
 
 -- An agent changed files on disk itself: loaded buffers without unsaved changes take the

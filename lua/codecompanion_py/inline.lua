@@ -92,6 +92,11 @@ function M.run(opts)
   if vim.bo[buf].filetype == "codecompanion" then
     return vim.notify("CodeCompanion: the inline assistant works in a code buffer, not in a chat", vim.log.levels.WARN)
   end
+  -- refused, not queued: its code would stream into text that the pending change may still alter
+  local busy = require("codecompanion_py.diff").busy(buf) or M.writing(buf)
+  if busy then
+    return vim.notify("CodeCompanion: " .. busy .. ", then ask again", vim.log.levels.WARN)
+  end
   local ranged = (opts.range or 0) > 0
   local line1 = ranged and opts.line1 or api.nvim_win_get_cursor(0)[1]
   local line2 = ranged and opts.line2 or line1
@@ -126,6 +131,15 @@ function M.run(opts)
   M.runs[run.id] = run
   map_stop(run)
   return run
+end
+
+-- Why `buf` cannot take another change now (an inline request writes into it), or nil.
+function M.writing(buf)
+  for _, run in pairs(M.runs) do
+    if run.buf == buf and not run.cmd and not run.over then
+      return "the inline assistant is writing to this buffer (q stops it)"
+    end
+  end
 end
 
 function M.stop(id)

@@ -136,3 +136,68 @@ def test_a_reviewed_edit_leaves_exactly_the_bytes_it_should(editor, tmp_path, ki
         assert not editor.nvim.api.get_option_value("modified", {"buf": calc})
         if action == "reject_change":
             assert editor.nvim.api.buf_get_lines(calc, 0, -1, False)[1].startswith("    return a - b")
+
+
+# --- one review per buffer; a closed buffer settles its review ---------------------------------
+
+ODD = ODD_FILES["dos-bom-no-final-newline"]
+
+
+def _pending_review(editor, root, *, loaded: bool) -> int:
+    editor.nvim.command(f"cd {root}")
+    if loaded:
+        editor.nvim.command("edit calc.py")
+    editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
+    calc = editor.wait_for(lambda: max(editor.nvim.call("bufnr", str(root / "calc.py")), 0), what="loaded")
+    editor.wait_for(
+        lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc),
+        what="the review",
+        timeout=30,
+    )
+    return calc
+
+
+def test_an_inline_request_on_a_buffer_under_review_is_refused_and_the_review_stays(editor, tmp_path):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(ODD)
+    inline = answer("PLACEMENT: replace\ndef add(a, b):\n    return 0\n")
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), inline, text_reply("Done.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+        calc = _pending_review(editor, root, loaded=True)
+        editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", calc)
+        editor.nvim.command("1,2CodeCompanion return zero")
+        editor.wait_for(lambda: any("review" in n for n in notes(editor)), what="the refusal", timeout=20)
+        assert "CodeCompanionChatDone" not in editor.event_names()  # the chat's review was not settled for it
+        assert editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc)
+        assert len(server.requests) == 1  # the inline request never left
+        editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", calc)
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        assert (root / "calc.py").read_bytes() == ODD
+        assert "rejected" in server.requests[1].json()["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize("how", ["bwipeout!", "bunload!"])
+@pytest.mark.parametrize("loaded", [False, True], ids=["on-disk", "in-a-loaded-buffer"])
+def test_closing_a_buffer_under_review_rejects_the_edit_and_unlocks_the_chat(editor, tmp_path, loaded, how):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(ODD)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+        calc = _pending_review(editor, root, loaded=loaded)
+        assert b"a + b" in (root / "calc.py").read_bytes()  # written before the review
+        editor.nvim.command(f"{how} {calc}")
+        editor.wait_event("CodeCompanionChatDone", timeout=20)  # the chat is not left waiting
+        assert (root / "calc.py").read_bytes() == ODD
+        assert any("closed" in n and "calc.py" in n for n in notes(editor))
+        assert "rejected" in server.requests[1].json()["messages"][-1]["content"]
+        assert not editor.lua("return next(require('codecompanion_py.diff').reviews) ~= nil")
