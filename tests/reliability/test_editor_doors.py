@@ -201,3 +201,39 @@ def test_closing_a_buffer_under_review_rejects_the_edit_and_unlocks_the_chat(edi
         assert any("closed" in n and "calc.py" in n for n in notes(editor))
         assert "rejected" in server.requests[1].json()["messages"][-1]["content"]
         assert not editor.lua("return next(require('codecompanion_py.diff').reviews) ~= nil")
+
+
+def test_a_rejected_edit_goes_back_to_its_file_when_the_buffer_was_renamed(editor, tmp_path):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(ODD)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        calc = _pending_review(editor, root, loaded=True)
+        editor.lua("vim.api.nvim_buf_set_name(..., 'renamed.py')", calc)  # :file renamed.py
+        editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", calc)
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        assert (root / "calc.py").read_bytes() == ODD
+        assert not (root / "renamed.py").exists()
+        assert "rejected" in server.requests[1].json()["messages"][-1]["content"]
+
+
+def test_a_rejected_edit_never_overwrites_a_change_made_on_disk_during_the_review(editor, tmp_path):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(ODD)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+        calc = _pending_review(editor, root, loaded=False)
+        (root / "calc.py").write_bytes(b"theirs\n")  # another program writes the file meanwhile
+        editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", calc)
+        editor.wait_event("CodeCompanionChatDone", timeout=20)  # nothing waits on a question
+        assert (root / "calc.py").read_bytes() == b"theirs\n"
+        assert any("changed on disk" in n and "calc.py" in n for n in notes(editor))
