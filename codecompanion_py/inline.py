@@ -27,6 +27,7 @@ from .ui import ops
 from .ui.sink import Sink
 
 PLACEMENTS = ("replace", "add", "before", "new", "chat")
+MAX_COMMAND_CHARS = 4000  # an Ex command for the command line; longer is not one to read and run
 _PLACEMENT_LINE = re.compile(r"^\s*\**\s*placement\s*\**\s*:\s*\**\s*(\w+)", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -221,6 +222,11 @@ def one_command(answer: str) -> str:
     command = lines[0].lstrip(":").strip() if lines else ""
     if not command:
         raise CodeCompanionError("the LLM gave no command")
+    if len(command) > MAX_COMMAND_CHARS:
+        raise CodeCompanionError(
+            f"the LLM's command is {len(command)} characters long (the limit is {MAX_COMMAND_CHARS}), "
+            f"so it was not put on the command line: {visible(command, 80)}"
+        )
     if any(_is_control(ch) for ch in command):
         raise CodeCompanionError(
             f"the LLM's command holds control characters, so it was not put on the command line: {visible(command)}"

@@ -457,7 +457,7 @@ def keep_line_endings(original: str, new: str, newline: str) -> str:
     endings = ["\r\n" if piece.endswith("\r") else "\n" for piece in pieces[:-1]]
     if "\n" not in endings:
         return new.replace("\n", "\r\n")
-    old = [piece[:-1] if ending == "\r\n" else piece for piece, ending in zip(pieces, endings)] + pieces[-1:]
+    old = [piece[:-1] if ending == "\r\n" else piece for piece, ending in zip(pieces, [*endings, ""])]  # noqa: B905
     lines = new.split("\n")
     chosen = [newline] * (len(lines) - 1)
     for _tag, a1, a2, b1, b2 in _ChangedSpan(old, lines).get_opcodes():

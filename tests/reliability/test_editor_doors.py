@@ -2,8 +2,16 @@
 scripted LLM on 127.0.0.1:
 
 * `:CodeCompanionCmd`: the answer reaches the command line as text, never as keys; an answer
-  with control characters (ESC, CR, Ctrl-V...) is refused with a one-line error that shows
-  them made visible, and a second line never reaches the command line.
+  with control characters (ESC, CR, Ctrl-V, DEL, C1) or over 4000 characters is refused with
+  a one-line error that shows them made visible, and a second line never reaches the
+  command line. The file stays intact and Neovim keeps running.
+* The review of a chat's edit (insert_edit_into_file), written on disk or into a loaded
+  buffer: rejecting puts back the file's exact bytes (BOM, no final newline, mixed CRLF/LF,
+  'fileformat' dos), accepting changes nothing but the edit.
+* One review per buffer: an inline request on a buffer under review is refused, and the
+  chat's review stays for the user. Wiping or unloading the buffer rejects the edit, puts
+  the file back and lets the chat go on. A rejection goes back to the file the edit wrote
+  even if the buffer was renamed, and never over a change made on disk meanwhile.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ def _cmd_outcome(editor) -> str:
         "ls\x16\x1bggdGZZ",  # Ctrl-V
         "echo\x7f\x00 1",
         "ls\u0085ggdGZZ",  # a C1 control
+        "echo '" + "x" * 5000 + "'",  # no command to read and run: too long
     ],
 )
 def test_cmd_answer_with_control_characters_is_refused_and_never_typed(editor, tmp_path, answer_text):
@@ -58,7 +67,8 @@ def test_cmd_answer_with_control_characters_is_refused_and_never_typed(editor, t
         editor.nvim.command("CodeCompanionCmd empty this file")
         assert _cmd_outcome(editor) == "notified"
         [note] = [n for n in notes(editor) if "CodeCompanion" in n]
-        assert "control character" in note and "\n" not in note
+        assert ("control character" in note or "characters long" in note) and "\n" not in note
+        assert len(note) < 400
         assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in note)  # shown made visible
         assert "ls" in note or "echo" in note
         assert editor.nvim.api.get_mode()["mode"] == "n"  # still running, nothing typed

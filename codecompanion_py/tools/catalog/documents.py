@@ -16,8 +16,8 @@ from typing import Any
 
 from ...errors import PathRefused, ToolError
 from ..contract import ToolRun
-from ..orchestrator import ToolsContext
 from ..edits import keep_line_endings
+from ..orchestrator import ToolsContext
 from ..workspace import FileText, Target, sha256_of
 
 _BUFFER = "buffer:"
