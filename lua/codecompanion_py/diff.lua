@@ -294,6 +294,9 @@ function M.start(buf, opts)
   if M.reviews[buf] then
     return M.when_free(buf, function() M.start(buf, opts) end)
   end
+  if not api.nvim_buf_is_loaded(buf) then -- closed while it waited
+    return opts.on_done and opts.on_done("rejected", { accepted = 0, rejected = 0, gone = true })
+  end
   highlights()
   local review = {
     buf = buf,

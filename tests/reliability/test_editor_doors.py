@@ -247,3 +247,34 @@ def test_a_rejected_edit_never_overwrites_a_change_made_on_disk_during_the_revie
         editor.wait_event("CodeCompanionChatDone", timeout=20)  # nothing waits on a question
         assert (root / "calc.py").read_bytes() == b"theirs\n"
         assert any("changed on disk" in n and "calc.py" in n for n in notes(editor))
+
+
+def test_cmd_answer_in_insert_mode_is_not_typed_into_the_buffer(editor, tmp_path):
+    with ServerThread(ScriptedServer.sequence([answer("ls")])) as server:
+        setup(editor, server.url, chat_config(""))
+        buf = open_code(editor, tmp_path)
+        editor.nvim.input("o")  # the user is typing when the answer arrives
+        editor.wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "i", what="Insert mode")
+        editor.lua("require('codecompanion_py.inline').cmd('list buffers')")
+        editor.wait_for(lambda: any("command history" in n for n in notes(editor)), what="the message", timeout=20)
+        assert editor.nvim.api.get_mode()["mode"] == "i"
+        lines = buf[:]
+        assert lines[1].strip() == "" and lines[:1] + lines[2:] == CODE  # the line the user opened, nothing in it
+        assert editor.nvim.call("histget", "cmd", -1) == "ls"  # `:` then <Up> brings it back
+        editor.nvim.input("<Esc>")
+
+
+def test_quitting_neovim_during_a_review_rejects_the_edit_and_puts_the_file_back(editor, tmp_path):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(ODD)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        _pending_review(editor, root, loaded=False)
+        pid = editor.nvim.call("getpid")
+        e2e.quit_nvim(editor.nvim, pid)
+        assert e2e._exited(pid)  # nothing waits at exit
+        assert (root / "calc.py").read_bytes() == ODD
