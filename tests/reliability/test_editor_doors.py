@@ -278,3 +278,31 @@ def test_quitting_neovim_during_a_review_rejects_the_edit_and_puts_the_file_back
         e2e.quit_nvim(editor.nvim, pid)
         assert e2e._exited(pid)  # nothing waits at exit
         assert (root / "calc.py").read_bytes() == ODD
+
+
+def test_a_chat_edit_into_a_buffer_under_inline_review_is_refused_and_the_review_stays(editor, tmp_path):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_text("\n".join(CODE) + "\n")
+    inline = answer("PLACEMENT: add\nprint('hi')\n")
+    replies = [inline, tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("I will wait.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        editor.nvim.command(f"cd {root}")
+        editor.nvim.command("edit calc.py | 4")
+        calc = editor.nvim.current.buffer
+        editor.nvim.command("CodeCompanion print hi")
+        editor.wait_for(
+            lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc.number),
+            what="the inline review",
+        )
+        editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        result = server.requests[2].json()["messages"][-1]["content"]
+        assert "under way" in result and "nothing was written" in result
+        assert editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc.number)
+        assert calc[:] == [*CODE, "print('hi')"]  # the inline change, still to be settled
+        editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", calc.number)
+        assert calc[:] == CODE and (root / "calc.py").read_text() == "\n".join(CODE) + "\n"
