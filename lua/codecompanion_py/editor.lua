@@ -174,7 +174,7 @@ local function shape_of(raw, fileformat)
   for i = 1, dos and ended or 0 do
     lines[i] = lines[i]:sub(1, -2)
   end
-  return { lines = lines, bomb = bomb, eol = eol, fileformat = dos and "dos" or "unix" }
+  return { lines = lines, bomb = bomb, eol = eol, fileformat = dos and "dos" or "unix", fileencoding = "utf-8" }
 end
 
 -- Replace only the lines that differ, in one nvim_buf_set_lines call: one undo step,
@@ -220,11 +220,16 @@ local function read_file(path)
   return data
 end
 
--- The bytes a buffer of this shape is written as (UTF-8, as the edit tools read and write).
+-- The bytes a buffer of this shape is written as, or nil (an encoding iconv cannot write,
+-- or the byte order mark of one other than UTF-8).
 local function bytes_of(shape)
   local newline = ({ dos = "\r\n", mac = "\r" })[shape.fileformat] or "\n"
   local text = table.concat(shape.lines, newline) .. ((shape.eol and #shape.lines > 0) and newline or "")
-  return (shape.bomb and "\239\187\191" or "") .. text
+  local encoding = shape.fileencoding or ""
+  if encoding == "" or encoding == "utf-8" then
+    return (shape.bomb and "\239\187\191" or "") .. text
+  end
+  return not shape.bomb and vim.iconv(text, "utf-8", encoding) or nil
 end
 
 -- Put `bytes` in the file at `path` if it still holds `expected` (what the edit wrote, not a
@@ -258,7 +263,11 @@ local function write_back(buf, path, shape, written, gone)
     return not save(buf, true) and "it could not be written" or nil
   end
   local lines = gone and shape.lines or api.nvim_buf_get_lines(buf, 0, -1, false)
-  return put_file(path, bytes_of(vim.tbl_extend("force", shape, { lines = lines })), written)
+  local bytes = bytes_of(vim.tbl_extend("force", shape, { lines = lines }))
+  if not bytes then
+    return ("its encoding (%s) cannot be written back here"):format(shape.fileencoding)
+  end
+  return put_file(path, bytes, written)
 end
 
 -- What the file was before the edit, as its buffer holds it: the file's exact text when the
@@ -271,7 +280,9 @@ local function shape_before(buf, args)
   if before[#before] == "" then
     table.remove(before)
   end
-  return { lines = before, bomb = vim.bo[buf].bomb, eol = vim.bo[buf].eol, fileformat = vim.bo[buf].fileformat }
+  local options = vim.bo[buf]
+  return { lines = before, bomb = options.bomb, eol = options.eol, fileformat = options.fileformat,
+    fileencoding = options.fileencoding }
 end
 
 local function show(buf)

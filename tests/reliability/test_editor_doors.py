@@ -306,3 +306,20 @@ def test_a_chat_edit_into_a_buffer_under_inline_review_is_refused_and_the_review
         assert calc[:] == [*CODE, "print('hi')"]  # the inline change, still to be settled
         editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", calc.number)
         assert calc[:] == CODE and (root / "calc.py").read_text() == "\n".join(CODE) + "\n"
+
+
+def test_closing_a_latin1_buffer_under_review_puts_back_its_own_bytes(editor, tmp_path):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    latin1 = b"# caf\xe9\r\ndef add(a, b):\r\n    return a - b\r\n"
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(latin1)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        calc = _pending_review(editor, root, loaded=True)
+        assert (root / "calc.py").read_bytes() == latin1.replace(b"a - b", b"a + b")  # saved as latin1
+        editor.nvim.command(f"bwipeout! {calc}")
+        editor.wait_event("CodeCompanionChatDone", timeout=20)
+        assert (root / "calc.py").read_bytes() == latin1
