@@ -170,7 +170,7 @@ local function finish(review, result, gone)
     unmap(review)
   end
   if review.on_done then
-    review.on_done(result, { accepted = review.accepted, rejected = review.rejected, gone = gone })
+    review.on_done(result, { accepted = review.accepted, rejected = review.rejected, gone = gone, base = review.base })
   end
   start_next(review.buf)
 end
@@ -288,7 +288,7 @@ end
 -- Review the region of `buf` from row `start` (0-based), `count` lines long now, that was
 -- `original`. `modified`: the buffer's flag before the edit. on_done(result, counts) with
 -- result "accepted", "rejected", "partial" or "kept" (the user edited during the review);
--- counts.gone when the buffer was closed during it. With a review pending on `buf`, this
+-- counts.gone when the buffer was closed during it (counts.base: the lines it settled on). With a review pending on `buf`, this
 -- one starts when that one is settled.
 function M.start(buf, opts)
   if M.reviews[buf] then
@@ -324,9 +324,9 @@ function M.start(buf, opts)
   end
   M.reviews[buf] = review
   review.autocmd = api.nvim_create_autocmd("BufUnload", { buffer = buf, once = true, callback = function()
-    if M.reviews[buf] == review then -- closed: nothing of it was accepted
+    if M.reviews[buf] == review then -- closed: what was not accepted yet is rejected
       review.rejected = review.rejected + #(review.hunks or {})
-      finish(review, "rejected", true)
+      finish(review, review.accepted == 0 and "rejected" or "partial", true)
     end
   end })
   for name, map in pairs(maps) do

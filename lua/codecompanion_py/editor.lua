@@ -254,7 +254,8 @@ end
 -- Write back what the review rejected of an edit that was saved on disk: the buffer with the
 -- file's shape (its exact bytes), or, when the buffer was closed or now has another name, the
 -- bytes straight to the file. Nil, or why not.
-local function write_back(buf, path, shape, written, gone)
+local function write_back(buf, path, shape, written, counts)
+  local gone = counts.gone
   if not gone and real(api.nvim_buf_get_name(buf)) == real(path) then
     if read_file(path) ~= written then
       return "it changed on disk during the review, so it was left as it is"
@@ -262,7 +263,7 @@ local function write_back(buf, path, shape, written, gone)
     vim.bo[buf].bomb, vim.bo[buf].eol, vim.bo[buf].fileformat = shape.bomb, shape.eol, shape.fileformat
     return not save(buf, true) and "it could not be written" or nil
   end
-  local lines = gone and shape.lines or api.nvim_buf_get_lines(buf, 0, -1, false)
+  local lines = gone and counts.base or api.nvim_buf_get_lines(buf, 0, -1, false)
   local bytes = bytes_of(vim.tbl_extend("force", shape, { lines = lines }))
   if not bytes then
     return ("its encoding (%s) cannot be written back here"):format(shape.fileencoding)
@@ -328,15 +329,15 @@ function methods.review(_, args, reply)
       on_done = function(result, counts)
         local name = args.relative or vim.fn.fnamemodify(args.path, ":~:.")
         local why = written and (result == "rejected" or result == "partial")
-          and write_back(buf, args.path, shape, written, counts.gone)
+          and write_back(buf, args.path, shape, written, counts)
         if why then
           vim.notify(("CodeCompanion: %s was not put back as it was: %s"):format(name, why), vim.log.levels.WARN)
         elseif counts.gone then
-          vim.notify(("CodeCompanion: %s was closed during the review, so the edit is rejected%s"):format(name,
-            written and " and the file is as it was" or ""), vim.log.levels.WARN)
+          local what = counts.accepted > 0 and "the hunks not accepted are rejected" or "the edit is rejected"
+          vim.notify(("CodeCompanion: %s was closed during its review: %s%s"):format(name, what,
+            written and ", on disk too" or ""), vim.log.levels.WARN)
         end
-        local lines = (not counts.gone and api.nvim_buf_is_loaded(buf)) and api.nvim_buf_get_lines(buf, 0, -1, false)
-          or shape.lines
+        local lines = counts.gone and counts.base or api.nvim_buf_get_lines(buf, 0, -1, false)
         reply({ result = result, text = table.concat(lines, "\n") .. "\n" })
       end,
     })

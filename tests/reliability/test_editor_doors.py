@@ -323,3 +323,30 @@ def test_closing_a_latin1_buffer_under_review_puts_back_its_own_bytes(editor, tm
         editor.nvim.command(f"bwipeout! {calc}")
         editor.wait_event("CodeCompanionChatDone", timeout=20)
         assert (root / "calc.py").read_bytes() == latin1
+
+
+def test_closing_a_buffer_keeps_the_hunks_accepted_before(editor, tmp_path):
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    before = b"def add(a, b):\r\n    return a - b\r\n\r\n\r\ndef mul(a, b):\r\n    return a + b"
+    two = {
+        "filepath": "calc.py",
+        "edits": [
+            {"oldText": "    return a - b", "newText": "    return a + b"},
+            {"oldText": "def mul(a, b):\n    return a + b", "newText": "def mul(a, b):\n    return a * b"},
+        ],
+    }
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(before)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", two)), text_reply("Noted.")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        calc = _pending_review(editor, root, loaded=False)
+        editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", calc)
+        editor.nvim.command("2")
+        editor.lua("require('codecompanion_py.diff').act(..., 'accept_hunk')", calc)
+        editor.nvim.command(f"bwipeout! {calc}")
+        editor.wait_event("CodeCompanionChatDone", timeout=20)
+        assert (root / "calc.py").read_bytes() == before.replace(b"a - b", b"a + b")
+        assert "kept part of this edit" in server.requests[1].json()["messages"][-1]["content"]

@@ -69,7 +69,10 @@ def _raw(context: ToolsContext, target: Target, disk: FileText) -> str | None:
     """The file's exact text, line endings as they are (the text above has "\\n" alone), or
     None if it changed in between (then the write refuses anyway)."""
     data, _ = context.workspace.read_bytes(target)
-    return data.decode("utf-8") if sha256_of(data) == disk.sha256 else None
+    try:
+        return data.decode("utf-8") if sha256_of(data) == disk.sha256 else None
+    except UnicodeDecodeError:  # text read with its bad bytes replaced: no exact text to keep
+        return None
 
 
 def remember_read(run: ToolRun, document: Document) -> None:
