@@ -60,12 +60,19 @@ local function context_of(prompt)
   return items
 end
 
+-- `q` stops the request; so does closing the buffer it writes into.
 local function map_stop(run)
   vim.keymap.set("n", "q", function() M.stop(run.id) end,
     { buffer = run.buf, nowait = true, desc = "CodeCompanion: stop the inline request" })
+  run.watch = api.nvim_create_autocmd("BufUnload", { buffer = run.buf, once = true, callback = function()
+    run.gone = true
+    M.stop(run.id)
+    vim.notify("CodeCompanion: the buffer was closed, so the inline request stopped", vim.log.levels.WARN)
+  end })
 end
 
 local function unmap_stop(run)
+  pcall(api.nvim_del_autocmd, run.watch or -1)
   if api.nvim_buf_is_valid(run.buf) then
     pcall(vim.keymap.del, "n", "q", { buffer = run.buf })
   end
@@ -152,6 +159,9 @@ local render = {}
 
 -- Where the code goes: the region of the buffer it streams into.
 function render.placement(run, op)
+  if run.gone then
+    return
+  end
   local placement = op.placement
   if placement == "replace" and not run.ranged then
     placement = "add" -- nothing selected: nothing to replace
@@ -182,6 +192,9 @@ function render.placement(run, op)
 end
 
 function render.text(run, op)
+  if run.gone then
+    return
+  end
   if run.to_chat then
     run.text = run.text .. op.text
     return
@@ -215,6 +228,9 @@ end
 
 function render.done(run, op)
   finished(run)
+  if run.gone then
+    return
+  end
   if run.to_chat then -- a question, not code: the chat answers it
     local context = run.ranged and { lines = api.nvim_buf_get_lines(run.buf, run.line1 - 1, run.line2, false) } or nil
     local prompt = run.prompt

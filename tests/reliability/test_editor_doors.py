@@ -350,3 +350,24 @@ def test_closing_a_buffer_keeps_the_hunks_accepted_before(editor, tmp_path):
         editor.wait_event("CodeCompanionChatDone", timeout=20)
         assert (root / "calc.py").read_bytes() == before.replace(b"a - b", b"a + b")
         assert "kept part of this edit" in server.requests[1].json()["messages"][-1]["content"]
+
+
+def test_closing_a_buffer_while_the_inline_assistant_writes_to_it_stops_the_request(editor, tmp_path):
+    from codecompanion_py.demo.server import sse_reply
+    from tests.e2e.test_chat import chunk
+
+    slow = sse_reply([chunk("PLACEMENT: replace\n"), chunk("def add(a, b):\n")], delay=0.2)
+    slow.hang = True
+    with ServerThread(ScriptedServer.sequence([slow])) as server:
+        setup(editor, server.url, chat_config(""))
+        buf = open_code(editor, tmp_path)
+        editor.nvim.command("1,2CodeCompanion rewrite")
+        editor.wait_for(lambda: buf[:][:1] == ["def add(a, b):"] and len(buf[:]) == 3, what="streaming in")
+        editor.nvim.command("let v:errmsg = ''")
+        editor.nvim.command(f"bwipeout! {buf.number}")
+        finished = editor.wait_event("CodeCompanionInlineFinished", timeout=20)
+        assert finished["data"]["status"] == "stopped"
+        assert editor.nvim.eval("v:errmsg") == ""
+        assert any("closed" in n for n in notes(editor))
+        assert (tmp_path / "calc.py").read_text() == "\n".join(CODE) + "\n"
+        assert not editor.lua("return next(require('codecompanion_py.inline').runs) ~= nil")
