@@ -371,3 +371,23 @@ def test_closing_a_buffer_while_the_inline_assistant_writes_to_it_stops_the_requ
         assert any("closed" in n for n in notes(editor))
         assert (tmp_path / "calc.py").read_text() == "\n".join(CODE) + "\n"
         assert not editor.lua("return next(require('codecompanion_py.inline').runs) ~= nil")
+
+
+@pytest.mark.parametrize("kind", list(ODD_FILES))
+def test_a_rejected_inline_change_leaves_the_buffer_and_the_file_as_they_were(editor, tmp_path, kind):
+    fixed = "PLACEMENT: replace\ndef add(a, b):\n    return a + b\n"
+    path = tmp_path / "calc.py"
+    path.write_bytes(ODD_FILES[kind])
+    with ServerThread(ScriptedServer.sequence([answer(fixed)])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.nvim.command(f"edit {path}")
+        buf = editor.nvim.current.buffer
+        shape = {name: buf.options[name] for name in ("bomb", "eol", "fileformat", "fileencoding")}
+        lines = buf[:]
+        editor.nvim.command("1,2CodeCompanion fix the bug")
+        editor.wait_event("CodeCompanionInlineFinished")
+        editor.wait_for(lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", buf.number))
+        editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", buf.number)
+        assert buf[:] == lines and not buf.options["modified"]
+        assert {name: buf.options[name] for name in shape} == shape
+        assert path.read_bytes() == ODD_FILES[kind]
