@@ -21,6 +21,7 @@ from .client import HttpClient
 from .errors import CodeCompanionError
 from .events import ErrorEvent, FinalEvent, TokenEvent
 from .messages import Message
+from .processes import hidden_character
 from .stream.iterators import HttpStreamIterator
 from .tools.orchestrator import Editor
 from .ui import ops
@@ -216,8 +217,10 @@ async def command_for(adapter: HTTPAdapter, client: HttpClient, prompt: str, edi
 def one_command(answer: str) -> str:
     """The first line of the LLM's answer, as text for the command line: fences, backticks and
     a leading colon dropped. Lines are split at line feeds alone, so a carriage return, an
-    escape or any other control character stays in the line and refuses it: typed on the
-    command line, it would leave it and run the rest as Normal-mode keys."""
+    escape or any other control character stays in the line and refuses it (typed on the
+    command line, it would leave it and run the rest as Normal-mode keys), as does an
+    invisible one (a bidi override, a zero-width space) that would show another command
+    than the one that runs."""
     lines = [line.strip().strip("`") for line in answer.strip().split("\n") if line.strip() and not _FENCE.match(line)]
     command = lines[0].lstrip(":").strip() if lines else ""
     if not command:
@@ -227,21 +230,22 @@ def one_command(answer: str) -> str:
             f"the LLM's command is {len(command)} characters long (the limit is {MAX_COMMAND_CHARS}), "
             f"so it was not put on the command line: {visible(command, 80)}"
         )
-    if any(_is_control(ch) for ch in command):
+    if any(map(_hidden, command)):
         raise CodeCompanionError(
-            f"the LLM's command holds control characters, so it was not put on the command line: {visible(command)}"
+            "the LLM's command holds control or invisible characters, so it was not put on the command line: "
+            + visible(command)
         )
     return command
 
 
-def _is_control(ch: str) -> bool:
-    return ch < " " or "\x7f" <= ch <= "\x9f"
+def _hidden(ch: str) -> bool:
+    return ch in "\t\n" or hidden_character(ch) is not None
 
 
 def visible(text: str, limit: int = 200) -> str:
-    """`text` on one line with its control characters shown as `^[`, `^M`, `<U+0085>`..."""
+    """`text` on one line with its hidden characters shown: `^[`, `^M`, `<U+202E>`..."""
     shown = "".join(
-        (f"^{chr(ord(ch) ^ 0x40)}" if ch < " " or ch == "\x7f" else f"<U+{ord(ch):04X}>") if _is_control(ch) else ch
+        (f"^{chr(ord(ch) ^ 0x40)}" if ch < " " or ch == "\x7f" else f"<U+{ord(ch):04X}>") if _hidden(ch) else ch
         for ch in text[:limit]
     )
     return shown + ("..." if len(text) > limit else "")

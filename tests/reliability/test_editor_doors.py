@@ -56,6 +56,8 @@ def _cmd_outcome(editor) -> str:
         "ls\x16\x1bggdGZZ",  # Ctrl-V
         "echo\x7f\x00 1",
         "ls\u0085ggdGZZ",  # a C1 control
+        "echo 'ok' \u202e| !rm -rf ~",  # a bidi override shows another command than the one that runs
+        "ls\u200b",  # a zero-width space
         "echo '" + "x" * 5000 + "'",  # no command to read and run: too long
     ],
 )
@@ -67,9 +69,9 @@ def test_cmd_answer_with_control_characters_is_refused_and_never_typed(editor, t
         editor.nvim.command("CodeCompanionCmd empty this file")
         assert _cmd_outcome(editor) == "notified"
         [note] = [n for n in notes(editor) if "CodeCompanion" in n]
-        assert ("control character" in note or "characters long" in note) and "\n" not in note
+        assert ("invisible characters" in note or "characters long" in note) and "\n" not in note
         assert len(note) < 400
-        assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in note)  # shown made visible
+        assert not any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in "\u202e\u200b" for ch in note)  # visible
         assert "ls" in note or "echo" in note
         assert editor.nvim.api.get_mode()["mode"] == "n"  # still running, nothing typed
         assert buf[:] == CODE
