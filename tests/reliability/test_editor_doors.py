@@ -393,3 +393,30 @@ def test_a_rejected_inline_change_leaves_the_buffer_and_the_file_as_they_were(ed
         assert buf[:] == lines and not buf.options["modified"]
         assert {name: buf.options[name] for name in shape} == shape
         assert path.read_bytes() == ODD_FILES[kind]
+
+
+def test_a_second_review_on_a_buffer_waits_for_the_first_to_be_settled_by_the_user(editor, tmp_path):
+    buf = open_code(editor, tmp_path)
+    editor.lua(
+        """
+      local diff, buf = require("codecompanion_py.diff"), ...
+      _G.results = {}
+      local function review(name, row, new)
+        local old = vim.api.nvim_buf_get_lines(buf, row, row + 1, false)
+        vim.api.nvim_buf_set_lines(buf, row, row + 1, false, { new })
+        diff.start(buf, { start = row, count = 1, original = old, modified = false,
+          on_done = function(result) table.insert(_G.results, name .. ":" .. result) end })
+      end
+      review("first", 1, "    return a + b")
+      diff.start(buf, { start = 3, count = 1, original = { "print(add(9, 9))" }, modified = false,
+        on_done = function(result) table.insert(_G.results, "queued:" .. result) end })
+    """,
+        buf.number,
+    )
+    assert editor.lua("return _G.results") == []  # the first is not settled for the user
+    editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", buf.number)
+    assert editor.lua("return _G.results") == ["first:rejected"]
+    editor.wait_for(lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", buf.number))
+    editor.lua("require('codecompanion_py.diff').act(..., 'accept_change')", buf.number)
+    assert editor.lua("return _G.results") == ["first:rejected", "queued:accepted"]
+    assert buf[:] == CODE
