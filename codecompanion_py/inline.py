@@ -21,12 +21,14 @@ from .client import HttpClient
 from .errors import CodeCompanionError
 from .events import ErrorEvent, FinalEvent, TokenEvent
 from .messages import Message
+from .processes import hidden_character
 from .stream.iterators import HttpStreamIterator
 from .tools.orchestrator import Editor
 from .ui import ops
 from .ui.sink import Sink
 
 PLACEMENTS = ("replace", "add", "before", "new", "chat")
+MAX_COMMAND_CHARS = 4000  # an Ex command for the command line; longer is not one to read and run
 _PLACEMENT_LINE = re.compile(r"^\s*\**\s*placement\s*\**\s*:\s*\**\s*(\w+)", re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
@@ -209,8 +211,41 @@ async def command_for(adapter: HTTPAdapter, client: HttpClient, prompt: str, edi
                 raise CodeCompanionError(event.message)
     finally:
         await stream.close()
-    lines = [line.strip().strip("`") for line in answer.strip().splitlines() if line.strip() and not _FENCE.match(line)]
+    return one_command(answer)
+
+
+def one_command(answer: str) -> str:
+    """The first line of the LLM's answer, as text for the command line: fences, backticks and
+    a leading colon dropped. Lines are split at line feeds alone, so a carriage return, an
+    escape or any other control character stays in the line and refuses it (typed on the
+    command line, it would leave it and run the rest as Normal-mode keys), as does an
+    invisible one (a bidi override, a zero-width space) that would show another command
+    than the one that runs."""
+    lines = [line.strip().strip("`") for line in answer.strip().split("\n") if line.strip() and not _FENCE.match(line)]
     command = lines[0].lstrip(":").strip() if lines else ""
     if not command:
         raise CodeCompanionError("the LLM gave no command")
+    if len(command) > MAX_COMMAND_CHARS:
+        raise CodeCompanionError(
+            f"the LLM's command is {len(command)} characters long (the limit is {MAX_COMMAND_CHARS}), "
+            f"so it was not put on the command line: {visible(command, 80)}"
+        )
+    if any(map(_hidden, command)):
+        raise CodeCompanionError(
+            "the LLM's command holds control or invisible characters, so it was not put on the command line: "
+            + visible(command)
+        )
     return command
+
+
+def _hidden(ch: str) -> bool:
+    return ch in "\t\n" or hidden_character(ch) is not None
+
+
+def visible(text: str, limit: int = 200) -> str:
+    """`text` on one line with its hidden characters shown: `^[`, `^M`, `<U+202E>`..."""
+    shown = "".join(
+        (f"^{chr(ord(ch) ^ 0x40)}" if ch < " " or ch == "\x7f" else f"<U+{ord(ch):04X}>") if _hidden(ch) else ch
+        for ch in text[:limit]
+    )
+    return shown + ("..." if len(text) > limit else "")

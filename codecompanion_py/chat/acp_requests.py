@@ -111,7 +111,7 @@ class AgentRequests:
         if target.protected:
             await self._confirm_protected(target)
         if target.exists:
-            document = await _answerable(documents.load(self.context, target))
+            document = await _answerable(documents.load(self.context, target, exact=True))
             await _answerable(documents.store(self.context, document, content, tool=self.adapter_name))
         else:
             try:

@@ -446,6 +446,27 @@ def check_suspicious(original: str, new: str) -> tuple[str, ...]:
     return tuple(warnings)
 
 
+def keep_line_endings(original: str, new: str, newline: str) -> str:
+    """`new` ("\\n"-separated) with the file's own line endings: `original` is the file's exact
+    text. A line the edit left alone keeps its ending (CRLF or LF, in a file that mixes them),
+    so does a changed line in the place of an old one; an added line gets `newline`, the
+    file's usual one."""
+    if "\r" not in original:
+        return new if newline == "\n" else new.replace("\n", newline)
+    pieces = original.split("\n")  # each piece but the last ended with "\n"
+    endings = ["\r\n" if piece.endswith("\r") else "\n" for piece in pieces[:-1]]
+    if "\n" not in endings:
+        return new.replace("\n", "\r\n")
+    old = [piece[:-1] if ending == "\r\n" else piece for piece, ending in zip(pieces, [*endings, ""])]  # noqa: B905
+    lines = new.split("\n")
+    chosen = [newline] * (len(lines) - 1)
+    for _tag, a1, a2, b1, b2 in _ChangedSpan(old, lines).get_opcodes():
+        for i, j in zip(range(a1, a2), range(b1, b2)):  # noqa: B905 (a replaced line takes its old one's place)
+            if i < len(endings) and j < len(chosen):
+                chosen[j] = endings[i]
+    return "".join(line + ending for line, ending in zip(lines, [*chosen, ""]))  # noqa: B905
+
+
 def _diff_lines(text: str) -> list[str]:
     if not text:
         return []

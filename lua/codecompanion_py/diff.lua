@@ -12,6 +12,9 @@
 -- writes of the edit are one undo step, so accepting leaves one `u` to undo it all. A buffer
 -- the user changed while the diff shows is not rejected over (that would lose their edit):
 -- the review says so and the change stays, for `u`.
+--
+-- One review per buffer: a second one waits until the first is settled (by the user, never
+-- for them). A buffer unloaded or wiped during its review settles it as rejected.
 local api = vim.api
 
 local M = {}
@@ -31,6 +34,7 @@ M.KEYMAPS = {
 }
 
 M.reviews = {} ---@type table<integer, table> the review of each buffer
+M.waiting = {} ---@type table<integer, function[]> reviews to start once the buffer's is settled
 
 local function highlights()
   api.nvim_set_hl(0, "CodeCompanionDiffAdd", { link = "DiffAdd", default = true })
@@ -126,15 +130,49 @@ local function unmap(review)
   end
 end
 
-local function finish(review, result)
+-- Run `begin` now if no review is pending on `buf`, else once that one is settled.
+function M.when_free(buf, begin)
+  if not M.reviews[buf] then
+    return begin()
+  end
+  M.waiting[buf] = M.waiting[buf] or {}
+  table.insert(M.waiting[buf], begin)
+end
+
+-- Why `buf` cannot take another change now (a review is pending on it), or nil.
+function M.busy(buf)
+  local review = M.reviews[buf]
+  if review then
+    return ("a change to this buffer is under review: %s accepts it, %s rejects it"):format(review.keys.accept,
+      review.keys.reject)
+  end
+end
+
+local function start_next(buf)
+  local waiting = M.waiting[buf] or {}
+  local begin = table.remove(waiting, 1)
+  if #waiting == 0 then
+    M.waiting[buf] = nil
+  end
+  if begin then
+    vim.schedule(function() M.when_free(buf, begin) end)
+  end
+end
+
+-- `gone`: the buffer was unloaded or wiped during the review.
+local function finish(review, result, gone)
   M.reviews[review.buf] = nil
+  if review.autocmd then
+    pcall(api.nvim_del_autocmd, review.autocmd)
+  end
   if api.nvim_buf_is_valid(review.buf) then
     api.nvim_buf_clear_namespace(review.buf, ns, 0, -1)
     unmap(review)
   end
   if review.on_done then
-    review.on_done(result, { accepted = review.accepted, rejected = review.rejected })
+    review.on_done(result, { accepted = review.accepted, rejected = review.rejected, gone = gone, base = review.base })
   end
+  start_next(review.buf)
 end
 
 local function refresh(review)
@@ -249,8 +287,16 @@ end
 
 -- Review the region of `buf` from row `start` (0-based), `count` lines long now, that was
 -- `original`. `modified`: the buffer's flag before the edit. on_done(result, counts) with
--- result "accepted", "rejected", "partial" or "kept" (the user edited during the review).
+-- result "accepted", "rejected", "partial" or "kept" (the user edited during the review);
+-- counts.gone when the buffer was closed during it (counts.base: the lines it settled on). With a review pending on `buf`, this
+-- one starts when that one is settled.
 function M.start(buf, opts)
+  if M.reviews[buf] then
+    return M.when_free(buf, function() M.start(buf, opts) end)
+  end
+  if not api.nvim_buf_is_loaded(buf) then -- closed while it waited
+    return opts.on_done and opts.on_done("rejected", { accepted = 0, rejected = 0, gone = true })
+  end
   highlights()
   local review = {
     buf = buf,
@@ -272,13 +318,17 @@ function M.start(buf, opts)
   end
   review.hint = ("  %s accept  %s reject  %s/%s this hunk  %s view  %s always accept"):format(key("accept_change"),
     key("reject_change"), key("accept_hunk"), key("reject_hunk"), key("view_diff"), key("always_accept"))
-  if M.reviews[buf] then -- one review per buffer: the older one is accepted as it stands
-    actions.accept_change(M.reviews[buf])
-  end
+  review.keys = { accept = key("accept_change"), reject = key("reject_change") }
   if vim.b[buf].codecompanion_always_accept then
     return finish(review, "accepted")
   end
   M.reviews[buf] = review
+  review.autocmd = api.nvim_create_autocmd("BufUnload", { buffer = buf, once = true, callback = function()
+    if M.reviews[buf] == review then -- closed: what was not accepted yet is rejected
+      review.rejected = review.rejected + #(review.hunks or {})
+      finish(review, review.accepted == 0 and "rejected" or "partial", true)
+    end
+  end })
   for name, map in pairs(maps) do
     for mode, lhs in pairs(map.modes or {}) do
       for _, key_lhs in ipairs(type(lhs) == "table" and lhs or { lhs }) do

@@ -142,6 +142,41 @@ function methods.buffer_get(_, args, reply)
   })
 end
 
+-- Write the buffer with its own 'bomb', 'eol' and 'fileformat', 'fixeol' aside: a file without
+-- a final newline keeps it so. `exact`: without the user's write autocmds too (a formatter),
+-- for a review's restore, which must write back the bytes that were there. True if written.
+local function save(buf, exact)
+  return pcall(api.nvim_buf_call, buf, function()
+    local fixeol = vim.bo.fixeol
+    vim.bo.fixeol = false
+    local ok, err = pcall(vim.cmd, (exact and "noautocmd " or "") .. "silent write")
+    vim.bo.fixeol = fixeol
+    assert(ok, err)
+  end)
+end
+
+-- How Neovim holds a file's exact text `raw` in a buffer whose 'fileformat' is `fileformat`:
+-- its lines, 'bomb', 'eol' and 'fileformat' ("dos" only when every line ends in CRLF; in a
+-- file that mixes CRLF and LF the CR stays in its lines, as Neovim reads such a file).
+local function shape_of(raw, fileformat)
+  local bomb = raw:sub(1, 3) == "\239\187\191"
+  raw = bomb and raw:sub(4) or raw
+  local eol = raw:sub(-1) == "\n"
+  local lines = vim.split(raw, "\n", { plain = true })
+  if eol then
+    table.remove(lines)
+  end
+  local ended = eol and #lines or #lines - 1 -- lines followed by a line feed
+  local dos = fileformat == "dos" and ended > 0
+  for i = 1, ended do
+    dos = dos and lines[i]:sub(-1) == "\r"
+  end
+  for i = 1, dos and ended or 0 do
+    lines[i] = lines[i]:sub(1, -2)
+  end
+  return { lines = lines, bomb = bomb, eol = eol, fileformat = dos and "dos" or "unix", fileencoding = "utf-8" }
+end
+
 -- Replace only the lines that differ, in one nvim_buf_set_lines call: one undo step,
 -- and marks and folds outside the change stay where they were.
 function methods.buffer_set(_, args, reply)
@@ -151,6 +186,11 @@ function methods.buffer_set(_, args, reply)
   end
   if api.nvim_buf_get_changedtick(buf) ~= args.changedtick then
     error("the buffer changed while the edit was being prepared; read the file again")
+  end
+  if require("codecompanion_py.diff").busy(buf) or require("codecompanion_py.inline").writing(buf) then
+    error("another change to this file is under way in the editor (the user is reviewing it, or the inline "
+      .. "assistant writes it), so nothing was written; "
+      .. "read the file again once they have settled it")
   end
   local old, new = api.nvim_buf_get_lines(buf, 0, -1, false), args.lines
   local first = 1
@@ -165,21 +205,88 @@ function methods.buffer_set(_, args, reply)
   api.nvim_buf_set_lines(buf, first - 1, old_last, false, vim.list_slice(new, first, new_last))
   local saved = false
   if args.save and not was_modified then
-    saved = pcall(api.nvim_buf_call, buf, function() vim.cmd("silent write") end)
+    saved = save(buf)
   end
   reply({ saved = saved, modified = vim.bo[buf].modified })
 end
 
--- An edit the LLM wrote, reviewed in its buffer (diff.lua: accept, reject, hunk by hunk).
--- The buffer is loaded and shown if it is not; what the user rejects is written back to
--- disk unless the buffer held unsaved changes of theirs. The reply: { result, text }.
-function methods.review(_, args, reply)
-  local buf = find_buffer(args.path)
-  if not buf then
-    buf = vim.fn.bufadd(args.path)
-    vim.fn.bufload(buf)
-    vim.bo[buf].buflisted = true
+local function read_file(path)
+  local file = io.open(path, "rb")
+  if not file then
+    return nil
   end
+  local data = file:read("*a")
+  file:close()
+  return data
+end
+
+-- The bytes a buffer of this shape is written as, or nil (an encoding iconv cannot write,
+-- or the byte order mark of one other than UTF-8).
+local function bytes_of(shape)
+  local newline = ({ dos = "\r\n", mac = "\r" })[shape.fileformat] or "\n"
+  local text = table.concat(shape.lines, newline) .. ((shape.eol and #shape.lines > 0) and newline or "")
+  local encoding = shape.fileencoding or ""
+  if encoding == "" or encoding == "utf-8" then
+    return (shape.bomb and "\239\187\191" or "") .. text
+  end
+  return not shape.bomb and vim.iconv(text, "utf-8", encoding) or nil
+end
+
+-- Put `bytes` in the file at `path` if it still holds `expected` (what the edit wrote, not a
+-- later change): a temporary file beside it, then renamed over it. Nil, or why not.
+local function put_file(path, bytes, expected)
+  if read_file(path) ~= expected then
+    return "it changed on disk during the review, so it was left as it is"
+  end
+  local uv, stat = vim.uv, vim.uv.fs_stat(path)
+  local tmp = ("%s.codecompanion-%d"):format(path, uv.getpid())
+  local fd = uv.fs_open(tmp, "wx", stat and stat.mode % 4096 or 420)
+  local ok = fd and uv.fs_write(fd, bytes) == #bytes and uv.fs_fsync(fd)
+  if fd then
+    uv.fs_close(fd)
+  end
+  if not (ok and uv.fs_rename(tmp, path)) then
+    uv.fs_unlink(tmp)
+    return "it could not be written"
+  end
+end
+
+-- Write back what the review rejected of an edit that was saved on disk: the buffer with the
+-- file's shape (its exact bytes), or, when the buffer was closed or now has another name, the
+-- bytes straight to the file. Nil, or why not.
+local function write_back(buf, path, shape, written, counts)
+  local gone = counts.gone
+  if not gone and real(api.nvim_buf_get_name(buf)) == real(path) then
+    if read_file(path) ~= written then
+      return "it changed on disk during the review, so it was left as it is"
+    end
+    vim.bo[buf].bomb, vim.bo[buf].eol, vim.bo[buf].fileformat = shape.bomb, shape.eol, shape.fileformat
+    return not save(buf, true) and "it could not be written" or nil
+  end
+  local lines = gone and counts.base or api.nvim_buf_get_lines(buf, 0, -1, false)
+  local bytes = bytes_of(vim.tbl_extend("force", shape, { lines = lines }))
+  if not bytes then
+    return ("its encoding (%s) cannot be written back here"):format(shape.fileencoding)
+  end
+  return put_file(path, bytes, written)
+end
+
+-- What the file was before the edit, as its buffer holds it: the file's exact text when the
+-- edit was written on disk, else the buffer's lines and options.
+local function shape_before(buf, args)
+  if type(args.original) == "string" then
+    return shape_of(args.original, vim.bo[buf].fileformat)
+  end
+  local before = vim.split(args.before or "", "\n", { plain = true })
+  if before[#before] == "" then
+    table.remove(before)
+  end
+  local options = vim.bo[buf]
+  return { lines = before, bomb = options.bomb, eol = options.eol, fileformat = options.fileformat,
+    fileencoding = options.fileencoding }
+end
+
+local function show(buf)
   if #vim.fn.win_findbuf(buf) == 0 then -- shown in a code window of this tab, or a new split
     local target
     for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
@@ -195,24 +302,46 @@ function methods.review(_, args, reply)
     end
     api.nvim_win_set_buf(target, buf)
   end
-  local before = vim.split(args.before or "", "\n", { plain = true })
-  if before[#before] == "" then
-    table.remove(before)
-  end
-  local modified = vim.bo[buf].modified
-  require("codecompanion_py.diff").start(buf, {
-    start = 0,
-    count = api.nvim_buf_line_count(buf),
-    original = before,
-    modified = modified,
-    on_done = function(result)
-      if (result == "rejected" or result == "partial") and not modified and api.nvim_buf_is_valid(buf) then
-        pcall(api.nvim_buf_call, buf, function() vim.cmd("silent write") end)
-      end
-      local lines = api.nvim_buf_is_valid(buf) and api.nvim_buf_get_lines(buf, 0, -1, false) or {}
-      reply({ result = result, text = table.concat(lines, "\n") .. "\n" })
-    end,
-  })
+end
+
+-- An edit the LLM wrote, reviewed in its buffer (diff.lua: accept, reject, hunk by hunk).
+-- The buffer is loaded and shown if it is not; what the user rejects is written back to
+-- disk, byte for byte, unless the buffer held unsaved changes of theirs. Closing the buffer
+-- rejects the edit. A review already pending on the buffer is settled first. The reply:
+-- { result, text }.
+function methods.review(_, args, reply)
+  local diff = require("codecompanion_py.diff")
+  diff.when_free(find_buffer(args.path) or -1, function()
+    local buf = find_buffer(args.path)
+    if not buf then
+      buf = vim.fn.bufadd(args.path)
+      vim.fn.bufload(buf)
+      vim.bo[buf].buflisted = true
+    end
+    show(buf)
+    local shape, modified = shape_before(buf, args), vim.bo[buf].modified
+    local written = not modified and read_file(args.path) or nil -- the edit is on disk
+    diff.start(buf, {
+      start = 0,
+      count = api.nvim_buf_line_count(buf),
+      original = shape.lines,
+      modified = modified,
+      on_done = function(result, counts)
+        local name = args.relative or vim.fn.fnamemodify(args.path, ":~:.")
+        local why = written and (result == "rejected" or result == "partial")
+          and write_back(buf, args.path, shape, written, counts)
+        if why then
+          vim.notify(("CodeCompanion: %s was not put back as it was: %s"):format(name, why), vim.log.levels.WARN)
+        elseif counts.gone then
+          local what = counts.accepted > 0 and "the hunks not accepted are rejected" or "the edit is rejected"
+          vim.notify(("CodeCompanion: %s was closed during its review: %s%s"):format(name, what,
+            written and ", on disk too" or ""), vim.log.levels.WARN)
+        end
+        local lines = counts.gone and counts.base or api.nvim_buf_get_lines(buf, 0, -1, false)
+        reply({ result = result, text = table.concat(lines, "\n") .. "\n" })
+      end,
+    })
+  end)
 end
 
 -- An agent changed files on disk itself: loaded buffers without unsaved changes take the

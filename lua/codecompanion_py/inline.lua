@@ -9,8 +9,8 @@
 -- messages) and `#{clipboard}` in the prompt share those. Events: User
 -- CodeCompanionInlineStarted and CodeCompanionInlineFinished.
 --
--- Cmd: the LLM's answer is one Ex command, put on the command line to edit or run; it is
--- never run by itself.
+-- Cmd: the LLM's answer is one Ex command, put on the command line as text to edit or run;
+-- it is never run by itself, and never typed as keys.
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
 
@@ -60,12 +60,19 @@ local function context_of(prompt)
   return items
 end
 
+-- `q` stops the request; so does closing the buffer it writes into.
 local function map_stop(run)
   vim.keymap.set("n", "q", function() M.stop(run.id) end,
     { buffer = run.buf, nowait = true, desc = "CodeCompanion: stop the inline request" })
+  run.watch = api.nvim_create_autocmd("BufUnload", { buffer = run.buf, once = true, callback = function()
+    run.gone = true
+    M.stop(run.id)
+    vim.notify("CodeCompanion: the buffer was closed, so the inline request stopped", vim.log.levels.WARN)
+  end })
 end
 
 local function unmap_stop(run)
+  pcall(api.nvim_del_autocmd, run.watch or -1)
   if api.nvim_buf_is_valid(run.buf) then
     pcall(vim.keymap.del, "n", "q", { buffer = run.buf })
   end
@@ -91,6 +98,11 @@ function M.run(opts)
   local buf = api.nvim_get_current_buf()
   if vim.bo[buf].filetype == "codecompanion" then
     return vim.notify("CodeCompanion: the inline assistant works in a code buffer, not in a chat", vim.log.levels.WARN)
+  end
+  -- refused, not queued: its code would stream into text that the pending change may still alter
+  local busy = require("codecompanion_py.diff").busy(buf) or M.writing(buf)
+  if busy then
+    return vim.notify("CodeCompanion: " .. busy .. ", then ask again", vim.log.levels.WARN)
   end
   local ranged = (opts.range or 0) > 0
   local line1 = ranged and opts.line1 or api.nvim_win_get_cursor(0)[1]
@@ -128,6 +140,15 @@ function M.run(opts)
   return run
 end
 
+-- Why `buf` cannot take another change now (an inline request writes into it), or nil.
+function M.writing(buf)
+  for _, run in pairs(M.runs) do
+    if run.buf == buf and not run.cmd and not run.over then
+      return "the inline assistant is writing to this buffer (q stops it)"
+    end
+  end
+end
+
 function M.stop(id)
   if M.runs[id] and not M.runs[id].over then
     rpc.notify("inline.stop", { chat_id = id })
@@ -138,6 +159,9 @@ local render = {}
 
 -- Where the code goes: the region of the buffer it streams into.
 function render.placement(run, op)
+  if run.gone then
+    return
+  end
   local placement = op.placement
   if placement == "replace" and not run.ranged then
     placement = "add" -- nothing selected: nothing to replace
@@ -168,6 +192,9 @@ function render.placement(run, op)
 end
 
 function render.text(run, op)
+  if run.gone then
+    return
+  end
   if run.to_chat then
     run.text = run.text .. op.text
     return
@@ -201,6 +228,9 @@ end
 
 function render.done(run, op)
   finished(run)
+  if run.gone then
+    return
+  end
   if run.to_chat then -- a question, not code: the chat answers it
     local context = run.ranged and { lines = api.nvim_buf_get_lines(run.buf, run.line1 - 1, run.line2, false) } or nil
     local prompt = run.prompt
@@ -271,11 +301,32 @@ function cmd_render.text(run, op)
   run.text = run.text .. op.text
 end
 
+-- The command goes on the command line as text, never as keys: typed keys would let an ESC
+-- in it leave the command line and run the rest in Normal mode. A bare ":" opens the
+-- command line, and its CmdlineEnter sets the text. It is also in the command history
+-- (`:` then <Up>), which is all a user in another mode gets, with a message.
+function M.put_on_cmdline(command)
+  if command:find("[%c\127]") then -- the engine refuses these; never open the line with one
+    return vim.notify("CodeCompanion: the command holds control characters: " .. vim.fn.strtrans(command),
+      vim.log.levels.ERROR)
+  end
+  vim.fn.histadd("cmd", command)
+  if api.nvim_get_mode().mode ~= "n" then
+    return vim.notify("CodeCompanion: the command is in the command history (: then <Up>): " .. command)
+  end
+  api.nvim_create_autocmd("CmdlineEnter", { pattern = ":", once = true, callback = function()
+    if vim.fn.setcmdline(command) ~= 0 then -- not ready yet on some versions: right after
+      vim.schedule(function() vim.fn.setcmdline(command) end)
+    end
+  end })
+  api.nvim_feedkeys(":", "n", false)
+end
+
 function cmd_render.done(run)
   M.runs[run.id] = nil
   local command = vim.trim(run.text):gsub("\n.*", "")
   if command ~= "" then
-    api.nvim_feedkeys(":" .. command, "n", false) -- on the command line, for the user to edit or run
+    M.put_on_cmdline(command) -- for the user to edit or run
   end
 end
 

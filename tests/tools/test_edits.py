@@ -10,7 +10,15 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from codecompanion_py.errors import EditRefused, ToolError
-from codecompanion_py.tools.edits import Edit, EditOutcome, apply_edits, apply_mode, check_suspicious, unified_diff
+from codecompanion_py.tools.edits import (
+    Edit,
+    EditOutcome,
+    apply_edits,
+    apply_mode,
+    check_suspicious,
+    keep_line_endings,
+    unified_diff,
+)
 
 CLASS = (
     "class Greeter:\n"
@@ -458,3 +466,26 @@ def test_an_exact_unique_old_text_behaves_like_str_replace(text: str, data: st.D
     first = text.find(old)
     assume(text.find(old, first + 1) == -1 and old != new)
     assert apply_edits(text, [Edit(old, new)]).text == text.replace(old, new)
+
+
+@pytest.mark.parametrize(
+    ("original", "new", "newline", "written"),
+    [
+        ("a\nb\n", "a\nB\n", "\n", "a\nB\n"),  # LF alone: as it is
+        ("a\r\nb\r\n", "a\nB\nc\n", "\r\n", "a\r\nB\r\nc\r\n"),  # CRLF alone: every line
+        ("a\r\nb\n\nx\r\n", "a\nB\n\nx\n", "\n", "a\r\nB\n\nx\r\n"),  # mixed: each line its own
+        ("a\r\nb\n\nx\r\n", "a\nnew\nb\n\nx\n", "\r\n", "a\r\nnew\r\nb\n\nx\r\n"),  # an added line: the usual one
+        ("a\r\nb\nc", "a\nb\nC", "\n", "a\r\nb\nC"),  # no final newline stays so
+        ("\ufeffa\r\nb\n", "\ufeffa\nb\nc\n", "\n", "\ufeffa\r\nb\nc\n"),
+        ("a\rb\n", "a\rB\n", "\n", "a\rB\n"),  # a lone CR is text
+    ],
+)
+def test_keep_line_endings_changes_no_line_the_edit_left_alone(original, new, newline, written):
+    assert keep_line_endings(original, new, newline) == written
+
+
+@given(st.lists(st.tuples(st.text("ab \r", max_size=4), st.sampled_from(["\n", "\r\n"])), max_size=8))
+def test_keep_line_endings_of_an_unchanged_text_is_the_original(lines):
+    original = "".join(text + ending for text, ending in lines)
+    assume(not any(text.endswith("\r") for text, _ in lines))  # "x\r" + "\n" reads as a CRLF
+    assert keep_line_endings(original, original.replace("\r\n", "\n"), "\n") == original

@@ -16,8 +16,9 @@ from typing import Any
 
 from ...errors import PathRefused, ToolError
 from ..contract import ToolRun
+from ..edits import keep_line_endings
 from ..orchestrator import ToolsContext
-from ..workspace import FileText, Target
+from ..workspace import FileText, Target, sha256_of
 
 _BUFFER = "buffer:"
 
@@ -30,6 +31,7 @@ class Document:
     newline: str = "\n"
     final_newline: bool = True
     buffer: Mapping[str, Any] | None = None  # bufnr, changedtick, modified
+    raw: str | None = None  # disk: the exact text, each line with its own ending (CRLF, LF)
 
 
 def resolve(run: ToolRun, raw: Any, *, kind: str = "file") -> Target:
@@ -44,12 +46,13 @@ def resolve(run: ToolRun, raw: Any, *, kind: str = "file") -> Target:
     return target
 
 
-async def open_document(run: ToolRun, target: Target) -> Document:
-    return await load(run.context, target)
+async def open_document(run: ToolRun, target: Target, *, exact: bool = False) -> Document:
+    return await load(run.context, target, exact=exact)
 
 
-async def load(context: ToolsContext, target: Target) -> Document:
-    """The file as the user sees it: the loaded buffer (unsaved text included), else disk."""
+async def load(context: ToolsContext, target: Target, *, exact: bool = False) -> Document:
+    """The file as the user sees it: the loaded buffer (unsaved text included), else disk.
+    `exact`, for a document that will be written: from disk, its exact text too."""
     buffer = await context.editor.call("buffer.get", {"path": str(target.real)}) if target.exists else None
     if isinstance(buffer, Mapping) and isinstance(buffer.get("lines"), list):
         eol = buffer.get("eol", True) is not False
@@ -58,7 +61,18 @@ async def load(context: ToolsContext, target: Target) -> Document:
     if not target.exists:
         raise PathRefused(f"{target.relative} does not exist; use create_file to make a new file")
     disk: FileText = context.workspace.read_text(target)
-    return Document(target, disk.text, disk.sha256, disk.newline, disk.final_newline)
+    raw = _raw(context, target, disk) if exact else None
+    return Document(target, disk.text, disk.sha256, disk.newline, disk.final_newline, raw=raw)
+
+
+def _raw(context: ToolsContext, target: Target, disk: FileText) -> str | None:
+    """The file's exact text, line endings as they are (the text above has "\\n" alone), or
+    None if it changed in between (then the write refuses anyway)."""
+    data, _ = context.workspace.read_bytes(target)
+    try:
+        return data.decode("utf-8") if sha256_of(data) == disk.sha256 else None
+    except UnicodeDecodeError:  # text read with its bad bytes replaced: no exact text to keep
+        return None
 
 
 def remember_read(run: ToolRun, document: Document) -> None:
@@ -103,17 +117,26 @@ async def store(context: ToolsContext, document: Document, text: str, *, tool: s
             else "in the open buffer, which has unsaved changes of the user, so it was not saved to disk"
         )
     else:
+        if document.raw is not None:  # a CRLF or mixed file: each untouched line keeps its ending
+            text = keep_line_endings(document.raw, _final_newline(text, document.final_newline), document.newline)
         written = context.workspace.write_text(
             document.target,
             text,
             expected_sha256=document.version,
-            newline=document.newline,
-            final_newline=document.final_newline,
+            newline="\n" if document.raw is not None else document.newline,
+            final_newline=None if document.raw is not None else document.final_newline,
         )
         context.reads[str(document.target.real)] = written.sha256
         where = "on disk"
     context.fire("FileEdited", {"path": str(document.target.real), "relative": relative, "tool": tool})
     return f"{relative} was edited {where}."
+
+
+def _final_newline(text: str, wanted: bool) -> str:
+    """`text` ending with a line feed exactly when the file did."""
+    if wanted != text.endswith("\n"):
+        return text + "\n" if wanted else text[:-1]
+    return text
 
 
 def _buffer_lines(text: str) -> list[str]:

@@ -23,7 +23,7 @@ MODES = ("edit", "append", "overwrite")
 
 async def setup(self: ToolRun, tools: Any) -> None:
     self.target = documents.resolve(self, self.args.get("filepath"))
-    self.document = await documents.open_document(self, self.target)
+    self.document = await documents.open_document(self, self.target, exact=True)
     documents.check_not_stale(self, self.document)
     mode = self.args.get("mode") or "edit"
     if mode == "edit":
@@ -51,6 +51,8 @@ async def setup(self: ToolRun, tools: Any) -> None:
     # reviewed after it is written, in the buffer (require_confirmation_after): the orchestrator
     # hands this to the editor's diff review
     self.review = {"path": str(self.target.real), "relative": self.target.relative, "before": self.document.text}
+    if self.document.raw is not None:  # written on disk: a rejection puts back these exact bytes
+        self.review["original"] = self.document.raw
 
 
 def _unix(text: str) -> str:
