@@ -12,7 +12,7 @@ from pathlib import Path
 import codecompanion_py
 
 PACKAGE = Path(codecompanion_py.__file__).parent
-MODEL = ("messages", "events", "errors")
+MODEL = ("messages", "events", "errors", "scrubber")
 
 
 def modules() -> list[str]:
