@@ -16,6 +16,7 @@ scripted LLM on 127.0.0.1:
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import pytest
@@ -112,18 +113,25 @@ ODD_FILES = {
 EDIT = {"filepath": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]}
 
 
-def _review_edit(editor, root, *, loaded: bool, action: str, edit=EDIT) -> int:
-    """A chat asks for `edit` of calc.py; the user settles its review with `action`."""
-    editor.nvim.command(f"cd {root}")
-    if loaded:
-        editor.nvim.command("edit calc.py")
-    editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
-    calc = editor.wait_for(lambda: max(editor.nvim.call("bufnr", str(root / "calc.py")), 0), what="loaded")
-    editor.wait_for(
-        lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc),
-        what="the review",
-        timeout=30,
-    )
+@contextlib.contextmanager
+def edit_chat(editor, tmp_path, content: bytes, *, reply: str = "Understood."):
+    """A project whose calc.py holds `content`, and a chat whose LLM asks for EDIT of it,
+    then says `reply`; vim.notify is recorded (`notes`)."""
+    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_bytes(content)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply(reply)]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        setup_with_tools(editor, server.url)
+        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+        yield root, server
+
+
+def _review_edit(editor, root, *, loaded: bool, action: str) -> int:
+    """A chat asks for EDIT of calc.py; the user settles its review with `action`."""
+    calc = _pending_review(editor, root, loaded=loaded)
     editor.lua("require('codecompanion_py.diff').act(...)", calc, action)
     editor.wait_event("CodeCompanionChatDone", timeout=30)
     return calc
@@ -133,15 +141,8 @@ def _review_edit(editor, root, *, loaded: bool, action: str, edit=EDIT) -> int:
 @pytest.mark.parametrize("loaded", [False, True], ids=["on-disk", "in-a-loaded-buffer"])
 @pytest.mark.parametrize("kind", list(ODD_FILES))
 def test_a_reviewed_edit_leaves_exactly_the_bytes_it_should(editor, tmp_path, kind, loaded, action):
-    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
-
     original = ODD_FILES[kind]
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_bytes(original)
-    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Done.")]
-    with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url)
+    with edit_chat(editor, tmp_path, original, reply="Done.") as (root, server):
         calc = _review_edit(editor, root, loaded=loaded, action=action)
         expected = original if action == "reject_change" else original.replace(b"a - b", b"a + b")
         assert (root / "calc.py").read_bytes() == expected
@@ -179,7 +180,6 @@ def test_an_inline_request_on_a_buffer_under_review_is_refused_and_the_review_st
     replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), inline, text_reply("Done.")]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
         setup_with_tools(editor, server.url)
-        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
         calc = _pending_review(editor, root, loaded=True)
         editor.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", calc)
         editor.nvim.command("1,2CodeCompanion return zero")
@@ -196,15 +196,7 @@ def test_an_inline_request_on_a_buffer_under_review_is_refused_and_the_review_st
 @pytest.mark.parametrize("how", ["bwipeout!", "bunload!"])
 @pytest.mark.parametrize("loaded", [False, True], ids=["on-disk", "in-a-loaded-buffer"])
 def test_closing_a_buffer_under_review_rejects_the_edit_and_unlocks_the_chat(editor, tmp_path, loaded, how):
-    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
-
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_bytes(ODD)
-    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
-    with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url)
-        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+    with edit_chat(editor, tmp_path, ODD) as (root, server):
         calc = _pending_review(editor, root, loaded=loaded)
         assert b"a + b" in (root / "calc.py").read_bytes()  # written before the review
         editor.nvim.command(f"{how} {calc}")
@@ -216,14 +208,7 @@ def test_closing_a_buffer_under_review_rejects_the_edit_and_unlocks_the_chat(edi
 
 
 def test_a_rejected_edit_goes_back_to_its_file_when_the_buffer_was_renamed(editor, tmp_path):
-    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
-
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_bytes(ODD)
-    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
-    with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url)
+    with edit_chat(editor, tmp_path, ODD) as (root, server):
         calc = _pending_review(editor, root, loaded=True)
         editor.lua("vim.api.nvim_buf_set_name(..., 'renamed.py')", calc)  # :file renamed.py
         editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", calc)
@@ -234,15 +219,7 @@ def test_a_rejected_edit_goes_back_to_its_file_when_the_buffer_was_renamed(edito
 
 
 def test_a_rejected_edit_never_overwrites_a_change_made_on_disk_during_the_review(editor, tmp_path):
-    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
-
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_bytes(ODD)
-    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
-    with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url)
-        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+    with edit_chat(editor, tmp_path, ODD) as (root, server):
         calc = _pending_review(editor, root, loaded=False)
         (root / "calc.py").write_bytes(b"theirs\n")  # another program writes the file meanwhile
         editor.lua("require('codecompanion_py.diff').act(..., 'reject_change')", calc)
@@ -267,14 +244,7 @@ def test_cmd_answer_in_insert_mode_is_not_typed_into_the_buffer(editor, tmp_path
 
 
 def test_quitting_neovim_during_a_review_rejects_the_edit_and_puts_the_file_back(editor, tmp_path):
-    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
-
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_bytes(ODD)
-    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
-    with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url)
+    with edit_chat(editor, tmp_path, ODD) as (root, server):
         _pending_review(editor, root, loaded=False)
         pid = editor.nvim.call("getpid")
         e2e.quit_nvim(editor.nvim, pid)
@@ -311,15 +281,8 @@ def test_a_chat_edit_into_a_buffer_under_inline_review_is_refused_and_the_review
 
 
 def test_closing_a_latin1_buffer_under_review_puts_back_its_own_bytes(editor, tmp_path):
-    from tests.e2e.test_tools import setup_with_tools, text_reply, tool_call_reply
-
     latin1 = b"# caf\xe9\r\ndef add(a, b):\r\n    return a - b\r\n"
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "calc.py").write_bytes(latin1)
-    replies = [tool_call_reply(("e1", "insert_edit_into_file", EDIT)), text_reply("Understood.")]
-    with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(editor, server.url)
+    with edit_chat(editor, tmp_path, latin1) as (root, server):
         calc = _pending_review(editor, root, loaded=True)
         assert (root / "calc.py").read_bytes() == latin1.replace(b"a - b", b"a + b")  # saved as latin1
         editor.nvim.command(f"bwipeout! {calc}")
