@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from codecompanion_py.scrubber import clip, scrub_secrets, secrets_in
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.mcp.client import McpServer
 from codecompanion_py.mcp.door import CappedLines, shown, tool_names
+from codecompanion_py.scrubber import clip, scrub_secrets, secrets_in
 
 SECRET = "abcdefgh-SECRET-0123456789"
 
