@@ -1,0 +1,52 @@
+"""Hostile model and agent output, probed from outside: what a provider or an agent sends
+must not kill the engine's channel to Neovim, hang a chat, or run anything unasked."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codecompanion_py.demo.server import Reply, Request, ScriptedServer, ServerThread, sse_reply
+from tests.e2e import conftest as e2e
+from tests.e2e.test_chat import chunk, usage
+from tests.e2e.test_tools import CALCULATOR, setup_with_tools, text_reply
+
+editor, nvim_home = e2e.editor, e2e.nvim_home  # the fixtures: a real headless Neovim with the plugin
+
+
+def call_reply(name: str, arguments: str, call_id: str = "call_1") -> Reply:
+    """One tool call, its arguments as the model wrote them."""
+    call = {"index": 0, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+    return sse_reply(
+        [
+            {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+            chunk(finish="tool_calls"),
+            usage(30),
+        ]
+    )
+
+
+def done_in(editor, buf: int) -> list[dict]:
+    return [e for e in editor.events() if e["event"] == "CodeCompanionChatDone" and e["data"]["bufnr"] == buf]
+
+
+@pytest.mark.nvim
+@pytest.mark.parametrize("value", ["1180591620717411303424", "-1180591620717411303424", "1e400"])
+def test_numbers_msgpack_cannot_carry_do_not_cut_the_chat(editor, value):
+    """2^70 in a tool call's arguments: msgpack has no such integer, so the batch that shows
+    the call could not be sent and the approval never reached the user."""
+    arguments = '{"num1": ' + value + ', "num2": 2, "operation": "add"}'
+
+    def respond(request: Request) -> Reply:
+        if request.json()["messages"][-1]["role"] == "tool":
+            return text_reply("Done with the big number.")
+        return call_reply("calculator", arguments)
+
+    with ServerThread(ScriptedServer(respond)) as server:
+        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", ""))
+        editor.nvim.command("CodeCompanionChat Use the @{calculator} tool")
+        buf = editor.nvim.current.buffer.number
+        editor.wait_for(lambda: done_in(editor, buf), timeout=30, what="the chat to finish")
+        assert "Done with the big number." in editor.text(buf)
+        assert editor.lua("return 1 + 1") == 2
