@@ -50,3 +50,36 @@ def test_numbers_msgpack_cannot_carry_do_not_cut_the_chat(editor, value):
         editor.wait_for(lambda: done_in(editor, buf), timeout=30, what="the chat to finish")
         assert "Done with the big number." in editor.text(buf)
         assert editor.lua("return 1 + 1") == 2
+
+
+# --- a hostile agent ---------------------------------------------------------------------
+
+from tests.chat.test_acp_session import FakeEditor, agent_chat, texts  # noqa: E402  # the fixture: an agent chat without Neovim
+
+__all__ = ["agent_chat", "editor", "nvim_home"]
+
+
+def script(tmp_path, *steps: dict) -> str:
+    """The prompt that makes the fake agent play `steps` (see its `script` scenario)."""
+    path = tmp_path / f"script-{len(list(tmp_path.glob('script-*')))}.jsonl"
+    path.write_text("".join(json.dumps(step) + "\n" for step in steps))
+    return f"script {path}"
+
+
+@pytest.mark.parametrize("path", [".env", ".ssh/id_rsa", "deploy.pem", ".git/config"])
+async def test_an_agent_reading_a_protected_file_is_asked_first(agent_chat, tmp_path, path):
+    """fs/read_text_file of the project's .env handed its secrets to the agent, in YOLO mode
+    too, where the chat's own read_file tool always asks."""
+    (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / path).write_text("OPENAI_API_KEY=sk-do-not-leak-1234567890\n")
+    editor = FakeEditor(choice="refuse")
+    session = agent_chat(editor)
+    session.approvals.yolo = True
+    await session.submit(f"read {path}")
+    assert "sk-do-not-leak" not in texts(session)
+    [asked] = [args for method, args in editor.calls if method == "approve"]
+    assert asked["prompt"].endswith(f"wants to read {path}") and asked["must_ask"].startswith(f"{path} is ")
+    assert "Read failed" in texts(session)
+    editor.choice = "allow"
+    await session.submit(f"read {path}")
+    assert "CONTENT<OPENAI_API_KEY=sk-do-not-leak-1234567890" in texts(session)
