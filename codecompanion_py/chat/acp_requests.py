@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from ..acp.client import CANCELLED
 from ..acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
 from ..errors import CodeCompanionError, PathRefused, RpcError
+from ..tools.approvals import visible
 from ..tools.catalog import documents
 from ..tools.orchestrator import ToolsContext
 from ..tools.workspace import Target
@@ -61,10 +62,12 @@ class AgentRequests:
         reply = await self.context.editor.call(
             "approve",
             {
-                "prompt": f"{self.agent_name} wants to: {title}",
+                "prompt": visible(f"{self.agent_name} wants to: {title}"),
                 "detail": detail,
                 "must_ask": risky,
-                "options": [{"label": str(o.get("name") or o["optionId"]), "choice": o["optionId"]} for o in options],
+                "options": [
+                    {"label": visible(str(o.get("name") or o["optionId"])), "choice": o["optionId"]} for o in options
+                ],
             },
         )
         choice = reply.get("choice") if isinstance(reply, Mapping) else None

@@ -83,3 +83,28 @@ async def test_an_agent_reading_a_protected_file_is_asked_first(agent_chat, tmp_
     editor.choice = "allow"
     await session.submit(f"read {path}")
     assert "CONTENT<OPENAI_API_KEY=sk-do-not-leak-1234567890" in texts(session)
+
+
+HIDDEN = "\r\x1b[2K\u202e\u200b\x00"
+
+
+async def test_an_agents_permission_question_shows_its_text_visibly(agent_chat, tmp_path):
+    """The title and option names an agent puts in a permission request reach the question
+    with their escapes, bidi overrides and NULs written out, and no longer than a screen."""
+    title = "Read notes.txt" + HIDDEN + "rm -rf ~" + "x" * 100_000
+    options = [
+        {"optionId": "yes", "name": "Reject" + HIDDEN, "kind": "allow_once"},
+        {"optionId": "no", "name": "Allow\u202e", "kind": "reject_once"},
+    ]
+    tool = {"toolCallId": "c1", "title": title, "kind": "read"}
+    editor = FakeEditor(choice="no")
+    session = agent_chat(editor)
+    await session.submit(
+        script(tmp_path, {"ask": ["session/request_permission", {"options": options, "toolCall": tool}]})
+    )
+    [asked] = [args for method, args in editor.calls if method == "approve"]
+    for text in [asked["prompt"], *(o["label"] for o in asked["options"])]:
+        assert not any(ch in text for ch in "\r\x1b\u202e\u200b\x00"), repr(text[:100])
+        assert len(text) < 2200
+    assert "\\u202e" in asked["options"][1]["label"]
+    assert '"optionId": "no"' in texts(session)
