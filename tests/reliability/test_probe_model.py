@@ -108,3 +108,40 @@ async def test_an_agents_permission_question_shows_its_text_visibly(agent_chat, 
         assert len(text) < 2200
     assert "\\u202e" in asked["options"][1]["label"]
     assert '"optionId": "no"' in texts(session)
+
+
+# --- tool-call ids that collide ------------------------------------------------------------
+
+
+def two_calls_one_id(first: dict, second: dict) -> Reply:
+    calls = [
+        {"index": i, "id": "call_same", "type": "function", "function": {"name": c["name"], "arguments": c["args"]}}
+        for i, c in enumerate([first, second])
+    ]
+    return sse_reply(
+        [
+            {"choices": [{"index": 0, "delta": {"tool_calls": calls}, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        ]
+    )
+
+
+async def test_two_calls_with_one_id_each_get_their_own_result(tmp_path):
+    """Two calls a model gave the same id: the second's result answered both, so the LLM read
+    that its refused delete had succeeded (and the first call's output was lost)."""
+    from tests.reliability.test_hostile_input import Editor, answer, project, run_turn
+
+    root = project(tmp_path)
+    reply = two_calls_one_id(
+        {"name": "read_file", "args": json.dumps({"filepath": "notes.txt"})},
+        {"name": "delete_file", "args": json.dumps({"filepath": "keep/important.txt"})},
+    )
+    turn = await run_turn(root, reply, answer(), editor=Editor(choice="reject"))
+    assert (root / "keep" / "important.txt").exists()
+    sent = turn.sent_to_llm(1)
+    [assistant] = [m for m in sent if m["role"] == "assistant"]
+    ids = [c["id"] for c in assistant["tool_calls"]]
+    assert len(set(ids)) == 2, ids
+    results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert set(results) == set(ids)
+    assert "hello" in results[ids[0]] and "hello" not in results[ids[1]]
