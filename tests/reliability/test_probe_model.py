@@ -145,3 +145,40 @@ async def test_two_calls_with_one_id_each_get_their_own_result(tmp_path):
     results = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
     assert set(results) == set(ids)
     assert "hello" in results[ids[0]] and "hello" not in results[ids[1]]
+
+
+# --- the inline assistant on buffers it cannot write ----------------------------------------
+
+
+@pytest.mark.nvim
+@pytest.mark.parametrize("kind", ["help", "nomodifiable", "terminal"])
+def test_inline_on_a_buffer_it_cannot_write_says_so_and_keeps_the_editor_usable(editor, tmp_path, kind):
+    """`:CodeCompanion` in a help, terminal or 'nomodifiable' buffer: each batch of code
+    raised E21 in Lua, a storm of errors, and the buffer stayed busy for good."""
+    from tests.e2e.test_chat_surface import chat_config, notes, setup
+    from tests.e2e.test_inline import answer
+
+    code = "PLACEMENT: add\n" + "".join(f"line {i}\n" for i in range(50))
+    with ServerThread(ScriptedServer.sequence([answer(code), answer(code)])) as server:
+        setup(editor, server.url, chat_config(""))
+        if kind == "help":
+            editor.nvim.command("help help")
+        elif kind == "terminal":
+            editor.nvim.command("terminal cat")
+        else:
+            editor.nvim.command("enew")
+            editor.nvim.current.buffer[:] = ["keep me"]
+            editor.nvim.command("setlocal nomodifiable")
+        buf = editor.nvim.current.buffer
+        editor.nvim.command("CodeCompanion add some lines")
+        editor.wait_for(lambda: notes(editor), what="a notice")
+        assert "cannot be changed" in notes(editor)[0] and len(notes(editor)) == 1
+        assert "line 0" not in buf[:]
+        assert editor.lua("return vim.v.errmsg") == ""
+        assert not editor.lua("return require('codecompanion_py.inline').writing(...)", buf.number)
+        # the editor and the engine go on: the same request in a buffer it can write
+        path = tmp_path / "ok.txt"
+        path.write_text("first\n")
+        editor.nvim.command(f"edit {path}")
+        editor.nvim.command("CodeCompanion add some lines")
+        editor.wait_for(lambda: "line 49" in editor.nvim.current.buffer[:], what="the code in a writable buffer")
