@@ -4,7 +4,8 @@ Each is a real process in its own group, in the project, with the safe part of t
 engine's environment (`processes.safe_env`) plus what the agent asks for; it dies with the
 engine (`processes.die_with_parent`, and its group is killed at the engine's exit).
 Output (stdout and stderr interleaved) is kept within the agent's `outputByteLimit`,
-dropping from the beginning at a character boundary as the protocol asks. Releasing a
+dropping from the beginning at a character boundary as the protocol asks, and is read
+scrubbed of the secrets the engine knows (scrubber.py), as run_command's is. Releasing a
 terminal kills what is still running.
 """
 
@@ -28,6 +29,7 @@ from ..processes import (
     terminate_group,
     to_argv,
 )
+from ..scrubber import scrub_secrets
 from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 
 DEFAULT_OUTPUT_LIMIT = 1_000_000
@@ -54,7 +56,9 @@ class Terminal:
             self.truncated = True
 
     def text(self) -> str:
-        return strip_ansi(bytes(self.output).decode("utf-8", errors="replace"))
+        """The output as the agent and the chat read it: no escapes, no key the engine knows
+        (a secret still being printed, its beginning, too)."""
+        return scrub_secrets(strip_ansi(bytes(self.output).decode("utf-8", errors="replace")), (), cut=True)
 
     def exit_status(self) -> dict[str, Any] | None:
         code = self.proc.returncode

@@ -182,3 +182,18 @@ def test_inline_on_a_buffer_it_cannot_write_says_so_and_keeps_the_editor_usable(
         editor.nvim.command(f"edit {path}")
         editor.nvim.command("CodeCompanion add some lines")
         editor.wait_for(lambda: "line 49" in editor.nvim.current.buffer[:], what="the code in a writable buffer")
+
+
+async def test_what_an_agents_terminal_prints_reaches_it_without_a_known_key(agent_chat, tmp_path):
+    """`terminal/output` handed the agent (and its LLM) a key a command printed (`cat .env`),
+    where the chat's own run_command scrubs it before the LLM reads it."""
+    from codecompanion_py.scrubber import KNOWN
+
+    key = "sk-proj-NeverToTheAgent-0123456789"
+    KNOWN.remember([key])
+    (tmp_path / ".env").write_text(f"OPENAI_API_KEY={key}\n")
+    session = agent_chat(FakeEditor())
+    await session.submit("terminal print(open('.env').read())")
+    shown = texts(session) + "".join(op.get("text", "") for op in session.view.sink.ops if op["op"] == "show")
+    assert "output=OPENAI_API_KEY=***" in shown
+    assert key not in shown and key[:12] not in shown
