@@ -197,3 +197,58 @@ async def test_what_an_agents_terminal_prints_reaches_it_without_a_known_key(age
     shown = texts(session) + "".join(op.get("text", "") for op in session.view.sink.ops if op["op"] == "show")
     assert "output=OPENAI_API_KEY=***" in shown
     assert key not in shown and key[:12] not in shown
+
+
+def update(fields: dict) -> dict:
+    """A script step: one `session/update` as the agent sends it."""
+    return {"send": {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "sess-1", "update": fields}}}
+
+
+def nested_value(levels: int) -> dict:
+    value: dict = {"a": 1}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+HOSTILE_UPDATES = [
+    update({"sessionUpdate": "plan", "entries": [{"content": nested_value(500), "status": nested_value(3)}]}),
+    update(
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "t1",
+            "title": "ok\x1b[2J",
+            "kind": 2**70,
+            "status": "completed",
+            "locations": [{"path": "/etc/passwd", "line": 2**70}],
+            "rawInput": nested_value(100),
+            "content": [{"type": "diff", "path": "x", "oldText": 5, "newText": ["a"]}],
+        }
+    ),
+    update({"sessionUpdate": "tool_call", "toolCallId": nested_value(400), "title": "deep id", "status": "pending"}),
+    update({"sessionUpdate": "current_mode_update", "currentModeId": nested_value(100)}),
+    update({"sessionUpdate": "config_option_update", "configOptions": [{"id": 2**70, "name": 5, "options": "abc"}]}),
+    update({"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "x", "description": 2**70}]}),
+    update({"sessionUpdate": "usage_update", "used": 2**70, "size": 1e308}),
+    update({"sessionUpdate": "some_future_kind", "huge": "x" * 1_000_000}),
+    update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": nested_value(5)}}),
+    {"raw": '{"jsonrpc": "2.0", "method": "session/update", "params": {"update": ' + "[" * 5000 + "\n"},
+    update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "still fine"}}),
+]
+
+
+@pytest.mark.nvim
+def test_hostile_agent_updates_in_real_neovim_end_the_turn_and_keep_the_channel(editor, tmp_path):
+    from tests.e2e.test_acp import open_agent_chat
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    chat = open_agent_chat(editor, root, script(tmp_path, *HOSTILE_UPDATES))
+    done = editor.wait_event("CodeCompanionChatDone", timeout=60)
+    assert done["data"]["status"] == "success"
+    assert "still fine" in editor.text(chat)
+    assert editor.lua("return 1 + 1") == 2
+    editor.type_prompt("hello again")
+    editor.nvim.input("<CR>")
+    editor.wait_event("CodeCompanionChatDone", count=2, timeout=30)
+    assert "echo: hello again" in editor.text(chat)
