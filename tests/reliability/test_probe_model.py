@@ -252,3 +252,42 @@ def test_hostile_agent_updates_in_real_neovim_end_the_turn_and_keep_the_channel(
     editor.nvim.input("<CR>")
     editor.wait_event("CodeCompanionChatDone", count=2, timeout=30)
     assert "echo: hello again" in editor.text(chat)
+
+
+@pytest.mark.nvim
+def test_control_characters_in_a_reply_its_reasoning_and_a_call_id_keep_the_chat(editor):
+    """NUL, CR, ESC sequences, bidi overrides and line separators in the text, in the
+    reasoning and in a tool call's id: the chat shows them, runs the call and goes on."""
+    nasty = "a\x00b\rc\x1b[2Jd\u202ee\u2028f\x7fg\x1b]52;c;QUJD\x07h"
+
+    def respond(request: Request) -> Reply:
+        messages = request.json()["messages"]
+        if messages[-1]["role"] == "tool":
+            return text_reply("after " + nasty)
+        if messages[-1]["content"] == "again":
+            return text_reply("Second turn fine.")
+        call = {"index": 0, "id": "id" + nasty, "type": "function", "function": {"name": "calculator"}}
+        call["function"]["arguments"] = '{"num1": 1, "num2": 2, "operation": "add"}'
+        frames = [
+            {"choices": [{"index": 0, "delta": {"reasoning_content": "think " + nasty}}]},
+            chunk("text " + nasty + "\n"),
+            {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+            chunk(finish="tool_calls"),
+            usage(30),
+        ]
+        return sse_reply(frames)
+
+    with ServerThread(ScriptedServer(respond)) as server:
+        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", ""))
+        editor.nvim.command("CodeCompanionChat Use the @{calculator} tool")
+        buf = editor.nvim.current.buffer.number
+        editor.wait_for(lambda: done_in(editor, buf), timeout=30, what="the chat to finish")
+        assert done_in(editor, buf)[0]["data"]["status"] == "success"
+        assert "after a" in editor.text(buf)
+        tool_results = [m for m in server.requests[-1].json()["messages"] if m["role"] == "tool"]
+        assert tool_results and tool_results[0]["tool_call_id"] == "id" + nasty
+        assert editor.lua("return vim.v.errmsg") == ""
+        editor.type_prompt("again")
+        editor.nvim.input("<CR>")
+        editor.wait_for(lambda: len(done_in(editor, buf)) == 2, timeout=30, what="the next turn")
+        assert "Second turn fine." in editor.text(buf)
