@@ -88,6 +88,8 @@ def ask(method: str, params: dict) -> dict:
             continue
         if message.get("id") == request_id and "method" not in message:
             return message
+        if "method" not in message:  # the answer to a request a script sent: nobody waits for it
+            continue
         if message.get("method") == "session/cancel":
             _cancelled[0] = True
         else:

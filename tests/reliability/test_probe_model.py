@@ -291,3 +291,48 @@ def test_control_characters_in_a_reply_its_reasoning_and_a_call_id_keep_the_chat
         editor.nvim.input("<CR>")
         editor.wait_for(lambda: len(done_in(editor, buf)) == 2, timeout=30, what="the next turn")
         assert "Second turn fine." in editor.text(buf)
+
+
+class SlowUser(FakeEditor):
+    """Answers each question after a moment, keeping how many were open at once."""
+
+    def __init__(self, choice: str) -> None:
+        super().__init__(choice)
+        self.open = self.most_open = 0
+
+    async def call(self, method: str, args: dict) -> object:
+        import asyncio
+
+        if method != "approve":
+            return await super().call(method, args)
+        self.open += 1
+        self.most_open = max(self.most_open, self.open)
+        try:
+            await asyncio.sleep(0.02)
+            return await super().call(method, args)
+        finally:
+            self.open -= 1
+
+
+async def test_an_agent_flooding_permission_questions_gets_them_asked_one_at_a_time(agent_chat, tmp_path):
+    """Fifty permission requests sent at once opened fifty questions in the editor at once
+    (each one a vim.ui.select on top of the others), which stopping the chat could not take
+    back; now one is open at a time and the rest wait their turn."""
+    options = [{"optionId": "no", "name": "Reject", "kind": "reject_once"}]
+    flood = [
+        {
+            "send": {
+                "jsonrpc": "2.0",
+                "id": f"p{n}",
+                "method": "session/request_permission",
+                "params": {"sessionId": "sess-1", "options": options, "toolCall": {"toolCallId": f"c{n}"}},
+            }
+        }
+        for n in range(50)
+    ]
+    last = {"ask": ["session/request_permission", {"options": options, "toolCall": {"toolCallId": "last"}}]}
+    user = SlowUser(choice="no")
+    session = agent_chat(user)
+    await session.submit(script(tmp_path, *flood, last))
+    assert '"optionId": "no"' in texts(session)
+    assert user.most_open == 1
