@@ -336,3 +336,18 @@ async def test_an_agent_flooding_permission_questions_gets_them_asked_one_at_a_t
     await session.submit(script(tmp_path, *flood, last))
     assert '"optionId": "no"' in texts(session)
     assert user.most_open == 1
+
+
+async def test_an_agent_streaming_without_end_is_stopped_at_the_turn_cap(agent_chat, monkeypatch):
+    """An agent that streams on and ignores `session/cancel` filled the chat (and Neovim's
+    memory) without bound; a provider's reply stops at max_response_bytes."""
+    from codecompanion_py.chat import acp_session
+
+    monkeypatch.setattr(acp_session, "MAX_TURN_CHARS", 5000)
+    session = agent_chat(FakeEditor())
+    await session.submit("many 3000")  # about 30000 characters, and it never reads a cancel
+    assert 4000 < len(texts(session)) <= 5000
+    done = session.view.sink.ops[-1]
+    assert done["op"] == "done" and done["status"] == "error" and "more than 5000 characters" in done["message"]
+    await session.submit("hello")
+    assert texts(session).endswith("echo: hello")
