@@ -351,3 +351,24 @@ async def test_an_agent_streaming_without_end_is_stopped_at_the_turn_cap(agent_c
     assert done["op"] == "done" and done["status"] == "error" and "more than 5000 characters" in done["message"]
     await session.submit("hello")
     assert texts(session).endswith("echo: hello")
+
+
+async def test_an_agents_diff_of_two_huge_texts_does_not_hold_the_engine(agent_chat, tmp_path):
+    """A tool call whose diff has two different 150,000-line texts: difflib's time grows with
+    their product, so showing it held the engine's loop (every chat) for minutes."""
+    import asyncio
+    import random
+
+    rng = random.Random(1)
+    old, new = ("\n".join(f"line {rng.randint(0, 50)}" for _ in range(150_000)) for _ in range(2))
+    diff = {"type": "diff", "path": str(tmp_path / "big.txt"), "oldText": old, "newText": new}
+    call = {"toolCallId": "d1", "title": "Edit big.txt", "kind": "edit", "status": "completed", "content": [diff]}
+    session = agent_chat(FakeEditor())
+    prompt = script(tmp_path, update({"sessionUpdate": "tool_call", **call}), update(SAID_DONE))
+    await asyncio.wait_for(session.submit(prompt), timeout=60)
+    assert texts(session).endswith("done")
+    [shown] = [op for op in session.view.sink.ops if op["op"] == "show"]
+    assert shown["text"].count("\n-line ") == 150_000 and shown["text"].count("\n+line ") == 150_000
+
+
+SAID_DONE = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}}
