@@ -372,3 +372,34 @@ async def test_an_agents_diff_of_two_huge_texts_does_not_hold_the_engine(agent_c
 
 
 SAID_DONE = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "done"}}
+
+
+# --- the inline assistant's parser ----------------------------------------------------------
+
+LONG_LINE_PARSE = """
+from codecompanion_py.inline import InlineParser
+for head in ("PLACEMENT: add\\n", ""):  # one long code line, and one long first line
+    parser = InlineParser()
+    out = parser.feed(head)
+    for _ in range(80_000):
+        out += parser.feed("x" * 50)
+    [line] = [op for op in out + parser.finish() if op.__class__.__name__ == "Text"]
+    assert line.text == "x" * 4_000_000, len(line.text)
+print("parsed")
+"""
+
+
+def test_a_long_line_in_tiny_tokens_is_parsed_in_linear_time():
+    """An inline answer of one 4 MB line in 80,000 tokens: the parser joined and split all it
+    had at each token, so the engine spent minutes (every chat with it) on one answer."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).parents[2])
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run(
+        [sys.executable, "-c", LONG_LINE_PARSE], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.stdout.strip() == "parsed", done.stderr[-2000:]
