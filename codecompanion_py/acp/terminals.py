@@ -33,6 +33,10 @@ from ..scrubber import scrub_secrets
 from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 
 DEFAULT_OUTPUT_LIMIT = 1_000_000
+MAX_OUTPUT_LIMIT = 8 * 1024 * 1024
+"""The most output kept per terminal, whatever the agent asks: `yes` under a limit of 2**40
+filled the engine's memory until it was killed."""
+KEPT_RELEASED = 32  # released terminals whose last output is kept for display
 
 
 @dataclass
@@ -101,7 +105,7 @@ class Terminals:
         if not os.path.isdir(cwd):
             raise RpcError(INVALID_PARAMS, f"terminal/create: no such directory {cwd}")
         limit = params.get("outputByteLimit")
-        limit = int(limit) if isinstance(limit, int) and limit >= 0 else DEFAULT_OUTPUT_LIMIT
+        limit = min(limit, MAX_OUTPUT_LIMIT) if isinstance(limit, int) and limit >= 0 else DEFAULT_OUTPUT_LIMIT
         try:
             proc = await start_in_group(
                 argv,
@@ -158,6 +162,8 @@ class Terminals:
                 await asyncio.wait_for(asyncio.shield(terminal.reader), timeout=0.5)
             terminal.reader.cancel()
         self.released[terminal.id] = terminal.text()
+        while len(self.released) > KEPT_RELEASED:  # an agent making terminals without end
+            del self.released[next(iter(self.released))]
 
     async def close(self) -> None:
         for terminal in list(self._terminals.values()):

@@ -4,6 +4,7 @@ must not kill the engine's channel to Neovim, hang a chat, or run anything unask
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -403,3 +404,25 @@ def test_a_long_line_in_tiny_tokens_is_parsed_in_linear_time():
         [sys.executable, "-c", LONG_LINE_PARSE], env=env, capture_output=True, text=True, timeout=60, check=False
     )
     assert done.stdout.strip() == "parsed", done.stderr[-2000:]
+
+
+# --- an agent's terminals ---------------------------------------------------------------------
+
+
+async def test_a_terminal_keeps_at_most_its_cap_whatever_limit_the_agent_asks(agent_chat, tmp_path):
+    """`outputByteLimit: 2**40` and a command printing without end: the engine kept it all,
+    until the system killed it (and every chat with it)."""
+    from codecompanion_py.acp.terminals import MAX_OUTPUT_LIMIT
+
+    flood = "import sys\nfor _ in range(24): sys.stdout.write('y' * 1_000_000)"
+    created = {"command": sys.executable, "args": ["-c", flood], "outputByteLimit": 2**40}
+    steps = [
+        {"ask": ["terminal/create", created]},
+        {"ask": ["terminal/wait_for_exit", {"terminalId": "term-1"}]},
+        {"ask": ["terminal/output", {"terminalId": "term-1"}]},
+    ]
+    session = agent_chat(FakeEditor())
+    await session.submit(script(tmp_path, *steps))
+    output = json.loads(texts(session).rsplit("ANSWER<", 1)[1][:-1])["result"]
+    assert output["truncated"] is True
+    assert 0 < len(output["output"]) <= MAX_OUTPUT_LIMIT
