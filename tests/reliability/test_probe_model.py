@@ -9,11 +9,14 @@ import sys
 import pytest
 
 from codecompanion_py.demo.server import Reply, Request, ScriptedServer, ServerThread, sse_reply
+from tests.chat import test_acp_session as acp
+from tests.chat.test_acp_session import FakeEditor, texts
 from tests.e2e import conftest as e2e
 from tests.e2e.test_chat import chunk, usage
 from tests.e2e.test_tools import CALCULATOR, setup_with_tools, text_reply
 
 editor, nvim_home = e2e.editor, e2e.nvim_home  # the fixtures: a real headless Neovim with the plugin
+agent_chat = acp.agent_chat  # the fixture: a chat with the scripted agent, without Neovim
 
 
 def call_reply(name: str, arguments: str, call_id: str = "call_1") -> Reply:
@@ -54,10 +57,6 @@ def test_numbers_msgpack_cannot_carry_do_not_cut_the_chat(editor, value):
 
 
 # --- a hostile agent ---------------------------------------------------------------------
-
-from tests.chat.test_acp_session import FakeEditor, agent_chat, texts  # noqa: E402  # the fixture: an agent chat without Neovim
-
-__all__ = ["agent_chat", "editor", "nvim_home"]
 
 
 def script(tmp_path, *steps: dict) -> str:
