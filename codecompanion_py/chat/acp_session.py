@@ -427,6 +427,8 @@ class AcpChatSession:
             # after the turn's answer: the chat is the user's again
             log.debug("%s: dropped a late %s", self.adapter.name, kind)
             return
+        if kind in REPLY_UPDATES and self._shown > MAX_TURN_CHARS:  # past the cap: not even kept
+            return
         if kind in REPLY_UPDATES and self._streaming is not None:
             self.view.fire("RequestStreaming", self._streaming)
             self._streaming = None

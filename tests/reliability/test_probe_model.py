@@ -425,3 +425,26 @@ async def test_a_terminal_keeps_at_most_its_cap_whatever_limit_the_agent_asks(ag
     output = json.loads(texts(session).rsplit("ANSWER<", 1)[1][:-1])["result"]
     assert output["truncated"] is True
     assert 0 < len(output["output"]) <= MAX_OUTPUT_LIMIT
+
+
+async def test_what_an_agent_sends_past_the_turn_cap_is_not_kept(agent_chat, tmp_path, monkeypatch):
+    """Past the cap the updates were dropped from the screen but each tool call was still
+    kept whole in the engine, so an agent sending on grew its memory without bound."""
+    from codecompanion_py.chat import acp_session
+
+    monkeypatch.setattr(acp_session, "MAX_TURN_CHARS", 5000)
+    calls = [
+        update(
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": f"c{n}",
+                "title": "Run",
+                "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "y" * 1000}}],
+            }
+        )
+        for n in range(20)
+    ]
+    session = agent_chat(FakeEditor())
+    await session.submit(script(tmp_path, *calls))
+    assert 4 <= len(session.updates.tool_calls) <= 6
