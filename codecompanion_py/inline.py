@@ -59,8 +59,10 @@ class InlineParser:
 
     forced: str | None = None
     placement: str | None = None
-    _head: str = ""
-    _pending: str = ""
+    # the text not yet split into lines, as the pieces it came in: joined once a line ends, so
+    # a line streamed in 80,000 tokens costs linear time (joined at each token it took minutes)
+    _head: list[str] = field(default_factory=list)
+    _pending: list[str] = field(default_factory=list)
     _in_code: bool = False
     _fenced: bool = False
     _closed: bool = False  # after the closing fence: prose the LLM added, not code
@@ -69,30 +71,36 @@ class InlineParser:
     def feed(self, text: str) -> list[ops.Op]:
         self.out = []
         if self.placement is None:
-            self._head += text
-            if "\n" not in self._head:
+            self._head.append(text)
+            if "\n" not in text:
                 return []
-            first, rest = self._head.split("\n", 1)
+            head = "".join(self._head)
+            first, rest = head.split("\n", 1)
             found = _PLACEMENT_LINE.match(first)
             chosen = found.group(1).lower() if found else None
             self._place(self.forced or (chosen if chosen in PLACEMENTS else "replace"))
-            text = rest if found else self._head  # no placement line: it was code already
-        self._pending += text
-        *lines, self._pending = self._pending.split("\n")
+            text = rest if found else head  # no placement line: it was code already
+        if "\n" not in text:
+            self._pending.append(text)
+            return self.out
+        *lines, last = ("".join(self._pending) + text).split("\n")
+        self._pending = [last]
         for line in lines:
             self._line(line)
         return self.out
 
     def finish(self) -> list[ops.Op]:
         self.out = []
+        pending = "".join(self._pending)
         if self.placement is None:  # an answer of one line (or none)
-            found = _PLACEMENT_LINE.match(self._head)
+            head = "".join(self._head)
+            found = _PLACEMENT_LINE.match(head)
             chosen = found.group(1).lower() if found else None
             self._place(self.forced or (chosen if chosen in PLACEMENTS else "replace"))
-            self._pending = "" if found else self._head
-        if self._pending and not (_FENCE.match(self._pending) and self._fenced):
-            self._line(self._pending, last=True)
-        self._pending = ""
+            pending = "" if found else head
+        if pending and not (_FENCE.match(pending) and self._fenced):
+            self._line(pending, last=True)
+        self._pending = []
         return self.out
 
     def _place(self, placement: str) -> None:

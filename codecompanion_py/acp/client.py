@@ -49,6 +49,7 @@ class AcpClient:
         self.agent_info: dict[str, Any] = {}
         self.auth_methods: list[Any] = []
         self._permissions: set[asyncio.Future[Any]] = set()
+        self._asking = asyncio.Lock()  # one permission question open in the editor at a time
         self.in_turn = False  # a prompt (or a session load) is running: its updates belong to it
         self.mcp_servers: list[dict[str, Any]] = []  # the editor's MCP servers, passed to each session
 
@@ -272,7 +273,10 @@ class AcpClient:
         raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
 
     async def _permission(self, params: dict[str, Any]) -> dict[str, Any]:
-        question = asyncio.ensure_future(self.handler.request_permission(params))
+        """The user's answer, one question at a time: an agent sending many at once would
+        stack as many prompts in the editor, which a stop could not take back; waiting here,
+        a stop answers them `cancelled`."""
+        question = asyncio.ensure_future(self._asked_alone(params))
         self._permissions.add(question)
         try:
             await asyncio.wait([question])
@@ -281,6 +285,10 @@ class AcpClient:
         if question.cancelled():
             return CANCELLED
         return question.result()
+
+    async def _asked_alone(self, params: dict[str, Any]) -> dict[str, Any]:
+        async with self._asking:
+            return await self.handler.request_permission(params)
 
     def _cancel_permissions(self) -> None:
         for question in list(self._permissions):

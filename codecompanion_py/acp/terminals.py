@@ -4,7 +4,8 @@ Each is a real process in its own group, in the project, with the safe part of t
 engine's environment (`processes.safe_env`) plus what the agent asks for; it dies with the
 engine (`processes.die_with_parent`, and its group is killed at the engine's exit).
 Output (stdout and stderr interleaved) is kept within the agent's `outputByteLimit`,
-dropping from the beginning at a character boundary as the protocol asks. Releasing a
+dropping from the beginning at a character boundary as the protocol asks, and is read
+scrubbed of the secrets the engine knows (scrubber.py), as run_command's is. Releasing a
 terminal kills what is still running.
 """
 
@@ -28,9 +29,14 @@ from ..processes import (
     terminate_group,
     to_argv,
 )
+from ..scrubber import scrub_secrets
 from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 
 DEFAULT_OUTPUT_LIMIT = 1_000_000
+MAX_OUTPUT_LIMIT = 8 * 1024 * 1024
+"""The most output kept per terminal, whatever the agent asks: `yes` under a limit of 2**40
+filled the engine's memory until it was killed."""
+KEPT_RELEASED = 32  # released terminals whose last output is kept for display
 
 
 @dataclass
@@ -54,7 +60,9 @@ class Terminal:
             self.truncated = True
 
     def text(self) -> str:
-        return strip_ansi(bytes(self.output).decode("utf-8", errors="replace"))
+        """The output as the agent and the chat read it: no escapes, no key the engine knows
+        (a secret still being printed, its beginning, too)."""
+        return scrub_secrets(strip_ansi(bytes(self.output).decode("utf-8", errors="replace")), (), cut=True)
 
     def exit_status(self) -> dict[str, Any] | None:
         code = self.proc.returncode
@@ -97,7 +105,7 @@ class Terminals:
         if not os.path.isdir(cwd):
             raise RpcError(INVALID_PARAMS, f"terminal/create: no such directory {cwd}")
         limit = params.get("outputByteLimit")
-        limit = int(limit) if isinstance(limit, int) and limit >= 0 else DEFAULT_OUTPUT_LIMIT
+        limit = min(limit, MAX_OUTPUT_LIMIT) if isinstance(limit, int) and limit >= 0 else DEFAULT_OUTPUT_LIMIT
         try:
             proc = await start_in_group(
                 argv,
@@ -154,6 +162,8 @@ class Terminals:
                 await asyncio.wait_for(asyncio.shield(terminal.reader), timeout=0.5)
             terminal.reader.cancel()
         self.released[terminal.id] = terminal.text()
+        while len(self.released) > KEPT_RELEASED:  # an agent making terminals without end
+            del self.released[next(iter(self.released))]
 
     async def close(self) -> None:
         for terminal in list(self._terminals.values()):

@@ -2,7 +2,8 @@
 
 Permissions go through the same approval UI as our own tools, with the agent's options
 (YOLO allows them, except for paths outside the project or protected ones). Reads see the
-text of loaded buffers, unsaved changes included; writes go through the file tools' edit
+text of loaded buffers, unsaved changes included, and a protected file (.env*, keys) is read
+only once the user allows it, in YOLO mode too; writes go through the file tools' edit
 path (the buffer as one undo step when it is loaded, else an atomic write), confined to
 the project, with `User CodeCompanionFileEdited` fired. Refusals travel back to the agent
 as JSON-RPC errors it can read; a missing file is ACP's "resource not found", which agents
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 from ..acp.client import CANCELLED
 from ..acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
 from ..errors import CodeCompanionError, PathRefused, RpcError
+from ..tools.approvals import visible
 from ..tools.catalog import documents
 from ..tools.orchestrator import ToolsContext
 from ..tools.workspace import Target
@@ -60,10 +62,12 @@ class AgentRequests:
         reply = await self.context.editor.call(
             "approve",
             {
-                "prompt": f"{self.agent_name} wants to: {title}",
+                "prompt": visible(f"{self.agent_name} wants to: {title}"),
                 "detail": detail,
                 "must_ask": risky,
-                "options": [{"label": str(o.get("name") or o["optionId"]), "choice": o["optionId"]} for o in options],
+                "options": [
+                    {"label": visible(str(o.get("name") or o["optionId"])), "choice": o["optionId"]} for o in options
+                ],
             },
         )
         choice = reply.get("choice") if isinstance(reply, Mapping) else None
@@ -91,6 +95,8 @@ class AgentRequests:
         target = self._target(params)
         if not target.exists:
             raise RpcError(RESOURCE_NOT_FOUND, f"Resource not found: {target.real}", {"path": str(target.real)})
+        if target.protected:  # its secrets (.env, keys) reach the agent only if the user says so, as in YOLO
+            await self._confirm_protected(target, "read")
         document = await _answerable(documents.load(self.context, target))
         self.context.reads[str(target.real)] = document.version
         text = document.text
@@ -109,7 +115,7 @@ class AgentRequests:
             raise RpcError(INVALID_PARAMS, "fs/write_text_file needs `content` as a string")
         content = content.replace("\r\n", "\n")
         if target.protected:
-            await self._confirm_protected(target)
+            await self._confirm_protected(target, "write")
         if target.exists:
             document = await _answerable(documents.load(self.context, target, exact=True))
             await _answerable(documents.store(self.context, document, content, tool=self.adapter_name))
@@ -123,17 +129,20 @@ class AgentRequests:
             )
         return {}
 
-    async def _confirm_protected(self, target: Target) -> None:
+    async def _confirm_protected(self, target: Target, action: str) -> None:
         reply = await self.context.editor.call(
             "approve",
             {
-                "prompt": f"{self.agent_name} wants to write {target.relative}",
+                "prompt": f"{self.agent_name} wants to {action} {target.relative}",
                 "must_ask": f"{target.relative} is {target.protected}",
-                "options": [{"label": "Allow this write", "choice": "allow"}, {"label": "Refuse", "choice": "refuse"}],
+                "options": [
+                    {"label": f"Allow this {action}", "choice": "allow"},
+                    {"label": "Refuse", "choice": "refuse"},
+                ],
             },
         )
         if not isinstance(reply, Mapping) or reply.get("choice") != "allow":
-            raise RpcError(INTERNAL_ERROR, f"the user refused the write to {target.relative}")
+            raise RpcError(INTERNAL_ERROR, f"the user refused the {action} of {target.relative}")
 
     def _target(self, params: Mapping[str, Any]) -> Target:
         path = params.get("path")

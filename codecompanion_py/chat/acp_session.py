@@ -22,7 +22,7 @@ from typing import Any, Literal
 from ..acp.adapters import AcpAdapter
 from ..acp.client import AcpClient
 from ..errors import AgentError, CodeCompanionError, ConfigError, RpcError
-from ..events import NoticeEvent
+from ..events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
 from ..mcp.servers import McpServers
 from ..messages import Message
 from ..tools.approvals import Approvals
@@ -40,6 +40,10 @@ from .context import ContextItem
 from .debug import debug_text
 
 log = logging.getLogger("codecompanion_py.acp")
+MAX_TURN_CHARS = 64 * 1024 * 1024
+"""What a turn may show (reply, thoughts, tool output, plans): an agent that streams past it
+is stopped and the rest dropped, so it cannot fill the editor's memory (a provider's reply
+is capped the same way, by `max_response_bytes`)."""
 
 Status = Literal["success", "error", "stopped"]
 _request_ids = itertools.count(1)
@@ -93,6 +97,7 @@ class AcpChatSession:
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
         self._reply: list[str] = []
+        self._shown = 0  # characters the turn has shown (MAX_TURN_CHARS)
         self._lost_agent = False
         self._background: set[asyncio.Future[Any]] = set()
         self._titles: dict[str, str] = {}  # earlier sessions' titles, for ACPChatRestored
@@ -281,7 +286,7 @@ class AcpChatSession:
         status: Status = "success"
         message: str | None = None
         tokens: int | None = None
-        self._reply = []
+        self._reply, self._shown = [], 0
         try:
             client, session_id = await self._ensure_session()
             info["adapter"] = self.adapter_info()  # the model is known once the session is
@@ -315,6 +320,8 @@ class AcpChatSession:
                 await self._drop_agent()
         finally:
             self._streaming = None
+            if self._shown > MAX_TURN_CHARS:
+                status, message = "error", self._too_much()
             if self._reply:
                 self.history.append(Message.of("assistant", "".join(self._reply)))
             view.fire("RequestFinished", {**info, "status": status})
@@ -420,10 +427,14 @@ class AcpChatSession:
             # after the turn's answer: the chat is the user's again
             log.debug("%s: dropped a late %s", self.adapter.name, kind)
             return
+        if kind in REPLY_UPDATES and self._shown > MAX_TURN_CHARS:  # past the cap: not even kept
+            return
         if kind in REPLY_UPDATES and self._streaming is not None:
             self.view.fire("RequestStreaming", self._streaming)
             self._streaming = None
         translation = self.updates.translate(update)
+        if not self._replaying and not self._within_cap(translation.events):
+            return
         if translation.text and not self._replaying:
             self._reply.append(translation.text)
         for event in translation.events if not self._replaying else ():  # a reopened chat's: on screen already
@@ -439,6 +450,21 @@ class AcpChatSession:
             self.view.push(ops.Ready(adapter=self.adapter_info()))
         if translation.edited_paths:  # agents that write files themselves leave loaded buffers stale
             self._spawn(self.editor.call("buffer.reload", {"paths": list(translation.edited_paths)}))
+
+    def _within_cap(self, events: Sequence[StreamEvent]) -> bool:
+        """Whether these events may be shown: past MAX_TURN_CHARS in a turn, the agent is
+        asked to stop (once) and what it still sends is dropped."""
+        before = self._shown
+        self._shown += sum(_chars(event) for event in events)
+        if self._shown <= MAX_TURN_CHARS:
+            return True
+        if before <= MAX_TURN_CHARS:
+            log.warning("%s: %s", self.adapter.name, self._too_much())
+            self.stop()
+        return False
+
+    def _too_much(self) -> str:
+        return f"{self.adapter.formatted_name} sent more than {MAX_TURN_CHARS} characters in one turn; it was stopped"
 
     async def request_permission(self, params: dict[str, Any]) -> dict[str, Any]:
         return await self.requests.request_permission(params)
@@ -461,3 +487,12 @@ class AcpChatSession:
 
     def _terminal_output(self, terminal_id: str) -> str | None:
         return self.client.terminals.output_of(terminal_id) if self.client is not None else None
+
+
+def _chars(event: StreamEvent) -> int:
+    """How much of the chat `event` fills."""
+    if isinstance(event, (TokenEvent, ReasoningEvent, ToolResultEvent)):
+        return len(event.content)
+    if isinstance(event, PlanEvent):
+        return sum(len(entry.content) + 8 for entry in event.entries)
+    return 0

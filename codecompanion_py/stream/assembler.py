@@ -89,7 +89,22 @@ class ToolCallAssembler:
                 raise AdapterError("the provider sent a tool call without a name")
             call_id = pending.id or f"call_{uuid.uuid4().hex[:12]}"
             calls.extend(_complete(call_id, pending.name, "".join(pending.fragments), pending.provider_data))
-        return calls
+        return _unique_ids(calls)
+
+
+def _unique_ids(calls: list[ToolCall]) -> list[ToolCall]:
+    """`calls`, a repeated id made unique (`call_1_2`): the model gave two calls one id, and
+    each result must answer its own call."""
+    seen: set[str] = set()
+    unique: list[ToolCall] = []
+    for call in calls:
+        call_id, n = call.id, 1
+        while call_id in seen:
+            n += 1
+            call_id = f"{call.id}_{n}"
+        seen.add(call_id)
+        unique.append(call if call_id == call.id else msgspec.structs.replace(call, id=call_id))
+    return unique
 
 
 def _complete(call_id: str, name: str, raw: str, provider_data: dict[str, Any] | None) -> list[ToolCall]:

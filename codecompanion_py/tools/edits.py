@@ -507,9 +507,9 @@ class _ChangedSpan(difflib.SequenceMatcher[str]):
 
     def __init__(self, a: list[str], b: list[str]) -> None:
         prefix, suffix = common_ends(a, b)
-        middle = difflib.SequenceMatcher(None, a[prefix : len(a) - suffix], b[prefix : len(b) - suffix], autojunk=False)
+        old, new = a[prefix : len(a) - suffix], b[prefix : len(b) - suffix]
         codes: list[_Opcode] = [
-            (tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix) for tag, i1, i2, j1, j2 in middle.get_opcodes()
+            (tag, i1 + prefix, i2 + prefix, j1 + prefix, j2 + prefix) for tag, i1, i2, j1, j2 in _opcodes(old, new)
         ]
         if prefix:
             codes.insert(0, ("equal", 0, prefix, 0, prefix))
@@ -519,6 +519,18 @@ class _ChangedSpan(difflib.SequenceMatcher[str]):
 
     def get_opcodes(self) -> list[_Opcode]:
         return self._codes
+
+
+MAX_DIFF_CELLS = 10_000_000
+"""Changed spans of more lines than this (old times new) are shown as one replacement:
+difflib's time grows with their product, and an agent's diff of two 150,000-line texts
+held the engine (every chat) for minutes."""
+
+
+def _opcodes(old: list[str], new: list[str]) -> list[_Opcode]:
+    if len(old) * len(new) <= MAX_DIFF_CELLS:
+        return difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    return [("replace", 0, len(old), 0, len(new))]
 
 
 def _hunk_range(start: int, stop: int) -> str:

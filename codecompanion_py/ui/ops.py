@@ -18,7 +18,6 @@ from typing import Any, Literal, Union, get_args
 import msgspec
 
 from ..events import PlanEntry, ToolLocation, ToolProgress
-from ..messages import deeper_than
 
 LUA_DEPTH = 24
 """How deep a batch may nest when it reaches Lua. Neovim closes a channel whose message
@@ -275,12 +274,39 @@ def encode(ops: Sequence[Op]) -> list[Any]:
 
 
 def for_lua(value: Any) -> Any:
-    """`value` nested no deeper than `LUA_DEPTH`: below that, its tables go as JSON text."""
-    return _cut(value, LUA_DEPTH) if deeper_than(value, LUA_DEPTH) else value
+    """`value` as Neovim's channel can carry it: nested no deeper than `LUA_DEPTH` (below
+    that, its tables go as JSON text) and its integers within msgpack's 64 bits (wider ones,
+    a model's 2**70, go as their decimal text: one would fail the whole batch)."""
+    return value if _fits(value) else _cut(value, LUA_DEPTH)
+
+
+def _fits(value: Any) -> bool:
+    """Whether `value` nests at most `LUA_DEPTH` levels and has no integer msgpack refuses
+    (one walk, no recursion: this runs for every batch)."""
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, int):
+            if not _INT_MIN <= item <= _INT_MAX:
+                return False
+            continue
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > LUA_DEPTH:
+            return False
+        level.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, int)))
+    return True
+
+
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
 def _cut(value: Any, levels: int) -> Any:
-    """`value` with its lists and tables below `levels` levels turned into JSON text."""
+    """`value` with its lists and tables below `levels` levels turned into JSON text, and its
+    integers past 64 bits into decimal text."""
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
+        return str(value)
     if not isinstance(value, (dict, list)):
         return value
     if levels <= 1:

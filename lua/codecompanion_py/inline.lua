@@ -210,7 +210,13 @@ function render.text(run, op)
   if run.written then
     pcall(vim.cmd.undojoin) -- the whole edit is one undo step
   end
-  api.nvim_buf_set_lines(run.buf, run.start, run.start + run.count, false, lines)
+  local ok, err = pcall(api.nvim_buf_set_lines, run.buf, run.start, run.start + run.count, false, lines)
+  if not ok then -- help, a terminal, 'nomodifiable': stop at the first refusal, said once
+    run.gone = true
+    M.stop(run.id)
+    return vim.notify("CodeCompanion: the inline request stopped, this buffer cannot be changed: " .. err,
+      vim.log.levels.WARN)
+  end
   run.count, run.written = #lines, true
 end
 

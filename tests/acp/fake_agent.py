@@ -1,7 +1,7 @@
 """A scripted ACP agent for tests: plain blocking stdio, no code shared with the client.
 
 The first word of a prompt picks the scenario (`stream`, `permission`, `read`, `terminal`,
-`plan`, `crash`, `slow`, `junk`, `write_outside`, `many`, `replay NAME`); anything else is
+`plan`, `crash`, `slow`, `junk`, `write_outside`, `many`, `script PATH`, `replay NAME`); anything else is
 echoed. `replay NAME` sends the updates recorded from a real agent in
 `recordings/NAME.jsonl`, one `update` object a line, with `{cwd}` replaced.
 Environment: FAKE_AGENT_HANG=initialize|prompt makes it never answer that method;
@@ -88,6 +88,8 @@ def ask(method: str, params: dict) -> dict:
             continue
         if message.get("id") == request_id and "method" not in message:
             return message
+        if "method" not in message:  # the answer to a request a script sent: nobody waits for it
+            continue
         if message.get("method") == "session/cancel":
             _cancelled[0] = True
         else:
@@ -269,6 +271,24 @@ def scenario_junk(cwd: str, rest: str) -> str:
     return "end_turn"
 
 
+def scenario_script(cwd: str, rest: str) -> str:
+    """`script PATH`: each line of PATH is a JSON step, `{"send": message}` (written as is),
+    `{"raw": text}` (written as is, not JSON) or `{"ask": [method, params]}`; the answers to
+    the asks are said back, one JSON line each, as `ANSWER<...>`."""
+    with open(rest) as handle:
+        steps = [json.loads(line.replace("{cwd}", cwd)) for line in handle if line.strip()]
+    for step in steps:
+        if "send" in step:
+            send(step["send"])
+        elif "raw" in step:
+            sys.stdout.write(step["raw"])
+            sys.stdout.flush()
+        else:
+            method, params = step["ask"]
+            say("ANSWER<" + json.dumps(ask(method, {"sessionId": SESSION, **params})) + ">")
+    return "end_turn"
+
+
 def scenario_replay(cwd: str, rest: str) -> str:
     recording = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recordings", rest + ".jsonl")
     with open(recording) as handle:
@@ -291,6 +311,7 @@ SCENARIOS = {
     "junk": scenario_junk,
     "write_outside": scenario_write_outside,
     "many": scenario_many,
+    "script": scenario_script,
 }
 
 MODES = {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]}
