@@ -33,6 +33,20 @@ end
 
 local uv = vim.uv
 
+-- `path` with a leading `~` and its `$VAR`/`${VAR}` expanded (unset ones left as they are), as
+-- the engine expands one (repository.expand). Never vim.fn.expand: a name of the project such as
+-- "`cmd`.png" would run `cmd` in a shell, and `*`, `%` or `#` would name other files.
+function M.expand(path)
+  if path == "~" or path:sub(1, 2) == "~/" then
+    path = uv.os_homedir() .. path:sub(2)
+  end
+  local function var(name, whole)
+    return os.getenv(name) or whole
+  end
+  path = path:gsub("(%${([%w_]+)})", function(whole, name) return var(name, whole) end)
+  return (path:gsub("(%$([%a_][%w_]*))", function(whole, name) return var(name, whole) end))
+end
+
 -- A file of this plugin's own (a built-in prompt): a regular file opened without blocking.
 function M.read_own(path)
   local fd, err = uv.fs_open(path, uv.constants.O_RDONLY + uv.constants.O_NONBLOCK, 0)

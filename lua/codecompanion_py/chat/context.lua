@@ -93,7 +93,7 @@ function capture.file(chat, arg)
   if not arg then
     return nil, "name the file: #{file:path}"
   end
-  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+  local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
   local content, why = require("codecompanion_py.files").read_text(path)
   if not content then
     return nil, why
@@ -117,7 +117,7 @@ function capture.image(chat, arg)
   if not arg then
     return nil, "name the image: #{image:path}"
   end
-  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+  local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
   if vim.fn.filereadable(path) == 0 then
     return nil, arg .. " is not a readable file"
   end
@@ -204,7 +204,7 @@ function capture.symbols(_, arg)
   if not arg then
     return nil, "name the file: #{symbols:path}"
   end
-  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+  local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
   local ok_read, lines = pcall(vim.fn.readfile, path)
   if not ok_read then
     return nil, arg .. " cannot be read"

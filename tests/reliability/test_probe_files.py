@@ -1,0 +1,98 @@
+"""Files and the editor, probed with hostile repositories, in real headless Neovim against a
+scripted LLM on 127.0.0.1:
+
+* A path in `#{file:}`, `#{image:}` or `#{symbols:}` (what /file, /image and /symbols insert
+  from the project's file names) is a name, never a command line: a repository file named
+  `` `touch PWNED` `` runs nothing, and `~` and `$VAR` are still expanded.
+* `#{symbols:}` reads through the engine's door: a FIFO or a link to /dev/zero is refused at
+  once and the editor goes on; a project name that links out of the project is refused.
+* `#{image:}` of a FIFO or of a link to /dev/zero is refused at once; the engine goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from tests.e2e import conftest as e2e
+from tests.e2e.test_chat_surface import chat_config, notes, reply, send, setup
+from tests.reliability.test_repository_door import MARKER, fake_home, request_text
+
+pytestmark = [pytest.mark.nvim, pytest.mark.skipif(sys.platform == "win32", reason="POSIX Neovim")]
+
+nvim_home = e2e.nvim_home
+editor = e2e.editor
+
+
+def open_project(editor, server, project) -> int:
+    setup(editor, server.url, chat_config(""))
+    editor.nvim.command(f"cd {project}")
+    editor.nvim.command("CodeCompanionChat")
+    return editor.nvim.current.buffer.number
+
+
+def refused(editor, server, prompt: str, said: str) -> None:
+    """Send `prompt`, expect a note holding `said`, nothing sent, and clear the input."""
+    editor.type_prompt(prompt)
+    editor.nvim.input("<CR>")
+    editor.wait_for(lambda: any(said in n for n in notes(editor)), what=said)
+    assert server.requests == [] and editor.nvim.current.buffer.options["modifiable"]
+    editor.nvim.current.buffer[-1] = ""
+
+
+# --- a path is a name, never a command ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["file", "image", "symbols"])
+def test_a_context_path_with_backticks_runs_no_shell_command(editor, tmp_path, kind):
+    project = tmp_path / "proj"
+    project.mkdir()
+    pwned = project / "PWNED"  # the shell runs in the editor's cwd: the project
+    name = "`touch PWNED`.png"  # a file the repository holds, as /file or /image inserts it
+    (project / name).write_bytes(b"\x89PNG\r\n\x1a\n")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        open_project(editor, server, project)
+        editor.type_prompt(f"#{{{kind}:{name}}} look")
+        editor.nvim.input("<CR>")
+        editor.wait_for(lambda: server.requests or notes(editor), what="the message sent or refused")
+        assert not pwned.exists()
+        assert editor.lua("return 1") == 1
+
+
+def test_a_context_path_still_expands_home_and_variables(editor, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("from home\n")
+    (tmp_path / "var.txt").write_text("from a variable\n")
+    project = tmp_path / "proj"
+    project.mkdir()
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        open_project(editor, server, project)
+        editor.lua(f"vim.env.HOME = '{home}'; vim.env.CC_PROBE_DIR = '{tmp_path}'")
+        send(editor, "#{file:~/notes.txt} and #{file:$CC_PROBE_DIR/var.txt}", 1)
+        sent = request_text(server)
+        assert "from home" in sent and "from a variable" in sent, notes(editor)
+
+
+# --- #{symbols:} through the door --------------------------------------------------------------
+
+
+def test_symbols_of_a_fifo_or_dev_zero_link_is_refused_and_the_editor_goes_on(editor, tmp_path):
+    home = fake_home(tmp_path)
+    project = tmp_path / "proj"
+    project.mkdir()
+    os.mkfifo(project / "pipe.py")
+    (project / "zero.py").symlink_to("/dev/zero")  # a repository may hold this link
+    (project / "key.py").symlink_to(home / ".ssh" / "id_rsa")
+    (project / "ok.py").write_text("def visible_function():\n    pass\n")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        open_project(editor, server, project)
+        refused(editor, server, "#{symbols:pipe.py} outline", "pipe.py")
+        refused(editor, server, "#{symbols:zero.py} outline", "zero.py")
+        refused(editor, server, "#{symbols:key.py} outline", "outside the project")
+        send(editor, "#{symbols:ok.py} outline", 1)
+        sent = request_text(server)
+        assert "visible_function" in sent and MARKER not in sent
