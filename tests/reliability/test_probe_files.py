@@ -87,12 +87,12 @@ def test_symbols_of_a_fifo_or_dev_zero_link_is_refused_and_the_editor_goes_on(ed
     os.mkfifo(project / "pipe.py")
     (project / "zero.py").symlink_to("/dev/zero")  # a repository may hold this link
     (project / "key.py").symlink_to(home / ".ssh" / "id_rsa")
-    (project / "ok.py").write_text("def visible_function():\n    pass\n")
+    (project / "ok.lua").write_text("local function visible_function()\nend\n")
     with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
         open_project(editor, server, project)
         refused(editor, server, "#{symbols:pipe.py} outline", "pipe.py")
         refused(editor, server, "#{symbols:zero.py} outline", "zero.py")
         refused(editor, server, "#{symbols:key.py} outline", "outside the project")
-        send(editor, "#{symbols:ok.py} outline", 1)
+        send(editor, "#{symbols:ok.lua} outline", 1)
         sent = request_text(server)
         assert "visible_function" in sent and MARKER not in sent

@@ -205,13 +205,14 @@ function capture.symbols(_, arg)
     return nil, "name the file: #{symbols:path}"
   end
   local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
-  local ok_read, lines = pcall(vim.fn.readfile, path)
-  if not ok_read then
-    return nil, arg .. " cannot be read"
+  -- through the engine's door, as #{file:}: a FIFO or a link to /dev/zero must not hang the editor
+  local content, why = require("codecompanion_py.files").read_text(path)
+  if not content then
+    return nil, why
   end
+  local lines = vim.split(content, "\n", { plain = true })
   local filetype = vim.filetype.match({ filename = path, contents = lines }) or ""
   local lang = vim.treesitter.language.get_lang(filetype) or filetype
-  local content = table.concat(lines, "\n")
   local ok, parser = pcall(vim.treesitter.get_string_parser, content, lang)
   if not ok or not parser then
     return nil, ("there is no tree-sitter parser for %s (%s)"):format(arg,
