@@ -96,3 +96,23 @@ def test_symbols_of_a_fifo_or_dev_zero_link_is_refused_and_the_editor_goes_on(ed
         send(editor, "#{symbols:ok.lua} outline", 1)
         sent = request_text(server)
         assert "visible_function" in sent and MARKER not in sent
+
+
+# --- #{image:} ---------------------------------------------------------------------------------
+
+
+def test_an_image_that_is_a_fifo_or_a_dev_zero_link_is_refused_and_the_engine_goes_on(editor, tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    os.mkfifo(project / "pipe.png")
+    (project / "zero.png").symlink_to("/dev/zero")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        chat = open_project(editor, server, project)
+        for name in ("pipe.png", "zero.png"):
+            editor.type_prompt(f"#{{image:{name}}} look")
+            editor.nvim.input("<CR>")
+            editor.wait_for(lambda name=name: any(name in n for n in notes(editor)), what=f"{name} refused")
+            assert server.requests == []
+            editor.nvim.current.buffer[-1] = ""
+        send(editor, "still there?", 1)
+        assert "still there?" in request_text(server), editor.text(chat)
