@@ -166,3 +166,41 @@ def test_prompt_folders_that_link_to_themselves_are_listed_at_once(tmp_path, tru
     listed = done.stdout.split()
     assert listed.count("team.md") == 1, (done.stdout, done.stderr)
     assert ("mine.md" in listed) == (trusted == "trusted"), done.stdout
+
+
+# --- files that run code on their own: the names the list missed ---------------------------------
+
+MORE_AUTORUN = [
+    "mise.local.toml",
+    ".mise.local.toml",
+    "mise.dev.toml",
+    ".mise/config.toml",
+    "mise/config.toml",
+    ".config/mise.toml",
+    ".config/mise/config.toml",
+    ".config/mise/conf.d/tasks.toml",
+    "sub/MISE.LOCAL.TOML",
+    "lefthook.yml",
+    ".lefthook.yml",
+    "lefthook-local.yaml",
+]
+
+
+@pytest.mark.parametrize("path", MORE_AUTORUN)
+async def test_yolo_asks_before_writing_a_mise_or_lefthook_config(tmp_path, path):
+    from tests.reliability.test_hostile_input import Editor, answer, call, project, run_turn
+
+    root = project(tmp_path)
+    user = Editor(choice="reject")
+    content = '[env]\n_.source = "./x.sh"\n'
+    await run_turn(root, call("create_file", {"filepath": path, "content": content}), answer(), editor=user, yolo=True)
+    assert len(user.asked) == 1, f"{path} was written without asking"
+    assert not (root / path).exists()
+
+
+def test_ordinary_toml_and_yaml_files_are_not_protected(tmp_path):
+    from codecompanion_py.tools.workspace import Workspace
+
+    workspace = Workspace(tmp_path)
+    for path in ("pyproject.toml", "config.toml", "ci.yml", "docs/mise-en-place.toml", "premise.toml"):
+        assert workspace.resolve(path).protected is None, path
