@@ -204,3 +204,21 @@ def test_ordinary_toml_and_yaml_files_are_not_protected(tmp_path):
     workspace = Workspace(tmp_path)
     for path in ("pyproject.toml", "config.toml", "ci.yml", "docs/mise-en-place.toml", "premise.toml"):
         assert workspace.resolve(path).protected is None, path
+
+
+def test_an_image_of_the_project_that_links_out_of_it_is_refused(editor, tmp_path):
+    home = fake_home(tmp_path)
+    private = home / "passport.png"
+    private.write_bytes(b"\x89PNG\r\n\x1a\n" + MARKER.encode() * 3)
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "logo.png").symlink_to(private)  # what /image lists among the project's images
+    (project / "real.png").write_bytes(b"\x89PNG\r\n\x1a\nreal")
+    (project / "alias.png").symlink_to("real.png")  # a link inside the project is fine
+    with ServerThread(ScriptedServer.sequence([reply("ok"), reply("ok")])) as server:
+        open_project(editor, server, project)
+        refused(editor, server, "#{image:logo.png} look", "logo.png is a link to")
+        send(editor, "#{image:alias.png} look", 1)
+        assert "image" in request_text(server) and "passport" not in request_text(server)
+        send(editor, f"#{{image:{private}}} mine", 2)  # named itself, the user's own file goes
+        assert "passport.png" in request_text(server)

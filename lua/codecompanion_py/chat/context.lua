@@ -121,6 +121,13 @@ function capture.image(chat, arg)
   if vim.fn.filereadable(path) == 0 then
     return nil, arg .. " is not a readable file"
   end
+  -- a project's name that links out of it (logo.png -> ~/private.png) is refused, as #{file:} does
+  local cwd, root, real = vim.fn.getcwd(), vim.uv.fs_realpath(vim.fn.getcwd()) or "", vim.uv.fs_realpath(path) or ""
+  local function under(p, dir) return p:sub(1, #dir + 1) == dir .. "/" end
+  if under(path, cwd) and not under(real, root) then
+    return nil, ("%s is a link to %s, outside the project; to share that file, name it itself"):format(arg,
+      vim.fn.fnamemodify(real, ":~"))
+  end
   if not IMAGE_TYPES[(path:match("%.(%w+)$") or ""):lower()] then
     return nil, arg .. " is not an image (png, jpg, jpeg, gif or webp)"
   end
