@@ -222,3 +222,21 @@ def test_an_image_of_the_project_that_links_out_of_it_is_refused(editor, tmp_pat
         assert "image" in request_text(server) and "passport" not in request_text(server)
         send(editor, f"#{{image:{private}}} mine", 2)  # named itself, the user's own file goes
         assert "passport.png" in request_text(server)
+
+
+# --- gR: a path the reply names ------------------------------------------------------------------
+
+
+def test_gr_on_a_fifo_the_reply_names_opens_nothing_and_the_editor_goes_on(editor, tmp_path):
+    os.mkfifo(tmp_path / "pipe.txt")
+    (tmp_path / "notes.txt").write_text("notes\n")
+    editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+    editor.nvim.command(f"cd {tmp_path}")
+    editor.nvim.current.buffer[:] = ["the log is in pipe.txt", "see notes.txt:1"]
+    editor.nvim.api.win_set_cursor(0, [1, 18])
+    editor.nvim.exec_lua("require('codecompanion_py.chat.editing').goto_file('tabnew')", async_=True)
+    editor.wait_for(lambda: any("no file under the cursor" in n for n in notes(editor)), what="nothing opened")
+    assert editor.nvim.current.buffer.name == ""
+    editor.nvim.api.win_set_cursor(0, [2, 6])
+    editor.lua("require('codecompanion_py.chat.editing').goto_file('tabnew')")
+    assert editor.nvim.current.buffer.name == str(tmp_path / "notes.txt")
