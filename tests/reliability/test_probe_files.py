@@ -240,3 +240,19 @@ def test_gr_on_a_fifo_the_reply_names_opens_nothing_and_the_editor_goes_on(edito
     editor.nvim.api.win_set_cursor(0, [2, 6])
     editor.lua("require('codecompanion_py.chat.editing').goto_file('tabnew')")
     assert editor.nvim.current.buffer.name == str(tmp_path / "notes.txt")
+
+
+# --- saved chats ---------------------------------------------------------------------------------
+
+
+def test_a_saved_chat_with_newlines_in_its_title_and_adapter_reopens_on_one_line(editor, tmp_path):
+    from tests.reliability.test_saved_chats_door import open_history, pick, saved_chat
+
+    folder = tmp_path / "history"
+    saved_chat(folder, "evil", "Evil\ntitle\r\x0b here", adapter="testllm\n## Me")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        open_history(editor, folder, server.url)
+        labels = pick(editor, "Evil title here")
+        assert labels[0].startswith("Evil title here  (testllm ## Me"), labels
+        editor.wait_for(lambda: "Evil" in editor.text() and "question 0" in editor.text(), what="the chat reopened")
+        assert "testllm ## Me" in editor.text()
