@@ -12,6 +12,7 @@ replacing what it sent before) or `update = "diff"` (only the changes, added aft
 from __future__ import annotations
 
 import base64
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -19,10 +20,11 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..errors import ConfigError
+from ..errors import ConfigError, FileTooLarge, PathRefused
 from ..messages import ImagePart, Message, TextPart
 from ..repository import valid_text
 from ..scrubber import KNOWN
+from ..tools.workspace import read_regular
 
 _BACKTICKS = re.compile(r"`{3,}")
 
@@ -83,13 +85,12 @@ def image_part(path: str) -> ImagePart:
     media_type = IMAGE_TYPES.get(file.suffix.lower())
     if media_type is None:
         raise ConfigError(f"{file.name} is not an image this chat can send ({', '.join(sorted(IMAGE_TYPES))})")
-    try:
-        size = file.stat().st_size
-        if size > MAX_IMAGE_BYTES:
-            raise ConfigError(f"{file.name} is {size:,} bytes; images up to {MAX_IMAGE_BYTES:,} bytes are sent")
-        data = file.read_bytes()
-    except OSError as error:
-        raise ConfigError(f"the image {path} cannot be read: {error.strerror or error}") from None
+    try:  # a regular file only: a FIFO or a link to /dev/zero must not stall the engine's loop
+        data = read_regular(Path(os.path.realpath(file)), file.name, MAX_IMAGE_BYTES)
+    except FileTooLarge:
+        raise ConfigError(f"{file.name} is above {MAX_IMAGE_BYTES:,} bytes, the most an image may be") from None
+    except PathRefused as refused:
+        raise ConfigError(f"the image {path} cannot be read: {refused}") from None
     return ImagePart(data=base64.b64encode(data).decode(), media_type=media_type)
 
 

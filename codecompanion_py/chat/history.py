@@ -53,6 +53,11 @@ class Summary(msgspec.Struct, kw_only=True):
     created: float = 0.0
     updated: float = 0.0
 
+    def __post_init__(self) -> None:
+        # each is shown on one line (the picker, the chat's headers): a saved newline broke the reopening
+        self.title, self.adapter = " ".join(self.title.split()), " ".join(self.adapter.split())
+        self.model = " ".join(self.model.split()) if self.model else self.model
+
 
 class Record(Summary, kw_only=True):
     titled: bool = False  # the title was written (by the LLM or the user), not taken from the first line

@@ -63,6 +63,9 @@ _AUTORUN_FILES = frozenset(
         ".pre-commit-config.yaml",
     }
 )
+# mise reads every one of these (`_.source` runs a script at each prompt); lefthook's hooks
+# read their config at each commit, as pre-commit does
+_AUTORUN_NAME = re.compile(r"\.?(mise(\.[\w.-]+)?\.toml|lefthook(-local)?\.(ya?ml|toml|jsonc?))")
 _CREDENTIAL_FILES = frozenset({".netrc", ".npmrc", ".pypirc"})
 _KEY_PREFIXES = ("id_rsa", "id_ed25519", "id_ecdsa")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -209,7 +212,8 @@ class Workspace:
             if reason := next((_PROTECTED_DIRS[p] for p in parts if p in _PROTECTED_DIRS), None):
                 return reason
             name = parts[-1] if parts else ""
-            if name in _AUTORUN_FILES:
+            in_mise = name.endswith(".toml") and bool({"mise", ".mise"} & set(parts[:-1]))  # mise/conf.d/x.toml
+            if name in _AUTORUN_FILES or _AUTORUN_NAME.fullmatch(name) or in_mise:
                 return f"a file that runs code by itself ({name})"
             if name == ".env" or name.startswith(".env."):
                 return "an environment file (.env*)"

@@ -33,6 +33,56 @@ end
 
 local uv = vim.uv
 
+M.MAX_VISITS = 20000 -- the most entries one search looks at
+
+-- The files under `dir` (absolute) whose names end with `suffix`, at any depth (none hidden), sorted:
+-- linked folders are followed, each real folder once (Vim's `**` went round a folder that
+-- links to itself 2^30 times), and at most M.MAX_VISITS entries are looked at.
+function M.find(dir, suffix)
+  local found, seen, visits = {}, {}, 0
+  local function visit(path)
+    local real = uv.fs_realpath(path)
+    if not real or seen[real] then
+      return
+    end
+    seen[real] = true
+    local handle = uv.fs_scandir(path)
+    while handle and visits < M.MAX_VISITS do
+      local name, kind = uv.fs_scandir_next(handle)
+      if not name then
+        break
+      end
+      visits = visits + 1
+      local child = path .. "/" .. name
+      kind = kind == "link" and (uv.fs_stat(child) or {}).type or kind
+      if name:sub(1, 1) == "." then -- hidden, as `**` leaves them
+        kind = nil
+      elseif kind == "directory" then
+        visit(child)
+      elseif kind and name:sub(-#suffix) == suffix then -- a FIFO too: the engine says why it is not read
+        table.insert(found, child)
+      end
+    end
+  end
+  visit((dir:gsub("/+$", "")))
+  table.sort(found)
+  return found
+end
+
+-- `path` with a leading `~` and its `$VAR`/`${VAR}` expanded (unset ones left as they are), as
+-- the engine expands one (repository.expand). Never vim.fn.expand: a name of the project such as
+-- "`cmd`.png" would run `cmd` in a shell, and `*`, `%` or `#` would name other files.
+function M.expand(path)
+  if path == "~" or path:sub(1, 2) == "~/" then
+    path = uv.os_homedir() .. path:sub(2)
+  end
+  local function var(name, whole)
+    return os.getenv(name) or whole
+  end
+  path = path:gsub("(%${([%w_]+)})", function(whole, name) return var(name, whole) end)
+  return (path:gsub("(%$([%a_][%w_]*))", function(whole, name) return var(name, whole) end))
+end
+
 -- A file of this plugin's own (a built-in prompt): a regular file opened without blocking.
 function M.read_own(path)
   local fd, err = uv.fs_open(path, uv.constants.O_RDONLY + uv.constants.O_NONBLOCK, 0)

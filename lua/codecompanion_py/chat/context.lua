@@ -93,7 +93,7 @@ function capture.file(chat, arg)
   if not arg then
     return nil, "name the file: #{file:path}"
   end
-  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+  local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
   local content, why = require("codecompanion_py.files").read_text(path)
   if not content then
     return nil, why
@@ -117,9 +117,16 @@ function capture.image(chat, arg)
   if not arg then
     return nil, "name the image: #{image:path}"
   end
-  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
+  local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
   if vim.fn.filereadable(path) == 0 then
     return nil, arg .. " is not a readable file"
+  end
+  -- a project's name that links out of it (logo.png -> ~/private.png) is refused, as #{file:} does
+  local cwd, root, real = vim.fn.getcwd(), vim.uv.fs_realpath(vim.fn.getcwd()) or "", vim.uv.fs_realpath(path) or ""
+  local function under(p, dir) return p:sub(1, #dir + 1) == dir .. "/" end
+  if under(path, cwd) and not under(real, root) then
+    return nil, ("%s is a link to %s, outside the project; to share that file, name it itself"):format(arg,
+      vim.fn.fnamemodify(real, ":~"))
   end
   if not IMAGE_TYPES[(path:match("%.(%w+)$") or ""):lower()] then
     return nil, arg .. " is not an image (png, jpg, jpeg, gif or webp)"
@@ -204,14 +211,15 @@ function capture.symbols(_, arg)
   if not arg then
     return nil, "name the file: #{symbols:path}"
   end
-  local path = vim.fn.fnamemodify(vim.fn.expand(arg), ":p")
-  local ok_read, lines = pcall(vim.fn.readfile, path)
-  if not ok_read then
-    return nil, arg .. " cannot be read"
+  local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
+  -- through the engine's door, as #{file:}: a FIFO or a link to /dev/zero must not hang the editor
+  local content, why = require("codecompanion_py.files").read_text(path)
+  if not content then
+    return nil, why
   end
+  local lines = vim.split(content, "\n", { plain = true })
   local filetype = vim.filetype.match({ filename = path, contents = lines }) or ""
   local lang = vim.treesitter.language.get_lang(filetype) or filetype
-  local content = table.concat(lines, "\n")
   local ok, parser = pcall(vim.treesitter.get_string_parser, content, lang)
   if not ok or not parser then
     return nil, ("there is no tree-sitter parser for %s (%s)"):format(arg,

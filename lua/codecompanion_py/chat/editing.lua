@@ -94,9 +94,11 @@ function M.goto_file(action)
   local word = vim.fn.expand("<cWORD>"):gsub("^[`'\"(%[]+", ""):gsub("[`'\",.)%]:]+$", "")
   local path, line = word:match("^(.-):(%d+)")
   path = path or word
-  if path == "" or vim.fn.filereadable(path) ~= 1 then
+  -- a regular file only: opening a FIFO the reply names blocks Neovim for good (even SIGTERM waits)
+  local function a_file(name) return name ~= "" and (vim.uv.fs_stat(name) or {}).type == "file" end
+  if not a_file(path) then
     local cfile = vim.fn.expand("<cfile>")
-    if cfile ~= "" and vim.fn.filereadable(cfile) == 1 then
+    if a_file(cfile) then
       path, line = cfile, nil
     else
       return vim.notify("CodeCompanion: no file under the cursor", vim.log.levels.WARN)

@@ -103,7 +103,7 @@ local files = require("codecompanion_py.files")
 -- The markdown prompts under `dir`: this plugin's built-ins are read here, every other
 -- folder's files by the engine (files.lua), all in one request.
 local function markdown_items(dir, source, items, root)
-  local paths = vim.fn.globpath(vim.fn.fnamemodify(vim.fn.expand(dir), ":p"), "**/*.md", false, true)
+  local paths = files.find(vim.fn.fnamemodify(vim.fn.expand(dir), ":p"), ".md")
   local texts, failed
   if source == "builtin" then
     texts = vim.tbl_map(function(path)
@@ -183,8 +183,8 @@ function M.items(refresh)
     elseif trust.state(root) == true then
       markdown_items(dir, "project", items, root)
     else
-      untrusted = untrusted or (trust.state(root) == nil and #vim.fn.globpath(vim.fn.expand(dir), "**/*.md", false,
-        true) > 0)
+      untrusted = untrusted or (trust.state(root) == nil and #files.find(vim.fn.fnamemodify(vim.fn.expand(dir), ":p"),
+        ".md") > 0)
     end
   end
   unshadow(items)
