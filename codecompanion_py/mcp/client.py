@@ -28,7 +28,7 @@ from ..acp.agent_process import AgentProcess
 from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
 from ..adapters.base import resolve_env_string
 from ..adapters.lua import LuaFunction
-from ..errors import ConfigError, ConnectionClosed, RpcError
+from ..errors import CodeCompanionError, ConfigError, ConnectionClosed, RpcError
 from ..processes import safe_env
 from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in
 from .door import (
@@ -84,6 +84,8 @@ class McpServer:
         self._conn: Connection | HttpConnection | None = None
         self._starting: asyncio.Task[None] | None = None
         self._tools_changed = False
+        self._stale: set[str] = set()  # "prompts", "resources": the server said they changed
+        self._relisting: dict[str, asyncio.Task[None]] = {}
         self._progress = 0
         self._calls: dict[str, _Call] = {}  # by progressToken
         self.left_out = 0  # tools past MAX_TOOLS_BYTES
@@ -192,7 +194,7 @@ class McpServer:
         found: list[dict[str, Any]] = []
         cursor = None
         for _ in range(_MAX_PAGES):
-            page = await self.request(f"{kind}/list", {"cursor": cursor} if cursor else None)
+            page = self._cleaned(await self.request(f"{kind}/list", {"cursor": cursor} if cursor else None))
             page = page if isinstance(page, Mapping) else {}
             found.extend(dict(item) for item in page.get(kind) or () if isinstance(item, Mapping))
             cursor = page.get("nextCursor")
@@ -233,6 +235,18 @@ class McpServer:
         """`text` from or about the server without the values of its configured headers
         and env (a server's errors and logs may echo them)."""
         return scrub_secrets(text, self.secrets)
+
+    def _cleaned(self, value: Any) -> Any:
+        """`value` (JSON the server sent) with its secrets scrubbed from every string of it:
+        names, descriptions and schemas go to the LLM, the chat and `/mcp` as they are."""
+        text = msgspec.json.encode(value).decode()
+        cleaned = self.clean(text)
+        if cleaned == text:
+            return value
+        try:
+            return msgspec.json.decode(cleaned)
+        except msgspec.DecodeError:  # a secret that held JSON's quoting: nothing of it is kept
+            return None
 
     def read_text(self, text: str) -> str:
         """A prompt's or resource's text for the chat: scrubbed, then capped."""
@@ -311,6 +325,9 @@ class McpServer:
         return dict(result) if isinstance(result, Mapping) else {}
 
     async def stop(self) -> None:
+        for task in self._relisting.values():
+            task.cancel()
+        self._relisting.clear()
         conn, self._conn = self._conn, None
         process, self._process = self._process, None
         if conn is not None:
@@ -359,12 +376,28 @@ class McpServer:
         if method == "notifications/tools/list_changed":
             self._tools_changed = True
         elif method in ("notifications/prompts/list_changed", "notifications/resources/list_changed"):
-            kind = method.split("/")[1]
-            setattr(self, kind, (await self._list(kind))[:MAX_TOOLS])
+            self._relist(method.split("/")[1])
         elif method == "notifications/progress" and isinstance(params, Mapping):
             self._progressed(params)
         elif method == "notifications/message" and isinstance(params, Mapping) and log.isEnabledFor(logging.INFO):
             log.info("MCP server %s: %s", self.name, shown(self.clean(str(params.get("data"))), 2000))
+
+    def _relist(self, kind: str) -> None:
+        """List `kind` again, off the task that reads the server's messages (the answer comes
+        through it): one listing at a time, and one more for all the notices during it."""
+        self._stale.add(kind)
+        task = self._relisting.get(kind)
+        if task is None or task.done():
+            self._relisting[kind] = asyncio.get_running_loop().create_task(self._read_again(kind))
+
+    async def _read_again(self, kind: str) -> None:
+        while kind in self._stale:
+            self._stale.discard(kind)
+            try:
+                setattr(self, kind, (await self._list(kind))[:MAX_TOOLS])
+            except CodeCompanionError as error:
+                log.info("MCP server %s: %s were not listed again: %s", self.name, kind, error)
+                return
 
     def _progressed(self, params: Mapping[str, Any]) -> None:
         """Progress of a call in flight, by the token this client gave it; at most one
