@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..processes import signal_group, start_in_group
-from ..scrubber import KNOWN
+from ..scrubber import KNOWN, url_credentials
 from . import lua
 from .handlers import call_handler
 from .lua import LuaFunction
@@ -392,7 +392,12 @@ async def prepare(
     ready.env_replaced = values
     ready.secrets = _secrets(ready, values)
     KNOWN.remember(ready.secrets)  # scrubbed from whatever comes in from outside (scrubber.py)
-    return await lua.run_sync(ready.lua_editor, _fill, ready, values, settings)
+    ready = await lua.run_sync(ready.lua_editor, _fill, ready, values, settings)
+    in_url = url_credentials(ready.url)  # https://user:password@host: basic auth before a model
+    if in_url:
+        ready.secrets = (*ready.secrets, *in_url)
+        KNOWN.remember(in_url)
+    return ready
 
 
 def _fill(ready: HTTPAdapter, values: Mapping[str, Any], settings: Mapping[str, Any] | None) -> HTTPAdapter:

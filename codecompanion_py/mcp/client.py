@@ -30,7 +30,7 @@ from ..adapters.base import resolve_env_string
 from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError, ConnectionClosed, RpcError
 from ..processes import safe_env
-from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in
+from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in, url_credentials
 from .door import (
     MAX_INSTRUCTIONS,
     MAX_MESSAGE_BYTES,
@@ -113,8 +113,10 @@ class McpServer:
         self.notice("MCPServerStart", {"server": self.name})
         if self.spec.get("url"):
             headers = {k: str(await self.value(k, v)) for k, v in (self.spec.get("headers") or {}).items()}
-            self.secrets = secrets_in(headers, every_header=True)
+            in_url = url_credentials(str(self.spec["url"]))
+            self.secrets = secrets_in(headers, in_url, every_header=True)
             KNOWN.remember_headers(headers)
+            KNOWN.remember(in_url)
             self._conn = HttpConnection(
                 str(self.spec["url"]),
                 headers,

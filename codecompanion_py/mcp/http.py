@@ -27,7 +27,7 @@ from ..acp.jsonrpc import _decode as decode  # one JSON reading for both transpo
 from ..client import ERROR_BODY_LIMIT, html_title, read_at_most, where
 from ..errors import ConnectionClosed, ResponseTooLarge, RpcError
 from ..outbound import http_client
-from ..scrubber import clip, scrub_secrets, secrets_in
+from ..scrubber import clip, scrub_secrets, secrets_in, url_credentials
 from ..stream.sse import SSEDecoder, size_text
 from .door import MAX_MESSAGE_BYTES
 
@@ -41,7 +41,7 @@ class HttpConnection:
     ) -> None:
         self.url = url
         self.headers = dict(headers)
-        self.secrets = secrets_in(self.headers, every_header=True)  # none of them is ever shown
+        self.secrets = secrets_in(self.headers, url_credentials(url), every_header=True)  # none is ever shown
         self.name = name
         self.session_id: str | None = None
         self.protocol_version: str | None = None

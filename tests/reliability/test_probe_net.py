@@ -3,13 +3,22 @@ providers, each hole found a test here (issue 28, "Untrusted stays untrusted")."
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 import textwrap
 
+from codecompanion_py.chat.debug import debug_text
+from codecompanion_py.client import HttpClient
+from codecompanion_py.demo.server import Reply
 from codecompanion_py.mcp.servers import McpServers
+from codecompanion_py.messages import Message
+from codecompanion_py.stream.iterators import HttpStreamIterator
+from codecompanion_py.ui.ops import AdapterInfo
 
-from .test_mcp_door import TOKEN, run_tool, secret_free
+from .fault_server import FaultServer, status
+from .test_mcp_door import KEY, TOKEN, http_mcp, json_answer, run_tool, secret_free
+from .test_secrets import openai_at
 
 # A stdio MCP server with tools, prompts and resources, which echoes its env's API_TOKEN in
 # its lists; its tool `poke` says its prompts changed before it answers.
@@ -93,3 +102,56 @@ async def test_secrets_in_a_servers_lists_reach_neither_the_llm_nor_mcp_status(t
     assert secret_free(sent, TOKEN), sent
     assert secret_free(json.dumps(status), TOKEN), status
     assert "***" in sent and "***" in json.dumps(status)
+
+
+# --- providers -----------------------------------------------------------------------------
+
+PASSWORD = "pw-DoNotShowMe-24680"
+
+
+async def test_a_password_in_the_adapters_url_is_in_no_error_hint_nor_the_debug_view(monkeypatch):
+    """`https://user:password@host` (basic auth in front of a self-hosted model) was shown
+    whole in the 404 hint ("check the URL ..."), the HTML-page hint and the debug view, and
+    a provider echoing it had it shown too."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
+    try:
+        async with FaultServer.sequence(status(404, f"unknown user me:{PASSWORD}")) as server:
+            adapter = openai_at(server.url.replace("http://", f"http://me:{PASSWORD}@"))
+            iterator = HttpStreamIterator(adapter, [Message.of("user", "hi")], client=http)
+            got = [event async for event in iterator]
+    finally:
+        await http.aclose()
+    assert got[-1].kind == "HTTPStatusError" and "check the model name" in got[-1].message, got[-1].message
+    assert secret_free(got[-1].message, PASSWORD), got[-1].message
+    request = iterator._request
+    assert request is not None
+    shown = debug_text(AdapterInfo(name="openai", formatted_name="OpenAI"), details={}, history=[], request=request)
+    assert secret_free(shown, PASSWORD), shown
+
+
+async def test_a_password_in_an_mcp_servers_url_is_scrubbed_from_what_it_answers(tmp_path):
+    """An HTTP server's URL with `user:password@`: the password (and the Basic credential
+    made of it) echoed in a result or an error reached the chat and the LLM."""
+
+    def on_call(request, message):
+        echoed = f"you are me:{PASSWORD}, sent as {request.headers.get('authorization')}"
+        if message["params"]["arguments"].get("fail"):
+            return Reply(status=500, headers={"content-type": "text/plain"}, chunks=[echoed.encode()])
+        return json_answer(message["id"], {"content": [{"type": "text", "text": echoed}]})
+
+    local = http_mcp(on_call)
+    await local.start()
+    url = local.url.replace("http://", f"http://me:{PASSWORD}@") + "/mcp"
+    servers = McpServers({"servers": {"web": {"url": url}}})
+    try:
+        answered = await run_tool(servers, "web", "t", tmp_path)
+        failed = await run_tool(servers, "web", "t", tmp_path, fail=True)
+    finally:
+        await servers.close()
+        await local.close()
+    basic = base64.b64encode(f"me:{PASSWORD}".encode()).decode()
+    assert answered.status == "success" and "sent as Basic ***" in answered.content, answered.content
+    assert failed.status == "error" and "HTTP 500" in failed.content, failed.content
+    for text in (answered.content, failed.content):
+        assert secret_free(text, PASSWORD) and secret_free(text, basic), text
