@@ -163,6 +163,8 @@ class McpServer:
                 self.timeout,
             )
         except (asyncio.TimeoutError, ConnectionClosed, RpcError) as error:
+            if isinstance(error, ConnectionClosed):
+                await self._reaped()  # its exit code and last words say why
             why = self._exit_reason() or str(error) or "no answer in time"
             await self.stop()
             raise ConfigError(self.clean(f"MCP server {self.name} did not start: {why}")) from None

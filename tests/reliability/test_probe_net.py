@@ -8,9 +8,12 @@ import json
 import sys
 import textwrap
 
+import pytest
+
 from codecompanion_py.chat.debug import debug_text
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply
+from codecompanion_py.errors import ConfigError
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.messages import Message
 from codecompanion_py.stream.iterators import HttpStreamIterator
@@ -155,3 +158,23 @@ async def test_a_password_in_an_mcp_servers_url_is_scrubbed_from_what_it_answers
     assert failed.status == "error" and "HTTP 500" in failed.content, failed.content
     for text in (answered.content, failed.content):
         assert secret_free(text, PASSWORD) and secret_free(text, basic), text
+
+
+async def test_a_server_that_floods_its_stderr_is_reported_in_a_few_lines(tmp_path):
+    """Each of the 20 stderr lines kept for the exit report could be 64 MiB: a server that
+    wrote a few huge lines and exited had them all put in the error the editor shows (and
+    `/mcp`, `:checkhealth`), hundreds of megabytes of it."""
+    script = tmp_path / "noisy.py"
+    script.write_text(
+        "import sys\nfor n in range(5):\n    sys.stderr.write(str(n) + 'e' * (4 << 20) + '\\n')\nsys.exit(3)\n"
+    )
+    servers = McpServers({"servers": {"noisy": {"cmd": [sys.executable, str(script)], "timeout": 15_000}}})
+    try:
+        with pytest.raises(ConfigError) as raised:
+            await servers.tools("noisy", cwd=str(tmp_path), notice=lambda event, data: None)
+        status = servers.status()
+    finally:
+        await servers.close()
+    message = str(raised.value)
+    assert "exited with code 3" in message and "\n4eeee" in message, message[:300]
+    assert len(message) < 50_000 and len(json.dumps(status)) < 50_000, len(message)
