@@ -10,16 +10,18 @@ import textwrap
 
 import pytest
 
+from codecompanion_py.adapters.request import build_request
 from codecompanion_py.chat.debug import debug_text
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply
 from codecompanion_py.errors import ConfigError
+from codecompanion_py.events import FinalEvent
 from codecompanion_py.mcp.servers import McpServers
-from codecompanion_py.messages import Message
+from codecompanion_py.messages import Message, TextPart, ToolCall
 from codecompanion_py.stream.iterators import HttpStreamIterator
 from codecompanion_py.ui.ops import AdapterInfo
 
-from .fault_server import FaultServer, status
+from .fault_server import FaultServer, sse, status, stream
 from .test_mcp_door import KEY, TOKEN, http_mcp, json_answer, run_tool, secret_free
 from .test_secrets import openai_at
 
@@ -178,3 +180,29 @@ async def test_a_server_that_floods_its_stderr_is_reported_in_a_few_lines(tmp_pa
     message = str(raised.value)
     assert "exited with code 3" in message and "\n4eeee" in message, message[:300]
     assert len(message) < 50_000 and len(json.dumps(status)) < 50_000, len(message)
+
+
+async def test_a_provider_echoing_the_key_in_its_reply_has_it_in_no_history_nor_next_request(monkeypatch):
+    """A provider (or a relay in front of one) whose reply text carries the key: the reply
+    went into the history as it came, so to the saved chat on disk and, with every later
+    request, to whichever provider the chat talks to next; its tool-call arguments too."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    frames = [
+        {"choices": [{"index": 0, "delta": {"content": f"your key is {KEY[:10]}"}}]},
+        {"choices": [{"index": 0, "delta": {"content": f"{KEY[10:]}, keep it"}, "finish_reason": "stop"}]},
+    ]
+    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
+    try:
+        async with FaultServer.sequence(stream(sse(*frames))) as server:
+            got = [e async for e in HttpStreamIterator(openai_at(server.url), [Message.of("user", "hi")], client=http)]
+    finally:
+        await http.aclose()
+    [final] = [event for event in got if isinstance(event, FinalEvent)]
+    assert final.message.text == "your key is ***, keep it", final.message.text
+
+    earlier = Message(
+        role="assistant",
+        parts=(TextPart(text=f"it was {KEY}"), ToolCall(id="c1", name="grep", arguments={"q": KEY})),
+    )
+    _ready, request = await build_request(openai_at("http://127.0.0.1:9"), [Message.of("user", "hi"), earlier])
+    assert secret_free(request.body.decode(), KEY), request.body
