@@ -4,22 +4,26 @@ providers, each hole found a test here (issue 28, "Untrusted stays untrusted")."
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import sys
 import textwrap
 
 import pytest
 
+from codecompanion_py.acp.jsonrpc import MAX_SERVING, Connection
 from codecompanion_py.adapters.request import build_request
 from codecompanion_py.chat.debug import debug_text
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.events import FinalEvent
+from codecompanion_py.mcp.client import McpServer
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.messages import Message, TextPart, ToolCall
 from codecompanion_py.stream.iterators import HttpStreamIterator
 from codecompanion_py.ui.ops import AdapterInfo
+from tests.waiting import async_wait_until
 
 from .fault_server import FaultServer, sse, status, stream
 from .test_mcp_door import KEY, TOKEN, http_mcp, json_answer, run_tool, secret_free
@@ -206,3 +210,45 @@ async def test_a_provider_echoing_the_key_in_its_reply_has_it_in_no_history_nor_
     )
     _ready, request = await build_request(openai_at("http://127.0.0.1:9"), [Message.of("user", "hi"), earlier])
     assert secret_free(request.body.decode(), KEY), request.body
+
+
+# A stdio MCP server that, once initialized, sends the client 20,000 requests without reading
+# a single answer.
+ASKING_SERVER = textwrap.dedent(
+    """
+    import json, sys
+
+    def send(message):
+        sys.stdout.write(json.dumps(message) + "\\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message.get("method") == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {}}
+            send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        elif message.get("method") == "notifications/initialized":
+            for n in range(20_000):
+                send({"jsonrpc": "2.0", "id": n, "method": "sampling/createMessage", "params": {"n": n}})
+    """
+)
+
+
+async def test_a_server_asking_without_reading_the_answers_is_answered_a_bounded_number_at_once(tmp_path):
+    """Each request a server sends is answered by a task of its own; a server that never
+    read the answers had its requests read on and on, one stuck task each: memory without
+    bound. Past MAX_SERVING at once, reading waits, so the server waits too."""
+    script = tmp_path / "asking.py"
+    script.write_text(ASKING_SERVER)
+    spec = {"cmd": [sys.executable, str(script)], "timeout": 15_000}
+    server = McpServer("asking", spec, cwd=str(tmp_path), notice=lambda event, data: None)
+    try:
+        await server.ensure()
+        conn = server._conn
+        assert isinstance(conn, Connection)
+        with contextlib.suppress(AssertionError):  # never, once reading waits for a free slot
+            await async_wait_until(lambda: len(conn._tasks) > MAX_SERVING, timeout=3)
+        in_flight = len(conn._tasks)
+    finally:
+        await server.stop()
+    assert in_flight <= MAX_SERVING, in_flight
