@@ -32,6 +32,7 @@ from ..stream.sse import SSEDecoder, size_text
 from .door import MAX_MESSAGE_BYTES
 
 Handler = Callable[[str, Any], Awaitable[Any]]
+END_TIMEOUT = 5.0  # seconds for the server to answer the end of its session: closing waits no longer
 _NOT_YET = object()
 
 
@@ -102,7 +103,7 @@ class HttpConnection:
             self._closed = "closed"
             if self.session_id:  # the spec's way to end a session; a server may refuse it
                 try:
-                    await self._http.delete(self.url, headers=self._headers())
+                    await self._http.delete(self.url, headers=self._headers(), timeout=END_TIMEOUT)
                 except httpx.HTTPError:
                     pass
             await self._http.aclose()

@@ -3,6 +3,7 @@ providers, each hole found a test here (issue 28, "Untrusted stays untrusted")."
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
@@ -15,7 +16,7 @@ from codecompanion_py.acp.jsonrpc import MAX_SERVING, Connection
 from codecompanion_py.adapters.request import build_request
 from codecompanion_py.chat.debug import debug_text
 from codecompanion_py.client import HttpClient
-from codecompanion_py.demo.server import Reply
+from codecompanion_py.demo.server import Reply, ScriptedServer
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.events import FinalEvent
 from codecompanion_py.mcp.client import McpServer
@@ -252,3 +253,32 @@ async def test_a_server_asking_without_reading_the_answers_is_answered_a_bounded
     finally:
         await server.stop()
     assert in_flight <= MAX_SERVING, in_flight
+
+
+async def test_an_http_server_that_never_answers_the_end_of_its_session_does_not_hold_up_closing(tmp_path):
+    """Stopping an HTTP server ends its session with a DELETE, which had no time limit: a
+    server that never answered it held up whatever stopped it (closing, a restart) for good."""
+
+    async def respond(request):
+        if request.method == "DELETE":
+            await asyncio.Event().wait()  # never answered
+        if request.method != "POST":
+            return Reply(status=405)
+        message = request.json()
+        if "id" not in message:
+            return Reply(status=202)
+        if message["method"] == "initialize":
+            reply = json_answer(message["id"], {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}})
+            reply.headers["mcp-session-id"] = "s-1"
+            return reply
+        return json_answer(message["id"], {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
+
+    local = ScriptedServer(respond)
+    await local.start()
+    servers = McpServers({"servers": {"web": {"url": f"{local.url}/mcp"}}})
+    try:
+        definitions, _prompt = await servers.tools("web", cwd=str(tmp_path), notice=lambda event, data: None)
+        assert [d.name for d in definitions] == ["web_t"]
+        await asyncio.wait_for(servers.close(), 60)  # a bound for the test, far past the DELETE's own
+    finally:
+        await local.close()
