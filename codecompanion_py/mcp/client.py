@@ -151,35 +151,32 @@ class McpServer:
         if self.spec.get("roots") is not None:
             capabilities["roots"] = {"listChanged": False}
         try:
-            result = await asyncio.wait_for(
-                self._conn.request(
-                    "initialize",
-                    {
-                        "protocolVersion": PROTOCOL_VERSION,
-                        "capabilities": capabilities,
-                        "clientInfo": {"name": "codecompanion-py", "version": __version__},
-                    },
-                ),
-                self.timeout,
-            )
+            result = await asyncio.wait_for(self._initialize(self._conn, capabilities), self.timeout)
         except (asyncio.TimeoutError, ConnectionClosed, RpcError) as error:
             if isinstance(error, ConnectionClosed):
                 await self._reaped()  # its exit code and last words say why
             why = self._exit_reason() or str(error) or "no answer in time"
             await self.stop()
             raise ConfigError(self.clean(f"MCP server {self.name} did not start: {why}")) from None
-        result = result if isinstance(result, Mapping) else {}
-        if isinstance(self._conn, HttpConnection):
-            self._conn.protocol_version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
         self.capabilities = dict(result.get("capabilities") or {})
         self.instructions = clip(str(result.get("instructions") or ""), MAX_INSTRUCTIONS, self.secrets)
-        await self._conn.notify("notifications/initialized")
         if isinstance(self._conn, HttpConnection):
             self._conn.listen()
         await self._list_tools()
         self.prompts = (await self._list("prompts"))[:MAX_TOOLS] if "prompts" in self.capabilities else []
         self.resources = (await self._list("resources"))[:MAX_TOOLS] if "resources" in self.capabilities else []
         self.notice("MCPServerReady", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
+
+    async def _initialize(self, conn: Connection | HttpConnection, capabilities: dict[str, Any]) -> Mapping[str, Any]:
+        """The handshake (`initialize`, then `notifications/initialized`): the server's answer."""
+        info = {"name": "codecompanion-py", "version": __version__}
+        params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": capabilities, "clientInfo": info}
+        result = await conn.request("initialize", params)
+        result = result if isinstance(result, Mapping) else {}
+        if isinstance(conn, HttpConnection):
+            conn.protocol_version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
+        await conn.notify("notifications/initialized")
+        return result
 
     async def _list_tools(self) -> None:
         self._tools_changed = False

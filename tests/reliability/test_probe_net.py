@@ -282,3 +282,27 @@ async def test_an_http_server_that_never_answers_the_end_of_its_session_does_not
         await asyncio.wait_for(servers.close(), 60)  # a bound for the test, far past the DELETE's own
     finally:
         await local.close()
+
+
+async def test_an_http_server_that_never_answers_the_initialized_notice_fails_to_start_in_time(tmp_path):
+    """`notifications/initialized` was sent with no time limit: a server that answered
+    `initialize` and then never answered that POST held the chat's turn for good."""
+
+    async def respond(request):
+        message = request.json() if request.method == "POST" else {}
+        if "id" not in message:
+            await asyncio.Event().wait()  # the notice (or the GET stream): never answered
+        if message["method"] == "initialize":
+            return json_answer(message["id"], {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}})
+        return json_answer(message["id"], {"tools": []})
+
+    local = ScriptedServer(respond)
+    await local.start()
+    servers = McpServers({"servers": {"web": {"url": f"{local.url}/mcp", "timeout": 2_000}}})
+    try:
+        with pytest.raises(ConfigError) as raised:
+            await asyncio.wait_for(servers.tools("web", cwd=str(tmp_path), notice=lambda event, data: None), 60)
+    finally:
+        await servers.close()
+        await local.close()
+    assert "did not start" in str(raised.value), raised.value
