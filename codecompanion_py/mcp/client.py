@@ -29,11 +29,13 @@ from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
 from ..adapters.base import resolve_env_string
 from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError, ConnectionClosed, RpcError
+from ..messages import deeper_than
 from ..processes import safe_env
 from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in, url_credentials
 from .door import (
     MAX_INSTRUCTIONS,
     MAX_MESSAGE_BYTES,
+    MAX_SCHEMA_DEPTH,
     MAX_SHOWN,
     MAX_TOOLS,
     MAX_TOOLS_BYTES,
@@ -183,6 +185,8 @@ class McpServer:
         listed = await self._list("tools") if "tools" in self.capabilities else []
         self.tools, size = [], 0  # what goes with every request is bounded: MAX_TOOLS_BYTES
         for tool in listed:
+            if deeper_than(tool.get("inputSchema"), MAX_SCHEMA_DEPTH):
+                continue  # left out too
             size += len(msgspec.json.encode(tool))
             if size > MAX_TOOLS_BYTES or len(self.tools) == MAX_TOOLS:
                 break

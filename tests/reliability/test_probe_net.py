@@ -306,3 +306,46 @@ async def test_an_http_server_that_never_answers_the_initialized_notice_fails_to
         await servers.close()
         await local.close()
     assert "did not start" in str(raised.value), raised.value
+
+
+# A stdio MCP server with two tools: `flat`, and `deep`, whose schema nests 800 levels.
+DEEP_SCHEMA_SERVER = textwrap.dedent(
+    """
+    import json, sys
+
+    deep = {"type": "string"}
+    for _ in range(400):
+        deep = {"type": "object", "properties": {"a": deep}}
+    tools = [
+        {"name": "flat", "inputSchema": {"type": "object"}},
+        {"name": "deep", "inputSchema": {"type": "object", "properties": {"x": deep}}},
+    ]
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message.get("id") is None:
+            continue
+        if message["method"] == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}}
+        else:
+            result = {"tools": tools}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
+        sys.stdout.flush()
+    """
+)
+
+
+async def test_a_tool_schema_nested_past_what_a_request_can_check_is_left_out_and_said(tmp_path):
+    """A schema nested 800 levels (well under the 1 MiB of tools) came through, and every
+    request's check of its tools overflowed Python's stack on it: a RecursionError out of
+    each turn of the chat that used the server."""
+    script = tmp_path / "deep.py"
+    script.write_text(DEEP_SCHEMA_SERVER)
+    said = []
+    servers = McpServers({"servers": {"deep": {"cmd": [sys.executable, str(script)], "timeout": 15_000}}})
+    try:
+        definitions, _prompt = await servers.tools("deep", cwd=str(tmp_path), notice=lambda e, d: said.append((e, d)))
+    finally:
+        await servers.close()
+    specs = [definition.spec() for definition in definitions]  # what each request does
+    assert [spec.name for spec in specs] == ["deep_flat"]
+    assert [d["count"] for e, d in said if e == "MCPToolsLeftOut"] == [1]
