@@ -148,8 +148,12 @@ class KnownSecrets:
 
     def remember_environment(self, environ: Mapping[str, str]) -> None:
         """Remember the values of variables named like a credential (`OPENAI_API_KEY`,
-        `GITHUB_TOKEN`) that look like one (one word, not a path)."""
+        `GITHUB_TOKEN`) that look like one (one word, not a path), and the password of any
+        URL that carries one (`DATABASE_URL=postgres://app:password@db/app`)."""
         self._remember_named(environ, _SECRET_VARIABLE)
+        self.remember(
+            secret for value in environ.values() if "@" in value for secret in url_credentials(value.strip())[:1]
+        )
 
     def remember_headers(self, headers: Mapping[str, str]) -> None:
         """Remember the values of credential headers (`Authorization`, `x-api-key`)."""

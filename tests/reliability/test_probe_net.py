@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from codecompanion_py import web
 from codecompanion_py.acp.jsonrpc import MAX_SERVING, Connection
 from codecompanion_py.adapters.request import build_request
 from codecompanion_py.chat.debug import debug_text
@@ -349,3 +350,23 @@ async def test_a_tool_schema_nested_past_what_a_request_can_check_is_left_out_an
     specs = [definition.spec() for definition in definitions]  # what each request does
     assert [spec.name for spec in specs] == ["deep_flat"]
     assert [d["count"] for e, d in said if e == "MCPToolsLeftOut"] == [1]
+
+
+async def test_the_password_of_a_url_in_the_environment_is_scrubbed_from_a_page(monkeypatch):
+    """`DATABASE_URL=postgres://app:password@db/app` (or a proxy's URL with its password):
+    only variables named like a credential were known, so a page, a file or a command's
+    output holding that password took it to the LLM."""
+    monkeypatch.setenv("DATABASE_URL", f"postgres://app:{PASSWORD}@db.internal:5432/app")
+    monkeypatch.setenv("HTTP_PROXY_FOR_TOOLS", f"http://me:{PASSWORD}x@proxy.internal:3128")
+    page = ScriptedServer(
+        lambda request: Reply(
+            headers={"content-type": "text/plain"},
+            chunks=[f"db at postgres://app:{PASSWORD}@db; proxy me:{PASSWORD}x".encode()],
+        )
+    )
+    await page.start()
+    try:
+        text = await web.page_text(f"{page.url}/config")
+    finally:
+        await page.close()
+    assert text == "db at postgres://app:***@db; proxy me:***", text
