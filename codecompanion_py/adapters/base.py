@@ -478,6 +478,25 @@ def _secrets(adapter: HTTPAdapter, values: Mapping[str, Any]) -> tuple[str, ...]
     return tuple(sorted(found))
 
 
+def written_secrets(table: Any) -> list[str]:
+    """The credentials a config table (an adapter, an agent, an MCP server) holds as they are,
+    known before it is first used: what its credential `env` entries say literally or name
+    in the environment (a `cmd:` or a `file:` is read only when used), and the literal
+    values of its credential headers."""
+    if not isinstance(table, Mapping):
+        return []
+    found = []
+    env, headers = table.get("env"), table.get("headers")
+    for key, spec in env.items() if isinstance(env, Mapping) else ():
+        if not isinstance(spec, str) or not _SECRET_NAME.search(str(key)) or spec.startswith(("cmd:", "file:")):
+            continue
+        found.append(os.environ.get(spec, "") if _ENV_NAME.match(spec) else spec)
+    for name, value in headers.items() if isinstance(headers, Mapping) else ():
+        if isinstance(value, str) and _SECRET_NAME.search(str(name)):
+            found.append(value.split(" ", 1)[1] if value.lower().startswith(("bearer ", "basic ")) else value)
+    return [value.strip() for value in found if "${" not in value and value.strip()]
+
+
 def _describe(adapter: HTTPAdapter, key: str) -> str:
     spec = adapter.env.get(key)
     if isinstance(spec, str) and _ENV_NAME.match(spec):

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from codecompanion_py import web
+from codecompanion_py import config, web
 from codecompanion_py.acp.jsonrpc import MAX_SERVING, Connection
 from codecompanion_py.adapters.request import build_request
 from codecompanion_py.chat.debug import debug_text
@@ -370,3 +370,32 @@ async def test_the_password_of_a_url_in_the_environment_is_scrubbed_from_a_page(
     finally:
         await page.close()
     assert text == "db at postgres://app:***@db; proxy me:***", text
+
+
+async def test_keys_written_in_the_config_are_known_before_their_adapter_is_first_used():
+    """A key written in the config (an adapter's `env.api_key`, an agent's env, an MCP
+    server's header) was known only once a request had used it: until then a file that held
+    it (the config itself, in a dotfiles project) or a page went to the LLM with it."""
+    literal, agent, header = "sk-written-Literal-13579", "sk-ant-Written-24680", "mcp-written-Header-11223"
+    config.load(
+        {
+            "adapters": {
+                "http": {"mine": {"__extends": "openai", "env": {"api_key": literal}}},
+                "acp": {"agent": {"__extends": "claude_code", "env": {"ANTHROPIC_API_KEY": agent}}},
+            },
+            "mcp": {
+                "servers": {"gh": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": f"Bearer {header}"}}}
+            },
+        }
+    )
+    page = ScriptedServer(
+        lambda request: Reply(
+            headers={"content-type": "text/plain"}, chunks=[f"keys: {literal} {agent} {header}".encode()]
+        )
+    )
+    await page.start()
+    try:
+        text = await web.page_text(f"{page.url}/init.lua")
+    finally:
+        await page.close()
+    assert text == "keys: *** *** ***", text
