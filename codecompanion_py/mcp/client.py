@@ -34,6 +34,7 @@ from ..processes import safe_env
 from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in, url_credentials
 from .door import (
     MAX_INSTRUCTIONS,
+    MAX_LIST_BYTES,
     MAX_MESSAGE_BYTES,
     MAX_SCHEMA_DEPTH,
     MAX_SHOWN,
@@ -195,15 +196,20 @@ class McpServer:
         self.notice("MCPToolsLoaded", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
 
     async def _list(self, kind: str) -> list[dict[str, Any]]:
-        """`<kind>/list`, page after page."""
+        """`<kind>/list`, page after page (none asked for past MAX_TOOLS items or
+        MAX_LIST_BYTES of them)."""
         found: list[dict[str, Any]] = []
         cursor = None
+        size = 0
         for _ in range(_MAX_PAGES):
-            page = self._cleaned(await self.request(f"{kind}/list", {"cursor": cursor} if cursor else None))
+            page = await self.request(f"{kind}/list", {"cursor": cursor} if cursor else None)
+            text = msgspec.json.encode(page).decode()
+            size += len(text)
+            page = self._cleaned(page, text)
             page = page if isinstance(page, Mapping) else {}
             found.extend(dict(item) for item in page.get(kind) or () if isinstance(item, Mapping))
             cursor = page.get("nextCursor")
-            if not cursor or len(found) >= MAX_TOOLS:
+            if not cursor or len(found) >= MAX_TOOLS or size > MAX_LIST_BYTES:
                 break
         key = "uri" if kind == "resources" else "name"
         return [item for item in found if item.get(key) and isinstance(item[key], str)]
@@ -241,10 +247,9 @@ class McpServer:
         and env (a server's errors and logs may echo them)."""
         return scrub_secrets(text, self.secrets)
 
-    def _cleaned(self, value: Any) -> Any:
-        """`value` (JSON the server sent) with its secrets scrubbed from every string of it:
-        names, descriptions and schemas go to the LLM, the chat and `/mcp` as they are."""
-        text = msgspec.json.encode(value).decode()
+    def _cleaned(self, value: Any, text: str) -> Any:
+        """`value` (JSON the server sent, `text` as JSON) with its secrets scrubbed from every
+        string of it: names, descriptions and schemas go to the LLM, the chat and `/mcp`."""
         cleaned = self.clean(text)
         if cleaned == text:
             return value

@@ -248,9 +248,10 @@ async def test_a_server_asking_without_reading_the_answers_is_answered_a_bounded
         await server.ensure()
         conn = server._conn
         assert isinstance(conn, Connection)
+        answering = lambda: sum(not task.done() for task in conn._tasks)  # noqa: E731
         with contextlib.suppress(AssertionError):  # never, once reading waits for a free slot
-            await async_wait_until(lambda: len(conn._tasks) > MAX_SERVING, timeout=3)
-        in_flight = len(conn._tasks)
+            await async_wait_until(lambda: answering() > MAX_SERVING, timeout=3)
+        in_flight = answering()
     finally:
         await server.stop()
     assert in_flight <= MAX_SERVING, in_flight
@@ -399,3 +400,40 @@ async def test_keys_written_in_the_config_are_known_before_their_adapter_is_firs
     finally:
         await page.close()
     assert text == "keys: *** *** ***", text
+
+
+# A stdio MCP server whose tool list never ends: each page one tool with a 2 MB description,
+# and a cursor to the next; it counts the pages it was asked for in the file named by argv[1].
+ENDLESS_LIST_SERVER = textwrap.dedent(
+    """
+    import json, pathlib, sys
+
+    asked = 0
+    for line in sys.stdin:
+        message = json.loads(line)
+        if message.get("id") is None:
+            continue
+        if message["method"] == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}}
+        else:
+            asked += 1
+            pathlib.Path(sys.argv[1]).write_text(str(asked))
+            tool = {"name": f"t{asked}", "description": "d" * 2_000_000, "inputSchema": {"type": "object"}}
+            result = {"tools": [tool], "nextCursor": str(asked)}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\\n")
+        sys.stdout.flush()
+    """
+)
+
+
+async def test_a_list_that_never_ends_is_read_to_a_bounded_size(tmp_path):
+    """Pages were read while fewer than 1,000 items had come, up to 50 of them of up to
+    64 MiB each, all kept: gigabytes in the engine from one server's tool list."""
+    script, asked = tmp_path / "endless.py", tmp_path / "asked"
+    script.write_text(ENDLESS_LIST_SERVER)
+    servers = McpServers({"servers": {"endless": {"cmd": [sys.executable, str(script), str(asked)]}}})
+    try:
+        await servers.tools("endless", cwd=str(tmp_path), notice=lambda event, data: None)
+    finally:
+        await servers.close()
+    assert int(asked.read_text()) <= 5, asked.read_text()  # 8 MiB of pages of 2 MB
