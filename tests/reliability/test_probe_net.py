@@ -14,6 +14,8 @@ import pytest
 
 from codecompanion_py import config, web
 from codecompanion_py.acp.jsonrpc import MAX_SERVING, Connection
+from codecompanion_py.adapters import extend
+from codecompanion_py.adapters.models import clear_cache, list_models
 from codecompanion_py.adapters.request import build_request
 from codecompanion_py.chat.debug import debug_text
 from codecompanion_py.client import HttpClient
@@ -437,3 +439,25 @@ async def test_a_list_that_never_ends_is_read_to_a_bounded_size(tmp_path):
     finally:
         await servers.close()
     assert int(asked.read_text()) <= 5, asked.read_text()  # 8 MiB of pages of 2 MB
+
+
+async def test_a_hostile_models_list_is_read_to_a_bounded_size_and_shows_printable_names():
+    """The models endpoint's answer (the model picker) was read whole, however large, and
+    every name in it went to the editor's picker: line breaks, escapes and a million of them."""
+    names = [f"m{n}" for n in range(3_000)] + ["evil\nAccept", "bell\x07", "rtl\u202eevil", "x" * 5_000]
+    listed = json.dumps({"data": [{"id": name} for name in reversed(names)]}).encode()
+    huge = b'{"data": [' + b",".join([b'{"id": "big-model-name"}'] * 2_500_000) + b"]}"  # 62 MB
+    server = ScriptedServer.sequence(
+        [Reply(headers={"content-type": "application/json"}, chunks=[listed]), Reply(chunks=[huge])]
+    )
+    await server.start()
+    http = HttpClient(retries=0)
+    try:
+        first = await list_models(extend("openai_compatible", {"env": {"url": server.url}}), http)
+        clear_cache()
+        second = await list_models(extend("openai_compatible", {"env": {"url": server.url}}), http)
+    finally:
+        await http.aclose()
+        await server.close()
+    assert len(first) <= 1_001 and all(name.isprintable() and len(name) <= 200 for name in first), first[:5]
+    assert "big-model-name" not in second  # too large to be a list: the schema's names
