@@ -26,7 +26,9 @@ from codecompanion_py.mcp.client import McpServer
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.messages import Message, TextPart, ToolCall
 from codecompanion_py.stream.iterators import HttpStreamIterator
+from codecompanion_py.ui import ops
 from codecompanion_py.ui.ops import AdapterInfo
+from codecompanion_py.ui.view import EventView
 from tests.waiting import async_wait_until
 
 from .fault_server import FaultServer, sse, status, stream
@@ -461,3 +463,29 @@ async def test_a_hostile_models_list_is_read_to_a_bounded_size_and_shows_printab
         await server.close()
     assert len(first) <= 1_001 and all(name.isprintable() and len(name) <= 200 for name in first), first[:5]
     assert "big-model-name" not in second  # too large to be a list: the schema's names
+
+
+class Shown(list):
+    """A sink that keeps the ops (`ui.sink.Sink`)."""
+
+    def push(self, op) -> None:
+        self.append(op)
+
+
+async def test_a_key_a_provider_echoes_in_one_piece_is_not_drawn_in_the_chat(monkeypatch):
+    """The reply is drawn as it streams: a key echoed in one frame was drawn in the chat
+    (and stayed there) even though the history it went into was scrubbed."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    frame = {"choices": [{"index": 0, "delta": {"content": f"your key {KEY} is valid"}, "finish_reason": "stop"}]}
+    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
+    try:
+        async with FaultServer.sequence(stream(sse(frame))) as server:
+            got = [e async for e in HttpStreamIterator(openai_at(server.url), [Message.of("user", "hi")], client=http)]
+    finally:
+        await http.aclose()
+    shown = Shown()
+    view = EventView(shown)
+    for event in got:
+        view.show(event)
+    drawn = "".join(op.text for op in shown if isinstance(op, ops.Text))
+    assert drawn == "your key *** is valid", drawn
