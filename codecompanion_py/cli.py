@@ -43,7 +43,7 @@ import msgspec
 from . import adapters, health
 from .acp import adapters as acp_adapters
 from .adapters.base import HTTPAdapter, prepare, substitute
-from .adapters.models import parse_models
+from .adapters.models import read_models
 from .client import HttpClient, HttpRequest
 from .errors import CodeCompanionError
 from .events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent, ToolCallEvent
@@ -146,9 +146,17 @@ async def server_models(adapter: HTTPAdapter, client: HttpClient) -> tuple[str, 
     except KeyError as missing:
         raise CodeCompanionError(f"the models url needs {missing}, which is not set") from None
     headers = {k: v for k, v in ready.headers.items() if k.lower() != "content-type"}
-    request = HttpRequest(url=url, body=b"", headers=headers, method="GET", stream=False, provider=ready.formatted_name)
+    request = HttpRequest(
+        url=url,
+        body=b"",
+        headers=headers,
+        method="GET",
+        stream=False,
+        provider=ready.formatted_name,
+        secrets=ready.secrets,
+    )
     async with client.open(request) as response:
-        return url, parse_models(await response.aread())
+        return url, await read_models(response, request)
 
 
 async def _choose_model(adapter: HTTPAdapter, client: HttpClient) -> None:

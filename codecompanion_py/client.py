@@ -507,9 +507,9 @@ def _status_hint(status: int, provider: str, request: HttpRequest) -> str | None
 
 
 def where(url: str) -> str:
-    """The url without its query string, which may carry a credential."""
+    """The url without its query string and its `user:password@`, which may carry a credential."""
     parsed = httpx.URL(url)
-    return str(parsed.copy_with(query=None, fragment=None)) if parsed.host else url.split("?", 1)[0]
+    return str(parsed.copy_with(query=None, fragment=None, userinfo=b"")) if parsed.host else url.split("?", 1)[0]
 
 
 def not_the_api(request: HttpRequest, first_bytes: bytes = b"") -> ProviderError:

@@ -46,6 +46,7 @@ from .adapters import models as adapter_models
 from .chat import compaction
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
+from .scrubber import KNOWN
 from .tools.registry import ToolSettings
 
 DEFAULT_CHAT_ADAPTER = "openai"
@@ -109,6 +110,7 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     adapter_tables = _table(raw.get("adapters"), "adapters")
     http = _table(adapter_tables.get("http"), "adapters.http")
     adapters.clear_user_adapters()
+    written: list[Any] = []  # tables that may hold a key as it is (scrubber.py knows it from now)
     for name, definition in _user_adapters(http, "http").items():
         if definition == []:  # Lua's empty table arrives as a list
             definition = {}
@@ -117,6 +119,7 @@ def load(raw: Mapping[str, Any] | None) -> Config:
             continue
         adapters.register(name, definition)
         config.user_adapters.append(name)
+        written.append(definition)
     acp_adapters.clear_user_adapters()
     for name, definition in _user_adapters(_table(adapter_tables.get("acp"), "adapters.acp"), "acp").items():
         if definition == []:
@@ -126,9 +129,12 @@ def load(raw: Mapping[str, Any] | None) -> Config:
             continue
         acp_adapters.register(name, definition)
         config.user_adapters.append(name)
+        written.append(definition)
     _chat_settings(raw, config)
     _background_settings(raw, config)
     config.mcp = dict(_table(raw.get("mcp"), "mcp"))
+    written.extend(_table(config.mcp.get("servers"), "mcp.servers").values())
+    KNOWN.remember(secret for table in written for secret in adapter_base.written_secrets(table))
     for key in ("strategies", "interactions"):  # the newer spelling wins
         section = _table(raw.get(key), key)
         for name in ("inline", "cmd"):

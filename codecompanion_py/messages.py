@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Union
 
 import msgspec
@@ -225,6 +225,35 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     @property
     def tool_results(self) -> tuple[ToolResultPart, ...]:
         return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
+
+
+def cleaned(message: Message, clean: Callable[[str], str]) -> Message:
+    """`message` with `clean` (a scrubber) applied to its text, reasoning, tool-call arguments
+    and tool results; the same object when nothing changed."""
+    parts = tuple(_cleaned_part(part, clean) for part in message.parts)
+    if all(new is old for new, old in zip(parts, message.parts, strict=True)):
+        return message
+    return msgspec.structs.replace(message, parts=parts)
+
+
+def _cleaned_part(part: Part, clean: Callable[[str], str]) -> Part:
+    if isinstance(part, (TextPart, ReasoningPart)):
+        text = clean(part.text)
+        return part if text == part.text else msgspec.structs.replace(part, text=text)
+    if isinstance(part, ToolResultPart):
+        content = clean(part.content)
+        return part if content == part.content else msgspec.structs.replace(part, content=content)
+    if isinstance(part, ToolCall) and part.arguments:
+        encoded = msgspec.json.encode(part.arguments).decode()
+        scrubbed = clean(encoded)
+        if scrubbed == encoded:
+            return part
+        try:
+            arguments = msgspec.json.decode(scrubbed)
+        except msgspec.DecodeError:  # a secret that held JSON's quoting: none of the arguments kept
+            arguments = {}
+        return msgspec.structs.replace(part, arguments=arguments if isinstance(arguments, dict) else {})
+    return part
 
 
 def _has_content(part: Part) -> bool:

@@ -14,6 +14,7 @@ Imports nothing of ours: the client, the doors and the tools all use it.
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import re
@@ -44,6 +45,20 @@ def secrets_in(headers: Mapping[str, str], values: Iterable[str] = (), *, every_
             continue
         found.add(value.split(" ", 1)[1] if value.lower().startswith(("bearer ", "basic ")) else value)
     return _with_encodings(found)
+
+
+def url_credentials(url: str) -> list[str]:
+    """The password of `url`'s `user:password@` part and the Basic credential a client
+    sends for it (base64 of `user:password`); none when it has no password."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    if not password:
+        return []
+    user, password = urllib.parse.unquote(user or ""), urllib.parse.unquote(password)
+    return [password, base64.b64encode(f"{user}:{password}".encode()).decode()]
 
 
 def _with_encodings(values: Iterable[str]) -> list[str]:
@@ -133,8 +148,12 @@ class KnownSecrets:
 
     def remember_environment(self, environ: Mapping[str, str]) -> None:
         """Remember the values of variables named like a credential (`OPENAI_API_KEY`,
-        `GITHUB_TOKEN`) that look like one (one word, not a path)."""
+        `GITHUB_TOKEN`) that look like one (one word, not a path), and the password of any
+        URL that carries one (`DATABASE_URL=postgres://app:password@db/app`)."""
         self._remember_named(environ, _SECRET_VARIABLE)
+        self.remember(
+            secret for value in environ.values() if "@" in value for secret in url_credentials(value.strip())[:1]
+        )
 
     def remember_headers(self, headers: Mapping[str, str]) -> None:
         """Remember the values of credential headers (`Authorization`, `x-api-key`)."""

@@ -23,6 +23,7 @@ from .jsonrpc import MAX_LINE
 log = logging.getLogger("codecompanion_py.acp")
 
 STDERR_LINES = 20
+STDERR_LINE_BYTES = 2000  # of each line kept: the tail goes into messages the editor shows
 
 _P = TypeVar("_P", bound="AgentProcess")
 
@@ -102,7 +103,9 @@ class AgentProcess:
                 return
             if not line:
                 return
-            text = line.decode("utf-8", errors="replace").rstrip()
+            text = line[:STDERR_LINE_BYTES].decode("utf-8", errors="replace").rstrip()
+            if len(line) > STDERR_LINE_BYTES:
+                text += " […]"
             if text:
                 self.stderr_tail.append(text)
                 log.debug("%s stderr: %s", self.name, text)

@@ -27,6 +27,8 @@ log = logging.getLogger("codecompanion_py.acp")
 
 MAX_LINE = 64 * 1024 * 1024
 """The longest line read (a file's whole text can travel in one message)."""
+MAX_SERVING = 64
+"""The peer's requests answered at once; past it, reading waits until one is answered."""
 
 # JSON-RPC error codes, and ACP's own.
 PARSE_ERROR = -32700
@@ -77,6 +79,7 @@ class Connection:
         self._closed_reason: str | None = None
         self.last_activity = 0.0
         self.serving = 0  # requests from the peer being answered right now
+        self._slots = asyncio.Semaphore(MAX_SERVING)  # a peer that never reads its answers waits too
 
     def start(self) -> None:
         self.last_activity = asyncio.get_running_loop().time()
@@ -172,6 +175,7 @@ class Connection:
         method = message.get("method")
         if isinstance(method, str):
             if "id" in message and message["id"] is not None:
+                await self._slots.acquire()  # released when it is answered
                 self._spawn(self._answer(message["id"], method, message.get("params")))
             else:  # in order, before anything read after it (a reply must not overtake updates)
                 await self._notified(method, message.get("params"))
@@ -236,8 +240,11 @@ class Connection:
         finally:
             self.serving -= 1
             self.last_activity = asyncio.get_running_loop().time()
-        with contextlib.suppress(ConnectionClosed):
-            await self._send(reply)
+        try:
+            with contextlib.suppress(ConnectionClosed):
+                await self._send(reply)
+        finally:
+            self._slots.release()
 
     async def _notified(self, method: str, params: Any) -> None:
         try:

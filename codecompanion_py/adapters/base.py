@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..processes import signal_group, start_in_group
-from ..scrubber import KNOWN
+from ..scrubber import KNOWN, url_credentials
 from . import lua
 from .handlers import call_handler
 from .lua import LuaFunction
@@ -392,7 +392,12 @@ async def prepare(
     ready.env_replaced = values
     ready.secrets = _secrets(ready, values)
     KNOWN.remember(ready.secrets)  # scrubbed from whatever comes in from outside (scrubber.py)
-    return await lua.run_sync(ready.lua_editor, _fill, ready, values, settings)
+    ready = await lua.run_sync(ready.lua_editor, _fill, ready, values, settings)
+    in_url = url_credentials(ready.url)  # https://user:password@host: basic auth before a model
+    if in_url:
+        ready.secrets = (*ready.secrets, *in_url)
+        KNOWN.remember(in_url)
+    return ready
 
 
 def _fill(ready: HTTPAdapter, values: Mapping[str, Any], settings: Mapping[str, Any] | None) -> HTTPAdapter:
@@ -471,6 +476,25 @@ def _secrets(adapter: HTTPAdapter, values: Mapping[str, Any]) -> tuple[str, ...]
             keys.update(_PLACEHOLDER.findall(str(template)))
     found = {values[k] for k in keys if isinstance(values.get(k), str) and values[k]}
     return tuple(sorted(found))
+
+
+def written_secrets(table: Any) -> list[str]:
+    """The credentials a config table (an adapter, an agent, an MCP server) holds as they are,
+    known before it is first used: what its credential `env` entries say literally or name
+    in the environment (a `cmd:` or a `file:` is read only when used), and the literal
+    values of its credential headers."""
+    if not isinstance(table, Mapping):
+        return []
+    found = []
+    env, headers = table.get("env"), table.get("headers")
+    for key, spec in env.items() if isinstance(env, Mapping) else ():
+        if not isinstance(spec, str) or not _SECRET_NAME.search(str(key)) or spec.startswith(("cmd:", "file:")):
+            continue
+        found.append(os.environ.get(spec, "") if _ENV_NAME.match(spec) else spec)
+    for name, value in headers.items() if isinstance(headers, Mapping) else ():
+        if isinstance(value, str) and _SECRET_NAME.search(str(name)):
+            found.append(value.split(" ", 1)[1] if value.lower().startswith(("bearer ", "basic ")) else value)
+    return [value.strip() for value in found if "${" not in value and value.strip()]
 
 
 def _describe(adapter: HTTPAdapter, key: str) -> str:

@@ -11,15 +11,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import httpx
 import msgspec
 
-from ..client import HttpClient, HttpRequest
+from ..client import HttpClient, HttpRequest, read_at_most
 from ..errors import CodeCompanionError
 from . import model_choices
 from .base import HTTPAdapter, prepare, substitute
 from .lua import Editor, run_sync
 
 CACHE_SECONDS = 30 * 60
+MAX_BYTES = 4 << 20  # of a models list: a larger answer is no list (the schema's is used)
+MAX_MODELS = 1_000  # names kept, each a printable line of at most MAX_NAME characters
+MAX_NAME = 200
 _cache: dict[str, tuple[float, list[str]]] = {}
 
 
@@ -41,11 +45,17 @@ async def list_models(adapter: HTTPAdapter, client: HttpClient, editor: Editor |
     else:
         headers = {k: v for k, v in ready.headers.items() if k.lower() != "content-type"}
         request = HttpRequest(
-            url=url, body=b"", headers=headers, method="GET", stream=False, provider=ready.formatted_name
+            url=url,
+            body=b"",
+            headers=headers,
+            method="GET",
+            stream=False,
+            provider=ready.formatted_name,
+            secrets=ready.secrets,
         )
         try:
             async with client.open(request) as response:
-                names = parse_models(await response.aread())
+                names = await read_models(response, request)
         except (CodeCompanionError, ValueError):
             return await _schema_choices(adapter, editor)
         _cache[url] = (time.monotonic(), names)
@@ -61,6 +71,12 @@ async def _schema_choices(adapter: HTTPAdapter, editor: Editor | None) -> list[s
         return [current] if current else []
 
 
+async def read_models(response: httpx.Response, request: HttpRequest) -> list[str]:
+    """The names a models endpoint answered, its body read up to MAX_BYTES (a
+    `ResponseTooLarge` past it)."""
+    return parse_models(await read_at_most(response, MAX_BYTES, request=request))
+
+
 def parse_models(body: bytes) -> list[str]:
     try:
         data: Any = msgspec.json.decode(body)
@@ -73,8 +89,10 @@ def parse_models(body: bytes) -> list[str]:
     for entry in entries:
         if isinstance(entry, dict):
             name = entry.get("id") or entry.get("name")
-            if isinstance(name, str):
+            if isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable():
                 names.append(name.removeprefix("models/"))  # Gemini names are "models/<id>"
+                if len(names) == MAX_MODELS:
+                    break
     return names
 
 

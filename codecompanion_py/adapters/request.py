@@ -17,7 +17,7 @@ import msgspec
 
 from ..client import HttpClient, HttpRequest
 from ..errors import ConfigError
-from ..messages import Message, Part, TextPart, ToolResultPart, ToolSpec
+from ..messages import Message, ToolResultPart, ToolSpec, cleaned
 from ..scrubber import KNOWN
 from .base import _ENV_NAME, HTTPAdapter, merge_keep, prepare
 from .handlers import call_handler
@@ -55,33 +55,21 @@ async def build_request(
 
 
 def _outside_scrubbed(messages: Sequence[Message]) -> Sequence[Message]:
-    """`messages` with the text that came from outside (context, tool results) scrubbed of
+    """`messages` with the text that came from outside (context, tool results, the model's
+    replies: a provider may echo a key, and the next request may go to another) scrubbed of
     the secrets known now: a key this very request resolved (a literal, a `cmd:`) was not
     known yet when a file or a command's output came in at its door."""
     if not KNOWN.values():
         return messages
-    return [_scrubbed(message) if _from_outside(message) else message for message in messages]
+    return [cleaned(message, KNOWN.without_known) if _from_outside(message) else message for message in messages]
 
 
 def _from_outside(message: Message) -> bool:
-    return message.context_id is not None or any(isinstance(part, ToolResultPart) for part in message.parts)
-
-
-def _scrubbed(message: Message) -> Message:
-    parts = tuple(_scrubbed_part(part) for part in message.parts)
-    if all(new is old for new, old in zip(parts, message.parts, strict=True)):
-        return message
-    return msgspec.structs.replace(message, parts=parts)
-
-
-def _scrubbed_part(part: Part) -> Part:
-    if isinstance(part, TextPart):
-        text = KNOWN.without_known(part.text)
-        return part if text == part.text else msgspec.structs.replace(part, text=text)
-    if isinstance(part, ToolResultPart):
-        content = KNOWN.without_known(part.content)
-        return part if content == part.content else msgspec.structs.replace(part, content=content)
-    return part
+    return (
+        message.role == "assistant"
+        or message.context_id is not None
+        or any(isinstance(part, ToolResultPart) for part in message.parts)
+    )
 
 
 def _payload(

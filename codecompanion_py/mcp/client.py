@@ -28,12 +28,15 @@ from ..acp.agent_process import AgentProcess
 from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
 from ..adapters.base import resolve_env_string
 from ..adapters.lua import LuaFunction
-from ..errors import ConfigError, ConnectionClosed, RpcError
+from ..errors import CodeCompanionError, ConfigError, ConnectionClosed, RpcError
+from ..messages import deeper_than
 from ..processes import safe_env
-from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in
+from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in, url_credentials
 from .door import (
     MAX_INSTRUCTIONS,
+    MAX_LIST_BYTES,
     MAX_MESSAGE_BYTES,
+    MAX_SCHEMA_DEPTH,
     MAX_SHOWN,
     MAX_TOOLS,
     MAX_TOOLS_BYTES,
@@ -84,6 +87,8 @@ class McpServer:
         self._conn: Connection | HttpConnection | None = None
         self._starting: asyncio.Task[None] | None = None
         self._tools_changed = False
+        self._stale: set[str] = set()  # "prompts", "resources": the server said they changed
+        self._relisting: dict[str, asyncio.Task[None]] = {}
         self._progress = 0
         self._calls: dict[str, _Call] = {}  # by progressToken
         self.left_out = 0  # tools past MAX_TOOLS_BYTES
@@ -111,8 +116,10 @@ class McpServer:
         self.notice("MCPServerStart", {"server": self.name})
         if self.spec.get("url"):
             headers = {k: str(await self.value(k, v)) for k, v in (self.spec.get("headers") or {}).items()}
-            self.secrets = secrets_in(headers, every_header=True)
+            in_url = url_credentials(str(self.spec["url"]))
+            self.secrets = secrets_in(headers, in_url, every_header=True)
             KNOWN.remember_headers(headers)
+            KNOWN.remember(in_url)
             self._conn = HttpConnection(
                 str(self.spec["url"]),
                 headers,
@@ -147,27 +154,15 @@ class McpServer:
         if self.spec.get("roots") is not None:
             capabilities["roots"] = {"listChanged": False}
         try:
-            result = await asyncio.wait_for(
-                self._conn.request(
-                    "initialize",
-                    {
-                        "protocolVersion": PROTOCOL_VERSION,
-                        "capabilities": capabilities,
-                        "clientInfo": {"name": "codecompanion-py", "version": __version__},
-                    },
-                ),
-                self.timeout,
-            )
+            result = await asyncio.wait_for(self._initialize(self._conn, capabilities), self.timeout)
         except (asyncio.TimeoutError, ConnectionClosed, RpcError) as error:
+            if isinstance(error, ConnectionClosed):
+                await self._reaped()  # its exit code and last words say why
             why = self._exit_reason() or str(error) or "no answer in time"
             await self.stop()
             raise ConfigError(self.clean(f"MCP server {self.name} did not start: {why}")) from None
-        result = result if isinstance(result, Mapping) else {}
-        if isinstance(self._conn, HttpConnection):
-            self._conn.protocol_version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
         self.capabilities = dict(result.get("capabilities") or {})
         self.instructions = clip(str(result.get("instructions") or ""), MAX_INSTRUCTIONS, self.secrets)
-        await self._conn.notify("notifications/initialized")
         if isinstance(self._conn, HttpConnection):
             self._conn.listen()
         await self._list_tools()
@@ -175,11 +170,24 @@ class McpServer:
         self.resources = (await self._list("resources"))[:MAX_TOOLS] if "resources" in self.capabilities else []
         self.notice("MCPServerReady", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
 
+    async def _initialize(self, conn: Connection | HttpConnection, capabilities: dict[str, Any]) -> Mapping[str, Any]:
+        """The handshake (`initialize`, then `notifications/initialized`): the server's answer."""
+        info = {"name": "codecompanion-py", "version": __version__}
+        params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": capabilities, "clientInfo": info}
+        result = await conn.request("initialize", params)
+        result = result if isinstance(result, Mapping) else {}
+        if isinstance(conn, HttpConnection):
+            conn.protocol_version = str(result.get("protocolVersion") or PROTOCOL_VERSION)
+        await conn.notify("notifications/initialized")
+        return result
+
     async def _list_tools(self) -> None:
         self._tools_changed = False
         listed = await self._list("tools") if "tools" in self.capabilities else []
         self.tools, size = [], 0  # what goes with every request is bounded: MAX_TOOLS_BYTES
         for tool in listed:
+            if deeper_than(tool.get("inputSchema"), MAX_SCHEMA_DEPTH):
+                continue  # left out too
             size += len(msgspec.json.encode(tool))
             if size > MAX_TOOLS_BYTES or len(self.tools) == MAX_TOOLS:
                 break
@@ -188,15 +196,20 @@ class McpServer:
         self.notice("MCPToolsLoaded", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
 
     async def _list(self, kind: str) -> list[dict[str, Any]]:
-        """`<kind>/list`, page after page."""
+        """`<kind>/list`, page after page (none asked for past MAX_TOOLS items or
+        MAX_LIST_BYTES of them)."""
         found: list[dict[str, Any]] = []
         cursor = None
+        size = 0
         for _ in range(_MAX_PAGES):
             page = await self.request(f"{kind}/list", {"cursor": cursor} if cursor else None)
+            text = msgspec.json.encode(page).decode()
+            size += len(text)
+            page = self._cleaned(page, text)
             page = page if isinstance(page, Mapping) else {}
             found.extend(dict(item) for item in page.get(kind) or () if isinstance(item, Mapping))
             cursor = page.get("nextCursor")
-            if not cursor or len(found) >= MAX_TOOLS:
+            if not cursor or len(found) >= MAX_TOOLS or size > MAX_LIST_BYTES:
                 break
         key = "uri" if kind == "resources" else "name"
         return [item for item in found if item.get(key) and isinstance(item[key], str)]
@@ -233,6 +246,17 @@ class McpServer:
         """`text` from or about the server without the values of its configured headers
         and env (a server's errors and logs may echo them)."""
         return scrub_secrets(text, self.secrets)
+
+    def _cleaned(self, value: Any, text: str) -> Any:
+        """`value` (JSON the server sent, `text` as JSON) with its secrets scrubbed from every
+        string of it: names, descriptions and schemas go to the LLM, the chat and `/mcp`."""
+        cleaned = self.clean(text)
+        if cleaned == text:
+            return value
+        try:
+            return msgspec.json.decode(cleaned)
+        except msgspec.DecodeError:  # a secret that held JSON's quoting: nothing of it is kept
+            return None
 
     def read_text(self, text: str) -> str:
         """A prompt's or resource's text for the chat: scrubbed, then capped."""
@@ -311,6 +335,9 @@ class McpServer:
         return dict(result) if isinstance(result, Mapping) else {}
 
     async def stop(self) -> None:
+        for task in self._relisting.values():
+            task.cancel()
+        self._relisting.clear()
         conn, self._conn = self._conn, None
         process, self._process = self._process, None
         if conn is not None:
@@ -359,12 +386,28 @@ class McpServer:
         if method == "notifications/tools/list_changed":
             self._tools_changed = True
         elif method in ("notifications/prompts/list_changed", "notifications/resources/list_changed"):
-            kind = method.split("/")[1]
-            setattr(self, kind, (await self._list(kind))[:MAX_TOOLS])
+            self._relist(method.split("/")[1])
         elif method == "notifications/progress" and isinstance(params, Mapping):
             self._progressed(params)
         elif method == "notifications/message" and isinstance(params, Mapping) and log.isEnabledFor(logging.INFO):
             log.info("MCP server %s: %s", self.name, shown(self.clean(str(params.get("data"))), 2000))
+
+    def _relist(self, kind: str) -> None:
+        """List `kind` again, off the task that reads the server's messages (the answer comes
+        through it): one listing at a time, and one more for all the notices during it."""
+        self._stale.add(kind)
+        task = self._relisting.get(kind)
+        if task is None or task.done():
+            self._relisting[kind] = asyncio.get_running_loop().create_task(self._read_again(kind))
+
+    async def _read_again(self, kind: str) -> None:
+        while kind in self._stale:
+            self._stale.discard(kind)
+            try:
+                setattr(self, kind, (await self._list(kind))[:MAX_TOOLS])
+            except CodeCompanionError as error:
+                log.info("MCP server %s: %s were not listed again: %s", self.name, kind, error)
+                return
 
     def _progressed(self, params: Mapping[str, Any]) -> None:
         """Progress of a call in flight, by the token this client gave it; at most one

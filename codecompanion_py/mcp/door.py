@@ -34,6 +34,12 @@ MAX_TOOLS = 1_000
 """Tools, prompts or resources kept from one server's lists (pages stop being read past it)."""
 MAX_TOOLS_BYTES = 1 << 20
 """A server's tools as JSON (names, descriptions, schemas): they go with every request."""
+MAX_LIST_BYTES = 8 << 20
+"""A server's list (tools, prompts, resources) as read: no page is asked for past it (50
+pages of up to a message each were kept in memory, gigabytes)."""
+MAX_SCHEMA_DEPTH = 64
+"""Objects and arrays nested in a tool's schema (deeper ones, left out, overflowed the checks
+every request makes of its tools)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _NAME_LIMIT = 64  # OpenAI's and Anthropic's tool names: ^[a-zA-Z0-9_-]{1,64}$

@@ -27,11 +27,12 @@ from ..acp.jsonrpc import _decode as decode  # one JSON reading for both transpo
 from ..client import ERROR_BODY_LIMIT, html_title, read_at_most, where
 from ..errors import ConnectionClosed, ResponseTooLarge, RpcError
 from ..outbound import http_client
-from ..scrubber import clip, scrub_secrets, secrets_in
+from ..scrubber import clip, scrub_secrets, secrets_in, url_credentials
 from ..stream.sse import SSEDecoder, size_text
 from .door import MAX_MESSAGE_BYTES
 
 Handler = Callable[[str, Any], Awaitable[Any]]
+END_TIMEOUT = 5.0  # seconds for the server to answer the end of its session: closing waits no longer
 _NOT_YET = object()
 
 
@@ -41,7 +42,7 @@ class HttpConnection:
     ) -> None:
         self.url = url
         self.headers = dict(headers)
-        self.secrets = secrets_in(self.headers, every_header=True)  # none of them is ever shown
+        self.secrets = secrets_in(self.headers, url_credentials(url), every_header=True)  # none is ever shown
         self.name = name
         self.session_id: str | None = None
         self.protocol_version: str | None = None
@@ -102,7 +103,7 @@ class HttpConnection:
             self._closed = "closed"
             if self.session_id:  # the spec's way to end a session; a server may refuse it
                 try:
-                    await self._http.delete(self.url, headers=self._headers())
+                    await self._http.delete(self.url, headers=self._headers(), timeout=END_TIMEOUT)
                 except httpx.HTTPError:
                     pass
             await self._http.aclose()

@@ -27,7 +27,17 @@ from ..errors import CodeCompanionError, ConfigError
 from ..messages import ImagePart
 from ..tools.contract import ToolDefinition, ToolRun
 from .client import McpServer, Notice
-from .door import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TOOLS, MAX_TOOLS_BYTES, description, result_capped, shown, tool_names
+from .door import (
+    MAX_IMAGE_BYTES,
+    MAX_IMAGES,
+    MAX_SCHEMA_DEPTH,
+    MAX_TOOLS,
+    MAX_TOOLS_BYTES,
+    description,
+    result_capped,
+    shown,
+    tool_names,
+)
 
 PREFIX = "mcp:"
 
@@ -139,7 +149,8 @@ class McpServers:
         if server.left_out:
             said = (
                 f"{name}: {server.left_out} of its tools are left out: a chat takes at most {MAX_TOOLS} "
-                f"of a server's tools, {MAX_TOOLS_BYTES >> 20} MiB of them"
+                f"of a server's tools, {MAX_TOOLS_BYTES >> 20} MiB of them, schemas nested at most "
+                f"{MAX_SCHEMA_DEPTH} deep"
             )
             notice("MCPToolsLeftOut", {"server": name, "count": server.left_out, "text": said})
         listed = ", ".join(d.name for d in definitions)

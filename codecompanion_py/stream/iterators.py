@@ -34,7 +34,8 @@ from ..adapters.lua import Editor, run_sync
 from ..client import HttpClient, HttpRequest, Retrying, looks_like_html, not_the_api, scrub, scrub_error
 from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, TransportError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
-from ..messages import Message, TextPart, ToolCall, ToolSpec
+from ..messages import Message, TextPart, ToolCall, ToolSpec, cleaned
+from ..scrubber import KNOWN
 from .normalizer import StreamNormalizer
 
 _TERMINAL = (FinalEvent, ErrorEvent)
@@ -272,7 +273,23 @@ class HttpStreamIterator(BaseStreamIterator):
         if self.normalizer is None:
             return None
         message: Message | None = self.normalizer.partial_message(str(self.error) if self.error else None)
-        return message
+        return None if message is None else self._without_secrets(message)
+
+    async def _fill(self) -> None:
+        await super()._fill()
+        queue = self._queue
+        if queue and queue[-1].__class__ is FinalEvent:  # the reply as the history keeps it
+            final = queue[-1]
+            assert isinstance(final, FinalEvent)
+            message = self._without_secrets(final.message)
+            if message is not final.message:
+                queue[-1] = msgspec.structs.replace(final, message=message)
+
+    def _without_secrets(self, message: Message) -> Message:
+        """`message` without a secret the request carried or the engine knows: a provider
+        may echo the key, and the history goes to disk and to the next provider."""
+        request = self._request
+        return cleaned(message, lambda text: scrub(text, request) if request else KNOWN.scrub(text))
 
     async def close(self) -> None:
         if self._closed:

@@ -28,6 +28,7 @@ from ..events import (
     UsageEvent,
 )
 from ..processes import strip_ansi
+from ..scrubber import KNOWN
 from . import ops
 from .sink import Sink
 
@@ -57,10 +58,10 @@ class EventView:
 
     def show(self, event: StreamEvent) -> None:
         push = self.sink.push
-        if isinstance(event, TokenEvent):
-            push(ops.Text(text=event.content))
+        if isinstance(event, TokenEvent):  # a key the provider echoes, when it comes in one piece
+            push(ops.Text(text=KNOWN.without_known(event.content)))
         elif isinstance(event, ReasoningEvent):
-            push(ops.Reasoning(text=event.content))
+            push(ops.Reasoning(text=KNOWN.without_known(event.content)))
         elif isinstance(event, ToolCallEvent):
             if event.is_final:  # fragments are not worth a redraw: the call shows whole
                 push(ops.ToolCall(id=event.id, name=event.name, arguments=event.arguments))
