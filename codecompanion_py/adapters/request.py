@@ -18,7 +18,7 @@ import msgspec
 from ..client import HttpClient, HttpRequest
 from ..errors import ConfigError
 from ..messages import Message, ToolResultPart, ToolSpec, cleaned
-from ..scrubber import KNOWN
+from ..scrubber import KNOWN, SHORTEST_SECRET
 from .base import _ENV_NAME, HTTPAdapter, merge_keep, prepare
 from .handlers import call_handler
 from .lua import Editor, run_sync
@@ -39,10 +39,12 @@ async def build_request(
     the HttpClient that will send it, for `env` values that make requests of their own;
     `editor` is what Lua functions are called through."""
     ready = await prepare(adapter, settings, client=client, editor=editor)
-    payload = await run_sync(ready.lua_editor, _payload, ready, _outside_scrubbed(messages), tools)
+    body = _encode(await run_sync(ready.lua_editor, _payload, ready, messages, tools))
+    if _may_hold_known_secret(body):  # rare, so the common request pays one scan of its bytes
+        body = _encode(await run_sync(ready.lua_editor, _payload, ready, _outside_scrubbed(messages), tools))
     request = HttpRequest(
         url=ready.url,
-        body=_encode(payload),
+        body=body,
         headers=dict(ready.headers),
         stream=ready.streaming,
         provider=ready.formatted_name,
@@ -52,6 +54,11 @@ async def build_request(
         retries=_retries(ready),
     )
     return ready, request
+
+
+def _may_hold_known_secret(body: bytes) -> bool:
+    """Whether the body holds the beginning of a secret the engine knows (a byte search)."""
+    return any(secret[:SHORTEST_SECRET].encode() in body for secret in KNOWN.values())
 
 
 def _outside_scrubbed(messages: Sequence[Message]) -> Sequence[Message]:

@@ -1038,7 +1038,8 @@ end
 local function transcript_lines(saved)
   local lines = {}
   if (saved.hidden or 0) > 0 then
-    vim.list_extend(lines, { ("> (%d earlier messages are not shown; the LLM still has them)"):format(saved.hidden), "" })
+    local note = ("> (%d earlier messages are not shown; the LLM still has them)"):format(saved.hidden)
+    vim.list_extend(lines, { note, "" })
   end
   for _, turn in ipairs(saved.transcript or {}) do
     local header = turn.role == "user" and user_header()

@@ -288,8 +288,8 @@ end
 -- Review the region of `buf` from row `start` (0-based), `count` lines long now, that was
 -- `original`. `modified`: the buffer's flag before the edit. on_done(result, counts) with
 -- result "accepted", "rejected", "partial" or "kept" (the user edited during the review);
--- counts.gone when the buffer was closed during it (counts.base: the lines it settled on). With a review pending on `buf`, this
--- one starts when that one is settled.
+-- counts.gone when the buffer was closed during it (counts.base: the lines it settled on).
+-- With a review pending on `buf`, this one starts when that one is settled.
 function M.start(buf, opts)
   if M.reviews[buf] then
     return M.when_free(buf, function() M.start(buf, opts) end)

@@ -55,11 +55,10 @@ function M.find(dir, suffix)
       visits = visits + 1
       local child = path .. "/" .. name
       kind = kind == "link" and (uv.fs_stat(child) or {}).type or kind
-      if name:sub(1, 1) == "." then -- hidden, as `**` leaves them
-        kind = nil
-      elseif kind == "directory" then
+      local hidden = name:sub(1, 1) == "." -- left out, as `**` leaves them
+      if not hidden and kind == "directory" then
         visit(child)
-      elseif kind and name:sub(-#suffix) == suffix then -- a FIFO too: the engine says why it is not read
+      elseif not hidden and kind and name:sub(-#suffix) == suffix then -- a FIFO too: the engine says why
         table.insert(found, child)
       end
     end

@@ -87,8 +87,8 @@ except RuntimeError:
 
 @pytest.mark.nvim
 def test_a_rules_file_holding_the_adapters_own_key_never_sends_it(editor, tmp_path):  # noqa: F811
-    """The key is a literal in the config, so the engine learns it only as the first request
-    is built: the rules file read at the chat's open is scrubbed then, on its way out."""
+    """The key comes from a `cmd:`, so the engine learns it only as the first request is
+    built: the rules file read at the chat's open is scrubbed then, on its way out."""
     project = tmp_path / "proj"
     project.mkdir()
     (project / "AGENTS.md").write_text(f"Deploy with OPENAI_KEY={KEY}\n")
@@ -96,7 +96,7 @@ def test_a_rules_file_holding_the_adapters_own_key_never_sends_it(editor, tmp_pa
         editor.lua(f"""require("codecompanion").setup({{
           adapters = {{ http = {{ testllm = function()
             return require("codecompanion.adapters").extend("openai_compatible", {{
-              env = {{ url = "{server.url}", api_key = "{KEY}" }}, schema = {{ model = {{ default = "m" }} }},
+              env = {{ url = "{server.url}", api_key = "cmd:echo {KEY}" }}, schema = {{ model = {{ default = "m" }} }},
             }})
           end }} }},
           {chat_config("")}

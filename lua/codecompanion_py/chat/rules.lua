@@ -217,7 +217,8 @@ end
 -- docs/**/*.md) and stays in the project, its symlinks judged by their targets.
 local function named(path)
   local normal = vim.fs.normalize(path)
-  return path:match("^[/~$]") ~= nil or path:match("^%a:[/\\]") ~= nil or normal == ".." or normal:match("^%.%./") ~= nil
+  return path:match("^[/~$]") ~= nil or path:match("^%a:[/\\]") ~= nil
+    or normal == ".." or normal:match("^%.%./") ~= nil
 end
 
 -- The engine reads the files (codecompanion_py/repository.py): regular files only, sizes
