@@ -315,9 +315,15 @@ def _reason(error: ProviderError, request: HttpRequest, status: int | None) -> s
     return f"{provider}: {label} (HTTP {status})" if label else f"{provider}: HTTP {status}"
 
 
-async def read_at_most(response: httpx.Response, limit: int, *, request: HttpRequest | None = None) -> bytes:
+async def read_at_most(
+    response: httpx.Response,
+    limit: int,
+    *,
+    request: HttpRequest | None = None,
+    limit_name: str = "adapters.http.opts.max_response_bytes",
+) -> bytes:
     """The body, at most `limit` bytes of it: cut there, or (given the `request`) a
-    ResponseTooLarge error past it."""
+    ResponseTooLarge error past it that names where the limit comes from."""
     pieces: list[bytes] = []
     size = 0
     async for piece in response.aiter_bytes():
@@ -326,8 +332,7 @@ async def read_at_most(response: httpx.Response, limit: int, *, request: HttpReq
         if limit and size > limit:
             if request is not None:
                 raise ResponseTooLarge(
-                    f"{request.provider or 'request'}: the response is larger than {limit} bytes "
-                    "(adapters.http.opts.max_response_bytes)"
+                    f"{request.provider or 'request'}: the response is larger than {limit} bytes ({limit_name})"
                 )
             break
     body = b"".join(pieces)

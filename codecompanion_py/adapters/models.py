@@ -74,7 +74,7 @@ async def _schema_choices(adapter: HTTPAdapter, editor: Editor | None) -> list[s
 async def read_models(response: httpx.Response, request: HttpRequest) -> list[str]:
     """The names a models endpoint answered, its body read up to MAX_BYTES (a
     `ResponseTooLarge` past it)."""
-    return parse_models(await read_at_most(response, MAX_BYTES, request=request))
+    return parse_models(await read_at_most(response, MAX_BYTES, request=request, limit_name="a models list's limit"))
 
 
 def parse_models(body: bytes) -> list[str]:
