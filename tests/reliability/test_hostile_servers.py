@@ -1,5 +1,6 @@
-"""Probing the servers-and-secrets doors from outside: hostile MCP servers, web pages and
-providers, each hole found a test here (issue 28, "Untrusted stays untrusted")."""
+"""Hostile MCP servers, web pages and providers against the doors and the secret scrubber:
+no key they echo or hold reaches the chat, the LLM, a saved chat or a hint, and no server
+can grow the engine without bound or hold a chat up."""
 
 from __future__ import annotations
 
