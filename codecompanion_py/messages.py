@@ -227,32 +227,35 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return tuple(p for p in self.parts if isinstance(p, ToolResultPart))
 
 
-def cleaned(message: Message, clean: Callable[[str], str]) -> Message:
-    """`message` with `clean` (a scrubber) applied to its text, reasoning, tool-call arguments
-    and tool results; the same object when nothing changed."""
-    parts = tuple(_cleaned_part(part, clean) for part in message.parts)
+def cleaned(message: Message, clean: Callable[[str], str], *, arguments: bool = False) -> Message:
+    """`message` with `clean` (a scrubber) applied to its text, reasoning and tool results,
+    and with `arguments` its tool calls' arguments too: only in a copy that is sent, never
+    in the history the calls run from (a file would be written with `***` in it). Never to
+    a part the provider signed (`provider_data`: Anthropic refuses a thinking block whose
+    text changed). The same object when nothing changed."""
+    parts = tuple(_cleaned_part(part, clean, arguments) for part in message.parts)
     if all(new is old for new, old in zip(parts, message.parts, strict=True)):
         return message
     return msgspec.structs.replace(message, parts=parts)
 
 
-def _cleaned_part(part: Part, clean: Callable[[str], str]) -> Part:
-    if isinstance(part, (TextPart, ReasoningPart)):
+def _cleaned_part(part: Part, clean: Callable[[str], str], arguments: bool) -> Part:
+    if isinstance(part, (TextPart, ReasoningPart)) and part.provider_data is None:
         text = clean(part.text)
         return part if text == part.text else msgspec.structs.replace(part, text=text)
     if isinstance(part, ToolResultPart):
         content = clean(part.content)
         return part if content == part.content else msgspec.structs.replace(part, content=content)
-    if isinstance(part, ToolCall) and part.arguments:
+    if arguments and isinstance(part, ToolCall) and part.arguments:
         encoded = msgspec.json.encode(part.arguments).decode()
         scrubbed = clean(encoded)
         if scrubbed == encoded:
             return part
         try:
-            arguments = msgspec.json.decode(scrubbed)
-        except msgspec.DecodeError:  # a secret that held JSON's quoting: none of the arguments kept
-            arguments = {}
-        return msgspec.structs.replace(part, arguments=arguments if isinstance(arguments, dict) else {})
+            kept = msgspec.json.decode(scrubbed)
+        except msgspec.DecodeError:  # a secret that held JSON's quoting: none of the arguments sent
+            kept = {}
+        return msgspec.structs.replace(part, arguments=kept if isinstance(kept, dict) else {})
     return part
 
 

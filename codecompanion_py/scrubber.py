@@ -26,22 +26,30 @@ MAX_KNOWN = 512  # values kept in `KNOWN` (each with its encoded forms); more ar
 MASK = "***"
 
 _SECRET_HEADER = re.compile(r"authorization|key|token|secret", re.IGNORECASE)
-_BEARER = re.compile(r"\b(bearer\s+)[A-Za-z0-9._~+/=-]{12,}", re.IGNORECASE)  # a token no setting names
+# A token no setting names: one word of 16 or more with a digit ("Bearer authentication" is prose).
+_BEARER = re.compile(r"\b(bearer\s+)(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{16,}", re.IGNORECASE)
 # Environment variables whose value is a credential: the name ends like one.
 _SECRET_VARIABLE = re.compile(
     r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|SECRET_?KEY|ACCESS_?KEY|PASSWORD|PASSWD|PAT|CREDENTIALS?)$", re.IGNORECASE
 )
-_CREDENTIAL_VALUE = re.compile(r"[^\s/~][^\s]{11,}")  # one word of 12 or more, not a path
+# What `KNOWN` takes for a credential: one word of 16 or more with a letter and a digit, not a
+# path nor an address. A word (`postgres`, `lm-studio`, `not-needed`) or a path learned there
+# would be masked in every text the engine lets in.
+_CREDENTIAL_VALUE = re.compile(r"(?=[^@]*[0-9])(?=[^@]*[A-Za-z])[^\s/~@][^\s@]{15,}")
 
 
-def secrets_in(headers: Mapping[str, str], values: Iterable[str] = (), *, every_header: bool = False) -> list[str]:
-    """The secrets among credential headers (each header with `every_header`: an MCP
-    server's configured headers) and `values` (resolved keys, env values), longest first
-    (so a secret containing another is replaced whole), with the percent-encoded form
-    where that differs (a key in a URL) and without a `Bearer `/`Basic ` scheme."""
+def looks_like_credential(value: str) -> bool:
+    return _CREDENTIAL_VALUE.fullmatch(value) is not None
+
+
+def secrets_in(headers: Mapping[str, str], values: Iterable[str] = ()) -> list[str]:
+    """The secrets among credential headers (`Authorization`, `x-api-key`) and `values`
+    (resolved keys, credential env values), longest first (so a secret containing another
+    is replaced whole), with the percent-encoded form where that differs (a key in a URL)
+    and without a `Bearer `/`Basic ` scheme."""
     found: set[str] = {str(value) for value in values if value}
     for name, value in headers.items():
-        if not value or not (every_header or _SECRET_HEADER.search(name)):
+        if not value or not _SECRET_HEADER.search(name):
             continue
         found.add(value.split(" ", 1)[1] if value.lower().startswith(("bearer ", "basic ")) else value)
     return _with_encodings(found)
@@ -59,6 +67,12 @@ def url_credentials(url: str) -> list[str]:
         return []
     user, password = urllib.parse.unquote(user or ""), urllib.parse.unquote(password)
     return [password, base64.b64encode(f"{user}:{password}".encode()).decode()]
+
+
+def credential_values(named: Mapping[str, str]) -> list[str]:
+    """The values of `named` (env variables, headers) whose name says they are a credential:
+    `GITHUB_TOKEN`, `Authorization`, not `NODE_ENV` or `Accept`."""
+    return [value for name, value in named.items() if _SECRET_VARIABLE.search(name) or _SECRET_HEADER.search(name)]
 
 
 def _with_encodings(values: Iterable[str]) -> list[str]:
@@ -140,7 +154,8 @@ class KnownSecrets:
         self._values, self._sorted, self._read_environment = set(), [], False
 
     def remember(self, values: Iterable[str]) -> None:
-        new = {str(v) for v in values if v and len(str(v)) >= SHORTEST_SECRET} - self._values
+        """Remember the values that look like a credential (`looks_like_credential`)."""
+        new = {str(v) for v in values if v and looks_like_credential(str(v))} - self._values
         if not new or len(self._values) >= MAX_KNOWN:
             return
         self._values |= set(list(new)[: MAX_KNOWN - len(self._values)])
@@ -165,8 +180,7 @@ class KnownSecrets:
                 continue
             if value.lower().startswith(("bearer ", "basic ")):
                 value = value.split(" ", 1)[1]
-            if _CREDENTIAL_VALUE.fullmatch(value):
-                self.remember((value,))
+            self.remember((value,))
 
     def values(self, extra: Sequence[str] = ()) -> Sequence[str]:
         """These secrets and `extra`, longest first."""

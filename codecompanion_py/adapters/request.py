@@ -68,7 +68,10 @@ def _outside_scrubbed(messages: Sequence[Message]) -> Sequence[Message]:
     known yet when a file or a command's output came in at its door."""
     if not KNOWN.values():
         return messages
-    return [cleaned(message, KNOWN.without_known) if _from_outside(message) else message for message in messages]
+    return [
+        cleaned(message, KNOWN.without_known, arguments=True) if _from_outside(message) else message
+        for message in messages
+    ]
 
 
 def _from_outside(message: Message) -> bool:

@@ -31,7 +31,7 @@ from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError, ConnectionClosed, RpcError
 from ..messages import deeper_than
 from ..processes import safe_env
-from ..scrubber import KNOWN, clip, scrub_secrets, secrets_in, url_credentials
+from ..scrubber import KNOWN, clip, credential_values, scrub_secrets, secrets_in, url_credentials
 from .door import (
     MAX_INSTRUCTIONS,
     MAX_LIST_BYTES,
@@ -117,7 +117,7 @@ class McpServer:
         if self.spec.get("url"):
             headers = {k: str(await self.value(k, v)) for k, v in (self.spec.get("headers") or {}).items()}
             in_url = url_credentials(str(self.spec["url"]))
-            self.secrets = secrets_in(headers, in_url, every_header=True)
+            self.secrets = secrets_in(headers, in_url)
             KNOWN.remember_headers(headers)
             KNOWN.remember(in_url)
             self._conn = HttpConnection(
@@ -137,7 +137,7 @@ class McpServer:
                 resolved = await self.value(key, value)
                 if resolved is not None:
                     env[str(key)] = configured[str(key)] = str(resolved)
-            self.secrets = secrets_in({}, configured.values())
+            self.secrets = secrets_in({}, credential_values(configured))
             KNOWN.remember_environment(configured)
             self._process = await McpProcess.start(f"MCP server {self.name}", argv, cwd=self.cwd, env=env)
             lines = CappedLines(self._process.stdout, MAX_MESSAGE_BYTES, self.name)

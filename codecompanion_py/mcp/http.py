@@ -42,7 +42,7 @@ class HttpConnection:
     ) -> None:
         self.url = url
         self.headers = dict(headers)
-        self.secrets = secrets_in(self.headers, url_credentials(url), every_header=True)  # none is ever shown
+        self.secrets = secrets_in(self.headers, url_credentials(url))  # none is ever shown
         self.name = name
         self.session_id: str | None = None
         self.protocol_version: str | None = None

@@ -286,10 +286,10 @@ class HttpStreamIterator(BaseStreamIterator):
                 queue[-1] = msgspec.structs.replace(final, message=message)
 
     def _without_secrets(self, message: Message) -> Message:
-        """`message` without a secret the request carried or the engine knows: a provider
-        may echo the key, and the history goes to disk and to the next provider."""
-        request = self._request
-        return cleaned(message, lambda text: scrub(text, request) if request else KNOWN.scrub(text))
+        """`message` without a credential the engine knows (`scrubber.KNOWN`: the request's
+        own key among them): a provider may echo the key, and the history goes to disk and
+        to the next provider. Only credentials: a reply is prose, and words stay."""
+        return cleaned(message, KNOWN.without_known)
 
     async def close(self) -> None:
         if self._closed:

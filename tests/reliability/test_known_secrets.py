@@ -16,6 +16,7 @@ import pytest
 
 from codecompanion_py import web
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from codecompanion_py.messages import Message, ReasoningPart, TextPart, ToolCall, cleaned
 from codecompanion_py.scrubber import KNOWN
 from tests.e2e.conftest import editor, nvim_home  # noqa: F401 (fixtures)
 from tests.e2e.test_chat_surface import chat_config, reply, send
@@ -36,6 +37,37 @@ def test_the_environment_gives_its_credentials_and_nothing_else(monkeypatch):
     KNOWN.forget()
     text = f"a={KEY} b=tok_0123456789abcdef c=/home/someone/.password-store d=solarized-dark-high"
     assert KNOWN.scrub(text) == "a=*** b=*** c=/home/someone/.password-store d=solarized-dark-high"
+
+
+def test_words_paths_and_addresses_are_never_taken_for_keys(monkeypatch):
+    """What would be masked in every text if it were learned: the words of a local database
+    URL, a placeholder key, an address, a header or a setting that is no credential."""
+    monkeypatch.setenv("DATABASE_URL", "postgres://postgres:postgres@localhost/app")
+    monkeypatch.setenv("REDIS_URL", "redis://:password@localhost:6379")
+    monkeypatch.setenv("PASSWORD_STORE_KEY", "someone.person@example.com")
+    monkeypatch.setenv("LMSTUDIO_API_KEY", "lm-studio-local-server")  # no digit: a placeholder
+    KNOWN.forget()
+    KNOWN.remember(["anything-goes-here", "not-needed", "production-db-pass"])
+    KNOWN.remember_headers({"Accept": "application/json, text/event-stream", "Authorization": "Bearer not-needed"})
+    prose = (
+        "Connect to postgres with the password field; Use Bearer authentication in production, "
+        "mail someone.person@example.com, run lm-studio-local-server; anything-goes-here."
+    )
+    assert KNOWN.scrub(prose) == prose
+
+
+def test_a_tool_call_runs_with_the_arguments_the_model_gave_and_signed_reasoning_is_kept():
+    """Scrubbing the history a call runs from would write `***` into files; a signed thinking
+    block whose text changed is refused by the provider. Only the copy a request sends is
+    scrubbed of a known key in earlier calls' arguments."""
+    KNOWN.remember([KEY])
+    call = ToolCall(id="c1", name="create_file", arguments={"content": f"token = {KEY}"})
+    thinking = ReasoningPart(text=f"the key {KEY}", provider_data={"signature": "sig"})
+    reply = Message(role="assistant", parts=(TextPart(text=f"key {KEY}"), thinking, call))
+    kept = cleaned(reply, KNOWN.without_known)
+    assert kept.parts[0] == TextPart(text="key ***") and kept.parts[1] is thinking and kept.parts[2] is call
+    sent = cleaned(reply, KNOWN.without_known, arguments=True)
+    assert sent.parts[2].arguments == {"content": "token = ***"}
 
 
 def test_a_secret_cut_short_leaves_no_beginning_behind():

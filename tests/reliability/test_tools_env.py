@@ -86,7 +86,7 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("LANG", "C.UTF-8")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
-    monkeypatch.setenv("GITHUB_TOKEN", "ghp_allowed_by_the_user")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_4llowed8y7heUser0123")
     monkeypatch.setenv("MYAPP_MODE", "dev")
 
 
