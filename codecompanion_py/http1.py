@@ -276,14 +276,16 @@ class Http1Transport(httpx.AsyncBaseTransport):
         try:
             # A guard resolves the name itself, and the connection goes to an address it checked.
             addresses = [host] if self._guard is None else await asyncio.wait_for(self._guard(host, port), timeout)
+            deadline = None if timeout is None else loop.time() + timeout  # one budget for every address
             for index, address in enumerate(addresses):
                 opening = loop.create_connection(
                     lambda: connection, address, port, ssl=tls, server_hostname=host if tls else None
                 )
+                left = None if deadline is None else max(deadline - loop.time(), 0.001)
                 try:
-                    await asyncio.wait_for(opening, timeout)
+                    await asyncio.wait_for(opening, left)
                     break
-                except OSError:
+                except (OSError, asyncio.TimeoutError):  # on 3.10 a timeout is no OSError
                     if index == len(addresses) - 1:
                         raise
         except (asyncio.TimeoutError, TimeoutError):

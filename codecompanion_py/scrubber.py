@@ -132,9 +132,10 @@ def clip(text: str, limit: int, secrets: Sequence[str] = (), *, marker: str = "â
 
 
 def _without_partial_secret(text: str, secrets: Sequence[str]) -> str:
-    """`text` without a beginning of a secret at its end (the rest of it was cut off)."""
+    """`text` without a beginning of a secret (4 characters or more: fewer would eat the
+    last letters of plain words) at its end: the rest of it was cut off."""
     for secret in secrets:
-        for size in range(min(len(secret) - 1, len(text)), 0, -1):
+        for size in range(min(len(secret) - 1, len(text)), 3, -1):
             if text.endswith(secret[:size]):
                 return text[: len(text) - size]
     return text

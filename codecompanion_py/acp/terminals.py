@@ -61,8 +61,9 @@ class Terminal:
 
     def text(self) -> str:
         """The output as the agent and the chat read it: no escapes, no key the engine knows
-        (a secret still being printed, its beginning, too)."""
-        return scrub_secrets(strip_ansi(bytes(self.output).decode("utf-8", errors="replace")), (), cut=True)
+        (while the command runs, the beginning of one still being printed, too)."""
+        running = self.proc.returncode is None
+        return scrub_secrets(strip_ansi(bytes(self.output).decode("utf-8", errors="replace")), (), cut=running)
 
     def exit_status(self) -> dict[str, Any] | None:
         code = self.proc.returncode

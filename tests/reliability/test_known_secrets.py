@@ -17,7 +17,7 @@ import pytest
 from codecompanion_py import web
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
 from codecompanion_py.messages import Message, ReasoningPart, TextPart, ToolCall, cleaned
-from codecompanion_py.scrubber import KNOWN
+from codecompanion_py.scrubber import KNOWN, scrub_secrets
 from tests.e2e.conftest import editor, nvim_home  # noqa: F401 (fixtures)
 from tests.e2e.test_chat_surface import chat_config, reply, send
 
@@ -74,6 +74,8 @@ def test_a_secret_cut_short_leaves_no_beginning_behind():
     KNOWN.remember([KEY])
     assert KNOWN.scrub(f"echoed: {KEY[:12]}") == "echoed: ***"
     assert KNOWN.without_known(f"{KEY}{KEY[:9]}") == "******"
+    # A text that only ends like a key begins ("ran 5 tests" and "sk-...") keeps its end.
+    assert scrub_secrets("ran 5 tests", (), cut=True) == "ran 5 tests"
 
 
 async def test_a_commands_output_and_a_file_the_llm_reads_go_out_without_a_known_key(tmp_path, monkeypatch):
