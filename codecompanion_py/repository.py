@@ -108,7 +108,10 @@ def read_named(payload: Mapping[str, Any]) -> list[dict[str, str]]:
 def _named(door: Door, path: Path, cwd: Path) -> str:
     real = Path(os.path.realpath(path))
     named_inside = path.is_relative_to(cwd) or path.is_relative_to(door.root)
-    if named_inside and not door.inside(real):
+    # Neovim started in the home folder: that is no cloned project, and its links (dotfiles,
+    # a Nix store) are the user's own.
+    at_home = door.root == Path(os.path.realpath(door.home))
+    if named_inside and not at_home and not door.inside(real):
         shown = door.show(path) if path.is_relative_to(door.root) else str(path.relative_to(cwd))
         raise PathRefused(
             f"{shown} is a link to {door.show(real)}, outside the project; to share that file, name it itself"

@@ -363,3 +363,27 @@ def test_file_context_of_a_project_name_that_links_out_of_the_project_is_refused
         send(editor, "#{file:docs/alias.md} read", 1)
         sent = request_text(server)
         assert "real notes" in sent and MARKER not in sent
+
+
+def test_neovim_started_in_the_home_folder_has_no_project_to_confine_to(tmp_path):
+    """Started in `~`, the links there (dotfiles, a Nix store) are the user's own: a file
+    named there is read where its link leads; in a project, the same link is refused."""
+    home = tmp_path / "home"
+    (home / "dotfiles").mkdir(parents=True)
+    (tmp_path / "store.md").write_text("from the store\n")
+    (home / "dotfiles" / "notes.md").symlink_to(tmp_path / "store.md")
+    [read] = repository.read_named({"cwd": str(home), "home": str(home), "paths": ["dotfiles/notes.md"]})
+    assert read == {"content": "from the store\n"}
+    [refused] = repository.read_named({"cwd": str(home / "dotfiles"), "home": str(home), "paths": ["notes.md"]})
+    assert "outside the project" in refused["error"]
+
+
+@pytest.mark.nvim
+def test_prompt_folders_under_the_home_folder_are_the_users_own(editor, tmp_path):  # noqa: F811
+    home = tmp_path / "home"
+    (home / "proj" / ".prompts").mkdir(parents=True)
+    editor.lua(f"vim.env.HOME = '{home}'")
+    in_project = "return require('codecompanion_py.prompts.trust').in_project(...)"
+    assert editor.lua(in_project, str(home / ".config/nvim/prompts"), os.path.realpath(home)) is False
+    assert editor.lua(in_project, ".prompts", os.path.realpath(home)) is False
+    assert editor.lua(in_project, str(home / "proj/.prompts"), os.path.realpath(home / "proj")) is True

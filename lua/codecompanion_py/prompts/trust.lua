@@ -43,7 +43,11 @@ function M.project()
 end
 
 -- Whether `dir` (as the config names it) is inside the project: relative, or really in it.
+-- Neovim started in the home folder has no project: the folders there are the user's own.
 function M.in_project(dir, root)
+  if root == (vim.uv.fs_realpath(vim.uv.os_homedir() or "") or "") then
+    return false
+  end
   local expanded = vim.fn.expand(dir)
   if not expanded:match("^/") and not expanded:match("^%a:[/\\]") then
     return true
