@@ -7,10 +7,12 @@ password (they would go to the chat and the LLM), from an address netguard.py al
 connection goes to one of those). Through the one outbound door (outbound.py), so the
 user's proxy and TLS settings apply.
 
-Redirects are followed by hand, at most MAX_REDIRECTS, and only within the same origin
-(scheme, host, port; http to https on the same host is an origin too). A redirect elsewhere is
-not followed: the error names the new URL, so the LLM can ask for it, and that fetch is
-approved with the URL it really reads. https to http is refused.
+Redirects are followed by hand, at most MAX_REDIRECTS. The LLM's fetches stay within the
+origin its approval named (scheme, host, port; http to https on the same host is an origin
+too): a redirect elsewhere is not followed, and the error names the new URL, so the LLM can
+ask for it and that fetch is approved with the URL it really reads. A URL the user typed
+(`#{fetch}`) follows a site that moved. Every hop's address is checked; https to http is
+refused.
 
 The whole fetch (redirects, every byte) has DEADLINE seconds. Only text is read (text/*,
 JSON, XML; a body without a type that holds NUL bytes is binary), at most MAX_BYTES of it,
@@ -78,15 +80,18 @@ def shown(url: httpx.URL) -> str:
     return str(url.copy_with(userinfo=b"")) if url.userinfo else str(url)
 
 
-async def page_text(url: str, *, cached: bool = False) -> str:
-    """The readable text of `url`; a `ConfigError` that says why when it cannot be had."""
+async def page_text(url: str, *, cached: bool = False, elsewhere: bool = False) -> str:
+    """The readable text of `url`; a `ConfigError` that says why when it cannot be had.
+    `elsewhere`: redirects to other sites are followed too (a URL the user typed, whose
+    site moved: `github.com` to `raw.githubusercontent.com`); every hop's address is still
+    checked. The LLM's fetches stay on the site its approval named."""
     target = checked_url(url)
     key = str(target)
     kept = _cache.get(key) if cached else None
     if kept is not None and time.monotonic() - kept[0] < CACHE_SECONDS:
         return kept[1]
     try:
-        text = await asyncio.wait_for(_fetch(target), DEADLINE)
+        text = await asyncio.wait_for(_fetch(target, elsewhere), DEADLINE)
     except asyncio.TimeoutError:
         raise ConfigError(f"could not fetch {key}: no whole page within {DEADLINE:g} s") from None
     _cache[key] = (time.monotonic(), text)
@@ -96,7 +101,7 @@ async def page_text(url: str, *, cached: bool = False) -> str:
     return text
 
 
-async def _fetch(url: httpx.URL) -> str:
+async def _fetch(url: httpx.URL, elsewhere: bool) -> str:
     # The guard resolves each name at connect time and connects only to what it checked.
     async with outbound.http_client(read_timeout=DEADLINE, connect_guard=netguard.checked_addresses) as client:
         for _ in range(MAX_REDIRECTS + 1):
@@ -105,7 +110,7 @@ async def _fetch(url: httpx.URL) -> str:
                 async with client.stream("GET", url, headers=_HEADERS) as response:
                     location = response.headers.get("location")
                     if response.status_code in _REDIRECTS and location:
-                        url = _redirect(url, location)
+                        url = _redirect(url, location, elsewhere)
                         continue
                     if response.status_code >= 400:
                         raise ConfigError(f"{url} answered HTTP {response.status_code}")
@@ -152,7 +157,7 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
     return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme, 0)
 
 
-def _redirect(current: httpx.URL, location: str) -> httpx.URL:
+def _redirect(current: httpx.URL, location: str, elsewhere: bool = False) -> httpx.URL:
     """The URL a redirect leads to, if it is followed; else a `ConfigError` that names it."""
     try:
         target = current.join(location)
@@ -162,7 +167,7 @@ def _redirect(current: httpx.URL, location: str) -> httpx.URL:
         raise ConfigError(f"{current} redirected from https to plain http ({shown(target)}): not followed")
     upgrade = (current.scheme, target.scheme) == ("http", "https") and current.host == target.host
     same = _origin(target) == _origin(current) or (upgrade and current.port is None and target.port is None)
-    if not same or target.userinfo or len(str(target)) > MAX_URL:
+    if (not same and not elsewhere) or target.userinfo or len(str(target)) > MAX_URL:
         raise ConfigError(f"{current} redirected to {shown(target)}: not followed; fetch that URL if you want it")
     return target
 

@@ -376,7 +376,7 @@ class ChatSession:
             return
         read = []
         for page in pages:
-            text = await web.page_text(page.path or "", cached=True)
+            text = await web.page_text(page.path or "", cached=True, elsewhere=True)  # the user's URL
             read.append(msgspec.structs.replace(page, content=text, label=page.label or page.path or "a web page"))
         at = next((i for i, m in enumerate(self.history) if m is self._last_prompt), len(self.history))
         added: list[Message] = []

@@ -133,26 +133,34 @@ async def test_a_redirect_to_another_site_is_not_followed_but_named(tmp_path):
 
 
 @pytest.mark.nvim
-def test_a_chat_fetch_redirected_elsewhere_ends_the_turn_saying_so_and_the_chat_goes_on(editor):  # noqa: F811
+def test_a_chat_fetch_follows_its_site_elsewhere_but_never_to_a_forbidden_address(editor):  # noqa: F811
+    """The user typed the URL, so a site that moved is followed (the LLM's own fetches are
+    not: their approval named the site); every hop's address is still checked."""
+
     def respond(request: Any) -> Reply:
-        if request.method == "GET":  # the page moved to another site (the LLM's port: another origin)
-            return Reply(status=302, headers={"location": f"{llm.url}/elsewhere"})
+        if request.method == "GET" and request.path == "/docs":  # moved to another site
+            return Reply(status=302, headers={"location": f"{other.url}/moved"})
+        if request.method == "GET" and request.path == "/meta":
+            return Reply(status=302, headers={"location": "http://169.254.169.254/latest/meta-data/"})
+        if request.method == "GET":
+            return Reply(headers={"content-type": "text/plain"}, chunks=[b"the moved page"])
         return llm_reply("fine")
 
-    with ServerThread(ScriptedServer(respond)) as page:
-        with ServerThread(ScriptedServer(respond)) as llm:
-            setup(editor, llm.url, chat_config(""))
-            editor.nvim.command("CodeCompanionChat")
-            editor.type_prompt(f"#{{fetch:{page.url}/docs}}")
-            editor.nvim.input("<CR>")
-            done = editor.wait_event("CodeCompanionChatDone")
-            assert done["data"]["status"] == "error"
-            said = f"redirected to {llm.url}/elsewhere: not followed; fetch that URL if you want it"
-            editor.wait_for(lambda: said in editor.text(), what="the reason in the chat")
-            assert [r.method for r in llm.requests] == []  # neither the LLM nor the other site was asked
-            send(editor, "still there?", 2)
-            assert user_message(llm, -1) == "still there?"
-            assert [r.path for r in llm.requests if r.method == "GET"] == []
+    with ServerThread(ScriptedServer(respond)) as page, ServerThread(ScriptedServer(respond)) as other:
+        setup(editor, other.url, chat_config(""))
+        editor.nvim.command("CodeCompanionChat")
+        editor.type_prompt(f"#{{fetch:{page.url}/docs}}")
+        editor.nvim.input("<CR>")
+        assert editor.wait_event("CodeCompanionChatDone")["data"]["status"] == "success"
+        posts = [r for r in other.requests if r.method == "POST"]
+        assert "the moved page" in json.dumps(posts[-1].json())
+        editor.type_prompt(f"#{{fetch:{page.url}/meta}}")
+        editor.nvim.input("<CR>")
+        done = editor.wait_event("CodeCompanionChatDone", count=2)
+        assert done["data"]["status"] == "error"
+        editor.wait_for(lambda: "169.254.169.254" in editor.text(), what="the reason in the chat")
+        send(editor, "still there?", 3)
+        assert user_message(other, -1) == "still there?"
 
 
 async def test_redirects_within_the_site_are_followed_at_most_five_times(tmp_path):
