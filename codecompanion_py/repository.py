@@ -63,11 +63,18 @@ class Door:
 
     def refusal(self, real: Path) -> str | None:
         """Why a repository file may not read `real`, or None when it may."""
-        if self.allows(real):
+        if self.allows(real) or self.personal_instructions(real):
             return None
         if not self.inside(real):
             return "outside the project"
         return protected_reason(PurePosixPath(real.relative_to(self.root)))
+
+    def personal_instructions(self, real: Path) -> bool:
+        """A markdown file in `~/.claude/`: where a CLAUDE.md imports the user's own notes
+        from, as Claude Code documents (`@~/.claude/my-instructions.md`). Only markdown:
+        the folder also holds Claude Code's credentials and transcripts."""
+        claude = Path(os.path.realpath(self.home / ".claude"))
+        return real.suffix.lower() == ".md" and real.is_relative_to(claude)
 
     def show(self, path: Path) -> str:
         """`path` as messages name it: from the project root, else from `~`, else whole."""

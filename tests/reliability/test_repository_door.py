@@ -387,3 +387,24 @@ def test_prompt_folders_under_the_home_folder_are_the_users_own(editor, tmp_path
     assert editor.lua(in_project, str(home / ".config/nvim/prompts"), os.path.realpath(home)) is False
     assert editor.lua(in_project, ".prompts", os.path.realpath(home)) is False
     assert editor.lua(in_project, str(home / "proj/.prompts"), os.path.realpath(home / "proj")) is True
+
+
+def test_a_projects_rules_may_import_the_users_own_notes_from_claudes_folder_and_nothing_else_there(tmp_path):
+    """Claude Code documents `@~/.claude/my-instructions.md` for personal notes; the same
+    folder holds its credentials and transcripts, which stay out."""
+    home, project = tmp_path / "home", tmp_path / "proj"
+    (home / ".claude" / "projects").mkdir(parents=True)
+    (home / ".claude" / "my-instructions.md").write_text("Call me Sam.\n")
+    (home / ".claude" / ".credentials.json").write_text(f'{{"token": "{MARKER}"}}\n')
+    (home / ".claude" / "projects" / "chat.jsonl").write_text(MARKER)
+    (home / ".claude" / "key.md").symlink_to(tmp_path / "outside.md")  # judged by its target
+    (tmp_path / "outside.md").write_text(MARKER)
+    project.mkdir()
+    (project / "CLAUDE.md").write_text(
+        "@~/.claude/my-instructions.md\n@~/.claude/.credentials.json\n@~/.claude/projects/chat.jsonl\n@~/.claude/key.md\n"
+    )
+    files = [{"path": str(project / "CLAUDE.md"), "parser": "claude"}]
+    loaded = repository.load_rules({"cwd": str(project), "home": str(home), "files": files})
+    sent = "".join(item["content"] for item in loaded["items"])
+    assert "Call me Sam." in sent and MARKER not in sent
+    assert len(loaded["problems"]) == 3
