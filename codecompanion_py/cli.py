@@ -43,8 +43,8 @@ import msgspec
 from . import adapters, health
 from .acp import adapters as acp_adapters
 from .adapters.base import HTTPAdapter, prepare, substitute
-from .adapters.models import read_models
-from .client import HttpClient, HttpRequest
+from .adapters.models import fetch_models
+from .client import HttpClient
 from .errors import CodeCompanionError
 from .events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent, ToolCallEvent
 from .messages import Message
@@ -145,18 +145,7 @@ async def server_models(adapter: HTTPAdapter, client: HttpClient) -> tuple[str, 
         url = substitute(str(adapter.opts["models_url"]), ready.env_replaced)
     except KeyError as missing:
         raise CodeCompanionError(f"the models url needs {missing}, which is not set") from None
-    headers = {k: v for k, v in ready.headers.items() if k.lower() != "content-type"}
-    request = HttpRequest(
-        url=url,
-        body=b"",
-        headers=headers,
-        method="GET",
-        stream=False,
-        provider=ready.formatted_name,
-        secrets=ready.secrets,
-    )
-    async with client.open(request) as response:
-        return url, await read_models(response, request)
+    return url, await fetch_models(ready, url, client)
 
 
 async def _choose_model(adapter: HTTPAdapter, client: HttpClient) -> None:

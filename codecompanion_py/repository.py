@@ -128,19 +128,6 @@ def _named(door: Door, path: Path, cwd: Path) -> str:
     return door.read(real)
 
 
-def valid_text(text: str) -> str:
-    """`text` as valid UTF-8: the bytes pynvim could not decode (lone surrogates) replaced by U+FFFD."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            raw = text.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:  # a surrogate that stands for no byte
-            raw = text.encode("utf-8", "replace")
-        return raw.decode("utf-8", "replace")
-    return text
-
-
 def expand(raw: str, home: Path) -> str:
     """`~` and `$VAR` expanded, as the editor expands a path."""
     if raw == "~" or raw.startswith("~/"):
@@ -290,4 +277,4 @@ def _size(count: int) -> str:
     return f"{count / 1_000_000:g} MB" if count >= 1_000_000 else f"{count / 1000:.0f} KB"
 
 
-__all__ = ["Door", "RuleFile", "RulesLoad", "imports", "load_rules", "read_named", "valid_text"]
+__all__ = ["Door", "RuleFile", "RulesLoad", "imports", "load_rules", "read_named"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
 import msgspec
 
 from ..client import HttpClient, HttpRequest, read_at_most
@@ -43,19 +42,8 @@ async def list_models(adapter: HTTPAdapter, client: HttpClient, editor: Editor |
     if cached and time.monotonic() - cached[0] < CACHE_SECONDS:
         names = cached[1]
     else:
-        headers = {k: v for k, v in ready.headers.items() if k.lower() != "content-type"}
-        request = HttpRequest(
-            url=url,
-            body=b"",
-            headers=headers,
-            method="GET",
-            stream=False,
-            provider=ready.formatted_name,
-            secrets=ready.secrets,
-        )
         try:
-            async with client.open(request) as response:
-                names = await read_models(response, request)
+            names = await fetch_models(ready, url, client)
         except (CodeCompanionError, ValueError):
             return await _schema_choices(adapter, editor)
         _cache[url] = (time.monotonic(), names)
@@ -71,10 +59,22 @@ async def _schema_choices(adapter: HTTPAdapter, editor: Editor | None) -> list[s
         return [current] if current else []
 
 
-async def read_models(response: httpx.Response, request: HttpRequest) -> list[str]:
-    """The names a models endpoint answered, its body read up to MAX_BYTES (a
-    `ResponseTooLarge` past it)."""
-    return parse_models(await read_at_most(response, MAX_BYTES, request=request, limit_name="a models list's limit"))
+async def fetch_models(ready: HTTPAdapter, url: str, client: HttpClient) -> list[str]:
+    """The names the models endpoint `url` lists, in its order, its body read up to
+    MAX_BYTES (a `ResponseTooLarge` past it)."""
+    headers = {k: v for k, v in ready.headers.items() if k.lower() != "content-type"}
+    request = HttpRequest(
+        url=url,
+        body=b"",
+        headers=headers,
+        method="GET",
+        stream=False,
+        provider=ready.formatted_name,
+        secrets=ready.secrets,
+    )
+    async with client.open(request) as response:
+        body = await read_at_most(response, MAX_BYTES, request=request, limit_name="a models list's limit")
+    return parse_models(body)
 
 
 def parse_models(body: bytes) -> list[str]:

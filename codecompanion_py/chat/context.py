@@ -22,7 +22,6 @@ import msgspec
 
 from ..errors import ConfigError, FileTooLarge, PathRefused
 from ..messages import ImagePart, Message, TextPart
-from ..repository import valid_text
 from ..scrubber import KNOWN
 from ..tools.workspace import read_regular
 
@@ -56,8 +55,7 @@ def items_of(raw: Any) -> list[ContextItem]:
         items = msgspec.convert(raw, list[ContextItem])
     except msgspec.ValidationError as error:
         raise ConfigError(f"the editor sent context the engine cannot read: {error}") from None
-    # a file the editor read may hold bytes that are not UTF-8: replaced, or the request could not be sent
-    return [msgspec.structs.replace(i, content=valid_text(i.content)) if i.content else i for i in items]
+    return items  # bytes that were not UTF-8 were replaced as they came in (Engine.dispatch)
 
 
 def fenced(content: str, language: str = "") -> str:
