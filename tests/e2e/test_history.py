@@ -47,7 +47,7 @@ def test_a_chat_is_saved_and_carried_on_after_neovim_restarts(nvim_home, monkeyp
             send(editor, "Capital of France?", 1)
             send(editor, "Its population?", 2)
             folder = data / "nvim" / "codecompanion_py" / "history"
-            saved = editor.wait_for(lambda: list(folder.glob("*.json")) or None, what="the saved chat")
+            saved = editor.wait_for(lambda: list(folder.glob("[!.]*.json")) or None, what="the saved chat")
         finally:
             quit_nvim(editor.nvim, pid)
         record = json.loads(saved[0].read_text())
@@ -100,7 +100,7 @@ def test_a_title_is_written_by_the_llm_and_chats_are_renamed_and_deleted(editor,
         assert "Capital of France?" in title_request[1]["content"] and "Paris." in title_request[1]["content"]
 
         def saved_titles():
-            return sorted(json.loads(p.read_text())["title"] for p in folder.glob("*.json"))
+            return sorted(json.loads(p.read_text())["title"] for p in folder.glob("[!.]*.json"))
 
         editor.wait_for(lambda: saved_titles() == ["French capital question"], what="the written title")
         send(editor, "Sky colour?", 2)  # one title per chat: no second title request
@@ -175,7 +175,7 @@ def test_an_agent_chat_reopens_in_its_own_session(editor, tmp_path):
     editor.lua(f"require('codecompanion_py.rpc').history_dir = function() return '{folder}' end")
     open_agent_chat(editor, project, "hello there", env_lua=f'FAKE_AGENT_LOG = "{log}"')
     editor.wait_event("CodeCompanionChatDone")
-    saved = editor.wait_for(lambda: list(folder.glob("*.json")) or None, what="the saved chat")
+    saved = editor.wait_for(lambda: list(folder.glob("[!.]*.json")) or None, what="the saved chat")
     record = json.loads(saved[0].read_text())
     assert record["adapter"] == "fake" and record["session_id"] == "sess-1"
     editor.nvim.command("close")
@@ -207,7 +207,7 @@ def test_qa_mid_stream_loses_nothing_that_was_on_screen(nvim_home, monkeypatch, 
         finally:
             quit_nvim(editor.nvim, pid)  # :qa! while the reply still streams
     folder = data / "nvim" / "codecompanion_py" / "history"
-    [saved] = list(folder.glob("*.json"))
+    [saved] = list(folder.glob("[!.]*.json"))
     messages = json.loads(saved.read_text())["messages"]
     assert [m["role"] for m in messages] == ["user", "assistant"]
     assert messages[1]["parts"][0]["text"] == "The first half of the answer, then more"
@@ -231,7 +231,7 @@ def test_a_crash_mid_stream_keeps_what_streamed_a_second_before(nvim_home, monke
             folder = data / "nvim" / "codecompanion_py" / "history"
 
             def saved_reply():
-                for path in folder.glob("*.json"):
+                for path in folder.glob("[!.]*.json"):  # not a save under way (`.saving-*`, renamed at its end)
                     messages = json.loads(path.read_text())["messages"]
                     if len(messages) == 2:
                         return messages[1]["parts"][0]["text"]

@@ -192,7 +192,7 @@ def test_in_neovim_a_token_echoed_and_a_50_mb_result_reach_neither_chat_nor_llm_
         editor.nvim.command("CodeCompanionChat Call both")
         done = editor.wait_event("CodeCompanionChatDone", timeout=90)
         assert done["data"]["status"] == "success", editor.text()[-2000:]
-        saved = editor.wait_for(lambda: list(folder.glob("*.json")) or None, what="the saved chat", timeout=30)
+        saved = editor.wait_for(lambda: list(folder.glob("[!.]*.json")) or None, what="the saved chat", timeout=30)
         shown_text = editor.text()
         web, big = tool_messages(llm.requests[1])
     assert "HTTP 401" in web["content"] and secret_free(web["content"], TOKEN)
