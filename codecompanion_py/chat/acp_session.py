@@ -19,8 +19,8 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
-from ..acp.adapters import AcpAdapter
 from ..acp.client import AcpClient
+from ..adapters.acp import AcpAdapter
 from ..errors import AgentError, CodeCompanionError, ConfigError, RpcError
 from ..events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
 from ..mcp.servers import McpServers

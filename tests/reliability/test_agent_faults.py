@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.chat.acp_session import AcpChatSession
 from codecompanion_py.engine import Engine
 from codecompanion_py.tools.workspace import Workspace
