@@ -16,6 +16,7 @@
 -- they never take an alias another prompt has (/explain stays the built-in's).
 local yaml = require("codecompanion_py.prompts.yaml")
 local trust = require("codecompanion_py.prompts.trust")
+local options = require("codecompanion_py.options")
 
 local M = {}
 
@@ -25,10 +26,6 @@ local cache ---@type table[]? every item, loaded once (`:CodeCompanionActions Re
 local cache_cwd ---@type string? the working directory the cache was made in: its project's prompts
 M.problems = {} ---@type string[] files that could not be read, said once per load
 M.MAX_FRONT_MATTER = 64000 -- bytes: a prompt's options, not a document
-
-local function config()
-  return require("codecompanion_py").config or {}
-end
 
 -- A markdown prompt: front matter, then sections headed `## system` / `## user`; a section
 -- that starts with a ```yaml opts block has those options.
@@ -160,8 +157,9 @@ function M.items(refresh)
   cache_cwd = cwd
   M.problems = {}
   local items = {}
-  local library = type(config().prompt_library) == "table" and config().prompt_library or {}
-  local palette = vim.tbl_get(config(), "display", "action_palette", "opts") or {}
+  local library = options.get("prompt_library")
+  library = type(library) == "table" and library or {}
+  local palette = options.get("display.action_palette.opts") or {}
   if palette.show_preset_prompts ~= false then
     markdown_items(M.BUILTINS, "builtin", items)
   end
