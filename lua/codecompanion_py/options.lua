@@ -34,10 +34,8 @@ end
 
 local keymap = honoured({ "modes", "callback", "description", "index", "hide", "opts" })
 
-local chat = {
-  adapter = OK,
-  model = OK,
-  roles = { llm = OK, user = OK },
+local chat = honoured({ "adapter", "model" }, {
+  roles = honoured({ "llm", "user" }),
   keymaps = {
     ["*"] = keymap,
     copilot_stats = "Copilot usage statistics are not shown here",
@@ -64,82 +62,59 @@ local chat = {
     },
   },
   slash_commands = {
-    ["*"] = {
-      description = OK,
-      callback = OK,
-      enabled = OK,
-      keymaps = OK,
+    ["*"] = honoured({ "description", "callback", "enabled", "keymaps" }, {
       path = "a slash command is a callback function here, not a module path",
-      opts = { provider = OK, contains_code = OK, ["*"] = "this slash command option is not read here" },
-    },
+      opts = honoured({ "provider", "contains_code" }, { ["*"] = "this slash command option is not read here" }),
+    }),
     opts = { acp = { trigger = TRIGGERS } },
   },
   editor_context = EDITOR_CONTEXT,
   variables = EDITOR_CONTEXT,
-  opts = {
-    system_prompt = OK,
-    goto_file_action = OK,
-    register = OK,
+  opts = honoured({
+    "system_prompt", "goto_file_action", "register", "completion_provider", "prompt_decorator",
+    "max_context_chars", -- this plugin's own: the most of one #{...} capture that is sent
+  }, {
     yank_jump_delay_ms = "gy yanks without moving the cursor here",
     blank_prompt = "an empty message is not sent here",
     wait_timeout = "approval prompts wait until they are answered here",
     debounce = "the completion plugin's own debounce applies here",
-    completion_provider = OK,
     context_management = {
       enabled = OK,
-      editing = { trigger = OK, exclude_tools = OK, keep_cycles = OK },
-      compaction = {
-        trigger = OK,
-        min_token_savings = OK,
-        adapter = OK,
+      editing = honoured({ "trigger", "exclude_tools", "keep_cycles" }),
+      compaction = honoured({ "trigger", "min_token_savings", "adapter" }, {
         fallback_to_chat_adapter = "a failed summary ends the turn with its reason here",
-      },
+      }),
     },
-    prompt_decorator = OK,
-    max_context_chars = OK, -- this plugin's own: the most of one #{...} capture that is sent
-  },
-}
+  }),
+})
 
-local window = {
-  layout = OK,
-  position = OK,
-  width = OK,
-  height = OK,
-  border = OK,
-  relative = OK,
-  full_height = OK,
+local window = honoured({
+  "layout", "position", "width", "height", "border", "relative", "full_height", "buflisted", "title", "row", "col",
+}, {
   opts = { ["*"] = OK },
-  buflisted = OK,
   sticky = "the chat window does not follow between tabs here",
   pertab = "chats are not kept per tab here",
-  title = OK,
-  row = OK,
-  col = OK,
-}
+})
 
 local interactions = {
   chat = chat,
-  inline = {
-    adapter = OK,
-    model = OK,
+  inline = honoured({ "adapter", "model" }, {
     keymaps = {
-      stop = { modes = OK, callback = OK, description = OK, index = OK, opts = OK },
+      stop = honoured({ "modes", "callback", "description", "index", "opts" }),
       ["*"] = "the review's keys are interactions.shared.keymaps here (g1-g6, gv, { })",
     },
     editor_context = OWN_CONTEXT,
     variables = OWN_CONTEXT,
     opts = { ["*"] = "the inline assistant's options are its adapter and keymaps here" },
-  },
-  cmd = {
-    adapter = OK,
-    model = OK,
+  }),
+  cmd = honoured({ "adapter", "model" }, {
     opts = { system_prompt = "the command's system prompt is this plugin's own" },
-  },
+  }),
   background = {
     adapter = OK,
     chat = {
       callbacks = {
-        on_ready = { actions = OK, enabled = OK },
+        on_ready = honoured({ "actions", "enabled" }),
         ["*"] = "only the title action (on_ready) is run in the background here",
       },
       opts = { enabled = OK },
@@ -185,11 +160,9 @@ M.SPEC = {
       floating_window = window,
       separator = "header separators are not drawn here",
       show_header_separator = "header separators are not drawn here",
-      icons = {
-        tool_success = OK,
-        tool_failure = OK,
+      icons = honoured({ "tool_success", "tool_failure" }, {
         ["*"] = "only tool_success and tool_failure are shown here",
-      },
+      }),
       show_context = "the shared context is always listed in the Context block of the message here",
       fold_context = "the Context block is a few lines here, not folded",
     }),
@@ -216,30 +189,24 @@ M.SPEC = {
     ["*"] = ANY, -- rule groups: { description, files = {...}, parser, enabled }
     parsers = "the claude and codecompanion parsers follow @imports here; parsers of your own are not read",
     opts = {
-      chat = {
-        autoload = OK,
-        enabled = OK,
+      chat = honoured({ "autoload", "enabled" }, {
         default_params = "a rules file is sent once here, not followed",
         autoload_groups_in_prompt_library = "rule groups are offered in the action palette here, not as prompts",
-      },
+      }),
       show_presets = OK,
       allowed_paths = OK, -- this plugin's own: what a project's rules may import from outside it
     },
   },
   mcp = {
     servers = ANY, -- { cmd, env, url, headers, roots, timeout, tool_defaults, tool_overrides } or a function
-    opts = { default_servers = OK, acp_enabled = OK, timeout = OK },
+    opts = honoured({ "default_servers", "acp_enabled", "timeout" }),
   },
   extensions = "CodeCompanion's extensions are Lua modules of its own and cannot load here",
-  opts = {
-    log_level = OK,
-    language = OK,
-    send_code = OK,
+  opts = honoured({ "log_level", "language", "send_code", "python" }, { -- python: this plugin's own, the engine's
     submit_delay = "a prompt given to a new chat is sent at once here",
     per_project_config = "per-project config files are not read here",
     triggers = TRIGGERS,
-    python = OK, -- this plugin's own: the Python that runs the engine
-  },
+  }),
 }
 
 -- The spec of `key` inside the table spec `spec` (its own, else the "*" one), nil when none.
