@@ -228,6 +228,7 @@ class Engine:
         if self.config.mcp != self.mcp.config:  # other servers: the running ones stop
             await self.mcp.close()
             self.mcp = McpServers(self.config.mcp)
+        self.mcp.cmd_timeout = self.config.adapters.cmd_timeout
         log.setLevel(self.config.log_level)
         for problem in self.config.problems:
             self.bridge.notify(f"CodeCompanion: {problem}", "WARN")

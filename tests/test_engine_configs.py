@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from codecompanion_py.engine import Engine
 from codecompanion_py.ui import ops
 from tests.test_engine import RecordingBridge
@@ -38,3 +40,21 @@ def test_two_engines_with_two_configs_see_only_their_own_adapters(tmp_path):
     finally:
         for engine in engines:
             engine.shutdown()
+
+
+async def test_the_cmd_timeout_of_the_config_bounds_mcp_servers_env_commands_too():
+    from codecompanion_py.errors import ConfigError
+    from codecompanion_py.mcp.client import McpServer
+
+    server = McpServer("s", {}, cwd=".", notice=lambda *_: None, cmd_timeout=0.2)
+    with pytest.raises(ConfigError, match="timed out after 0.2s"):
+        await server.value("TOKEN", "cmd:sleep 5")
+
+
+def test_an_engine_gives_its_mcp_servers_the_configs_cmd_timeout():
+    engine = Engine(RecordingBridge())
+    try:
+        engine.dispatch("config.set", {"adapters": {"opts": {"cmd_timeout": 3000}}}).result(10)
+        assert engine.mcp.cmd_timeout == 3.0
+    finally:
+        engine.shutdown()
