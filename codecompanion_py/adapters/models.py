@@ -14,10 +14,11 @@ from typing import Any
 import msgspec
 
 from ..client import HttpClient, HttpRequest, read_at_most
+from ..editor_port import Editor
 from ..errors import CodeCompanionError
 from . import model_choices
 from .base import HTTPAdapter, prepare, substitute
-from .lua import Editor, run_sync
+from .lua import run_sync
 
 CACHE_SECONDS = 30 * 60
 MAX_BYTES = 4 << 20  # of a models list: a larger answer is no list (the schema's is used)

@@ -8,7 +8,7 @@ A tool is a table: `name`, `schema` (OpenAI function format), `cmds`, `system_pr
 `output_handler` once.
 
 The catalog and Python user tools hold Python callables; a Lua-defined tool holds
-`LuaFunction` references that the orchestrator calls back in Neovim, where tools.lua
+`LuaFunction.of_tool` references (adapters/lua.py) that the orchestrator calls back in Neovim, where tools.lua
 calls each with the arguments of the tool's generation (CodeCompanion 19's `meta` tables,
 or the older lists). Callables may be plain or async: the orchestrator awaits whatever is
 awaitable.
@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..adapters.lua import LuaFunction
 from ..errors import ConfigError
 from ..messages import ToolCall, ToolSpec
 
@@ -35,15 +36,6 @@ if TYPE_CHECKING:
     from .workspace import Target
 
 Outcome = Literal["success", "error", "rejected", "cancelled"]
-
-
-@dataclass(frozen=True)
-class LuaFunction:
-    """A function that lives in the user's Lua config; `path` names it inside the tool
-    (`cmds.1`, `handlers.setup`, `output.success`, `opts.requires_approval`)."""
-
-    tool: str
-    path: str
 
 
 @dataclass

@@ -90,11 +90,14 @@ SLEEPER = {sleeper!r}
 RUN_COMMAND = """
 from codecompanion_py.messages import ToolCall
 from codecompanion_py.tools.approvals import Approvals
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
 
 class Editor:
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method, args):
         return {"choice": "accept"}
 

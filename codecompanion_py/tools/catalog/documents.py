@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import PathRefused, ToolError
+from ..context import ToolsContext
 from ..contract import ToolRun
 from ..edits import keep_line_endings
-from ..orchestrator import ToolsContext
 from ..workspace import FileText, Target, sha256_of
 
 _BUFFER = "buffer:"
