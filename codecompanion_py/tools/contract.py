@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..adapters.lua import LuaFunction
-from ..errors import ConfigError
+from ..errors import ConfigError, ToolError
 from ..messages import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -222,6 +222,20 @@ def merge_opts(tool_opts: Mapping[str, Any], config_opts: Mapping[str, Any]) -> 
         if new in merged:
             merged[old] = merged[new]
     return merged
+
+
+def env_allow(opts: Mapping[str, Any]) -> list[str]:
+    """The tool option `env_allow`: environment variables (names, or patterns such as
+    `NPM_CONFIG_*`) the user lets this tool's commands see beyond the safe ones. A Lua
+    list arrives as a list; a single name is accepted too."""
+    value = opts.get("env_allow")
+    if value is None or value == {}:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(name, str) for name in value):
+        raise ToolError("the tool option `env_allow` must be a list of environment variable names")
+    return list(value)
 
 
 def _renamed(opts: Mapping[str, Any]) -> dict[str, Any]:

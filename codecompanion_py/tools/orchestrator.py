@@ -30,14 +30,14 @@ from ..adapters.lua import LuaFunction
 from ..errors import ToolError
 from ..events import ToolResultEvent
 from ..messages import ToolCall, ToolResultPart
-from ..processes import safe_env
+from ..processes.commands import safe_env
+from ..processes.run import run_process
 from ..scrubber import KNOWN
 from . import arguments
 from .approvals import Answer, choice_of, must_prompt, visible
 from .context import Surface, ToolsContext
-from .contract import APPROVAL, CONFIRMATION, Outcome, ToolDefinition, ToolRun
+from .contract import APPROVAL, CONFIRMATION, Outcome, ToolDefinition, ToolRun, env_allow
 from .edits import unified_diff
-from .process import env_allow, run_process
 
 log = logging.getLogger("codecompanion_py.tools")
 

@@ -31,7 +31,7 @@ import pytest
 from codecompanion_py import processes
 from codecompanion_py.acp.terminals import Terminals
 from codecompanion_py.engine import Engine
-from codecompanion_py.tools.process import run_process
+from codecompanion_py.processes import run_process
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, PR_SET_PDEATHSIG")
 
@@ -123,15 +123,15 @@ asyncio.run(main())
 SLEEPER = "import os, time; open('child.pid', 'w').write(str(os.getpid())); time.sleep(60)"
 
 RUN_PROCESS_ALONE = """
-from codecompanion_py.tools.process import run_process
-processes.JANITOR = False
+from codecompanion_py.processes import run_process
+processes.tracking.JANITOR = False
 
 asyncio.run(run_process([sys.executable, "-c", SLEEPER], cwd=root, timeout=120))
 """
 
 TERMINAL_ALONE = """
 from codecompanion_py.acp.terminals import Terminals
-processes.JANITOR = False
+processes.tracking.JANITOR = False
 
 async def main():
     terminal = await Terminals(root).create({"command": sys.executable, "args": ["-c", SLEEPER]})
@@ -200,8 +200,8 @@ def test_a_host_that_exits_kills_what_its_commands_left_in_the_background(tmp_pa
     """The host ends normally (no Neovim, no engine): atexit kills the groups; the janitor
     is off, so it is atexit that does it."""
     script = """
-    from codecompanion_py.tools.process import run_process
-    processes.JANITOR = False
+    from codecompanion_py.processes import run_process
+    processes.tracking.JANITOR = False
     asyncio.run(run_process("sleep 60 > /dev/null 2>&1 & echo $! > background.pid", cwd=root))
     """
     host = start_host(script, tmp_path)

@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
-from ...processes import hidden_character, normalize_command, safe_env
-from ..contract import ToolDefinition, ToolRun
-from ..process import env_allow, run_process
+from ...processes.commands import hidden_character, normalize_command, safe_env
+from ...processes.run import run_process
+from ..contract import ToolDefinition, ToolRun, env_allow
 from .schema import function_schema
 
 DEFAULT_TIMEOUT_MS = 300_000
