@@ -6,6 +6,7 @@ from typing import Any
 
 from ...errors import ToolError
 from ..contract import ToolDefinition, ToolRun
+from ..lines import split_lines
 from . import documents
 from .schema import FILEPATH, function_schema
 
@@ -16,7 +17,7 @@ def setup(self: ToolRun, tools: Any) -> None:
 
 async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     document = await documents.open_document(self, self.target)
-    lines = document.text.removesuffix("\n").split("\n") if document.text else []
+    lines = split_lines(document.text)
     start = int(args.get("start_line_number_base_zero") or 0)
     end = args.get("end_line_number_base_zero", -1)
     end = len(lines) - 1 if end is None or int(end) < 0 else min(int(end), len(lines) - 1)
