@@ -14,23 +14,14 @@ import pytest
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
 
 from .lua_tools import calculator_v19 as calculator
-from .test_tools import RECORD_UI, text_reply, tool_call_reply, tool_messages
+from .test_tools import setup_with_tools, text_reply, tool_call_reply, tool_messages
 
 pytestmark = pytest.mark.nvim
 
 
 def setup_cc(editor, url, tools_lua, answers=(), key="interactions"):
     """setup() in CodeCompanion 19's shape, with a local OpenAI-compatible LLM."""
-    editor.lua(RECORD_UI)
-    editor.lua("_G.cc_answers = ...", list(answers))
-    editor.setup(f"""{{
-      adapters = {{ http = {{ testllm = function()
-        return require("codecompanion_py.adapters").extend("openai_compatible", {{
-          env = {{ url = "{url}" }}, schema = {{ model = {{ default = "test-model" }} }},
-        }})
-      end }} }},
-      {key} = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
-    }}""")
+    setup_with_tools(editor, url, tools_lua, answers, key=key)
 
 
 def event_data(editor, name):

@@ -83,7 +83,9 @@ def text_reply(text):
     return sse_reply([chunk(text), chunk(finish="stop"), usage(40)])
 
 
-def setup_with_tools(editor, url, tools_lua="", answers=()):
+def setup_with_tools(editor, url, tools_lua="", answers=(), key="strategies"):
+    """setup() with a local OpenAI-compatible LLM and `tools_lua` in the chat's tools, under
+    `key` (`strategies`, or CodeCompanion 19's `interactions`)."""
     editor.lua(RECORD_UI)
     editor.lua("_G.cc_answers = ...", list(answers))
     editor.setup(f"""{{
@@ -92,7 +94,7 @@ def setup_with_tools(editor, url, tools_lua="", answers=()):
           env = {{ url = "{url}" }}, schema = {{ model = {{ default = "test-model" }} }},
         }})
       end }} }},
-      strategies = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
+      {key} = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
     }}""")
 
 
