@@ -173,7 +173,7 @@ class ToolRun(ToolState):
     run_id: int = 0
     # Whether Neovim keeps state for this run (a function of it was called there).
     in_lua: bool = False
-    # The orchestrator's ToolsContext, for Python tools whose cmds need the workspace or
+    # The batch's ToolsContext (tools/context.py), for Python tools whose cmds need the workspace or
     # the editor (cmds get `(self, args, input, output_handler)`, not `tools`).
     context: Any = None
 
