@@ -85,15 +85,24 @@ schema = {
   },
 },"""
 
-_CALLBACK_FUNCTIONS = r"""handlers = {
-  setup = function(self, tools)
+# `__TOOLS__`: the handlers' second parameter, `tools` before v18 and `meta` since
+_HANDLERS = r"""handlers = {
+  setup = function(self, __TOOLS__)
     return vim.notify("setup function called", vim.log.levels.INFO)
   end,
-  on_exit = function(self, tools)
+  on_exit = function(self, __TOOLS__)
     return vim.notify("on_exit function called", vim.log.levels.INFO)
   end,
-},
-output = {
+},"""
+
+_PROMPT = r"""prompt = function(self, __TOOLS__)
+    return string.format(
+      "Perform the calculation `%s`?",
+      self.args.num1 .. " " .. self.args.operation .. " " .. self.args.num2
+    )
+  end,"""
+
+_CALLBACK_OUTPUT = r"""output = {
   success = function(self, tools, cmd, stdout)
     local chat = tools.chat
     return chat:add_tool_output(self, tostring(stdout[1]))
@@ -101,23 +110,10 @@ output = {
   error = function(self, tools, cmd, stderr)
     return vim.notify("An error occurred", vim.log.levels.ERROR)
   end,
-  prompt = function(self, tools)
-    return string.format(
-      "Perform the calculation `%s`?",
-      self.args.num1 .. " " .. self.args.operation .. " " .. self.args.num2
-    )
-  end,
+  __PROMPT__
 },"""
 
-_V19_FUNCTIONS = r"""handlers = {
-  setup = function(self, meta)
-    return vim.notify("setup function called", vim.log.levels.INFO)
-  end,
-  on_exit = function(self, meta)
-    return vim.notify("on_exit function called", vim.log.levels.INFO)
-  end,
-},
-output = {
+_V19_OUTPUT = r"""output = {
   success = function(self, stdout, meta)
     local chat = meta.tools.chat
     return chat:add_tool_output(self, tostring(stdout[1]))
@@ -125,12 +121,7 @@ output = {
   error = function(self, stderr, meta)
     return vim.notify("An error occurred", vim.log.levels.ERROR)
   end,
-  prompt = function(self, meta)
-    return string.format(
-      "Perform the calculation `%s`?",
-      self.args.num1 .. " " .. self.args.operation .. " " .. self.args.num2
-    )
-  end,
+  __PROMPT__
   rejected = function(self, meta)
     meta.tools.chat:add_tool_output(self, "The user declined to run the calculator tool")
   end,
@@ -140,18 +131,24 @@ output = {
 },"""
 
 
+def _fields(third: str, tools: str, output: str) -> str:
+    """The tool's own fields; `third` names its cmd's third parameter, `tools` its handlers'
+    second."""
+    command = _COMMAND.replace("__THIRD__", third)
+    output = output.replace("__PROMPT__", _PROMPT).replace("__TOOLS__", tools)
+    return f"""name = "calculator",
+cmds = {{ {command}, }},
+{_PROMPT_AND_SCHEMA}
+{_HANDLERS.replace("__TOOLS__", tools)}
+{output}"""
+
+
 def calculator_callback(opts: str = "") -> str:
     """`calculator = { description, callback = { ... }, <opts> },`: an entry of `tools`."""
-    command = _COMMAND.replace("__THIRD__", "input")
     return f"""
 calculator = {{
   description = "Perform calculations",
-  callback = {{
-    name = "calculator",
-    cmds = {{ {command}, }},
-    {_PROMPT_AND_SCHEMA}
-    {_CALLBACK_FUNCTIONS}
-  }},
+  callback = {{ {_fields("input", "tools", _CALLBACK_OUTPUT)} }},
   {opts}
 }},
 """
@@ -160,12 +157,8 @@ calculator = {{
 def calculator_v19(opts: str = "") -> str:
     """The tool's table `{ description, name, cmds, ... }`, as a value (inline, returned by a
     file, or by a callback)."""
-    command = _COMMAND.replace("__THIRD__", "opts")
     return f"""{{
   description = "Perform calculations",
-  name = "calculator",
-  cmds = {{ {command}, }},
-  {_PROMPT_AND_SCHEMA}
-  {_V19_FUNCTIONS}
+  {_fields("opts", "meta", _V19_OUTPUT)}
   {opts}
 }}"""
