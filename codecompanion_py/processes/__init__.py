@@ -15,38 +15,30 @@ block on a child.
   to them when we end (`kill_all_groups`, the janitor).
 * `run`: a command run to its end (`run_process_raw` for data, `run_process` for text).
 
-The names other packages use are importable from here.
+The names the other packages (ACP, MCP, adapters, the engine, the UI) import are importable
+from here; the rest from their module (`processes.run.run_process`...).
 """
 
 from __future__ import annotations
 
 from .capture import capped
-from .commands import SAFE_ENV_NAMES, hidden_character, needs_shell, normalize_command, safe_env, strip_ansi, to_argv
+from .commands import hidden_character, normalize_command, safe_env, strip_ansi, to_argv
 from .groups import KILL_GRACE, close_pipes, die_with_parent, group_alive, signal_group
-from .run import DRAIN_GRACE, ProcessResult, run_process, run_process_raw
-from .tracking import forget_group, kill_all_groups, start_in_group, terminate_group, tracked_groups
+from .tracking import kill_all_groups, start_in_group, terminate_group
 
 __all__ = [
-    "DRAIN_GRACE",
     "KILL_GRACE",
-    "SAFE_ENV_NAMES",
-    "ProcessResult",
     "capped",
     "close_pipes",
     "die_with_parent",
-    "forget_group",
     "group_alive",
     "hidden_character",
     "kill_all_groups",
-    "needs_shell",
     "normalize_command",
-    "run_process",
-    "run_process_raw",
     "safe_env",
     "signal_group",
     "start_in_group",
     "strip_ansi",
     "terminate_group",
     "to_argv",
-    "tracked_groups",
 ]

@@ -63,8 +63,7 @@ async def eventually(predicate: Callable[[], Any], what: str, timeout: float = 2
 
 
 def tracked_groups() -> set[int]:
-    # (read this way so that, without the registry, these tests fail on what they check)
-    return set(getattr(processes, "tracked_groups", set)())
+    return processes.tracking.tracked_groups()
 
 
 class Ticker:

@@ -10,9 +10,11 @@ import pytest
 
 from codecompanion_py import processes
 from codecompanion_py.errors import ToolError
-from codecompanion_py.processes import ProcessResult, needs_shell, run_process, safe_env, strip_ansi, to_argv
+from codecompanion_py.processes import safe_env, strip_ansi, to_argv
 from codecompanion_py.processes.capture import Capture
+from codecompanion_py.processes.commands import needs_shell
 from codecompanion_py.processes.groups import live_members
+from codecompanion_py.processes.run import ProcessResult, run_process
 from tests.waiting import async_wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
