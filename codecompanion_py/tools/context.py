@@ -65,4 +65,4 @@ class ToolsContext:
             self.surface.fire(event, data)
 
 
-__all__ = ["ChatHandle", "Editor", "Surface", "ToolsContext"]
+__all__ = ["ChatHandle", "Surface", "ToolsContext"]
