@@ -479,9 +479,10 @@ def bench_import() -> dict:
 def bench_tools() -> dict:
     from codecompanion_py.messages import ToolCall
     from codecompanion_py.tools.approvals import Approvals
+    from codecompanion_py.tools.context import ChatHandle, ToolsContext
     from codecompanion_py.tools.contract import ToolDefinition
     from codecompanion_py.tools.edits import Edit, apply_edits, unified_diff
-    from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+    from codecompanion_py.tools.orchestrator import Orchestrator
     from codecompanion_py.tools.workspace import Workspace
     from codecompanion_py.ui.view import EventView
 

@@ -50,7 +50,7 @@ from .lua import LuaFunction
 
 if TYPE_CHECKING:
     from ..client import HttpClient
-    from .lua import Editor
+    from ..editor_port import Editor
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")

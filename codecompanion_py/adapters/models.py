@@ -15,9 +15,10 @@ from typing import Any
 import msgspec
 
 from ..client import HttpClient, HttpRequest, read_at_most
+from ..editor_port import Editor
 from ..errors import CodeCompanionError
 from .base import HTTPAdapter, prepare, substitute
-from .lua import Editor, run_sync
+from .lua import run_sync
 
 DEFAULT_CACHE_SECONDS = 30 * 60
 MAX_BYTES = 4 << 20  # of a models list: a larger answer is no list (the schema's is used)

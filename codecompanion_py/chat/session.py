@@ -23,13 +23,15 @@ from ..adapters import BUILTIN, Adapters
 from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
+from ..editor_port import Editor
 from ..errors import CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent, ToolProgress, ToolProgressEvent
 from ..mcp.servers import PREFIX, McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator, joined_tokens
 from ..tools.approvals import Approvals
-from ..tools.orchestrator import ChatHandle, Editor, Orchestrator, ToolsContext
+from ..tools.context import ChatHandle, ToolsContext
+from ..tools.orchestrator import Orchestrator
 from ..tools.registry import CATALOG, ToolSettings, mentions
 from ..tools.workspace import Workspace
 from ..ui import ops

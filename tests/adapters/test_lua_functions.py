@@ -33,6 +33,8 @@ class FakeLua:
         self.functions[fn_id] = fn
         return {lua.REF_KEY: fn_id, "path": path}
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         assert method == "lua.call"
         self.calls.append(args)
@@ -217,6 +219,8 @@ async def test_cancelling_while_lua_answers_unwinds_the_sync_code():
     never = asyncio.get_running_loop().create_future()
 
     class Silent:
+        reviews_edits = False  # no diff review after a write here
+
         async def call(self, method, args):
             return await never
 

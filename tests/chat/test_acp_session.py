@@ -27,6 +27,8 @@ class FakeEditor:
         self.buffer_path = buffer_path
         self.lines = lines or []
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         self.calls.append((method, args))
         if method == "approve":

@@ -289,6 +289,8 @@ class Sink:
 
 
 class NoEditor:
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: Any) -> Any:
         raise AssertionError(f"unexpected editor call {method}")
 
