@@ -239,8 +239,8 @@ def _env_pair(text: str) -> tuple[str, str]:
 def _acp_bridge(args: argparse.Namespace) -> int:
     import logging
 
-    from .acp.bridge import load_adapter
-    from .acp.bridge.server import serve_stdio
+    from .acp_bridge import load_adapter
+    from .acp_bridge.server import serve_stdio
 
     logging.basicConfig(
         stream=sys.stderr,

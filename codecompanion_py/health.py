@@ -135,8 +135,8 @@ def bridge_cli(argv: Sequence[str]) -> tuple[str, list[str] | None] | None:
     agent that is not run through the bridge."""
     if "acp-bridge" not in argv:
         return None
-    from .acp.bridge import load_adapter
-    from .acp.bridge.contract import executable_argv
+    from .acp_bridge import load_adapter
+    from .acp_bridge.contract import executable_argv
     from .cli import bridge_arguments
 
     args = bridge_arguments(list(argv[list(argv).index("acp-bridge") + 1 :]))

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp.bridge import load_adapter
-from codecompanion_py.acp.bridge.contract import (
+from codecompanion_py.acp_bridge import load_adapter
+from codecompanion_py.acp_bridge.contract import (
     SESSION_SECRETS,
     BridgeAdapter,
     Error,
@@ -26,7 +26,7 @@ from codecompanion_py.acp.bridge.contract import (
     response,
     text_chunk,
 )
-from codecompanion_py.acp.bridge.server import Bridge
+from codecompanion_py.acp_bridge.server import Bridge
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.processes import group_alive
 
@@ -304,7 +304,7 @@ def test_prompt_text_and_adapter_loading():
         == 'Fix\n@file:///a\n<context ref="file:///b">\nB\n</context>'
     )
     assert load_adapter("claude").name == "claude-stream-json" and load_adapter("codex").name == "codex-exec"
-    assert load_adapter("tests.acp.bridge.user_adapters:EchoAdapter").name == "echo"
-    for bad in ("gemini", "tests.acp.bridge.user_adapters:ECHO_CHILD", "no.such.module:X"):
+    assert load_adapter("tests.acp_bridge.user_adapters:EchoAdapter").name == "echo"
+    for bad in ("gemini", "tests.acp_bridge.user_adapters:ECHO_CHILD", "no.such.module:X"):
         with pytest.raises(ConfigError):
             load_adapter(bad)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import importlib
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 from .contract import BridgeAdapter
 
 BUILTIN = {
-    "claude": "codecompanion_py.acp.bridge.claude_stream_json:ClaudeStreamJsonAdapter",
-    "codex": "codecompanion_py.acp.bridge.codex_exec:CodexExecAdapter",
+    "claude": "codecompanion_py.acp_bridge.claude_stream_json:ClaudeStreamJsonAdapter",
+    "codex": "codecompanion_py.acp_bridge.codex_exec:CodexExecAdapter",
 }
 
 

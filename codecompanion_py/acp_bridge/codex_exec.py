@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from ..acp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from .contract import (
     ONE_SHOT,
     BridgeAdapter,

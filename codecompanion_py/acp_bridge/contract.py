@@ -52,7 +52,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND
+from ..acp.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND
 
 if TYPE_CHECKING:
     from .server import BridgeHandle, OneShotContext

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from ..acp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from .contract import (
     BridgeAdapter,
     Error,

@@ -32,9 +32,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ... import __version__
-from ...errors import ConnectionClosed, NativeStartError, RpcError
-from ..jsonrpc import INTERNAL_ERROR, MAX_LINE, Connection
+from .. import __version__
+from ..errors import ConnectionClosed, NativeStartError, RpcError
+from ..acp.jsonrpc import INTERNAL_ERROR, MAX_LINE, Connection
 from .contract import (
     ADAPTER_MANAGED,
     ONE_SHOT,
@@ -62,7 +62,7 @@ from .contract import (
 )
 from .native import NativeProcess, to_bytes
 
-log = logging.getLogger("codecompanion_py.acp.bridge")
+log = logging.getLogger("codecompanion_py.acp_bridge")
 
 PROTOCOL_VERSION = 1
 SESSION_SETUP = frozenset({"session/new", "session/load", "session/resume", "session/fork"})

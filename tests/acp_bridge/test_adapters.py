@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codecompanion_py.acp.bridge.claude_stream_json import ClaudeStreamJsonAdapter
-from codecompanion_py.acp.bridge.codex_exec import ARG_LIMIT, CodexExecAdapter, strip_shell
-from codecompanion_py.acp.bridge.contract import (
+from codecompanion_py.acp_bridge.claude_stream_json import ClaudeStreamJsonAdapter
+from codecompanion_py.acp_bridge.codex_exec import ARG_LIMIT, CodexExecAdapter, strip_shell
+from codecompanion_py.acp_bridge.contract import (
     Error,
     Messages,
     MessagesAndWrite,
@@ -20,7 +20,7 @@ from codecompanion_py.acp.bridge.contract import (
     SkipAndWrite,
     Write,
 )
-from codecompanion_py.acp.bridge.native import to_bytes
+from codecompanion_py.acp_bridge.native import to_bytes
 from codecompanion_py.acp.jsonrpc import INVALID_PARAMS
 
 FIXTURES = Path(__file__).with_name("fixtures")

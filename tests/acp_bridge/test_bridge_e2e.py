@@ -22,10 +22,10 @@ from codecompanion_py.errors import AgentError
 from codecompanion_py.processes import group_alive
 from tests.waiting import async_wait_until
 
-from ..test_client import Recorder
+from tests.acp.test_client import Recorder
 
 HERE = Path(__file__).parent
-ROOT = str(HERE.parents[2])
+ROOT = str(HERE.parents[1])
 FAKE_CLAUDE = str(HERE / "fake_cli_claude.py")
 FAKE_CODEX = str(HERE / "fake_cli_codex.py")
 BRIDGE = [sys.executable, "-m", "codecompanion_py.cli", "acp-bridge"]
@@ -343,7 +343,7 @@ async def test_user_adapter_by_module_path(bridged, monkeypatch):
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ACCESS_TOKEN", "sekrit")
     handler = Recorder()
     client = await bridged(
-        [*BRIDGE, "tests.acp.bridge.user_adapters:EchoAdapter", "--env", "ECHO_OPT=from-option"], handler
+        [*BRIDGE, "tests.acp_bridge.user_adapters:EchoAdapter", "--env", "ECHO_OPT=from-option"], handler
     )
     assert client.supports("sessionCapabilities", "list") and client.supports("sessionCapabilities", "resume")
     assert [s["title"] for s in await client.list_sessions()] == ["An earlier echo"]
@@ -364,7 +364,7 @@ async def test_user_adapter_by_module_path(bridged, monkeypatch):
 
 async def test_adapter_managed_processes(bridged):
     handler = Recorder()
-    client = await bridged([*BRIDGE, "tests.acp.bridge.user_adapters:ManagedEcho"], handler)
+    client = await bridged([*BRIDGE, "tests.acp_bridge.user_adapters:ManagedEcho"], handler)
     first = (await client.new_session())["sessionId"]
     second = (await client.new_session())["sessionId"]
     assert (await client.prompt(first, [{"type": "text", "text": "one"}]))["stopReason"] == "end_turn"
