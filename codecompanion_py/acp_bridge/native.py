@@ -11,9 +11,9 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from ..acp.agent_process import AgentProcess
 from ..errors import NativeStartError
 from ..processes import die_with_parent
-from ..acp.agent_process import AgentProcess
 
 log = logging.getLogger("codecompanion_py.acp_bridge")
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import __version__
-from ..errors import ConnectionClosed, NativeStartError, RpcError
 from ..acp.jsonrpc import INTERNAL_ERROR, MAX_LINE, Connection
+from ..errors import ConnectionClosed, NativeStartError, RpcError
 from .contract import (
     ADAPTER_MANAGED,
     ONE_SHOT,
