@@ -136,7 +136,7 @@ def bridge_cli(argv: Sequence[str]) -> tuple[str, list[str] | None] | None:
     if "acp-bridge" not in argv:
         return None
     from .acp_bridge import arguments, load_adapter
-    from .acp_bridge.contract import executable_argv
+    from .acp_bridge.environment import executable_argv
 
     args = arguments.parse(list(argv[list(argv).index("acp-bridge") + 1 :]))
     opts = arguments.options(args)

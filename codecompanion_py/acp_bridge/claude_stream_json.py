@@ -48,8 +48,12 @@ from .contract import (
     Skip,
     SkipAndWrite,
     Write,
-    error_response,
+)
+from .environment import (
     executable_argv,
+)
+from .messages import (
+    error_response,
     json_object,
     outcome_of,
     request,

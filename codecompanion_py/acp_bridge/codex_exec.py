@@ -37,7 +37,7 @@ import shlex
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..acp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from .contract import (
@@ -48,20 +48,22 @@ from .contract import (
     Launch,
     Messages,
     OneShot,
+    OneShotContext,
     Outbound,
     Reply,
     Skip,
-    error_response,
+)
+from .environment import (
     executable_argv,
+)
+from .messages import (
+    error_response,
     json_object,
     prompt_text,
     response,
     session_update,
     text_chunk,
 )
-
-if TYPE_CHECKING:
-    from .server import OneShotContext
 
 MODES = [
     {"id": "default", "name": "Default", "description": "As configured in config.toml"},

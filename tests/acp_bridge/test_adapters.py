@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from codecompanion_py.acp.jsonrpc import INVALID_PARAMS
 from codecompanion_py.acp_bridge.claude_stream_json import ClaudeStreamJsonAdapter
 from codecompanion_py.acp_bridge.codex_exec import ARG_LIMIT, CodexExecAdapter, strip_shell
 from codecompanion_py.acp_bridge.contract import (
@@ -21,7 +22,6 @@ from codecompanion_py.acp_bridge.contract import (
     Write,
 )
 from codecompanion_py.acp_bridge.native import to_bytes
-from codecompanion_py.acp.jsonrpc import INVALID_PARAMS
 
 FIXTURES = Path(__file__).with_name("fixtures")
 

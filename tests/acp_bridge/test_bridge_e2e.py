@@ -20,9 +20,8 @@ from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.errors import AgentError
 from codecompanion_py.processes import group_alive
-from tests.waiting import async_wait_until
-
 from tests.acp.test_client import Recorder
+from tests.waiting import async_wait_until
 
 HERE = Path(__file__).parent
 ROOT = str(HERE.parents[1])

@@ -12,15 +12,19 @@ import pytest
 
 from codecompanion_py.acp_bridge import load_adapter
 from codecompanion_py.acp_bridge.contract import (
-    SESSION_SECRETS,
     BridgeAdapter,
     Error,
     Messages,
     Ok,
     Reply,
     Skip,
-    child_environment,
     overrides,
+)
+from codecompanion_py.acp_bridge.environment import (
+    SESSION_SECRETS,
+    child_environment,
+)
+from codecompanion_py.acp_bridge.messages import (
     prompt_text,
     request,
     response,

@@ -20,15 +20,18 @@ from codecompanion_py.acp_bridge.contract import (
     Messages,
     Ok,
     Pending,
+    ProcessExited,
+    ProcessOutput,
     Reply,
     Skip,
     Write,
+)
+from codecompanion_py.acp_bridge.messages import (
     error_response,
     prompt_text,
     response,
     text_chunk,
 )
-from codecompanion_py.acp_bridge.server import ProcessExited, ProcessOutput
 
 ECHO_CHILD = """
 import os, sys
