@@ -4,7 +4,7 @@ and prompts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..acp.jsonrpc import Message, error_response, notification, request, response
@@ -21,6 +21,7 @@ __all__ = [
     "response",
     "session_update",
     "text_chunk",
+    "usage_from",
 ]
 
 
@@ -77,3 +78,18 @@ def prompt_text(blocks: Any, *, embed_resources: bool = True) -> str:
             else:
                 parts.append("@" + uri)
     return "\n".join(parts)
+
+
+def usage_from(native: Any, names: Mapping[str, str], *, total_of: Iterable[str] = ()) -> dict[str, int] | None:
+    """ACP's usage from a CLI's usage object (None when it has no numbers): `names` maps
+    ACP's fields (inputTokens and outputTokens first) to the CLI's; totalTokens adds input,
+    output and the fields in `total_of`."""
+    if not isinstance(native, dict):
+        return None
+    numbers = {key: value for key, value in native.items() if isinstance(value, int)}
+    if not numbers:
+        return None
+    result = {ours: numbers.get(theirs, 0) for ours, theirs in names.items() if ours in ("inputTokens", "outputTokens")}
+    result.update({ours: numbers[theirs] for ours, theirs in names.items() if ours not in result and theirs in numbers})
+    result["totalTokens"] = sum(result.get(name, 0) for name in ("inputTokens", "outputTokens", *total_of))
+    return result

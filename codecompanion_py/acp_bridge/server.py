@@ -33,50 +33,34 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, get_args
 
-from ..acp.jsonrpc import INTERNAL_ERROR, Connection, error_response, notification, request, rpc_error_response, settle
-from ..errors import ConnectionClosed, NativeStartError, RpcError
-from . import answers
-from .contract import (
-    ADAPTER_MANAGED,
-    ONE_SHOT,
-    BridgeAdapter,
-    Error,
-    Inbound,
-    Launch,
-    Message,
-    Messages,
-    MessagesAndReply,
-    MessagesAndWrite,
-    NativeExited,
-    Ok,
-    OneShot,
-    OneShotContext,
-    Outbound,
-    Partial,
-    Reply,
-    ReplyAndWrite,
-    Skip,
-    SkipAndWrite,
-    Write,
-    overrides,
+from ..acp.jsonrpc import (
+    INTERNAL_ERROR,
+    Connection,
+    error_response,
+    notification,
+    request,
+    response,
+    rpc_error_response,
+    settle,
 )
+from ..errors import ConnectionClosed, NativeStartError, RpcError
+from . import answers, contract
 from .environment import child_environment
 from .managed import AdapterHandle, ManagedProcess
-from .messages import response
 from .native import NativeProcess
 from .one_shot import OneShotRun
 from .stdio import open_stdio
 
 log = logging.getLogger("codecompanion_py.acp_bridge")
 
-_OUTBOUND = get_args(Outbound)
-_INBOUND = get_args(Inbound)
+_OUTBOUND = get_args(contract.Outbound)
+_INBOUND = get_args(contract.Inbound)
 
 
 class Bridge:
     def __init__(
         self,
-        adapter: BridgeAdapter,
+        adapter: contract.BridgeAdapter,
         opts: Mapping[str, Any],
         reader: asyncio.StreamReader,
         writer: Any,
@@ -91,8 +75,8 @@ class Bridge:
         adapter.bridge = AdapterHandle(self)
         self.state = adapter.init(self.opts)
         launch = adapter.command(self.opts)
-        if isinstance(launch, Launch):
-            self.launch: Launch | None = launch
+        if isinstance(launch, contract.Launch):
+            self.launch: contract.Launch | None = launch
             self.argv: list[str] = []
         else:
             self.launch = None
@@ -180,9 +164,9 @@ class Bridge:
     async def _on_request(self, method: str, params: Any) -> Any:
         if method == "initialize":
             return answers.initialize(self.adapter, self.opts)
-        if method == "session/list" and overrides(self.adapter, "list_sessions"):
+        if method == "session/list" and contract.overrides(self.adapter, "list_sessions"):
             return self._sessions_call("list_sessions", method, params)
-        if method == "session/fork" and overrides(self.adapter, "fork_session"):
+        if method == "session/fork" and contract.overrides(self.adapter, "fork_session"):
             self._note_cwd(method, params)
             return self._sessions_call("fork_session", method, params)
         self._note_cwd(method, params)
@@ -213,10 +197,10 @@ class Bridge:
         except Exception as error:
             log.exception("%s: %s failed", self.adapter.name, callback)
             raise RpcError(INTERNAL_ERROR, f"{type(error).__name__}: {error}") from None
-        if isinstance(result, Error):
+        if isinstance(result, contract.Error):
             self.state = result.state
             raise RpcError(result.code, str(result.reason))
-        if not isinstance(result, Ok):
+        if not isinstance(result, contract.Ok):
             raise RpcError(INTERNAL_ERROR, f"{self.adapter.name}: {callback} returned {type(result).__name__}")
         self.state = result.state
         if method == "session/list":
@@ -230,7 +214,7 @@ class Bridge:
             if isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd):
                 self.cwd = cwd
 
-    def _outbound(self, message: Message) -> Any:
+    def _outbound(self, message: contract.Message) -> Any:
         """translate_outbound, its state kept; its failures become RpcErrors."""
         try:
             result = self.adapter.translate_outbound(message, self.state)
@@ -243,48 +227,48 @@ class Bridge:
         return result
 
     async def _answer(self, method: str, request_id: int, result: Any, future: asyncio.Future[Any]) -> Any:
-        if isinstance(result, Error):
+        if isinstance(result, contract.Error):
             raise RpcError(result.code, str(result.reason))
-        if isinstance(result, Skip):
+        if isinstance(result, contract.Skip):
             return answers.with_extras(
                 self.adapter, method, {"sessionId": f"session-{uuid.uuid4().hex}"} if method == "session/new" else {}
             )
-        if isinstance(result, Reply):
+        if isinstance(result, contract.Reply):
             return answers.with_extras(self.adapter, method, result.result)
-        if isinstance(result, MessagesAndReply):
+        if isinstance(result, contract.MessagesAndReply):
             await self.emit(result.messages)
             return answers.with_extras(self.adapter, method, result.result)
-        if isinstance(result, ReplyAndWrite):
+        if isinstance(result, contract.ReplyAndWrite):
             await self._write(result.data)
             return answers.with_extras(self.adapter, method, result.result)
-        if isinstance(result, OneShot):
+        if isinstance(result, contract.OneShot):
             self._start_run(result.fn, request_id, method, future)
-        elif isinstance(result, Messages):
+        elif isinstance(result, contract.Messages):
             await self.emit(result.messages)
-        elif isinstance(result, MessagesAndWrite):
+        elif isinstance(result, contract.MessagesAndWrite):
             await self.emit(result.messages)
             await self._write(result.data)
-        elif isinstance(result, Write):
+        elif isinstance(result, contract.Write):
             await self._write(result.data)
         return await future  # Pending, and everything answered by a message later
 
     async def _side_effects(self, result: Any, what: str) -> None:
         """A translated notification or answer: no reply to make, only its effects."""
         try:
-            if isinstance(result, (Messages, MessagesAndReply, MessagesAndWrite)):
+            if isinstance(result, (contract.Messages, contract.MessagesAndReply, contract.MessagesAndWrite)):
                 await self.emit(result.messages)
-            if isinstance(result, (Write, MessagesAndWrite, ReplyAndWrite)):
+            if isinstance(result, (contract.Write, contract.MessagesAndWrite, contract.ReplyAndWrite)):
                 await self._write(result.data)
-            elif isinstance(result, OneShot):
+            elif isinstance(result, contract.OneShot):
                 self._start_run(result.fn, None, what, None)
-            elif isinstance(result, Error):
+            elif isinstance(result, contract.Error):
                 log.warning("%s: %s: %s", self.adapter.name, what, result.reason)
         except RpcError as error:
             log.warning("%s: %s: %s", self.adapter.name, what, error.message)
 
     # --- emitting what the adapter produced -------------------------------------------
 
-    async def emit(self, messages: Sequence[Message]) -> None:
+    async def emit(self, messages: Sequence[contract.Message]) -> None:
         for message in messages:
             if not isinstance(message, dict):
                 log.warning("%s: emitted something that is not a message: %.200r", self.adapter.name, message)
@@ -301,7 +285,7 @@ class Bridge:
             else:
                 log.warning("%s: emitted a message with neither method nor id: %.200r", self.adapter.name, message)
 
-    def _settle(self, message: Message) -> None:
+    def _settle(self, message: contract.Message) -> None:
         future = self._waiting.get(message["id"])
         if future is None or future.done():
             log.debug("%s: a response to no waiting request: id %r", self.adapter.name, message["id"])
@@ -310,7 +294,7 @@ class Bridge:
 
     async def _ask_client(self, adapter_id: Any, method: str, params: Any) -> None:
         try:
-            answer: Message = response(adapter_id, await self.connection.request(method, params))
+            answer: contract.Message = response(adapter_id, await self.connection.request(method, params))
         except RpcError as error:
             answer = rpc_error_response(adapter_id, error)
         except ConnectionClosed as error:
@@ -330,11 +314,11 @@ class Bridge:
         except Exception:
             log.exception("%s: handle_adapter_message failed", self.adapter.name)
             return
-        if not isinstance(result, (Messages, Partial, Skip)):
+        if not isinstance(result, (contract.Messages, contract.Partial, contract.Skip)):
             log.error("%s: handle_adapter_message returned %s", self.adapter.name, type(result).__name__)
             return
         self.state = result.state
-        if isinstance(result, Messages):
+        if isinstance(result, contract.Messages):
             await self.emit(result.messages)
 
     # --- the native side --------------------------------------------------------------
@@ -350,21 +334,21 @@ class Bridge:
             log.error("%s: translate_inbound returned %s", self.adapter.name, type(result).__name__)
             return
         self.state = result.state
-        if isinstance(result, (Messages, MessagesAndWrite)):
+        if isinstance(result, (contract.Messages, contract.MessagesAndWrite)):
             await self.emit(result.messages)
-        if isinstance(result, (MessagesAndWrite, SkipAndWrite)):
+        if isinstance(result, (contract.MessagesAndWrite, contract.SkipAndWrite)):
             try:
                 await source.write(result.data)
             except (ConnectionError, OSError) as error:
                 log.warning("%s: could not write back: %s", self.adapter.name, error)
 
     async def _write(self, data: Any) -> None:
-        if self.launch is ADAPTER_MANAGED:
+        if self.launch is contract.ADAPTER_MANAGED:
             raise RpcError(
                 INTERNAL_ERROR,
                 f"{self.adapter.name}: an adapter-managed adapter writes to its own processes, not through Write",
             )
-        if self.launch is ONE_SHOT:
+        if self.launch is contract.ONE_SHOT:
             running = [p for p in self.one_shots if p.returncode is None]
             if not running:
                 log.warning("%s: nothing is running to write to", self.adapter.name)
@@ -397,9 +381,9 @@ class Bridge:
             except Exception:
                 log.exception("%s: post_connect failed", self.adapter.name)
                 result = None
-            if isinstance(result, (Write, Skip)):
+            if isinstance(result, (contract.Write, contract.Skip)):
                 self.state = result.state
-                if isinstance(result, Write):
+                if isinstance(result, contract.Write):
                     with contextlib.suppress(ConnectionError, OSError):
                         await native.write(result.data)
             return native
@@ -413,14 +397,14 @@ class Bridge:
         reason = native.describe_exit()
         self.native_gone = reason
         log.warning("%s", reason)
-        await self.adapter_message(NativeExited(native.returncode, reason))
+        await self.adapter_message(contract.NativeExited(native.returncode, reason))
         for future in self._waiting.values():
             if not future.done():
                 future.set_exception(RpcError(INTERNAL_ERROR, reason))
 
     def _start_run(
         self,
-        fn: Callable[[OneShotContext], Awaitable[Any]],
+        fn: Callable[[contract.OneShotContext], Awaitable[Any]],
         request_id: Any,
         method: str,
         future: asyncio.Future[Any] | None,
@@ -452,6 +436,6 @@ def _log_failure(task: asyncio.Task[Any]) -> None:
         log.error("bridge task failed", exc_info=task.exception())
 
 
-async def serve_stdio(adapter: BridgeAdapter, opts: Mapping[str, Any]) -> int:
+async def serve_stdio(adapter: contract.BridgeAdapter, opts: Mapping[str, Any]) -> int:
     reader, writer = await open_stdio()
     return await Bridge(adapter, opts, reader, writer).serve()

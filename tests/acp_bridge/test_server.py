@@ -11,25 +11,9 @@ from typing import Any
 import pytest
 
 from codecompanion_py.acp_bridge import load_adapter
-from codecompanion_py.acp_bridge.contract import (
-    BridgeAdapter,
-    Error,
-    Messages,
-    Ok,
-    Reply,
-    Skip,
-    overrides,
-)
-from codecompanion_py.acp_bridge.environment import (
-    SESSION_SECRETS,
-    child_environment,
-)
-from codecompanion_py.acp_bridge.messages import (
-    prompt_text,
-    request,
-    response,
-    text_chunk,
-)
+from codecompanion_py.acp_bridge.contract import BridgeAdapter, Error, Messages, Ok, Reply, Skip, overrides
+from codecompanion_py.acp_bridge.environment import SESSION_SECRETS, child_environment
+from codecompanion_py.acp_bridge.messages import prompt_text, request, response, text_chunk
 from codecompanion_py.acp_bridge.server import Bridge
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.processes import group_alive

@@ -26,12 +26,7 @@ from codecompanion_py.acp_bridge.contract import (
     Skip,
     Write,
 )
-from codecompanion_py.acp_bridge.messages import (
-    error_response,
-    prompt_text,
-    response,
-    text_chunk,
-)
+from codecompanion_py.acp_bridge.messages import error_response, prompt_text, response, text_chunk
 
 ECHO_CHILD = """
 import os, sys
