@@ -20,7 +20,7 @@ from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.errors import AgentError
 from codecompanion_py.processes import group_alive
-from tests.acp.test_client import Recorder
+from tests.acp.clients import Clients, Recorder
 from tests.waiting import async_wait_until
 
 HERE = Path(__file__).parent
@@ -53,7 +53,7 @@ def wire_log(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 async def bridged(tmp_path, wire_log):
-    clients: list[AcpClient] = []
+    clients = Clients(tmp_path, "bridge")
 
     async def start(command: list[str], handler: Recorder | None = None, **defaults: Any) -> AcpClient:
         adapter = AcpAdapter(
@@ -62,15 +62,10 @@ async def bridged(tmp_path, wire_log):
             commands={"default": command},
             defaults={"timeout": 10000, "prompt_timeout": 10000, **defaults},
         )
-        client = AcpClient(adapter, handler or Recorder(), cwd=str(tmp_path))
-        clients.append(client)
-        await client.start()
-        return client
+        return await clients.start(adapter, handler)
 
     yield start
-    for client in clients:
-        await client.close()
-        assert client.process is None or not group_alive(client.process.pgid), "bridge left running"
+    await clients.close_all()
     for pid in native_pids(wire_log):
         assert not group_alive(pid), f"native process group {pid} left running"
 
