@@ -89,7 +89,8 @@ class Skip:
 
 @dataclass(frozen=True)
 class Pending:
-    """The answer will come later, as a response message the adapter emits."""
+    """The answer will come later: a response message the adapter emits with the request's
+    id, from any callback."""
 
     state: Any
 
@@ -112,6 +113,9 @@ class Messages:
 
 @dataclass(frozen=True)
 class MessagesAndReply:
+    """Emit `messages`, then answer the request with `result` (updates that must reach the
+    client before the answer, such as a session's available commands)."""
+
     messages: Sequence[Message]
     result: Any
     state: Any
@@ -119,6 +123,8 @@ class MessagesAndReply:
 
 @dataclass(frozen=True)
 class MessagesAndWrite:
+    """Emit `messages`, then write `data` to the native process."""
+
     messages: Sequence[Message]
     data: Data
     state: Any
@@ -126,6 +132,9 @@ class MessagesAndWrite:
 
 @dataclass(frozen=True)
 class ReplyAndWrite:
+    """Answer the request with `result` now and write `data` to the native process (a
+    mode change the CLI takes on its input while the client goes on)."""
+
     result: Any
     data: Data
     state: Any
@@ -159,7 +168,7 @@ class SkipAndWrite:
 
 @dataclass(frozen=True)
 class Partial:
-    """The line was kept for later; nothing complete yet."""
+    """The line was kept for later (a part of something longer); nothing complete yet."""
 
     state: Any
 
