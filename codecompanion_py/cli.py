@@ -224,7 +224,7 @@ def _acp_bridge(args: argparse.Namespace) -> int:
     import logging
 
     from .acp_bridge import load_adapter
-    from .acp_bridge.server import serve_stdio
+    from .acp_bridge.stdio import serve_stdio
 
     logging.basicConfig(
         stream=sys.stderr,

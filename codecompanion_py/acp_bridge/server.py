@@ -18,7 +18,7 @@ is stopped before the bridge exits.
 
 Around it: `answers.py` (what it answers from the adapter's static answers),
 `one_shot.py` (OneShot runs), `managed.py` (ADAPTER_MANAGED processes and the adapter's
-handle), `native.py` (a native process), `stdio.py` (our own stdin and stdout).
+handle), `native.py` (a native process), `stdio.py` (serving on our own stdin and stdout).
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from .environment import child_environment
 from .managed import AdapterHandle, ManagedProcess
 from .native import NativeProcess
 from .one_shot import OneShotRun
-from .stdio import open_stdio
 
 log = logging.getLogger("codecompanion_py.acp_bridge")
 
@@ -434,8 +433,3 @@ class Bridge:
 def _log_failure(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("bridge task failed", exc_info=task.exception())
-
-
-async def serve_stdio(adapter: contract.BridgeAdapter, opts: Mapping[str, Any]) -> int:
-    reader, writer = await open_stdio()
-    return await Bridge(adapter, opts, reader, writer).serve()

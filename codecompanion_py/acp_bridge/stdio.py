@@ -1,5 +1,6 @@
-"""The bridge's own stdin and stdout as an asyncio stream pair, whatever they are (pipes,
-regular files)."""
+"""The bridge served on its own stdin and stdout (`serve_stdio`, what `codecompanion-py
+acp-bridge` runs), which become an asyncio stream pair whatever they are (pipes, regular
+files)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import asyncio
 import contextlib
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from ..acp.jsonrpc import MAX_LINE
+from .contract import BridgeAdapter
+from .server import Bridge
 
 
 class _BlockingWriter:
@@ -56,3 +60,8 @@ async def open_stdio() -> tuple[asyncio.StreamReader, Any]:
     except ValueError:
         return reader, _BlockingWriter(out_fd)
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+async def serve_stdio(adapter: BridgeAdapter, opts: Mapping[str, Any]) -> int:
+    reader, writer = await open_stdio()
+    return await Bridge(adapter, opts, reader, writer).serve()
