@@ -57,6 +57,9 @@ _INBOUND = get_args(contract.Inbound)
 
 
 class Bridge:
+    """One adapter served to one ACP client: the adapter's state, its native processes,
+    and the client's requests waiting on what the adapter emits."""
+
     def __init__(
         self,
         adapter: contract.BridgeAdapter,
