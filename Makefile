@@ -56,6 +56,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check codecompanion_py tests bench scripts rplugin
 	$(PY) -m ruff format --check codecompanion_py tests bench scripts rplugin
 	$(PY) -m mypy
+	$(PY) scripts/check_structure.py
 	@if command -v luacheck >/dev/null 2>&1; then luacheck -q $(LUA_FILES); \
 	else echo "luacheck not found: the Lua files are checked by Neovim's compiler only"; fi
 	$(VENV)/bin/nvim -l scripts/check_lua.lua $(LUA_FILES)
