@@ -1,5 +1,5 @@
 # Everything a fresh machine with only Python 3 needs: `make test`, `make demo`, `make bench`,
-# and `make lint` (ruff, mypy and the Lua check).
+# and `make lint` (ruff, mypy, the structure check and the Lua check).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python

@@ -35,8 +35,8 @@ def lua_files() -> list[Path]:
     return sorted(p for p in found if p.is_file())
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def module_name(path: Path, root: Path = ROOT) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -64,9 +64,9 @@ def _runtime_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
             stack.extend(ast.iter_child_nodes(node))
 
 
-def imports_of(path: Path, modules: set[str]) -> set[str]:
+def imports_of(path: Path, modules: set[str], root: Path = ROOT) -> set[str]:
     """The modules of ours that `path` imports at run time."""
-    name = module_name(path)
+    name = module_name(path, root)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in _runtime_imports(ast.parse(path.read_text(), str(path))):
@@ -137,9 +137,9 @@ def room_of(module: str) -> str:
     return ".".join(parts[:2])
 
 
-def import_problems(files: Iterable[Path]) -> list[str]:
-    paths = {module_name(p): p for p in files}
-    graph = {name: imports_of(path, set(paths)) for name, path in paths.items()}
+def import_problems(files: Iterable[Path], root: Path = ROOT) -> list[str]:
+    paths = {module_name(p, root): p for p in files}
+    graph = {name: imports_of(path, set(paths), root) for name, path in paths.items()}
     problems = [f"import circle: {' <-> '.join(c)}" for c in _cycles(graph)]
     rooms: dict[str, set[str]] = {}
     for name, targets in graph.items():
@@ -178,7 +178,7 @@ _EXPORTED = re.compile(r"^function\s+M[.:]([\w.:]+)\s*\(([^)]*)\)|^M\.([\w.]+)\s
 _PARAM = re.compile(r"^---\s*@param\s+([\w.]+\??)")
 
 
-def annotation_problems(lua: list[Path]) -> list[str]:
+def annotation_problems(lua: list[Path], root: Path = ROOT) -> list[str]:
     problems = []
     for path in lua:
         lines = path.read_text().splitlines()
@@ -196,10 +196,10 @@ def annotation_problems(lua: list[Path]) -> list[str]:
                     documented.insert(0, param.group(1).rstrip("?"))
                 row -= 1
             if row == number - 2:
-                problems.append(f"{path.relative_to(ROOT)}:{number}: M.{name} has no LuaCATS annotation")
+                problems.append(f"{path.relative_to(root)}:{number}: M.{name} has no LuaCATS annotation")
             elif documented != params:
                 problems.append(
-                    f"{path.relative_to(ROOT)}:{number}: M.{name}({', '.join(params)}) is annotated with "
+                    f"{path.relative_to(root)}:{number}: M.{name}({', '.join(params)}) is annotated with "
                     f"@param {', '.join(documented) or '(none)'}"
                 )
     return problems
