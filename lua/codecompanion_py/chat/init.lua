@@ -6,7 +6,7 @@ local api = vim.api
 local rpc = require("codecompanion_py.rpc")
 -- What needs the engine beyond sending (regenerate, clear, debug view, system prompt,
 -- settings header): its functions, and the renderers of its ops.
-local actions = require("codecompanion_py.chat_actions")
+local actions = require("codecompanion_py.chat.actions")
 local shared = require("codecompanion_py.chat.shared")
 local highlight = require("codecompanion_py.chat.highlight")
 
