@@ -20,11 +20,15 @@ local function age(seconds)
   return ("%d days ago"):format(math.floor(ago / 86400 + 0.5))
 end
 
+---@param entry table a saved chat's entry
+---@return string
 function M.label(entry)
   return ("%s  (%s, %s)"):format(entry.title, entry.adapter, age(entry.updated))
 end
 
 -- Reopen a saved chat by its id.
+---@param id string
+---@return CodeCompanionChat|nil
 function M.open(id)
   local ok, saved = pcall(rpc.request, "history.load", { id = id, dir = rpc.history_dir() })
   if not ok then
@@ -43,6 +47,7 @@ local function request(method, payload)
   return result
 end
 
+---@param entry table
 function M.rename(entry)
   vim.ui.input({ prompt = "Title: ", default = entry.title }, function(title)
     if title and vim.trim(title) ~= "" and request("history.rename", { id = entry.id, title = title }) then
@@ -51,6 +56,7 @@ function M.rename(entry)
   end)
 end
 
+---@param entry table
 function M.delete(entry)
   local question = { prompt = ("Delete %q?"):format(entry.title), format_item = tostring }
   vim.ui.select({ "Delete", "Keep" }, question, function(choice)
@@ -63,6 +69,7 @@ end
 local ACTIONS = { open = function(entry) M.open(entry.id) end, rename = M.rename, delete = M.delete }
 
 -- `action`: nil (open), "rename" or "delete".
+---@param action? "rename"|"delete"
 function M.pick(action)
   local act = ACTIONS[action or "open"]
   if not act then

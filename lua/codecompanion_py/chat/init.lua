@@ -99,10 +99,7 @@ function M.open_in_engine(chat)
 end
 
 local function refuse_while_streaming(chat)
-  if chat.status == "streaming" then
-    vim.notify("CodeCompanion: a request is running; press q to stop it", vim.log.levels.WARN)
-    return true
-  end
+  return require("codecompanion_py.chat.object").busy(chat, "a request is running; press q to stop it")
 end
 
 -- What the user typed under the last header, after callbacks and the prompt decorator; nil

@@ -46,9 +46,14 @@ function Chat:close()
   chat_module().close(self.bufnr)
 end
 
-local function busy(chat)
+-- True, and the user told `why` (or that adding waits), while a reply streams.
+---@param chat CodeCompanionChat
+---@param why? string
+---@return boolean|nil
+local function busy(chat, why)
   if chat.status == "streaming" then
-    vim.notify("CodeCompanion: wait for the reply (or press q) before adding to the chat", vim.log.levels.WARN)
+    vim.notify("CodeCompanion: " .. (why or "wait for the reply (or press q) before adding to the chat"),
+      vim.log.levels.WARN)
     return true
   end
 end

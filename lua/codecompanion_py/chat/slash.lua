@@ -208,6 +208,7 @@ local function library_command(item)
 end
 
 -- Every command in effect, by name.
+---@return table<string, table>
 function M.commands()
   local out = {}
   for _, item in ipairs(require("codecompanion_py.prompts").items()) do
@@ -259,6 +260,7 @@ local function available(chat, command)
 end
 
 -- `slash_commands.<name>.keymaps.modes`: keys that run the command in the chat.
+---@param chat CodeCompanionChat
 function M.set_keymaps(chat)
   for name, command in pairs(M.commands()) do
     local modes = type(command.keymaps) == "table" and command.keymaps.modes or {}
@@ -272,6 +274,8 @@ function M.set_keymaps(chat)
 end
 
 -- Run command `name` with what it gives inserted at the cursor.
+---@param chat CodeCompanionChat
+---@param name string
 function M.run(chat, name)
   local command = M.commands()[name]
   if not command or not available(chat, command) then
@@ -286,6 +290,9 @@ function M.run(chat, name)
 end
 
 -- Completion items for `base` ("/fi"): each command with its description.
+---@param chat CodeCompanionChat
+---@param base string
+---@return table[]
 function M.items(chat, base)
   local commands = M.commands()
   local names = vim.tbl_keys(commands)
@@ -302,6 +309,8 @@ function M.items(chat, base)
 end
 
 -- CompleteDone: when a slash command was accepted, its word leaves the line and it runs.
+---@param chat CodeCompanionChat
+---@param item table vim.v.completed_item
 function M.completed(chat, item)
   local data = type(item) == "table" and item.user_data or nil
   local name = type(data) == "table" and data.codecompanion_slash or nil
