@@ -54,10 +54,13 @@ local function cycle(chat, step)
   end
 end
 
--- A keymap that sends `method` to the engine for the chat.
-local function engine(method)
+-- An action that sends `method` to the engine for the chat (keymaps, slash commands).
+---@param method string
+---@return fun(chat: CodeCompanionChat)
+function M.engine(method)
   return function(chat) rpc.notify(method, { chat_id = chat.bufnr }) end
 end
+local engine = M.engine
 
 ---@type table<string, fun(chat: CodeCompanionChat)> by the name after "keymaps."
 M.keymaps = {
