@@ -43,14 +43,7 @@ local function highlights()
 end
 
 local function keymaps()
-  local user = {}
-  for _, key in ipairs({ "strategies", "interactions" }) do
-    local section = (require("codecompanion_py").config or {})[key]
-    local maps = type(section) == "table" and type(section.shared) == "table" and section.shared.keymaps or nil
-    for name, map in pairs(type(maps) == "table" and maps or {}) do
-      user[name] = map
-    end
-  end
+  local user = require("codecompanion_py.chat.keymaps").user(require("codecompanion_py").config or {}, "shared")
   local out = {}
   for name, default in pairs(M.KEYMAPS) do
     local map = user[name]

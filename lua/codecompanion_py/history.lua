@@ -26,17 +26,6 @@ function M.label(entry)
   return ("%s  (%s, %s)"):format(entry.title, entry.adapter, age(entry.updated))
 end
 
--- Reopen a saved chat by its id.
----@param id string
----@return CodeCompanionChat|nil
-function M.open(id)
-  local ok, saved = pcall(rpc.request, "history.load", { id = id, dir = rpc.history_dir() })
-  if not ok then
-    return vim.notify("CodeCompanion: " .. tostring(saved), vim.log.levels.ERROR)
-  end
-  return require("codecompanion_py.chat").open({ adapter = saved.adapter, model = saved.model, saved = saved })
-end
-
 local function request(method, payload)
   payload.dir = rpc.history_dir()
   local ok, result = pcall(rpc.request, method, payload)
@@ -45,6 +34,15 @@ local function request(method, payload)
     return nil
   end
   return result
+end
+
+-- Reopen a saved chat by its id.
+---@param id string
+---@return CodeCompanionChat|nil
+function M.open(id)
+  local saved = request("history.load", { id = id })
+  return saved
+    and require("codecompanion_py.chat").open({ adapter = saved.adapter, model = saved.model, saved = saved })
 end
 
 ---@param entry table

@@ -19,9 +19,7 @@ local M = {}
 M.runs = {} ---@type table<string, table> running requests by id ("inline:1", "cmd:2")
 local count = 0
 
-local function fire(event, data)
-  api.nvim_exec_autocmds("User", { pattern = "CodeCompanion" .. event, modeline = false, data = data })
-end
+local fire = require("codecompanion_py.chat.config").fire
 
 local function display()
   return (require("codecompanion_py").config.display or {}).inline or {}

@@ -51,15 +51,17 @@ for _, row in ipairs({ -- name, modes, the built-in "keymaps.<action>", descript
   table.insert(ORDER, row[1])
 end
 
--- The user's keymaps table: the newer spelling wins, entry by entry.
-local function user_keymaps(config)
+-- The user's `interactions.<section>.keymaps` (or `strategies.<section>`): the newer
+-- spelling wins, entry by entry.
+---@param config table the plugin's config
+---@param section "chat"|"shared"
+---@return table<string, table|false>
+function M.user(config, section)
   local out = {}
   for _, key in ipairs({ "strategies", "interactions" }) do
-    local chat = type(config[key]) == "table" and config[key].chat or nil
-    if type(chat) == "table" and type(chat.keymaps) == "table" then
-      for name, map in pairs(chat.keymaps) do
-        out[name] = map
-      end
+    local part = type(config[key]) == "table" and config[key][section] or nil
+    for name, map in pairs(type(part) == "table" and type(part.keymaps) == "table" and part.keymaps or {}) do
+      out[name] = map
     end
   end
   return out
@@ -69,7 +71,7 @@ end
 ---@param config table the plugin's config
 ---@return CodeCompanionKeymap[]
 function M.resolve(config)
-  local user = user_keymaps(config)
+  local user = M.user(config, "chat")
   local extra = vim.tbl_filter(function(name) return not DEFAULTS[name] end, vim.tbl_keys(user))
   table.sort(extra)
   local out = {}
