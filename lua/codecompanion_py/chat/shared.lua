@@ -65,7 +65,7 @@ end
 -- The message without its context block, and the ids the block still lists (nil: no block).
 ---@param text string
 ---@return string message
----@return string[]|nil listed
+---@return table<string, true>|nil listed ids
 function M.split(text)
   local lines = vim.split(text, "\n", { plain = true })
   local first = 1
@@ -88,7 +88,7 @@ end
 
 -- The items the user deleted from the block (all of them when the block is gone).
 ---@param chat CodeCompanionChat
----@param listed string[]|nil
+---@param listed table<string, true>|nil
 ---@return string[] ids
 function M.removed(chat, listed)
   local gone = {}
