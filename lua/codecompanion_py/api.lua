@@ -120,7 +120,7 @@ end
 
 ---@param args? table|string
 function M.actions(args)
-  return require("codecompanion_py.actions").open(type(args) == "table" and args or { args = args })
+  return require("codecompanion_py.palette").open(type(args) == "table" and args or { args = args })
 end
 
 -- CodeCompanion's `prompt(alias)`: run the library prompt with that alias.
