@@ -2,7 +2,7 @@
 
 An op is a frozen msgspec Struct tagged by `op`; `encode` turns a batch into the plain
 tables `require("codecompanion_py.chat").apply(chat_id, ops)` receives, and
-`lua/codecompanion_py/chat.lua` has one `render.<op>` function per tag (the tests check
+`lua/codecompanion_py/chat/render.lua` has one renderer per tag (the tests check
 that the two lists agree, and Lua reports an op it does not know).
 
 Absent values are absent: every optional field defaults to None or empty and is left
