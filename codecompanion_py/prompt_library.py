@@ -21,7 +21,8 @@ import msgspec
 
 from . import front_matter
 from .errors import PathRefused
-from .repository import Door, expand, read_named
+from .repository import Door, read_named
+from .rules import expand
 
 MAX_FRONT_MATTER = 64_000  # bytes: a prompt's options, not a document
 MAX_VISITS = 20_000  # the most folder entries one folder's search looks at
@@ -202,7 +203,7 @@ def read_prompts(payload: Mapping[str, Any]) -> dict[str, Any]:
     problems: list[str] = []
     ask = False
     for folder in request.dirs:
-        path = os.path.normpath(os.path.join(request.cwd, expand(folder.path, home)))
+        path = os.path.normpath(os.path.join(request.cwd, expand(folder.path, str(home))))
         paths = find_markdown(path)
         if folder.source == "unasked":
             ask = ask or bool(paths)

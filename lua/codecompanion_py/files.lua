@@ -19,7 +19,7 @@ function M.read_text(path)
 end
 
 -- `path` with a leading `~` and its `$VAR`/`${VAR}` expanded (unset ones left as they are), as
--- the engine expands one (repository.expand). Never vim.fn.expand: a name of the project such as
+-- the engine expands one (rules.expand). Never vim.fn.expand: a name of the project such as
 -- "`cmd`.png" would run `cmd` in a shell, and `*`, `%` or `#` would name other files.
 ---@param path string
 ---@return string
