@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from greenlet import getcurrent
 
-from . import adapters, config, processes, prompt_library, repository
+from . import adapters, config, processes, prompt_library, prompt_trust, repository
 from .acp import adapters as acp_adapters
 from .adapters.base import HTTPAdapter
 from .adapters.models import list_models
@@ -146,6 +146,8 @@ class Engine:
             return repository.read_named(payload)
         if method == "prompts.read":  # the prompt library's markdown prompts, found and parsed
             return prompt_library.read_prompts(payload)
+        if method == "prompts.trust":  # the user's answer on a project's prompts, kept
+            return prompt_trust.remember(payload["file"], payload["root"], payload["trusted"] is True)
         if method.startswith("mcp."):  # `/mcp`, MCP prompts and resources (mcp/servers.py)
             return ops.for_lua(self._wait(self._mcp_request(method, payload), timeout=60))  # a server's data
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it

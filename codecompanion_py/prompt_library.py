@@ -3,10 +3,11 @@ this plugin's built-ins and in `prompt_library.markdown.dirs` (nested and linked
 read through the repository door, and parsed here: front matter (front_matter.py), then
 `## system` / `## user` sections, a section's ```yaml opts block, a workflow's steps.
 
-Lua keeps what runs Lua or asks the user: whether a project's folder is trusted (it sends
-the folder as "project" once it is, "unasked" before; an unasked folder is only looked
-into), a prompt's `${name.fn}` helpers, `condition` functions and the editor's context.
-A project prompt never takes an alias another prompt has (/explain stays the built-in's).
+A folder inside the project comes with the repository: its prompts are read only once the
+user trusts the project (prompt_trust.py keeps the answers; Lua asks, once, when `ask` names
+the project), and a project prompt never takes an alias another prompt has (/explain stays
+the built-in's). Lua keeps what runs Lua: a prompt's `${name.fn}` helpers, `condition`
+functions and the editor's context.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from . import front_matter
+from . import front_matter, prompt_trust
 from .errors import PathRefused
 from .repository import Door, read_named
 from .rules import expand
@@ -34,18 +35,14 @@ _ROLE = re.compile(r"##[ \t\v\f\r]+([A-Za-z]+)[ \t\v\f\r]*")
 _OPTS = re.compile(r"```yaml opts\r?\n(.*?)\r?\n```[ \t\n\v\f\r]*(.*)", re.DOTALL)
 
 
-class PromptDir(msgspec.Struct, frozen=True):
-    path: str  # as the config writes it: `~`, `$VAR` and relative paths (from cwd) allowed
-    source: Source
-    root: str | None = None  # a project folder's project
-
-
 class PromptsRequest(msgspec.Struct, frozen=True):
     """`prompts.read`: the folders to read, and the aliases the config's own prompts hold."""
 
     cwd: str
     home: str | None = None
-    dirs: list[PromptDir] = []
+    trust_file: str = ""  # where the trust answers are kept (prompt_trust.py)
+    builtins: str | None = None  # this plugin's folder, unless the palette hides the presets
+    dirs: list[str] = []  # `prompt_library.markdown.dirs`, as the config names them
     config_aliases: dict[str, str] = {}  # alias -> the config prompt's name
 
 
@@ -74,10 +71,10 @@ class PromptItem(msgspec.Struct, kw_only=True, omit_defaults=True):
         return {**fields.pop("meta", {}), **fields}
 
 
-class PromptsRead(msgspec.Struct, frozen=True):
+class PromptsRead(msgspec.Struct, frozen=True, omit_defaults=True):
     items: list[dict[str, Any]]
     problems: list[str]  # one sentence each
-    ask: bool  # an unasked project folder holds prompts: Lua asks whether to trust it
+    ask: str | None = None  # a project whose folder holds prompts and that was never asked about
 
 
 class PromptError(ValueError):
@@ -197,30 +194,41 @@ def find_markdown(folder: str, suffix: str = ".md") -> list[str]:
 def read_prompts(payload: Mapping[str, Any]) -> dict[str, Any]:
     """`prompts.read` (PromptsRequest): {items, problems, ask} (PromptsRead)."""
     request = msgspec.convert(payload, PromptsRequest)
-    home = Path(request.home) if request.home else Path.home()
-    door = Door.of(request.cwd, (), str(home))
+    home = request.home or str(Path.home())
+    door = Door.of(request.cwd, (), home)
     items: list[PromptItem] = []
     problems: list[str] = []
-    ask = False
-    for folder in request.dirs:
-        path = os.path.normpath(os.path.join(request.cwd, expand(folder.path, str(home))))
-        paths = find_markdown(path)
-        if folder.source == "unasked":
-            ask = ask or bool(paths)
+    ask = None
+    for path, source in _folders(request, str(door.root), home):
+        paths = find_markdown(os.path.normpath(os.path.join(request.cwd, expand(path, home))))
+        if source == "unasked":
+            ask = ask or (str(door.root) if paths else None)
             continue
-        texts = _read_own(door, paths) if folder.source == "builtin" else _read_repository(request, paths)
+        texts = _read_own(door, paths) if source == "builtin" else _read_repository(request, paths)
         for file, text in zip(paths, texts, strict=True):
             try:
                 if "error" in text:
                     raise PromptError(text["error"])
                 item = parse_markdown(text["content"], file)
             except PromptError as why:
-                problems.append(f"{_show(file, home)}: {why}")
+                problems.append(f"{_show(file, Path(home))}: {why}")
                 continue
-            item.source, item.root = folder.source, folder.root
+            item.source, item.root = source, (str(door.root) if source == "project" else None)
             items.append(item)
-    problems += _unshadow(items, request, home)
+    problems += _unshadow(items, request, Path(home))
     return msgspec.to_builtins(PromptsRead([item.for_lua() for item in items], problems, ask))
+
+
+def _folders(request: PromptsRequest, root: str, home: str) -> list[tuple[str, Source]]:
+    """The folders to read and whose they are: the built-ins, then `markdown.dirs`; a folder
+    inside the project only once the user trusts it ("unasked": only looked into)."""
+    folders: list[tuple[str, Source]] = [(request.builtins, "builtin")] if request.builtins else []
+    for folder in request.dirs:
+        if not prompt_trust.in_project(folder, root, home):
+            folders.append((folder, "markdown"))
+        elif (trusted := prompt_trust.answer(request.trust_file, root)) is not False:
+            folders.append((folder, "project" if trusted else "unasked"))
+    return folders
 
 
 def _read_own(door: Door, paths: list[str]) -> list[dict[str, str]]:
@@ -274,7 +282,6 @@ def _quoted(text: str) -> str:
 
 __all__ = [
     "MAX_FRONT_MATTER",
-    "PromptDir",
     "PromptError",
     "PromptItem",
     "PromptMessage",

@@ -4,13 +4,14 @@ Lua parser's users saw, kept, and hostile input refused in time linear in its si
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-from codecompanion_py import front_matter, prompt_library
+from codecompanion_py import front_matter, prompt_library, prompt_trust
 from codecompanion_py.front_matter import FrontMatterError, decode
 from codecompanion_py.prompt_library import PromptError, PromptMessage, parse_markdown, read_prompts
 
@@ -195,10 +196,9 @@ def test_the_builtins_parse_and_a_project_prompt_never_takes_another_prompts_ali
         {
             "cwd": str(project),
             "home": str(tmp_path / "home"),
-            "dirs": [
-                {"path": str(BUILTINS), "source": "builtin"},
-                {"path": ".prompts", "source": "project", "root": str(project)},
-            ],
+            "trust_file": str(trusting(tmp_path, project)),
+            "builtins": str(BUILTINS),
+            "dirs": [".prompts"],
             "config_aliases": {"mine": "From the config"},
         }
     )
@@ -206,7 +206,7 @@ def test_the_builtins_parse_and_a_project_prompt_never_takes_another_prompts_ali
     assert {"Explain code", "Fix code", "Commit message", "Hijack", "Cfg", "Own"} <= set(by_name)
     assert "Hidden" not in by_name
     assert by_name["Explain code"]["source"] == "builtin" and by_name["Explain code"]["opts"]["alias"] == "explain"
-    assert by_name["Own"]["opts"] == {"alias": "own"} and by_name["Own"]["root"] == str(project)
+    assert by_name["Own"]["opts"] == {"alias": "own"} and by_name["Own"]["root"] == str(project.resolve())
     assert by_name["Hijack"]["opts"] == {} and by_name["Cfg"]["opts"] == {}
     assert by_name["Own"]["dir"] == str(project / ".prompts")
     problems = "\n".join(read["problems"])
@@ -214,17 +214,51 @@ def test_the_builtins_parse_and_a_project_prompt_never_takes_another_prompts_ali
     assert "'.prompts/pipe.md' is a named pipe (FIFO)" in problems
     assert '.prompts/hijack.md: /explain is already "Explain code"\'s alias, which keeps it' in problems
     assert '.prompts/nested/cfg.md: /mine is already "From the config"\'s alias, which keeps it' in problems
-    assert read["ask"] is False
+    assert "ask" not in read
 
 
-def test_an_unasked_project_folder_is_only_looked_into(tmp_path):
+def trusting(tmp_path: Path, project: Path, trusted: bool | None = True) -> Path:
+    """A trust file that holds the user's answer on `project` (none when `trusted` is None)."""
+    file = tmp_path / "data" / "trusted_prompts.json"
+    if trusted is not None:
+        prompt_trust.remember(str(file), os.path.realpath(project), trusted)
+    return file
+
+
+@pytest.mark.parametrize("trusted", [True, False, None])
+def test_a_projects_folder_is_read_once_trusted_and_only_looked_into_before(tmp_path, trusted):
     (tmp_path / "p").mkdir()
-    (tmp_path / "p" / "a.md").write_text("not even a prompt")
+    (tmp_path / "p" / "a.md").write_text("---\nname: A\n---\n## user\nhi\n")
     (tmp_path / "empty").mkdir()
-    ask = [{"path": "p", "source": "unasked"}]
-    assert read_prompts({"cwd": str(tmp_path), "dirs": ask}) == {"items": [], "problems": [], "ask": True}
-    none = [{"path": "empty", "source": "unasked"}]
-    assert read_prompts({"cwd": str(tmp_path), "dirs": none})["ask"] is False
+    request = {"cwd": str(tmp_path), "trust_file": str(trusting(tmp_path, tmp_path, trusted)), "dirs": ["p"]}
+    read = read_prompts(request)
+    assert [item["name"] for item in read["items"]] == (["A"] if trusted else [])
+    assert read.get("ask") == (os.path.realpath(tmp_path) if trusted is None else None)
+    assert "ask" not in read_prompts({**request, "dirs": ["empty"]})
+
+
+def test_the_trust_answers_are_kept_whole_by_the_projects_real_path(tmp_path):
+    file = tmp_path / "data" / "trusted_prompts.json"
+    prompt_trust.remember(str(file), "/a", True)
+    prompt_trust.remember(str(file), "/b", False)
+    assert json.loads(file.read_text()) == {"/a": True, "/b": False}
+    assert [prompt_trust.answer(str(file), root) for root in ("/a", "/b", "/c")] == [True, False, None]
+    file.write_text("not json")
+    assert prompt_trust.answer(str(file), "/a") is None
+    assert prompt_trust.answer(str(tmp_path / "none.json"), "/a") is None
+
+
+def test_prompt_folders_under_the_home_folder_are_the_users_own(tmp_path):
+    home = tmp_path / "home"
+    (home / "proj" / ".prompts").mkdir(parents=True)
+    root = os.path.realpath(home)
+    assert prompt_trust.in_project(str(home / ".config/nvim/prompts"), root, str(home)) is False
+    assert prompt_trust.in_project(".prompts", root, str(home)) is False
+    proj = os.path.realpath(home / "proj")
+    assert prompt_trust.in_project(str(home / "proj/.prompts"), proj, str(home)) is True
+    assert prompt_trust.in_project("~/proj/.prompts", proj, str(home)) is True
+    assert prompt_trust.in_project(".prompts", proj, str(home)) is True
+    assert prompt_trust.in_project(str(tmp_path / "elsewhere"), proj, str(home)) is False
 
 
 def test_a_folder_is_named_with_home_and_variables_and_a_missing_one_is_nothing(tmp_path, monkeypatch):
@@ -232,8 +266,9 @@ def test_a_folder_is_named_with_home_and_variables_and_a_missing_one_is_nothing(
     (home / "prompts").mkdir(parents=True)
     (home / "prompts" / "a.md").write_text("---\nname: A\n---\n## user\nhi\n")
     monkeypatch.setenv("CC_PROMPTS", str(home / "prompts"))
+    (tmp_path / "proj").mkdir()
     for path in ("~/prompts", "$CC_PROMPTS", "${CC_PROMPTS}", "nowhere"):
-        read = read_prompts({"cwd": str(tmp_path), "home": str(home), "dirs": [{"path": path, "source": "markdown"}]})
+        read = read_prompts({"cwd": str(tmp_path / "proj"), "home": str(home), "dirs": [path]})
         assert [i["name"] for i in read["items"]] == ([] if path == "nowhere" else ["A"]), path
 
 

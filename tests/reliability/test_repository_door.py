@@ -363,17 +363,6 @@ def test_neovim_started_in_the_home_folder_has_no_project_to_confine_to(tmp_path
     assert "outside the project" in refused["error"]
 
 
-@pytest.mark.nvim
-def test_prompt_folders_under_the_home_folder_are_the_users_own(editor, tmp_path):  # noqa: F811
-    home = tmp_path / "home"
-    (home / "proj" / ".prompts").mkdir(parents=True)
-    editor.lua(f"vim.env.HOME = '{home}'")
-    in_project = "return require('codecompanion_py.prompts.trust').in_project(...)"
-    assert editor.lua(in_project, str(home / ".config/nvim/prompts"), os.path.realpath(home)) is False
-    assert editor.lua(in_project, ".prompts", os.path.realpath(home)) is False
-    assert editor.lua(in_project, str(home / "proj/.prompts"), os.path.realpath(home / "proj")) is True
-
-
 def test_a_projects_rules_may_import_the_users_own_notes_from_claudes_folder_and_nothing_else_there(tmp_path):
     """Claude Code documents `@~/.claude/my-instructions.md` for personal notes; the same
     folder holds its credentials and transcripts, which stay out."""

@@ -42,24 +42,6 @@ local function config()
   return require("codecompanion_py").config or {}
 end
 
--- The markdown folders to read, as the engine's `prompts.read` takes them: the built-ins,
--- then `markdown.dirs`, a project's own only once trusted ("unasked": only looked into).
----@return { path: string, source: string, root: string? }[]
-local function folders(library, root)
-  local palette = vim.tbl_get(config(), "display", "action_palette", "opts") or {}
-  local out = palette.show_preset_prompts ~= false and { { path = M.BUILTINS, source = "builtin" } } or {}
-  for _, dir in ipairs(vim.tbl_get(library, "markdown", "dirs") or {}) do
-    if not trust.in_project(dir, root) then
-      table.insert(out, { path = dir, source = "markdown" })
-    elseif trust.state(root) == true then
-      table.insert(out, { path = dir, source = "project", root = root })
-    elseif trust.state(root) == nil then
-      table.insert(out, { path = dir, source = "unasked" })
-    end
-  end
-  return out
-end
-
 -- Every prompt: the config's, and the markdown folders' (found and parsed by the engine,
 -- codecompanion_py/prompt_library.py). Items with `opts.enabled = false` are out.
 ---@param refresh boolean? read the folders again
@@ -86,9 +68,13 @@ function M.items(refresh)
       end
     end
   end
-  local root = trust.project()
+  local palette = vim.tbl_get(config(), "display", "action_palette", "opts") or {}
   local ok, answer = pcall(require("codecompanion_py.rpc").request, "prompts.read", {
-    cwd = cwd, home = vim.uv.os_homedir(), dirs = folders(library, root),
+    cwd = cwd,
+    home = vim.uv.os_homedir(),
+    trust_file = trust.file(),
+    builtins = palette.show_preset_prompts ~= false and M.BUILTINS or nil,
+    dirs = vim.tbl_get(library, "markdown", "dirs") or {},
     config_aliases = next(aliases) and aliases or vim.empty_dict(),
   })
   if not ok or type(answer) ~= "table" then
@@ -96,8 +82,8 @@ function M.items(refresh)
   end
   vim.list_extend(items, answer.items)
   vim.list_extend(M.problems, answer.problems)
-  if answer.ask then -- asked once the caller is done; a yes loads them
-    trust.ask(root, function() M.items(true) end)
+  if type(answer.ask) == "string" then -- a project's folder holds prompts: asked once the caller is done
+    trust.ask(answer.ask, function() M.items(true) end)
   end
   if #M.problems > 0 then
     vim.notify("CodeCompanion: prompt library: " .. table.concat(M.problems, "; "), vim.log.levels.WARN)
@@ -159,8 +145,8 @@ function M.expand(text, item, context)
       local value = context[key]
       return value ~= nil and tostring(value) or ""
     end
-    local runs = item.dir and (item.source ~= "project" or trust.state(item.root) == true) -- never untrusted code
-    local helpers = runs and loadfile(vim.fs.joinpath(item.dir, scope .. ".lua"))
+    -- a project's prompts are read only once it is trusted (prompt_library.py): no untrusted code runs
+    local helpers = item.dir and loadfile(vim.fs.joinpath(item.dir, scope .. ".lua"))
     local ok, module = pcall(helpers or function() end)
     local value = ok and type(module) == "table" and module[key] or nil
     if type(value) == "function" then
