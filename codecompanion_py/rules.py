@@ -87,9 +87,9 @@ def _named(path: str) -> bool:
     return path.startswith(("/", "~", "$")) or normal == ".." or normal.startswith("../")
 
 
-def _walk(folder: str, wanted: re.Pattern[str], prefixes: bool) -> tuple[list[str], bool]:
-    """The files (and links) under `folder` whose path from it `wanted` matches (with
-    `prefixes`, or a folder it is in), sorted; and True when the search stopped early."""
+def _walk(folder: str, wanted: re.Pattern[str], basename: bool) -> tuple[list[str], bool]:
+    """The files (and links) under `folder` whose path from it (with `basename`, whose name)
+    `wanted` matches, sorted; and True when the search stopped after MAX_VISITS entries."""
     found: list[str] = []
     visits = 0
     pending = [""]
@@ -107,27 +107,19 @@ def _walk(folder: str, wanted: re.Pattern[str], prefixes: bool) -> tuple[list[st
             if entry.is_dir(follow_symlinks=False):
                 if entry.name not in SKIPPED:
                     pending.append(name)
-            elif (entry.is_file(follow_symlinks=False) or entry.is_symlink()) and _matches(wanted, name, prefixes):
-                found.append(os.path.join(folder, name))
+            elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                if wanted.fullmatch(entry.name if basename else name):
+                    found.append(os.path.join(folder, name))
     return sorted(found), False
-
-
-def _matches(wanted: re.Pattern[str], name: str, prefixes: bool) -> bool:
-    if not prefixes:
-        return wanted.fullmatch(os.path.basename(name)) is not None
-    while name:  # the file, or a folder it is in
-        if wanted.fullmatch(name):
-            return True
-        name = name.rpartition("/")[0]
-    return False
 
 
 def _scan(folder: str, patterns: str | list[str] | None) -> tuple[list[str], bool]:
     """The files under `folder` whose names match one of `patterns` (every file when None)."""
     if patterns is None:
-        return _walk(folder, re.compile(r".*", re.DOTALL), prefixes=False)
+        return _walk(folder, re.compile(r".*", re.DOTALL), basename=True)
     names = [patterns] if isinstance(patterns, str) else patterns
-    return _walk(folder, re.compile("|".join(f"(?:{glob_regex(name)})" for name in names) or "(?!)"), prefixes=False)
+    wanted = "|".join(f"(?:{glob_regex(name)})" for name in names) or "(?!)"
+    return _walk(folder, re.compile(wanted, re.DOTALL), basename=True)
 
 
 def _glob(path: str) -> tuple[list[str], bool]:
@@ -139,7 +131,8 @@ def _glob(path: str) -> tuple[list[str], bool]:
     root = root or "/"
     if not os.path.isdir(root):
         return [], False
-    return _walk(root, re.compile(glob_regex(rest), re.DOTALL), prefixes=True)
+    # the file, or a folder it is in: one expression, not one per folder
+    return _walk(root, re.compile(f"(?:{glob_regex(rest)})(?:/.*)?", re.DOTALL), basename=False)
 
 
 @lru_cache(maxsize=256)

@@ -126,3 +126,19 @@ def test_globs_match_what_neovims_vim_glob_matches(tmp_path):
 @pytest.mark.parametrize("pattern", ["[z-a]x", "[!z-a]x"])
 def test_an_empty_range_matches_nothing_or_anything(pattern):
     assert (re.fullmatch(glob_regex(pattern), "qx", re.DOTALL) is not None) == pattern.startswith("[!")
+
+
+def test_a_glob_over_a_deep_tree_of_long_names_is_searched_in_time(tmp_path):
+    """A hostile repository's names are as long as the system allows: the glob is still one
+    expression per name, linear in the tree."""
+    deep = tmp_path
+    for _ in range(12):
+        deep = deep / ("d" * 250)
+    deep.mkdir(parents=True)
+    for i in range(300):
+        (deep / f"{'n' * 200}{i}.mdx").write_text("x")
+    (deep / "hit.md").write_text("x")
+    started = time.monotonic()
+    files, problems = rule_files([RuleEntry("**/*.md")], str(tmp_path), str(tmp_path))
+    assert time.monotonic() - started < 5
+    assert [Path(file.path).name for file in files] == ["hit.md"] and problems == []

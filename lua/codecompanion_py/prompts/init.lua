@@ -74,7 +74,8 @@ function M.items(refresh)
     home = vim.uv.os_homedir(),
     trust_file = trust.file(),
     builtins = palette.show_preset_prompts ~= false and M.BUILTINS or nil,
-    dirs = vim.tbl_get(library, "markdown", "dirs") or {},
+    dirs = vim.tbl_filter(function(dir) return type(dir) == "string" end,
+      type(vim.tbl_get(library, "markdown", "dirs")) == "table" and library.markdown.dirs or {}),
     config_aliases = next(aliases) and aliases or vim.empty_dict(),
   })
   if not ok or type(answer) ~= "table" then
