@@ -66,7 +66,7 @@ def _lines_of(source: str) -> list[_Line]:
     return out
 
 
-def _scalar(text: str) -> Any:
+def _scalar(text: str, line: _Line, depth: int) -> Any:
     text = _trim(text)
     if text in ("", "~", "null"):
         return None
@@ -82,7 +82,9 @@ def _scalar(text: str) -> Any:
         inner = text[1:-1]
         return inner.replace('\\"', '"').replace("\\n", "\n") if quote == '"' else inner.replace("''", "'")
     if text.startswith("[") and text.endswith("]"):  # a flow list: [a, b]
-        return [_scalar(part) for part in text[1:-1].split(",") if part]
+        if depth >= MAX_NESTING:
+            raise FrontMatterError(f"line {line.number}: nested deeper than {MAX_NESTING} levels")
+        return [_scalar(part, line, depth + 1) for part in text[1:-1].split(",") if part]
     return _trim(text, comment=True)
 
 
@@ -113,7 +115,7 @@ def _block(lines: list[_Line], i: int, indent: int, depth: int) -> tuple[Any, in
         elif value == "" and after and after.indent == indent and after.text.startswith("- "):
             mapping[key], i = _block(lines, i + 1, indent, depth)  # a list at the key's own indentation
         else:
-            mapping[key] = _scalar(value)
+            mapping[key] = _scalar(value, line, depth)
             i += 1
     if i < len(lines) and lines[i].indent > indent:
         raise FrontMatterError(f"line {lines[i].number}: unexpected indentation")
@@ -133,7 +135,7 @@ def _list(lines: list[_Line], i: int, indent: int, depth: int) -> tuple[list[Any
             items.append(_block(inner, 0, indent + 2, depth)[0])
             i = j
         else:
-            items.append(_scalar(rest))
+            items.append(_scalar(rest, lines[i], depth))
             i += 1
     return items, i
 
