@@ -289,3 +289,14 @@ def test_a_folder_search_stops_after_max_visits(tmp_path, monkeypatch):
         (tmp_path / f"{i}.md").write_text("x")
     monkeypatch.setattr(prompt_library, "MAX_VISITS", 4)
     assert len(prompt_library.find_markdown(str(tmp_path))) == 4
+
+
+def test_a_hostile_body_parses_in_time():
+    spaces = " " * 1_000_000
+    text = (
+        f"---\nname: x\n---\n##{spaces}1\n## user\n```yaml opts{spaces}\n##{spaces}user{spaces}\n```yaml opts\n{spaces}"
+    )
+    started = time.monotonic()
+    item = parse_markdown(text)
+    assert time.monotonic() - started < 5
+    assert [message.role for message in item.prompts] == ["user"]  # the "## user" after a fence line is fenced
