@@ -40,8 +40,8 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from . import adapters, health
-from .acp import adapters as acp_adapters
+from . import health
+from .adapters import BUILTIN
 from .adapters.base import HTTPAdapter, prepare, substitute
 from .adapters.models import fetch_models
 from .client import HttpClient
@@ -73,12 +73,12 @@ def _note(text: str) -> None:
 
 
 def _http_adapter(name: str, model: str | None = None) -> HTTPAdapter:
-    if name not in adapters.available() and acp_adapters.is_acp(name):
+    if BUILTIN.kind(name) == "acp":
         raise UsageError(
             f"{name!r} is a coding agent (ACP), not an HTTP adapter: chat with it in Neovim "
-            f"(:CodeCompanionChat adapter={name}); here the adapters are {', '.join(adapters.available())}"
+            f"(:CodeCompanionChat adapter={name}); here the adapters are {', '.join(BUILTIN.names('http'))}"
         )
-    return adapters.resolve(name, model=model)
+    return BUILTIN.http(name, model=model)
 
 
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")

@@ -32,8 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from greenlet import getcurrent
 
-from . import adapters, config, processes, prompt_library, prompt_trust, repository
-from .acp import adapters as acp_adapters
+from . import config, outbound, processes, prompt_library, prompt_trust, repository
 from .adapters.base import HTTPAdapter
 from .adapters.models import list_models
 from .chat.acp_session import AcpChatSession
@@ -224,14 +223,16 @@ class Engine:
     @property
     def client(self) -> HttpClient:
         if self._client is None:
-            self._client = HttpClient(read_timeout=self.config.read_timeout)  # connect: config.http
+            self._client = HttpClient(read_timeout=self.config.read_timeout, settings=self.config.http)
         return self._client
 
     async def _config_set(self, payload: Mapping[str, Any]) -> None:
         self.config = config.load(payload)
+        outbound.configure(self.config.http)  # for web pages and MCP servers over HTTP
         if self.config.mcp != self.mcp.config:  # other servers: the running ones stop
             await self.mcp.close()
             self.mcp = McpServers(self.config.mcp)
+        self.mcp.cmd_timeout = self.config.adapters.cmd_timeout
         log.setLevel(self.config.log_level)
         for problem in self.config.problems:
             self.bridge.notify(f"CodeCompanion: {problem}", "WARN")
@@ -290,8 +291,8 @@ class Engine:
     ) -> Session:
         editor = SinkEditor(sink, self.pending)
         name = spec.get("name") if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} else spec
-        if isinstance(name, str) and acp_adapters.is_acp(name):
-            agent = acp_adapters.resolve(name)
+        if self.config.adapters.kind(name) == "acp":
+            agent = self.config.adapters.agent(str(name))
             agent.editor = editor  # for Lua functions in its env
             model = model or (spec.get("model") if isinstance(spec, Mapping) else None)
             if model:  # chosen once the agent's session says which models it has
@@ -307,7 +308,7 @@ class Engine:
             )
         session = ChatSession(
             chat_id,
-            adapters.resolve(spec, model=model),
+            self.config.adapters.http(spec, model=model),
             client=lambda: self.client,
             sink=sink,
             system_prompt=self.config.chat_system_prompt(str(workspace.root)),
@@ -316,6 +317,7 @@ class Engine:
             workspace=workspace,
             context_management=self.config.context_management,
             mcp=self.mcp,
+            registry=lambda: self.config.adapters,
         )
         if history:
             session.history.extend(m for m in history if m.role != "system")
@@ -382,12 +384,17 @@ class Engine:
         session = self._session(payload)
         name = str(payload.get("adapter") or session.adapter_info().name)
         models = session.own_models(name)
-        if models is None and acp_adapters.is_acp(name):
+        if models is None and self.config.adapters.kind(name) == "acp":
             models = []  # another agent: its models are known once it runs
         elif models is None:
-            adapter = adapters.resolve(name)
+            adapter = self.config.adapters.http(name)
             name = adapter.name
-            models = await list_models(adapter, self.client, getattr(session, "editor", None))
+            models = await list_models(
+                adapter,
+                self.client,
+                getattr(session, "editor", None),
+                cache_seconds=self.config.models_cache_seconds,
+            )
         session.view.push(ops.ChooseModel(adapter=name, models=tuple(models)))
 
     async def _chat_agent_options(self, payload: Mapping[str, Any]) -> None:
@@ -426,9 +433,9 @@ class Engine:
     def _http_adapter(self, payload: Mapping[str, Any], configured: Any, what: str) -> HTTPAdapter:
         spec = payload.get("adapter") or configured or self.config.chat_adapter
         name = spec.get("name") if isinstance(spec, Mapping) else spec
-        if isinstance(name, str) and acp_adapters.is_acp(name):
+        if self.config.adapters.kind(name) == "acp":
             raise ConfigError(f"{what} needs an HTTP adapter, not the agent {name} (adapter=NAME on the command line)")
-        return adapters.resolve(spec, model=payload.get("model") or None)
+        return self.config.adapters.http(spec, model=payload.get("model") or None)
 
     async def _inline_run(self, payload: Mapping[str, Any]) -> None:
         inline_id = str(payload["chat_id"])
@@ -528,7 +535,7 @@ class Engine:
     async def _health(self) -> dict[str, Any]:
         from . import health  # only for :checkhealth: it reads package metadata, 10 ms of every start
 
-        return await health.report_async()
+        return await health.report_async(self.config.adapters)
 
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())

@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .. import __version__
+from ..adapters.acp import AcpAdapter
 from ..errors import AgentError, ConnectionClosed, RpcError
-from .adapters import AcpAdapter
 from .agent_process import AgentProcess
 from .jsonrpc import METHOD_NOT_FOUND, Connection, params_of
 from .terminals import Terminals

@@ -19,7 +19,7 @@ from ..acp.client import AcpClient
 from ..errors import AgentError, PathRefused
 from ..messages import Message
 from ..tools.catalog import documents
-from ..tools.orchestrator import ToolsContext
+from ..tools.context import ToolsContext
 from .context import IMAGE_TYPES, MAX_IMAGE_BYTES, ContextItem, text_of
 
 _FILE_MENTION = re.compile(r"#\{file:([^}]+)\}")

@@ -20,7 +20,7 @@ from ..acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
 from ..errors import CodeCompanionError, PathRefused, RpcError
 from ..tools.approvals import visible
 from ..tools.catalog import documents
-from ..tools.orchestrator import ToolsContext
+from ..tools.context import ToolsContext
 from ..tools.workspace import Target
 from ..ui.view import EventView
 from .acp_updates import AgentUpdates

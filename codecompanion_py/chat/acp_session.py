@@ -19,14 +19,15 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
-from ..acp.adapters import AcpAdapter
 from ..acp.client import AcpClient
+from ..adapters.acp import AcpAdapter
+from ..editor_port import Editor
 from ..errors import AgentError, CodeCompanionError, ConfigError, RpcError
 from ..events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
 from ..mcp.servers import McpServers
 from ..messages import Message
 from ..tools.approvals import Approvals
-from ..tools.orchestrator import ChatHandle, Editor, ToolsContext
+from ..tools.context import ChatHandle, ToolsContext
 from ..tools.workspace import Workspace
 from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession

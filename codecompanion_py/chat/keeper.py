@@ -15,7 +15,6 @@ from typing import Any
 
 import msgspec
 
-from .. import adapters
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
@@ -183,7 +182,7 @@ class ChatKeeper:
             adapter = getattr(session, "adapter", None)
             return adapter if isinstance(adapter, HTTPAdapter) else None  # an agent's chat needs one named
         try:
-            return adapters.resolve(spec)
+            return self._settings().adapters.http(spec)
         except CodeCompanionError as error:
             self._notify(f"CodeCompanion: interactions.background.adapter: {error}", "WARN")
             return None

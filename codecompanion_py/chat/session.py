@@ -18,18 +18,20 @@ from typing import Any, Literal
 
 import msgspec
 
-from .. import adapters, web
-from ..acp import adapters as acp_adapters
+from .. import web
+from ..adapters import BUILTIN, Adapters
 from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
+from ..editor_port import Editor
 from ..errors import CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent, ToolProgress, ToolProgressEvent
 from ..mcp.servers import PREFIX, McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator, joined_tokens
 from ..tools.approvals import Approvals
-from ..tools.orchestrator import ChatHandle, Editor, Orchestrator, ToolsContext
+from ..tools.context import ChatHandle, ToolsContext
+from ..tools.orchestrator import Orchestrator
 from ..tools.registry import CATALOG, ToolSettings, mentions
 from ..tools.workspace import Workspace
 from ..ui import ops
@@ -70,9 +72,13 @@ class ChatSession:
         workspace: Workspace | None = None,
         context_management: compaction.Settings | None = None,
         mcp: McpServers | None = None,
+        registry: Adapters | Callable[[], Adapters] = BUILTIN,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
+        # what a switch or a compaction adapter resolves through: the engine's current
+        # config's registry (a callable, as the client), so a setup() again is seen
+        self._registry = registry
         # the engine's current client: a callable, so a chat opened before a config change
         # (which replaces the client) sends its next request through the new one
         self._client = client
@@ -116,15 +122,19 @@ class ChatSession:
     def client(self) -> HttpClient:
         return self._client() if callable(self._client) else self._client
 
+    @property
+    def registry(self) -> Adapters:
+        return self._registry() if callable(self._registry) else self._registry
+
     def adapter_info(self) -> AdapterInfo:
         return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name, model=self.adapter.model)
 
     async def switch(self, name: str, model: str | None) -> bool:
-        if acp_adapters.is_acp(name):
+        if self.registry.kind(name) == "acp":
             return False
         if name != self.adapter.name:
             self.settings = {}  # another schema
-        self.adapter = adapters.resolve(name, model=model)
+        self.adapter = self.registry.http(name, model=model)
         return True
 
     def settings_header(self) -> tuple[ops.SettingEntry, ...]:
@@ -136,7 +146,7 @@ class ChatSession:
         settings = settings_header.validate(self.adapter, raw)
         model = settings.pop("model", None)
         if model is not None and model != self.adapter.model:
-            self.adapter = adapters.resolve(self.adapter.name, model=str(model))
+            self.adapter = self.registry.http(self.adapter.name, model=str(model))
             self.view.push(ops.Ready(adapter=self.adapter_info()))
             self.view.fire("ChatModel", {"adapter": self.adapter_info(), "id": self.chat_id, "model": model})
         self.settings = settings
@@ -488,7 +498,7 @@ class ChatSession:
                 self._say_context("There is nothing to compact yet: the chat is its last turns.")
             return
         self.view.fire("ChatCompacting", {"id": self.chat_id, "tokens": size, "messages": len(older)})
-        adapter = adapters.resolve(settings.adapter) if settings.adapter else self.adapter
+        adapter = self.registry.http(settings.adapter) if settings.adapter else self.adapter
         text = await compaction.summarise(adapter, self.client, older, self.editor)
         summary = compaction.summary_message(text, len(older))
         self.history[:] = [*system, summary, *kept]

@@ -98,7 +98,7 @@ class Reasoning(_Op, tag="reasoning", frozen=True):
     text: str
 
 
-class ToolCall(_Op, tag="tool_call", frozen=True):
+class ShowToolCall(_Op, tag="tool_call", frozen=True):
     """A tool call of the LLM, shown as one line with its arguments."""
 
     id: str
@@ -232,7 +232,7 @@ Op = Union[
     Begin,
     Text,
     Reasoning,
-    ToolCall,
+    ShowToolCall,
     ToolOutput,
     AgentTool,
     Plan,

@@ -8,7 +8,7 @@ local prompts = require("codecompanion_py.prompts")
 local M = {}
 
 local function palette()
-  return vim.tbl_get(require("codecompanion_py").config or {}, "display", "action_palette") or {}
+  return require("codecompanion_py.options").get("display.action_palette") or {}
 end
 
 local function presets(context)

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp import adapters
-from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
+from codecompanion_py.adapters import BUILTIN, Adapters
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.errors import AgentError, ConfigError
 from codecompanion_py.processes import group_alive
 from tests.waiting import async_wait_until
@@ -243,7 +243,7 @@ async def test_an_error_answer_names_the_method(started):
 
 
 async def test_a_missing_command_says_how_to_install_it(tmp_path):
-    adapter = adapters.resolve("codex")
+    adapter = BUILTIN.agent("codex")
     adapter.commands["default"] = ["definitely-not-installed-acp-agent"]
     client = AcpClient(adapter, Recorder(), cwd=str(tmp_path))
     with pytest.raises(ConfigError, match="not found on PATH; npm install -g @zed-industries/codex-acp"):
@@ -263,31 +263,32 @@ def test_builtin_adapters_are_data_with_commands():
         "auggie_cli",
         "cline_cli",
     ):
-        adapter = adapters.resolve(name)
+        adapter = BUILTIN.agent(name)
         assert adapter.command() and all(isinstance(part, str) for part in adapter.command())
-    assert adapters.resolve("gemini_cli").command() == ["gemini", "--acp"]  # --experimental-acp is deprecated
-    assert "--yolo" in adapters.resolve("gemini_cli").command(yolo=True)
-    assert adapters.resolve("codex_cli").command()[-2:] == ["acp-bridge", "codex"]
-    assert adapters.resolve("claude_code_cli").command()[-2:] == ["acp-bridge", "claude"]
+    assert BUILTIN.agent("gemini_cli").command() == ["gemini", "--acp"]  # --experimental-acp is deprecated
+    assert "--yolo" in BUILTIN.agent("gemini_cli").command(yolo=True)
+    assert BUILTIN.agent("codex_cli").command()[-2:] == ["acp-bridge", "codex"]
+    assert BUILTIN.agent("claude_code_cli").command()[-2:] == ["acp-bridge", "claude"]
 
 
 def test_user_tables_merge_over_builtins_and_define_new_agents():
-    adapters.register("codex", {"commands": {"default": ["/opt/codex-acp"]}})
-    adapters.register("mine", {"extends": "codex", "formatted_name": "My Codex"})
-    try:
-        assert adapters.resolve("codex").command() == ["/opt/codex-acp"]
-        mine = adapters.resolve("mine")
-        assert mine.formatted_name == "My Codex" and mine.command() == ["/opt/codex-acp"]
-    finally:
-        adapters.clear_user_adapters()
+    registry = Adapters(
+        acp={
+            "codex": {"commands": {"default": ["/opt/codex-acp"]}},
+            "mine": {"extends": "codex", "formatted_name": "My Codex"},
+        }
+    )
+    assert registry.agent("codex").command() == ["/opt/codex-acp"]
+    mine = registry.agent("mine")
+    assert mine.formatted_name == "My Codex" and mine.command() == ["/opt/codex-acp"]
 
 
 def test_auth_method_follows_the_environment():
-    gemini = adapters.resolve("gemini_cli")
+    gemini = BUILTIN.agent("gemini_cli")
     offered = [{"id": "oauth-personal"}, {"id": "gemini-api-key"}]
     assert gemini.auth_method(offered, {"GEMINI_API_KEY": "k"}) == "gemini-api-key"
     assert gemini.auth_method(offered, {}) == "oauth-personal"
-    assert adapters.resolve("codex").auth_method([{"id": "chatgpt"}], {"OPENAI_API_KEY": "k"}) is None
+    assert BUILTIN.agent("codex").auth_method([{"id": "chatgpt"}], {"OPENAI_API_KEY": "k"}) is None
 
 
 async def test_adapter_env_is_resolved_for_the_agent(monkeypatch):

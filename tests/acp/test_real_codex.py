@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.demo.server import Reply, ScriptedServer
 from codecompanion_py.processes import group_alive
 

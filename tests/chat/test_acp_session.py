@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.chat.acp_session import AcpChatSession
 from codecompanion_py.tools.workspace import Workspace
 
@@ -26,6 +26,8 @@ class FakeEditor:
         self.choice = choice
         self.buffer_path = buffer_path
         self.lines = lines or []
+
+    reviews_edits = False  # no diff review after a write here
 
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         self.calls.append((method, args))

@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.chat.acp_session import AcpChatSession
 from codecompanion_py.engine import Engine
 from codecompanion_py.tools.workspace import Workspace
@@ -289,6 +289,8 @@ class Sink:
 
 
 class NoEditor:
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: Any) -> Any:
         raise AssertionError(f"unexpected editor call {method}")
 

@@ -300,6 +300,8 @@ class SlowUser(FakeEditor):
         super().__init__(choice)
         self.open = self.most_open = 0
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict) -> object:
         import asyncio
 

@@ -36,7 +36,8 @@ from codecompanion_py.demo.server import Reply, Request, ScriptedServer, ServerT
 from codecompanion_py.engine import Engine
 from codecompanion_py.messages import ToolCall
 from codecompanion_py.tools.approvals import Approvals
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
 from codecompanion_py.ui import ops
@@ -397,6 +398,8 @@ class GatedEditor:
         self.asked = asyncio.Event()
         self.gate = asyncio.Event()
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         if method == "buffer.get":
             return None
@@ -411,6 +414,8 @@ class YieldingEditor:
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
+
+    reviews_edits = False  # no diff review after a write here
 
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         assert method == "buffer.get", method

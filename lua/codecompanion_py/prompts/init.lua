@@ -29,6 +29,7 @@
 ---@field dir? string the folder its `name.lua` helpers are in
 ---@field root? string a project prompt's project
 local trust = require("codecompanion_py.prompts.trust")
+local options = require("codecompanion_py.options")
 
 local M = {}
 
@@ -37,10 +38,6 @@ M.BUILTINS = vim.fs.joinpath(vim.fn.fnamemodify(debug.getinfo(1, "S").source:gsu
 local cache ---@type table[]? every item, loaded once (`:CodeCompanionActions Refresh` reloads)
 local cache_cwd ---@type string? the working directory the cache was made in: its project's prompts
 M.problems = {} ---@type string[] files that could not be read, said once per load
-
-local function config()
-  return require("codecompanion_py").config or {}
-end
 
 -- Every prompt: the config's, and the markdown folders' (found and parsed by the engine,
 -- codecompanion_py/prompt_library.py). Items with `opts.enabled = false` are out.
@@ -54,7 +51,8 @@ function M.items(refresh)
   cache_cwd = cwd
   M.problems = {}
   local items, aliases = {}, {}
-  local library = type(config().prompt_library) == "table" and config().prompt_library or {}
+  local library = options.get("prompt_library")
+  library = type(library) == "table" and library or {}
   for name, item in pairs(library) do
     if name ~= "markdown" and name ~= "opts" and type(item) == "table" then
       item = vim.deepcopy(item)
@@ -68,7 +66,7 @@ function M.items(refresh)
       end
     end
   end
-  local palette = vim.tbl_get(config(), "display", "action_palette", "opts") or {}
+  local palette = options.get("display.action_palette.opts") or {}
   local ok, answer = pcall(require("codecompanion_py.rpc").request, "prompts.read", {
     cwd = cwd,
     home = vim.uv.os_homedir(),

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.errors import AgentError
 from codecompanion_py.processes import group_alive
 from tests.waiting import async_wait_until

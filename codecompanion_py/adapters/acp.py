@@ -13,7 +13,7 @@
 
 The user's `adapters.acp.<name>` tables are deep-merged over these (or define new agents
 with `extends`), so `adapters = { acp = { codex = { commands = { default = {...} } } } }`
-works as in CodeCompanion.
+works as in CodeCompanion; the registry (registry.py) does that.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.base import deep_merge, resolve_env_string
-from ..adapters.lua import LuaFunction
 from ..errors import ConfigError
+from .base import DEFAULT_CMD_TIMEOUT, resolve_env_string
+from .lua import LuaFunction
 
 DEFAULT_TIMEOUT_MS = 20_000
 DEFAULT_PROMPT_TIMEOUT_MS = 600_000
@@ -106,24 +106,6 @@ BUILTIN: dict[str, dict[str, Any]] = {
     ),
 }
 
-_user: dict[str, Mapping[str, Any]] = {}
-
-
-def register(name: str, table: Mapping[str, Any]) -> None:
-    _user[name] = table
-
-
-def clear_user_adapters() -> None:
-    _user.clear()
-
-
-def names() -> list[str]:
-    return sorted(set(BUILTIN) | set(_user))
-
-
-def is_acp(name: Any) -> bool:
-    return isinstance(name, str) and (name in BUILTIN or name in _user)
-
 
 @dataclass
 class AcpAdapter:
@@ -134,6 +116,7 @@ class AcpAdapter:
     defaults: dict[str, Any] = field(default_factory=dict)
     install: str = ""
     editor: Any = None  # what Lua functions in `env` are called through (the chat's editor)
+    cmd_timeout: float = DEFAULT_CMD_TIMEOUT  # seconds a `cmd:` env value may take
 
     def command(self, yolo: bool = False) -> list[str]:
         argv = self.commands.get("yolo") if yolo else None
@@ -158,7 +141,9 @@ class AcpAdapter:
                 table = {"name": self.name, "formatted_name": self.formatted_name, "commands": self.commands}
                 value = await spec.call_async(self.editor, {**table, "defaults": self.defaults, "env": self.env})
             else:
-                value = await resolve_env_string(self.name, key, spec) if isinstance(spec, str) else spec
+                value = (
+                    await resolve_env_string(self.name, key, spec, self.cmd_timeout) if isinstance(spec, str) else spec
+                )
             if value is None:
                 continue
             env[key] = str(value)
@@ -175,32 +160,3 @@ class AcpAdapter:
             if method in ids and (not needs or env.get(needs)):
                 return str(method)
         return None
-
-
-def resolve(name: str) -> AcpAdapter:
-    data = _data_for(name, set())
-    return AcpAdapter(
-        name=name,
-        formatted_name=str(data.get("formatted_name") or name),
-        commands=dict(data.get("commands") or {}),
-        env=dict(data.get("env") or {}),
-        defaults=dict(data.get("defaults") or {}),
-        install=str(data.get("install") or ""),
-    )
-
-
-def _data_for(name: str, seen: set[str]) -> dict[str, Any]:
-    if name in seen:
-        raise ConfigError(f"adapters.acp.{name} extends itself")
-    seen.add(name)
-    base = BUILTIN.get(name, {})
-    table = _user.get(name)
-    if table is None:
-        if not base:
-            raise ConfigError(f"unknown ACP adapter {name!r}; available: {', '.join(names())}")
-        return deep_merge(base, {})
-    table = dict(table)
-    parent = table.pop("extends", None) or table.pop("__extends", None)
-    if parent and parent != name:
-        base = _data_for(str(parent), seen)
-    return deep_merge(base, table)
