@@ -135,14 +135,11 @@ def bridge_cli(argv: Sequence[str]) -> tuple[str, list[str] | None] | None:
     agent that is not run through the bridge."""
     if "acp-bridge" not in argv:
         return None
-    from .acp.bridge import load_adapter
-    from .acp.bridge.contract import executable_argv
-    from .cli import bridge_arguments
+    from .acp_bridge import arguments, load_adapter
+    from .acp_bridge.environment import executable_argv
 
-    args = bridge_arguments(list(argv[list(argv).index("acp-bridge") + 1 :]))
-    opts: dict[str, Any] = dict(args.opt or [])
-    if args.executable:
-        opts["executable"] = args.executable
+    args = arguments.parse(list(argv[list(argv).index("acp-bridge") + 1 :]))
+    opts = arguments.options(args)
     default = BRIDGE_CLIS.get(args.name)
     if default or opts.get("executable"):
         return args.name, executable_argv(opts, default or "")

@@ -18,6 +18,8 @@ from codecompanion_py.errors import AgentError, ConfigError
 from codecompanion_py.processes import group_alive
 from tests.waiting import async_wait_until
 
+from .clients import Clients, Recorder
+
 FAKE_AGENT = str(Path(__file__).with_name("fake_agent.py"))
 
 
@@ -30,51 +32,15 @@ def fake_adapter(**defaults: Any) -> AcpAdapter:
     )
 
 
-class Recorder:
-    """A ClientHandler that records updates and answers as told."""
-
-    def __init__(self, choose: str | None = "allow") -> None:
-        self.updates: list[dict[str, Any]] = []
-        self.permissions: list[dict[str, Any]] = []
-        self.writes: list[dict[str, Any]] = []
-        self.choose = choose
-        self.files: dict[str, str] = {}
-
-    async def session_update(self, params: dict[str, Any]) -> None:
-        self.updates.append(params["update"])
-
-    async def request_permission(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.permissions.append(params)
-        if self.choose is None:
-            await asyncio.Event().wait()  # the user never answers
-        return {"outcome": {"outcome": "selected", "optionId": self.choose}}
-
-    async def read_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"content": self.files.get(params["path"], "")}
-
-    async def write_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.writes.append(params)
-        Path(params["path"]).write_text(params["content"])
-        return {}
-
-    def text(self, kind: str = "agent_message_chunk") -> str:
-        return "".join(u["content"]["text"] for u in self.updates if u["sessionUpdate"] == kind)
-
-
 @pytest.fixture
 async def started(tmp_path):
-    clients: list[AcpClient] = []
+    clients = Clients(tmp_path, "agent")
 
     async def start(handler: Recorder | None = None, **defaults: Any) -> AcpClient:
-        client = AcpClient(fake_adapter(**defaults), handler or Recorder(), cwd=str(tmp_path))
-        clients.append(client)
-        await client.start()
-        return client
+        return await clients.start(fake_adapter(**defaults), handler)
 
     yield start
-    for client in clients:
-        await client.close()
-        assert client.process is None or not group_alive(client.process.pgid), "agent left running"
+    await clients.close_all()
 
 
 async def test_handshake_and_streamed_reply(started):

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from ..acp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from .contract import (
     BridgeAdapter,
     Error,
@@ -48,15 +48,9 @@ from .contract import (
     Skip,
     SkipAndWrite,
     Write,
-    error_response,
-    executable_argv,
-    json_object,
-    outcome_of,
-    request,
-    response,
-    session_update,
-    text_chunk,
 )
+from .environment import executable_argv
+from .messages import error_response, json_object, outcome_of, request, response, session_update, text_chunk, usage_from
 
 MODES = [
     {"id": "default", "name": "Default", "description": "Ask before edits and commands"},
@@ -183,24 +177,13 @@ def _plan(todos: Any) -> list[dict[str, Any]]:
     return entries
 
 
-def usage_of(usage: Any) -> dict[str, int] | None:
-    if not isinstance(usage, dict):
-        return None
-    numbers = {key: value for key, value in usage.items() if isinstance(value, int)}
-    if not numbers:
-        return None
-    result = {"inputTokens": numbers.get("input_tokens", 0), "outputTokens": numbers.get("output_tokens", 0)}
-    if "cache_read_input_tokens" in numbers:
-        result["cachedReadTokens"] = numbers["cache_read_input_tokens"]
-    if "cache_creation_input_tokens" in numbers:
-        result["cachedWriteTokens"] = numbers["cache_creation_input_tokens"]
-    result["totalTokens"] = (
-        result["inputTokens"]
-        + result["outputTokens"]
-        + result.get("cachedReadTokens", 0)
-        + result.get("cachedWriteTokens", 0)
-    )
-    return result
+USAGE = {
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "cachedReadTokens": "cache_read_input_tokens",
+    "cachedWriteTokens": "cache_creation_input_tokens",
+}
+"""ACP's usage fields and Claude's; its cache reads and writes count in the total."""
 
 
 def user_content(blocks: Any) -> list[dict[str, Any]]:
@@ -496,7 +479,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             return Messages([error_response(prompt_id, f"Claude Code: {detail}")], state)
         else:
             result = {"stopReason": _STOP_REASONS.get(str(event.get("stop_reason") or "end_turn"), "end_turn")}
-        usage = usage_of(event.get("usage"))
+        usage = usage_from(event.get("usage"), USAGE, total_of=("cachedReadTokens", "cachedWriteTokens"))
         if usage:
             result["usage"] = usage
         if isinstance(event.get("total_cost_usd"), (int, float)):

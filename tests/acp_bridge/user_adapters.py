@@ -1,4 +1,4 @@
-"""Adapters a user could write, loaded by the tests as `tests.acp.bridge.user_adapters:Class`.
+"""Adapters a user could write, loaded by the tests as `tests.acp_bridge.user_adapters:Class`.
 
 EchoAdapter runs one persistent child (ECHO_CHILD) that answers each line with the line
 in capitals, or with the value of an environment variable for `env NAME`. It lists
@@ -13,22 +13,20 @@ import sys
 from dataclasses import dataclass, replace
 from typing import Any
 
-from codecompanion_py.acp.bridge.contract import (
+from codecompanion_py.acp_bridge.contract import (
     ADAPTER_MANAGED,
     BridgeAdapter,
     Error,
     Messages,
     Ok,
     Pending,
+    ProcessExited,
+    ProcessOutput,
     Reply,
     Skip,
     Write,
-    error_response,
-    prompt_text,
-    response,
-    text_chunk,
 )
-from codecompanion_py.acp.bridge.server import ProcessExited, ProcessOutput
+from codecompanion_py.acp_bridge.messages import error_response, prompt_text, response, text_chunk
 
 ECHO_CHILD = """
 import os, sys

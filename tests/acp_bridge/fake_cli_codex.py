@@ -17,11 +17,10 @@ import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
-
-def send(event: dict) -> None:
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for tests.acp.json_lines
+from tests.acp.json_lines import send  # noqa: E402
 
 
 def main() -> None:

@@ -37,25 +37,20 @@ response message with that same id.
 Data written to the native process is bytes or str (or a list of them); nothing is added,
 so line-based CLIs need their own newline.
 
-The child's environment is the bridge's, less `SESSION_SECRETS` (variables through which a
-running Claude Code or Codex session marks or authorises its own children), then
-`env(opts)`, then `opts["env"]`; a value of None unsets a name. User API keys
-(ANTHROPIC_API_KEY, OPENAI_API_KEY, CODEX_API_KEY, CLAUDE_CODE_OAUTH_TOKEN) and config dirs
-(CODEX_HOME, CLAUDE_CONFIG_DIR) are kept: the native CLI needs them to log in.
+What the bridge hands back to an adapter is typed here as Protocols (`BridgeHandle`,
+`OneShotContext`, `AdapterProcess`), so this module depends on no other part of the
+bridge; `one_shot.py` and `managed.py` implement them. Message builders are in
+`messages.py`, the child's environment and command line in `environment.py`.
 """
 
 from __future__ import annotations
 
 import enum
-import shlex
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Protocol, Union
 
-from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND
-
-if TYPE_CHECKING:
-    from .server import BridgeHandle, OneShotContext
+from ..acp.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, Message
 
 
 class Launch(enum.Enum):
@@ -71,7 +66,6 @@ ONE_SHOT = Launch.ONE_SHOT
 ADAPTER_MANAGED = Launch.ADAPTER_MANAGED
 
 Data = Union[bytes, str, Sequence[Union[bytes, str]]]
-Message = dict[str, Any]
 
 
 # --- results (state last, always) ---------------------------------------------------------
@@ -95,7 +89,8 @@ class Skip:
 
 @dataclass(frozen=True)
 class Pending:
-    """The answer will come later, as a response message the adapter emits."""
+    """The answer will come later: a response message the adapter emits with the request's
+    id, from any callback."""
 
     state: Any
 
@@ -118,6 +113,9 @@ class Messages:
 
 @dataclass(frozen=True)
 class MessagesAndReply:
+    """Emit `messages`, then answer the request with `result` (updates that must reach the
+    client before the answer, such as a session's available commands)."""
+
     messages: Sequence[Message]
     result: Any
     state: Any
@@ -125,6 +123,8 @@ class MessagesAndReply:
 
 @dataclass(frozen=True)
 class MessagesAndWrite:
+    """Emit `messages`, then write `data` to the native process."""
+
     messages: Sequence[Message]
     data: Data
     state: Any
@@ -132,6 +132,9 @@ class MessagesAndWrite:
 
 @dataclass(frozen=True)
 class ReplyAndWrite:
+    """Answer the request with `result` now and write `data` to the native process (a
+    mode change the CLI takes on its input while the client goes on)."""
+
     result: Any
     data: Data
     state: Any
@@ -165,7 +168,7 @@ class SkipAndWrite:
 
 @dataclass(frozen=True)
 class Partial:
-    """The line was kept for later; nothing complete yet."""
+    """The line was kept for later (a part of something longer); nothing complete yet."""
 
     state: Any
 
@@ -193,35 +196,94 @@ class NativeExited:
     description: str
 
 
-# --- secrets kept from children -----------------------------------------------------------
+# --- what the bridge hands the adapter ------------------------------------------------------
 
-SESSION_SECRETS: frozenset[str] = frozenset(
-    {
-        # A running Claude Code marks its children (a nested `claude` refuses to start or
-        # attaches to the parent's IDE and session) and passes session credentials to them.
-        "CLAUDECODE",
-        "CLAUDE_CODE_ENTRYPOINT",
-        "CLAUDE_CODE_SSE_PORT",
-        "CLAUDE_CODE_SESSION_ID",
-        "CLAUDE_SESSION_ID",
-        "CLAUDE_CODE_CHILD_SESSION",
-        "CLAUDE_CODE_EXECPATH",
-        "CLAUDE_CODE_SESSION_KIND",
-        "CLAUDE_CODE_SESSION_ACCESS_TOKEN",
-        "CLAUDE_SESSION_INGRESS_TOKEN_FILE",
-        "CLAUDE_CODE_WEBSOCKET_AUTH_FILE_DESCRIPTOR",
-        "CLAUDE_CODE_OAUTH_TOKEN_FILE_DESCRIPTOR",
-        "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR",
-        "CLAUDE_CODE_MESSAGING_SOCKET",
-        "CLAUDE_CODE_MESSAGING_TOKEN",
-        # A running Codex marks the commands it runs (sandbox flags, its thread).
-        "CODEX_SANDBOX",
-        "CODEX_SANDBOX_NETWORK_DISABLED",
-        "CODEX_THREAD_ID",
-        "CODEX_SESSION_ID",
-        "CODEX_CI",
-    }
-)
+
+class AdapterProcess(Protocol):
+    """A process an ADAPTER_MANAGED adapter started (`BridgeHandle.start_process`)."""
+
+    name: str
+    tag: Any
+    """Whatever the adapter passed to start_process: which of its sessions this is."""
+
+    @property
+    def pgid(self) -> int | None: ...
+
+    def write(self, data: Data) -> None:
+        """Write now, or once the process is up."""
+
+    def stop(self) -> None:
+        """Stop its process group (now, without waiting)."""
+
+
+@dataclass(frozen=True)
+class ProcessOutput:
+    """A line an AdapterProcess printed, for `handle_adapter_message`."""
+
+    process: AdapterProcess
+    line: str
+
+
+@dataclass(frozen=True)
+class ProcessExited:
+    """An AdapterProcess ended (or never started: code None), for `handle_adapter_message`."""
+
+    process: AdapterProcess
+    code: int | None
+    description: str
+
+
+class BridgeHandle(Protocol):
+    """The adapter's way back into the bridge (`adapter.bridge`)."""
+
+    @property
+    def cwd(self) -> str: ...
+
+    def start_process(
+        self, argv: Sequence[str], *, name: str | None = None, cwd: str | None = None, tag: Any = None
+    ) -> AdapterProcess: ...
+
+    def deliver(self, message: Any) -> None:
+        """Hand `message` to `handle_adapter_message` (callable from any thread)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a `OneShotContext.run` ended."""
+
+    code: int | None
+    """The exit code; negative for a signal; None when it never started."""
+    cancelled: bool
+    description: str
+    """"<name> exited with code N; its last output: ..." (or why it did not start)."""
+    started: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.started and self.code == 0 and not self.cancelled
+
+
+class OneShotContext(Protocol):
+    """What a `OneShot` function gets: run processes whose lines go through
+    `translate_inbound`, read and replace the adapter's state, emit messages, cancel."""
+
+    request_id: Any
+    """The bridge's id of the request answered with OneShot (None for a notification)."""
+    method: str
+    cancelled: bool
+    state: Any
+
+    async def emit(self, messages: Iterable[Message]) -> None: ...
+
+    async def run(
+        self, argv: Sequence[str], *, stdin: Any = None, cwd: str | None = None, keep_stdin: bool = False
+    ) -> RunResult:
+        """Start `argv`, write `stdin` (then close it unless `keep_stdin`), feed each output
+        line to `translate_inbound`, and return once it has exited."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop the running process's group (now, without waiting)."""
 
 
 # --- the base class -----------------------------------------------------------------------
@@ -288,105 +350,3 @@ class BridgeAdapter:
 def overrides(adapter: BridgeAdapter, method: str) -> bool:
     """Whether the adapter's class implements `method` itself (not the default)."""
     return getattr(type(adapter), method, None) is not getattr(BridgeAdapter, method)
-
-
-def child_environment(adapter: BridgeAdapter, opts: Mapping[str, Any], base: Mapping[str, str]) -> dict[str, str]:
-    """The native process's environment: `base` less SESSION_SECRETS, then the adapter's
-    `env(opts)`, then `opts["env"]` (explicit options win); None unsets a name."""
-    env = {name: value for name, value in base.items() if name not in SESSION_SECRETS}
-    extra = opts.get("env")
-    for layer in (adapter.env(opts) or {}, extra if isinstance(extra, Mapping) else {}):
-        for name, value in layer.items():
-            if value is None:
-                env.pop(str(name), None)
-            else:
-                env[str(name)] = str(value)
-    return env
-
-
-def executable_argv(opts: Mapping[str, Any], default: str) -> list[str]:
-    """`opts["executable"]` (an argv list, or a command string split like a shell would)
-    as the start of a command line; `[default]` without it."""
-    value = opts.get("executable")
-    if isinstance(value, (list, tuple)) and value:
-        return [str(part) for part in value]
-    if isinstance(value, str) and value.strip():
-        return shlex.split(value)
-    return [default]
-
-
-# --- message builders for adapters --------------------------------------------------------
-
-
-def response(request_id: Any, result: Any) -> Message:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
-
-
-def error_response(request_id: Any, message: str, code: int = INTERNAL_ERROR, data: Any = None) -> Message:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
-
-
-def request(request_id: Any, method: str, params: Any) -> Message:
-    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-
-
-def notification(method: str, params: Any) -> Message:
-    return {"jsonrpc": "2.0", "method": method, "params": params}
-
-
-def session_update(session_id: str, update: str, /, **fields: Any) -> Message:
-    """A session/update notification; `fields` are the update's own (kind, title, ...)."""
-    return notification("session/update", {"sessionId": session_id, "update": {"sessionUpdate": update, **fields}})
-
-
-def text_chunk(session_id: str, text: str, kind: str = "agent_message_chunk") -> Message:
-    return session_update(session_id, kind, content={"type": "text", "text": text})
-
-
-def is_response(message: Any, request_id: Any = None) -> bool:
-    """A response message (to `request_id`, when given)."""
-    return (
-        isinstance(message, dict)
-        and "method" not in message
-        and "id" in message
-        and (request_id is None or message["id"] == request_id)
-    )
-
-
-def json_object(value: Any) -> Mapping[str, Any]:
-    """`value` when it is a JSON object, else an empty one: for the fields of messages
-    whose shape nobody promised."""
-    return value if isinstance(value, dict) else {}
-
-
-def outcome_of(message: Message) -> dict[str, Any]:
-    """The `outcome` of the client's answer to session/request_permission; an error or
-    anything malformed counts as cancelled."""
-    result = message.get("result")
-    outcome = result.get("outcome") if isinstance(result, dict) else None
-    return outcome if isinstance(outcome, dict) else {"outcome": "cancelled"}
-
-
-def prompt_text(blocks: Any, *, embed_resources: bool = True) -> str:
-    """An ACP prompt as plain text: text blocks as they are, links as `@uri`, embedded
-    text resources wrapped in a <context> element."""
-    parts: list[str] = []
-    for block in blocks if isinstance(blocks, list) else []:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(str(block.get("text", "")))
-        elif kind == "resource_link":
-            parts.append("@" + str(block.get("uri", "")))
-        elif kind == "resource" and isinstance(block.get("resource"), dict):
-            resource = block["resource"]
-            uri = str(resource.get("uri", ""))
-            if embed_resources and isinstance(resource.get("text"), str):
-                parts.append(f'<context ref="{uri}">\n{resource["text"]}\n</context>')
-            else:
-                parts.append("@" + uri)
-    return "\n".join(parts)

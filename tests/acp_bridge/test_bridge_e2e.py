@@ -20,12 +20,11 @@ from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.errors import AgentError
 from codecompanion_py.processes import group_alive
+from tests.acp.clients import Clients, Recorder
 from tests.waiting import async_wait_until
 
-from ..test_client import Recorder
-
 HERE = Path(__file__).parent
-ROOT = str(HERE.parents[2])
+ROOT = str(HERE.parents[1])
 FAKE_CLAUDE = str(HERE / "fake_cli_claude.py")
 FAKE_CODEX = str(HERE / "fake_cli_codex.py")
 BRIDGE = [sys.executable, "-m", "codecompanion_py.cli", "acp-bridge"]
@@ -54,7 +53,7 @@ def wire_log(tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture
 async def bridged(tmp_path, wire_log):
-    clients: list[AcpClient] = []
+    clients = Clients(tmp_path, "bridge")
 
     async def start(command: list[str], handler: Recorder | None = None, **defaults: Any) -> AcpClient:
         adapter = AcpAdapter(
@@ -63,15 +62,10 @@ async def bridged(tmp_path, wire_log):
             commands={"default": command},
             defaults={"timeout": 10000, "prompt_timeout": 10000, **defaults},
         )
-        client = AcpClient(adapter, handler or Recorder(), cwd=str(tmp_path))
-        clients.append(client)
-        await client.start()
-        return client
+        return await clients.start(adapter, handler)
 
     yield start
-    for client in clients:
-        await client.close()
-        assert client.process is None or not group_alive(client.process.pgid), "bridge left running"
+    await clients.close_all()
     for pid in native_pids(wire_log):
         assert not group_alive(pid), f"native process group {pid} left running"
 
@@ -343,7 +337,7 @@ async def test_user_adapter_by_module_path(bridged, monkeypatch):
     monkeypatch.setenv("CLAUDE_CODE_SESSION_ACCESS_TOKEN", "sekrit")
     handler = Recorder()
     client = await bridged(
-        [*BRIDGE, "tests.acp.bridge.user_adapters:EchoAdapter", "--env", "ECHO_OPT=from-option"], handler
+        [*BRIDGE, "tests.acp_bridge.user_adapters:EchoAdapter", "--env", "ECHO_OPT=from-option"], handler
     )
     assert client.supports("sessionCapabilities", "list") and client.supports("sessionCapabilities", "resume")
     assert [s["title"] for s in await client.list_sessions()] == ["An earlier echo"]
@@ -364,7 +358,7 @@ async def test_user_adapter_by_module_path(bridged, monkeypatch):
 
 async def test_adapter_managed_processes(bridged):
     handler = Recorder()
-    client = await bridged([*BRIDGE, "tests.acp.bridge.user_adapters:ManagedEcho"], handler)
+    client = await bridged([*BRIDGE, "tests.acp_bridge.user_adapters:ManagedEcho"], handler)
     first = (await client.new_session())["sessionId"]
     second = (await client.new_session())["sessionId"]
     assert (await client.prompt(first, [{"type": "text", "text": "one"}]))["stopReason"] == "end_turn"

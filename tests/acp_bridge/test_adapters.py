@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from codecompanion_py.acp.bridge.claude_stream_json import ClaudeStreamJsonAdapter
-from codecompanion_py.acp.bridge.codex_exec import ARG_LIMIT, CodexExecAdapter, strip_shell
-from codecompanion_py.acp.bridge.contract import (
+from codecompanion_py.acp.jsonrpc import INVALID_PARAMS
+from codecompanion_py.acp_bridge.claude_stream_json import ClaudeStreamJsonAdapter
+from codecompanion_py.acp_bridge.codex_exec import ARG_LIMIT, CodexExecAdapter, strip_shell
+from codecompanion_py.acp_bridge.contract import (
     Error,
     Messages,
     MessagesAndWrite,
@@ -20,8 +21,7 @@ from codecompanion_py.acp.bridge.contract import (
     SkipAndWrite,
     Write,
 )
-from codecompanion_py.acp.bridge.native import to_bytes
-from codecompanion_py.acp.jsonrpc import INVALID_PARAMS
+from codecompanion_py.acp_bridge.native import to_bytes
 
 FIXTURES = Path(__file__).with_name("fixtures")
 
@@ -66,6 +66,12 @@ PROMPT = {
 
 
 # --- Claude Code stream-json --------------------------------------------------------------
+
+
+def tool_use_line(message_id: str, tool_use_id: str, name: str, tool_input: dict) -> str:
+    """An assistant line of Claude's that calls one tool."""
+    call = {"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}
+    return json.dumps({"type": "assistant", "message": {"id": message_id, "content": [call]}})
 
 
 def claude(**opts: Any) -> tuple[ClaudeStreamJsonAdapter, Any]:
@@ -212,22 +218,7 @@ def test_claude_rejected_or_cancelled_permission_is_a_deny():
 def test_claude_edit_tool_carries_a_diff_and_its_location():
     adapter, state = claude()
     state = prompted(adapter, state)
-    line = json.dumps(
-        {
-            "type": "assistant",
-            "message": {
-                "id": "m",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_e",
-                        "name": "Edit",
-                        "input": {"file_path": "/p/a.py", "old_string": "x = 1", "new_string": "x = 2"},
-                    }
-                ],
-            },
-        }
-    )
+    line = tool_use_line("m", "toolu_e", "Edit", {"file_path": "/p/a.py", "old_string": "x = 1", "new_string": "x = 2"})
     call = updates(feed(adapter, state, [line])[0], "tool_call")[0]
     assert call["kind"] == "edit" and call["locations"] == [{"path": "/p/a.py"}]
     assert call["content"] == [{"type": "diff", "path": "/p/a.py", "oldText": "x = 1", "newText": "x = 2"}]
@@ -236,27 +227,11 @@ def test_claude_edit_tool_carries_a_diff_and_its_location():
 def test_claude_todo_write_is_a_plan_and_subagent_text_stays_out():
     adapter, state = claude()
     state = prompted(adapter, state)
-    todo = json.dumps(
-        {
-            "type": "assistant",
-            "message": {
-                "id": "m1",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "toolu_t",
-                        "name": "TodoWrite",
-                        "input": {
-                            "todos": [
-                                {"content": "Read", "status": "completed", "activeForm": "Reading"},
-                                {"content": "Fix", "status": "in_progress", "activeForm": "Fixing"},
-                            ]
-                        },
-                    }
-                ],
-            },
-        }
-    )
+    todos = [
+        {"content": "Read", "status": "completed", "activeForm": "Reading"},
+        {"content": "Fix", "status": "in_progress", "activeForm": "Fixing"},
+    ]
+    todo = tool_use_line("m1", "toolu_t", "TodoWrite", {"todos": todos})
     result = json.dumps(
         {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_t", "content": "ok"}]}}
     )

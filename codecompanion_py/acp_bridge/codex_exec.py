@@ -37,9 +37,9 @@ import shlex
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from ..acp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
 from .contract import (
     ONE_SHOT,
     BridgeAdapter,
@@ -48,30 +48,24 @@ from .contract import (
     Launch,
     Messages,
     OneShot,
+    OneShotContext,
     Outbound,
     Reply,
     Skip,
-    error_response,
-    executable_argv,
-    json_object,
-    prompt_text,
-    response,
-    session_update,
-    text_chunk,
 )
+from .environment import executable_argv
+from .messages import error_response, json_object, prompt_text, response, session_update, text_chunk, usage_from
 
-if TYPE_CHECKING:
-    from .server import OneShotContext
-
-MODES = [
-    {"id": "default", "name": "Default", "description": "As configured in config.toml"},
-    {"id": "read-only", "name": "Read only", "description": "--sandbox read-only"},
-    {"id": "workspace-write", "name": "Workspace write", "description": "--sandbox workspace-write"},
-    {"id": "danger-full-access", "name": "Full access", "description": "--sandbox danger-full-access"},
-]
-MODE_IDS = frozenset(m["id"] for m in MODES)
 ARG_LIMIT = 100_000
 """Prompts longer than this (bytes) go on stdin: one argument may not exceed 128 KiB."""
+
+SANDBOXES = {"read-only": "Read only", "workspace-write": "Workspace write", "danger-full-access": "Full access"}
+"""`--sandbox` values and their names: a mode each, besides `default` (no --sandbox)."""
+MODES = [
+    {"id": "default", "name": "Default", "description": "As configured in config.toml"},
+    *({"id": sandbox, "name": name, "description": f"--sandbox {sandbox}"} for sandbox, name in SANDBOXES.items()),
+]
+MODE_IDS = frozenset(m["id"] for m in MODES)
 
 
 @dataclass(frozen=True)
@@ -108,22 +102,14 @@ def strip_shell(command: str) -> str:
     return command
 
 
-def usage_of(usage: Any) -> dict[str, int] | None:
-    if not isinstance(usage, dict):
-        return None
-    numbers = {k: v for k, v in usage.items() if isinstance(v, int)}
-    if not numbers:
-        return None
-    result = {"inputTokens": numbers.get("input_tokens", 0), "outputTokens": numbers.get("output_tokens", 0)}
-    for ours, theirs in (
-        ("cachedReadTokens", "cached_input_tokens"),
-        ("cachedWriteTokens", "cache_write_input_tokens"),
-        ("thoughtTokens", "reasoning_output_tokens"),
-    ):
-        if theirs in numbers:
-            result[ours] = numbers[theirs]
-    result["totalTokens"] = result["inputTokens"] + result["outputTokens"]
-    return result
+USAGE = {
+    "inputTokens": "input_tokens",
+    "outputTokens": "output_tokens",
+    "cachedReadTokens": "cached_input_tokens",
+    "cachedWriteTokens": "cache_write_input_tokens",
+    "thoughtTokens": "reasoning_output_tokens",
+}
+"""ACP's usage fields and Codex's; the total is input and output."""
 
 
 class CodexExecAdapter(BridgeAdapter):
@@ -268,7 +254,9 @@ class CodexExecAdapter(BridgeAdapter):
             return Skip(replace(state, sessions=sessions))
         if kind == "turn.completed":
             return self._finish(
-                state, {"stopReason": "cancelled" if state.cancelling else "end_turn"}, usage_of(event.get("usage"))
+                state,
+                {"stopReason": "cancelled" if state.cancelling else "end_turn"},
+                usage_from(event.get("usage"), USAGE),
             )
         if kind == "turn.failed":
             error = event.get("error")
@@ -330,33 +318,14 @@ class CodexExecAdapter(BridgeAdapter):
                     [session_update(sid, "tool_call", toolCallId=item_id, status="in_progress", **fields)],
                     replace(state, open_items=state.open_items | {item_id}),
                 )
-            return Messages(
-                [
-                    session_update(
-                        sid,
-                        "tool_call",
-                        toolCallId=item_id,
-                        status=self._status(item_type, item),
-                        **fields,
-                        **self._output(item_type, item),
-                    )
-                ],
-                state,
-            )
-        if not done:
+            update, after = "tool_call", state  # finished as it was first seen: the whole call at once
+        elif not done:
             return Skip(state)
-        return Messages(
-            [
-                session_update(
-                    sid,
-                    "tool_call_update",
-                    toolCallId=item_id,
-                    status=self._status(item_type, item),
-                    **self._output(item_type, item),
-                )
-            ],
-            replace(state, open_items=state.open_items - {item_id}),
-        )
+        else:
+            update, after, fields = "tool_call_update", replace(state, open_items=state.open_items - {item_id}), {}
+        status = self._status(item_type, item)
+        output = self._output(item_type, item)
+        return Messages([session_update(sid, update, toolCallId=item_id, status=status, **fields, **output)], after)
 
     def _chunk(self, state: CodexState, sid: str, text: Any, kind: str) -> Inbound:
         if not isinstance(text, str) or not text:

@@ -11,11 +11,11 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ...errors import NativeStartError
-from ...processes import die_with_parent
-from ..agent_process import AgentProcess
+from ..acp.agent_process import AgentProcess
+from ..errors import NativeStartError
+from ..processes import die_with_parent
 
-log = logging.getLogger("codecompanion_py.acp.bridge")
+log = logging.getLogger("codecompanion_py.acp_bridge")
 
 STOP_GRACE = 1.0
 """Seconds between SIGTERM and SIGKILL: short, since the bridge itself may be getting its

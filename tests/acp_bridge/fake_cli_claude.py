@@ -20,8 +20,12 @@ import select
 import signal
 import subprocess
 import sys
-import time
 import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for tests.acp.json_lines
+from tests.acp.json_lines import read as read_line  # noqa: E402
+from tests.acp.json_lines import send  # noqa: E402
 
 LOG = os.environ.get("FAKE_CLI_LOG")
 STUBBORN = bool(os.environ.get("FAKE_CLI_STUBBORN"))
@@ -37,24 +41,8 @@ def log(entry: dict) -> None:
             handle.write(json.dumps(entry) + "\n")
 
 
-def send(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
 def read() -> dict | None:
-    if _backlog:
-        return _backlog.pop(0)
-    line = sys.stdin.readline()
-    if not line:
-        while STUBBORN:
-            time.sleep(60)
-        sys.exit(0)
-    log({"stdin": line.rstrip("\n")})
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None
+    return read_line(_backlog, stubborn=STUBBORN, record=lambda line: log({"stdin": line.rstrip("\n")}))
 
 
 def stream(event: dict) -> None:
@@ -145,6 +133,25 @@ def result(text: str, *, subtype: str = "success", is_error: bool = False, turns
     )
 
 
+def tool_result(tool_use_id: str, content: str, *, is_error: bool, tool_use_result: object) -> None:
+    """The user message that carries a tool's result back to the model."""
+    send(
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"tool_use_id": tool_use_id, "type": "tool_result", "content": content, "is_error": is_error}
+                ],
+            },
+            "parent_tool_use_id": None,
+            "session_id": SESSION,
+            "uuid": str(uuid.uuid4()),
+            "tool_use_result": tool_use_result,
+        }
+    )
+
+
 def control_answer(request_id: str) -> dict:
     """Read until the control_response to `request_id`; other lines are kept."""
     while True:
@@ -190,48 +197,11 @@ def scenario_tool(text: str) -> None:
     answer = control_answer("req-perm-1")
     decision = answer.get("response") or {}
     if decision.get("behavior") == "allow":
-        send(
-            {
-                "type": "user",
-                "message": {
-                    "role": "user",
-                    "content": [
-                        {
-                            "tool_use_id": "toolu_1",
-                            "type": "tool_result",
-                            "content": "(Bash completed with no output)",
-                            "is_error": False,
-                        }
-                    ],
-                },
-                "parent_tool_use_id": None,
-                "session_id": SESSION,
-                "uuid": str(uuid.uuid4()),
-                "tool_use_result": {"stdout": "", "stderr": "", "interrupted": False},
-            }
-        )
+        empty_output = {"stdout": "", "stderr": "", "interrupted": False}
+        tool_result("toolu_1", "(Bash completed with no output)", is_error=False, tool_use_result=empty_output)
         say("msg_tool_2", ["Created ", "the file."])
     else:
-        send(
-            {
-                "type": "user",
-                "message": {
-                    "role": "user",
-                    "content": [
-                        {
-                            "tool_use_id": "toolu_1",
-                            "type": "tool_result",
-                            "content": decision.get("message", "denied"),
-                            "is_error": True,
-                        }
-                    ],
-                },
-                "parent_tool_use_id": None,
-                "session_id": SESSION,
-                "uuid": str(uuid.uuid4()),
-                "tool_use_result": "Error: denied",
-            }
-        )
+        tool_result("toolu_1", decision.get("message", "denied"), is_error=True, tool_use_result="Error: denied")
         say("msg_tool_2", ["The user ", "said no."])
     result("done", turns=2)
 

@@ -10,23 +10,11 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp.bridge import load_adapter
-from codecompanion_py.acp.bridge.contract import (
-    SESSION_SECRETS,
-    BridgeAdapter,
-    Error,
-    Messages,
-    Ok,
-    Reply,
-    Skip,
-    child_environment,
-    overrides,
-    prompt_text,
-    request,
-    response,
-    text_chunk,
-)
-from codecompanion_py.acp.bridge.server import Bridge
+from codecompanion_py.acp_bridge import load_adapter
+from codecompanion_py.acp_bridge.contract import BridgeAdapter, Error, Messages, Ok, Reply, Skip, overrides
+from codecompanion_py.acp_bridge.environment import SESSION_SECRETS, child_environment
+from codecompanion_py.acp_bridge.messages import prompt_text, request, response, text_chunk
+from codecompanion_py.acp_bridge.server import Bridge
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.processes import group_alive
 
@@ -304,7 +292,7 @@ def test_prompt_text_and_adapter_loading():
         == 'Fix\n@file:///a\n<context ref="file:///b">\nB\n</context>'
     )
     assert load_adapter("claude").name == "claude-stream-json" and load_adapter("codex").name == "codex-exec"
-    assert load_adapter("tests.acp.bridge.user_adapters:EchoAdapter").name == "echo"
-    for bad in ("gemini", "tests.acp.bridge.user_adapters:ECHO_CHILD", "no.such.module:X"):
+    assert load_adapter("tests.acp_bridge.user_adapters:EchoAdapter").name == "echo"
+    for bad in ("gemini", "tests.acp_bridge.user_adapters:ECHO_CHILD", "no.such.module:X"):
         with pytest.raises(ConfigError):
             load_adapter(bad)

@@ -1,18 +1,24 @@
 """An ACP bridge for coding agents that do not speak ACP: `codecompanion-py acp-bridge NAME`
 serves ACP on stdio and translates to and from the native CLI through a `BridgeAdapter`
 (`contract.py`). Built in: `claude` (Claude Code stream-json) and `codex` (`codex exec
---json`, one process per prompt); `pkg.module:Class` names a user adapter."""
+--json`, one process per prompt); `pkg.module:Class` names a user adapter.
+
+A program of its own and a client of ACP's wire: it imports `acp.jsonrpc` and
+`acp.agent_process`; nothing outside the `acp-bridge` command (cli.py) and health.py
+imports it. Where things are: `contract.py` (what an adapter implements and gets back),
+`messages.py` (building and reading ACP messages), `environment.py` (the native process's
+environment and argv), `server.py` (the bridge), `arguments.py` (the command line)."""
 
 from __future__ import annotations
 
 import importlib
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 from .contract import BridgeAdapter
 
 BUILTIN = {
-    "claude": "codecompanion_py.acp.bridge.claude_stream_json:ClaudeStreamJsonAdapter",
-    "codex": "codecompanion_py.acp.bridge.codex_exec:CodexExecAdapter",
+    "claude": "codecompanion_py.acp_bridge.claude_stream_json:ClaudeStreamJsonAdapter",
+    "codex": "codecompanion_py.acp_bridge.codex_exec:CodexExecAdapter",
 }
 
 
