@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from greenlet import getcurrent
 
-from . import config, outbound, processes, repository
+from . import config, outbound, processes, prompt_library, prompt_trust, repository
 from .adapters.base import HTTPAdapter
 from .adapters.models import list_models
 from .chat.acp_session import AcpChatSession
@@ -143,6 +143,10 @@ class Engine:
             return repository.load_rules(payload)
         if method == "files.read":  # files the user names (#{file:}, the prompt library), through it too
             return repository.read_named(payload)
+        if method == "prompts.read":  # the prompt library's markdown prompts, found and parsed
+            return prompt_library.read_prompts(payload)
+        if method == "prompts.trust":  # the user's answer on a project's prompts, kept
+            return prompt_trust.remember(payload["file"], payload["root"], payload["trusted"] is True)
         if method.startswith("mcp."):  # `/mcp`, MCP prompts and resources (mcp/servers.py)
             return ops.for_lua(self._wait(self._mcp_request(method, payload), timeout=60))  # a server's data
         if method == "kill_agents":  # Neovim is exiting: save every chat; no agent may outlive it
