@@ -532,10 +532,10 @@ class Engine:
         if session is not None:
             await session.close()
 
-    async def _health(self) -> dict[str, Any]:
-        from . import health  # only for :checkhealth: it reads package metadata, 10 ms of every start
+    async def _health(self) -> list[dict[str, Any]]:
+        from . import checkhealth, health  # only for :checkhealth: it reads package metadata, 10 ms of every start
 
-        return await health.report_async(self.config.adapters)
+        return checkhealth.for_lua(await health.report_async(self.config.adapters), self.mcp.status())
 
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())
