@@ -32,7 +32,7 @@ from typing import Any, Protocol, TypeVar
 
 from greenlet import getcurrent
 
-from . import config, outbound, processes, prompt_library, prompt_trust, repository
+from . import config, outbound, processes, project_files, prompt_library, prompt_trust, repository
 from .adapters.base import HTTPAdapter
 from .adapters.models import list_models
 from .chat.acp_session import AcpChatSession
@@ -141,6 +141,8 @@ class Engine:
             return config.adapter_names(self.config)
         if method == "rules.read":  # a chat's rules files, through the repository door (no waiting)
             return repository.load_rules(payload)
+        if method == "files.list":  # the project's files for /file's picker, listed while the loop runs on
+            return self._wait(project_files.list_files(str(payload["cwd"])), timeout=10)
         if method == "files.read":  # files the user names (#{file:}, the prompt library), through it too
             return repository.read_named(payload)
         if method == "prompts.read":  # the prompt library's markdown prompts, found and parsed
