@@ -344,3 +344,21 @@ def test_the_report_is_sent_as_sections_ready_for_vim_health():
 
 def test_no_mcp_section_without_servers():
     assert checkhealth.MCP not in [section.title for section in checkhealth.sections(CANNED, [])]
+
+
+@pytest.mark.nvim
+def test_checkhealth_names_a_chosen_python_that_is_not_executable_and_an_engine_that_does_not_answer(tmp_path):
+    chosen = run_checkhealth(
+        tmp_path,
+        "{ request = function() error('must not be asked') end, host = function() return nil end,"
+        " last_exit = function() return nil end, python = function() return '/nowhere/python', true end }",
+    )
+    assert "opts.python = /nowhere/python is not executable" in chosen
+    assert "Point opts.python at a Python that has codecompanion-py installed" in chosen
+    silent = run_checkhealth(
+        tmp_path,
+        "{ request = function() error('no channel', 0) end, last_exit = function() return 'it was killed' end,"
+        " host = function() return { pid = 1, python = 'py' } end, install_hint = function() return 'reinstall' end }",
+    )
+    assert "earlier in this session it was killed" in silent
+    assert "the Python engine did not answer: no channel" in silent and "reinstall" in silent

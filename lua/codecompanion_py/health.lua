@@ -7,7 +7,10 @@ local M = {}
 
 local function add(list, level, text, advice) table.insert(list, { level = level, text = text, advice = advice }) end
 
-local function compatibility(entries)
+-- A CodeCompanion.nvim config in use here: is CodeCompanion installed too, which of its options do nothing.
+---@return codecompanion_py.HealthSection
+local function compatibility()
+  local entries = {}
   local original = require("codecompanion_py.alias").original("lua/codecompanion/init.lua")
   if not original then
     add(entries, "ok", 'require("codecompanion") loads this plugin')
@@ -21,9 +24,11 @@ local function compatibility(entries)
   for _, item in ipairs(unsupported) do
     add(entries, "warn", ("%s has no effect here: %s"):format(item.key, item.why))
   end
+  return { title = "codecompanion_py: coming from CodeCompanion.nvim", entries = entries }
 end
 
--- The engine's process as the editor sees it; the engine's sections when there is an engine to ask.
+-- The engine's process as the editor sees it, added to `host`; the engine's other sections when it answers.
+---@return codecompanion_py.HealthSection[]|nil
 local function engine(rpc, host)
   if vim.g.codecompanion_py_build == "running" then
     return add(host, "warn", "the engine is being installed (build.lua); run :checkhealth again when it is done")
@@ -54,12 +59,9 @@ end
 
 ---Shows every check through vim.health.
 function M.check()
-  local mine, host = {}, {}
-  compatibility(mine)
-  ---@type codecompanion_py.HealthSection[]
-  local sections = { { title = "codecompanion_py: coming from CodeCompanion.nvim", entries = mine },
-    { title = "codecompanion_py: Python host", entries = host } }
-  for _, section in ipairs(vim.list_extend(sections, engine(require("codecompanion_py.rpc"), host) or {})) do
+  local host = { title = "codecompanion_py: Python host", entries = {} }
+  local sections = { compatibility(), host }
+  for _, section in ipairs(vim.list_extend(sections, engine(require("codecompanion_py.rpc"), host.entries) or {})) do
     vim.health.start(section.title)
     for _, entry in ipairs(section.entries) do vim.health[entry.level](entry.text, entry.advice) end
   end
