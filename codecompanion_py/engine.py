@@ -1,6 +1,6 @@
 """The engine: the methods the editor calls, run as tasks on an asyncio loop.
 
-In the editor the engine shares pynvim's own loop (`Engine(bridge, loop=nvim.loop)`): a
+In the editor the engine shares pynvim's own loop (`Engine(channel, loop=nvim.loop)`): a
 call from Neovim becomes a task on it and a render goes straight out on Neovim's channel,
 with no thread between them (a hop between two threads cost 0.1-0.8 ms each way on a
 2-core machine, up to what decoding a 200-chunk reply takes). A synchronous request waits
@@ -9,12 +9,12 @@ scripts) the engine runs one on a thread of its own and calls are handed to it w
 `run_coroutine_threadsafe`. Either way nothing here blocks the editor.
 
 Every chat is a `Session` (an HTTP provider or an ACP agent, the engine does not ask
-which); what it shows goes through its render sink to the `Bridge` as batches of typed UI
+which); what it shows goes through its render sink to the `Channel` as batches of typed UI
 ops. Every failure ends as a message to the user (in the chat when there is one), never as
 a stack trace.
 
 Nothing here imports pynvim: `nvim.host` and `nvim.plugin` give the engine an
-`NvimBridge` and pynvim's loop, tests a recording bridge.
+`NvimChannel` and pynvim's loop, tests a recording channel.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from . import adapters, config, processes, repository
 from .acp import adapters as acp_adapters
 from .adapters.base import HTTPAdapter
 from .adapters.models import list_models
-from .chat.acp_session import AcpChatSession
+from .chat.acp.session import AcpChatSession
 from .chat.context import items_of
 from .chat.keeper import ChatKeeper
 from .chat.protocol import Session
@@ -56,7 +56,7 @@ ENGINE_NICENESS = 10
 T = TypeVar("T")
 
 
-class Bridge(Protocol):
+class Channel(Protocol):
     """The editor as the engine reaches it, from the engine's loop, without waiting."""
 
     def render(self, chat_id: Any, batch: list[ops.Op]) -> None: ...
@@ -64,17 +64,17 @@ class Bridge(Protocol):
 
 
 class Engine:
-    def __init__(self, bridge: Bridge, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    def __init__(self, channel: Channel, loop: asyncio.AbstractEventLoop | None = None) -> None:
         """On `loop`, run by the thread that makes every call (the host's); without one, on a
         loop of the engine's own thread."""
-        self.bridge = bridge
+        self.channel = channel
         self.config = config.load({})
         self.sessions: dict[Any, Session] = {}
         self._client: HttpClient | None = None
         self._retired: list[HttpClient] = []  # clients replaced by a config change, closed at the end
         self.inlines: dict[str, InlineSession] = {}
         self.mcp = McpServers()
-        self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.bridge.notify)
+        self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.channel.notify)
         self.pending = PendingCalls()
         self._thread: threading.Thread | None = None
         if loop is None:
@@ -213,9 +213,9 @@ class Engine:
     def _report(self, payload: Mapping[str, Any], message: str) -> None:
         chat_id = payload.get("chat_id") if isinstance(payload, Mapping) else None
         if chat_id is not None:
-            self.bridge.render(chat_id, [ops.Error(message=message)])
+            self.channel.render(chat_id, [ops.Error(message=message)])
         else:
-            self.bridge.notify(message)
+            self.channel.notify(message)
 
     @property
     def client(self) -> HttpClient:
@@ -230,7 +230,7 @@ class Engine:
             self.mcp = McpServers(self.config.mcp)
         log.setLevel(self.config.log_level)
         for problem in self.config.problems:
-            self.bridge.notify(f"CodeCompanion: {problem}", "WARN")
+            self.channel.notify(f"CodeCompanion: {problem}", "WARN")
         if self._client is not None:  # new requests get a client with the new settings;
             self._retired.append(self._client)  # replies streaming on the old one finish on it
             self._client = None
@@ -238,7 +238,7 @@ class Engine:
     async def _chat_open(self, payload: Mapping[str, Any]) -> None:
         chat_id = payload["chat_id"]
         spec = payload.get("adapter") or self.config.chat_adapter
-        sink = RenderSink(lambda batch: self.bridge.render(chat_id, batch), self.loop)
+        sink = RenderSink(lambda batch: self.channel.render(chat_id, batch), self.loop)
         saved = self.keeper.begin(chat_id, payload.get("history_id"), payload.get("resume_id"))
         workspace, history = _workspace(payload), (saved.messages if saved else None)
         try:
@@ -248,7 +248,7 @@ class Engine:
                 raise
             # a saved chat whose adapter is gone from the config: the default one carries it on
             session = self._new_session(chat_id, self.config.chat_adapter, None, sink, workspace, history)
-            self.bridge.notify(
+            self.channel.notify(
                 f"CodeCompanion: the saved chat's adapter {saved.adapter} cannot be used ({error}); "
                 f"it goes on with {session.adapter_info().name}",
                 "WARN",
@@ -336,7 +336,7 @@ class Engine:
 
     async def _chat_system_prompt(self, payload: Mapping[str, Any]) -> None:
         on = self._session(payload).toggle_system_prompt()
-        self.bridge.notify(f"CodeCompanion: system prompt {'on' if on else 'off'} for this chat", "INFO")
+        self.channel.notify(f"CodeCompanion: system prompt {'on' if on else 'off'} for this chat", "INFO")
 
     async def _chat_clear(self, payload: Mapping[str, Any]) -> None:
         session = self._session(payload)
@@ -408,11 +408,11 @@ class Engine:
             if session.approvals.yolo
             else "off"
         )
-        self.bridge.notify(f"CodeCompanion: YOLO mode {state}", "WARN" if session.approvals.yolo else "INFO")
+        self.channel.notify(f"CodeCompanion: YOLO mode {state}", "WARN" if session.approvals.yolo else "INFO")
 
     async def _chat_clear_approvals(self, payload: Mapping[str, Any]) -> None:
         self._session(payload).approvals.clear()
-        self.bridge.notify("CodeCompanion: tool approvals cleared for this chat", "INFO")
+        self.channel.notify("CodeCompanion: tool approvals cleared for this chat", "INFO")
 
     async def _editor_reply(self, payload: Mapping[str, Any]) -> None:
         self.pending.settle(payload)
@@ -429,7 +429,7 @@ class Engine:
     async def _inline_run(self, payload: Mapping[str, Any]) -> None:
         inline_id = str(payload["chat_id"])
         adapter = self._http_adapter(payload, self.config.inline_adapter, "the inline assistant")
-        sink = RenderSink(lambda batch: self.bridge.render(inline_id, batch), self.loop)
+        sink = RenderSink(lambda batch: self.channel.render(inline_id, batch), self.loop)
         session = InlineSession(
             inline_id, adapter, client=self.client, sink=sink, editor=SinkEditor(sink, self.pending)
         )
@@ -460,7 +460,7 @@ class Engine:
         target = payload["chat_id"]
         adapter = self._http_adapter(payload, self.config.cmd_adapter, ":CodeCompanionCmd")
         command = await command_for(adapter, self.client, str(payload.get("prompt") or ""))
-        self.bridge.render(target, [ops.Text(text=command), ops.Done(status="success")])
+        self.channel.render(target, [ops.Text(text=command), ops.Done(status="success")])
 
     # --- MCP servers for the editor: /mcp, prompts, resources -------------------------------
 
@@ -482,7 +482,7 @@ class Engine:
     def _mcp_said(self, event: str, data: Mapping[str, Any]) -> None:
         """A server's events when no chat asked for it (/mcp): as User autocmds of no chat."""
         if event != "MCPProgress":
-            self.bridge.render(None, [ops.fire(event, data)])
+            self.channel.render(None, [ops.fire(event, data)])
 
     async def _mcp_control(self, payload: Mapping[str, Any]) -> None:
         """`/mcp`: start (its tools join the chat), stop or restart a server."""
@@ -497,9 +497,9 @@ class Engine:
             await server.ensure()
             if isinstance(session, ChatSession) and name not in session.mcp_servers:
                 session.mcp_servers.append(name)  # its tools load with the next message
-            self.bridge.notify(f"CodeCompanion: MCP server {name} runs: {len(server.tools)} tools", "INFO")
+            self.channel.notify(f"CodeCompanion: MCP server {name} runs: {len(server.tools)} tools", "INFO")
         elif action == "stop":
-            self.bridge.notify(f"CodeCompanion: MCP server {name} stopped", "INFO")
+            self.channel.notify(f"CodeCompanion: MCP server {name} stopped", "INFO")
 
     async def _chat_compact(self, payload: Mapping[str, Any]) -> None:
         session = self._session(payload)

@@ -20,7 +20,7 @@ from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
 from . import history, titles
-from .acp_session import AcpChatSession
+from .acp.session import AcpChatSession
 from .context import shared
 from .history import HistoryStore, Record
 from .protocol import Session

@@ -1,10 +1,10 @@
 """A chat whose replies come from a coding agent over ACP (Claude Code, Codex, Gemini CLI...).
 
 It is a `Session` like the HTTP chat: the agent's updates become canonical events
-(`acp_updates`) shown through the same `EventView`, so an agent's text, reasoning, tool
+(`updates`) shown through the same `EventView`, so an agent's text, reasoning, tool
 calls and plan render as any reply does. What the agent asks of the editor (permissions,
-file reads and writes) is answered by `acp_requests`; the prompt's content blocks come
-from `acp_prompt`; the agent's modes, options and models are kept in `acp_state`.
+file reads and writes) is answered by `requests`; the prompt's content blocks come
+from `prompt`; the agent's modes, options and models are kept in `state`.
 
 The agent starts with the first message and lives until the chat closes; if it dies, the
 next message starts a new one (the agent's memory of the conversation is then gone, and
@@ -19,25 +19,25 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
-from ..acp.adapters import AcpAdapter
-from ..acp.client import AcpClient
-from ..errors import AgentError, CodeCompanionError, ConfigError, RpcError
-from ..events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
-from ..mcp.servers import McpServers
-from ..messages import Message
-from ..tools.approvals import Approvals
-from ..tools.orchestrator import ChatHandle, Editor, ToolsContext
-from ..tools.workspace import Workspace
-from ..ui import ops
-from ..ui.ops import AdapterInfo, AgentOption, AgentSession
-from ..ui.sink import Sink
-from ..ui.view import EventView
-from .acp_prompt import prompt_blocks
-from .acp_requests import AgentRequests
-from .acp_state import MODE_OPTION, AgentState
-from .acp_updates import REPLY_UPDATES, AgentUpdates
-from .context import ContextItem
-from .debug import debug_text
+from ...acp.adapters import AcpAdapter
+from ...acp.client import AcpClient
+from ...errors import AgentError, CodeCompanionError, ConfigError, RpcError
+from ...events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
+from ...mcp.servers import McpServers
+from ...messages import Message
+from ...tools.approvals import Approvals
+from ...tools.orchestrator import ChatHandle, Editor, ToolsContext
+from ...tools.workspace import Workspace
+from ...ui import ops
+from ...ui.ops import AdapterInfo, AgentOption, AgentSession
+from ...ui.sink import Sink
+from ...ui.view import EventView
+from ..context import ContextItem
+from ..debug import debug_text
+from .prompt import prompt_blocks
+from .requests import AgentRequests
+from .state import MODE_OPTION, AgentState
+from .updates import REPLY_UPDATES, AgentUpdates
 
 log = logging.getLogger("codecompanion_py.acp")
 MAX_TURN_CHARS = 64 * 1024 * 1024

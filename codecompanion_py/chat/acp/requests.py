@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
-from ..acp.client import CANCELLED
-from ..acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
-from ..errors import CodeCompanionError, PathRefused, RpcError
-from ..tools.approvals import visible
-from ..tools.catalog import documents
-from ..tools.orchestrator import ToolsContext
-from ..tools.workspace import Target
-from ..ui.view import EventView
-from .acp_updates import AgentUpdates
+from ...acp.client import CANCELLED
+from ...acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
+from ...errors import CodeCompanionError, PathRefused, RpcError
+from ...tools.approvals import visible
+from ...tools.catalog import documents
+from ...tools.orchestrator import ToolsContext
+from ...tools.workspace import Target
+from ...ui.view import EventView
+from .updates import AgentUpdates
 
 T = TypeVar("T")
 
