@@ -23,8 +23,8 @@ from .events import ErrorEvent, FinalEvent, TokenEvent
 from .messages import Message
 from .processes import hidden_character
 from .stream.iterators import HttpStreamIterator
-from .tools.orchestrator import Editor
 from .ui import ops
+from .ui.editor import Editor
 from .ui.sink import Sink
 
 PLACEMENTS = ("replace", "add", "before", "new", "chat")

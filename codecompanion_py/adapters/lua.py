@@ -28,13 +28,14 @@ from __future__ import annotations
 import contextvars
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 from greenlet import getcurrent, greenlet
 
 from ..errors import CodeCompanionError, ConfigError
 from ..messages import Message, TextPart, ToolCall, ToolResultPart, ToolSpec
+from ..ui.editor import Editor
 
 REF_KEY = "__lua_fn"
 # Handlers called once per streamed frame: everything else is called once per request.
@@ -43,10 +44,6 @@ PER_CHUNK = frozenset(
 )
 # What a handler may change on `self` (Lua gets a copy; these come back after the call).
 _MUTABLE = ("url", "headers", "parameters", "body", "opts")
-
-
-class Editor(Protocol):
-    async def call(self, method: str, args: Mapping[str, Any]) -> Any: ...
 
 
 class LuaOutsideContext(ConfigError):

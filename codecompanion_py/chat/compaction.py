@@ -25,7 +25,7 @@ from ..errors import ProviderError
 from ..events import ErrorEvent, FinalEvent
 from ..messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from ..stream.iterators import HttpStreamIterator
-from ..tools.orchestrator import Editor
+from ..ui.editor import Editor
 
 KEEP_TURNS = 2  # the last user messages (and what followed them) are never summarised
 CHARS_PER_TOKEN = 4

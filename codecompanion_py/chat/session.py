@@ -19,7 +19,6 @@ from typing import Any, Literal
 import msgspec
 
 from .. import adapters, web
-from ..acp import adapters as acp_adapters
 from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
@@ -29,10 +28,11 @@ from ..mcp.servers import PREFIX, McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator, joined_tokens
 from ..tools.approvals import Approvals
-from ..tools.orchestrator import ChatHandle, Editor, Orchestrator, ToolsContext
+from ..tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
 from ..tools.registry import CATALOG, ToolSettings, mentions
 from ..tools.workspace import Workspace
 from ..ui import ops
+from ..ui.editor import Editor
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession
 from ..ui.sink import Sink
 from ..ui.view import EventView
@@ -41,6 +41,8 @@ from . import context as shared_context
 from . import settings as settings_header
 from .context import ContextItem
 from .debug import debug_text
+from .history import Record
+from .protocol import PromptSetup, SavedState
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI programming assistant working inside the Neovim text editor. "
@@ -119,8 +121,8 @@ class ChatSession:
     def adapter_info(self) -> AdapterInfo:
         return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name, model=self.adapter.model)
 
-    async def switch(self, name: str, model: str | None) -> bool:
-        if acp_adapters.is_acp(name):
+    async def switch(self, name: str, model: str | None, *, agent: bool) -> bool:
+        if agent:
             return False
         if name != self.adapter.name:
             self.settings = {}  # another schema
@@ -194,6 +196,34 @@ class ChatSession:
 
     def resume(self, session_id: str) -> None:
         raise ConfigError(_NO_AGENT)
+
+    def saved_state(self) -> SavedState:
+        return SavedState(settings=dict(self.settings))
+
+    def restore(self, saved: Record) -> None:
+        if saved.settings and saved.adapter == self.adapter.name:  # another adapter has another schema
+            self.settings = dict(saved.settings)
+
+    def use_prompt(self, setup: PromptSetup) -> None:
+        """In place of the default system prompt with `ignore_system_prompt`."""
+        if setup.ignore_system_prompt:
+            self.system_prompt_on = False
+        for text in setup.system_prompts:
+            if text.strip():
+                self.history.append(Message.of("system", text))
+        if setup.tools is not None:
+            self.enable(list(setup.tools))
+
+    def attach_mcp(self, server: str) -> None:
+        if server not in self.mcp_servers:
+            self.mcp_servers.append(server)
+
+    def detach_mcp(self, server: str) -> None:
+        if server in self.mcp_servers:
+            self.mcp_servers.remove(server)
+
+    def title_adapter(self) -> HTTPAdapter | None:
+        return self.adapter
 
     def enable(self, names: list[str]) -> list[str]:
         """Enable tools and groups for this chat; their system prompts join the history once."""

@@ -13,7 +13,7 @@ from ..client import HttpClient
 from ..events import ErrorEvent, FinalEvent
 from ..messages import Message
 from ..stream.iterators import HttpStreamIterator
-from ..tools.orchestrator import Editor
+from ..ui.editor import Editor
 from .history import TITLE_LENGTH
 
 INSTRUCTION = (

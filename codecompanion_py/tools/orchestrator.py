@@ -31,6 +31,7 @@ from ..events import ToolResultEvent
 from ..messages import ToolCall, ToolResultPart
 from ..processes import safe_env
 from ..scrubber import KNOWN
+from ..ui.editor import Editor
 from . import arguments
 from .approvals import Answer, Approvals, choice_of, must_prompt, visible
 from .contract import APPROVAL, CONFIRMATION, LuaFunction, Outcome, ToolDefinition, ToolRun
@@ -42,12 +43,6 @@ log = logging.getLogger("codecompanion_py.tools")
 DEFAULT_TIMEOUT_MS = 300_000
 _run_ids = itertools.count(1)
 _batch_ids = itertools.count(1)
-
-
-class Editor(Protocol):
-    """The editor side: approvals, buffers, Lua-defined tools. Answers come back later."""
-
-    async def call(self, method: str, args: Mapping[str, Any]) -> Any: ...
 
 
 class Surface(Protocol):

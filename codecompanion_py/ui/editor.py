@@ -1,5 +1,8 @@
 """Questions the engine asks the editor, answered later by an `editor.reply` notification.
 
+The questions are the methods of `lua/codecompanion_py/editor.lua` (its `methods` table);
+`EditorMethod` lists them, and a test holds the two lists equal.
+
 A question travels as a `call` op through the chat's render sink (so it arrives after
 everything rendered before it); Lua answers with `{id, result}` or `{id, error}`. If the
 turn is stopped while waiting, the question is forgotten and a late answer is ignored.
@@ -10,17 +13,38 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, Protocol, get_args
 
 from ..errors import ToolError
 from .ops import Call
 from .sink import Sink
 
+EditorMethod = Literal[
+    "acp.session_pre",  # before an agent's session starts: `User CodeCompanionACPSessionPre`
+    "approve",  # may a tool run (or an agent's request go on)?
+    "tool.invoke",  # a function of a Lua-defined tool
+    "tool.release",  # forget finished runs of Lua-defined tools
+    "buffer.get",  # a file's loaded buffer
+    "buffer.set",  # replace a buffer's lines, as one undo step
+    "buffer.reload",  # re-read buffers of files an agent changed on disk
+    "review",  # show a written edit for the user to keep or reject
+    "diagnostics",  # vim.diagnostic entries of a file
+    "lua.call",  # a function of the setup() table
+]
+EDITOR_METHODS: tuple[str, ...] = get_args(EditorMethod)
+
+
+class Editor(Protocol):
+    """The editor as the engine asks it (tools, Lua functions, agents): a question now, its
+    answer later."""
+
+    async def call(self, method: EditorMethod, args: Mapping[str, Any]) -> Any: ...
+
 
 class PendingCalls:
     def __init__(self) -> None:
         self._ids = itertools.count(1)
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._waiting: dict[float, asyncio.Future[Any]] = {}
 
     def open(self) -> tuple[int, asyncio.Future[Any]]:
         call_id = next(self._ids)
@@ -29,15 +53,15 @@ class PendingCalls:
         future.add_done_callback(lambda _: self._waiting.pop(call_id, None))
         return call_id, future
 
-    def settle(self, reply: Mapping[str, Any]) -> None:
-        # the id is whatever Lua sent back: one that is not ours finds nothing
-        future = self._waiting.pop(reply.get("id"), None)  # type: ignore[arg-type]
+    def settle(self, call_id: Any, result: Any = None, error: Any = None) -> None:
+        """Lua's answer to call `call_id`: whatever id it sent back (one not ours finds nothing)."""
+        future = self._waiting.pop(call_id, None) if isinstance(call_id, (int, float)) else None
         if future is None or future.done():
             return
-        if reply.get("error"):
-            future.set_exception(ToolError(str(reply["error"])))
+        if error:
+            future.set_exception(ToolError(str(error)))
         else:
-            future.set_result(reply.get("result"))
+            future.set_result(result)
 
 
 class SinkEditor:
@@ -49,7 +73,7 @@ class SinkEditor:
         self._sink = sink
         self._pending = pending
 
-    async def call(self, method: str, args: Mapping[str, Any]) -> Any:
+    async def call(self, method: EditorMethod, args: Mapping[str, Any]) -> Any:
         call_id, future = self._pending.open()
         self._sink.push(Call(id=call_id, method=method, args=dict(args)))
         return await future

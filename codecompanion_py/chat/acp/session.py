@@ -21,19 +21,23 @@ from typing import Any, Literal
 
 from ...acp.adapters import AcpAdapter
 from ...acp.client import AcpClient
+from ...adapters.base import HTTPAdapter
 from ...errors import AgentError, CodeCompanionError, ConfigError, RpcError
 from ...events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
 from ...mcp.servers import McpServers
 from ...messages import Message
 from ...tools.approvals import Approvals
-from ...tools.orchestrator import ChatHandle, Editor, ToolsContext
+from ...tools.orchestrator import ChatHandle, ToolsContext
 from ...tools.workspace import Workspace
 from ...ui import ops
+from ...ui.editor import Editor
 from ...ui.ops import AdapterInfo, AgentOption, AgentSession
 from ...ui.sink import Sink
 from ...ui.view import EventView
 from ..context import ContextItem
 from ..debug import debug_text
+from ..history import Record
+from ..protocol import PromptSetup, SavedState
 from .prompt import prompt_blocks
 from .requests import AgentRequests
 from .state import MODE_OPTION, AgentState
@@ -165,8 +169,8 @@ class AcpChatSession:
         if self.client is not None:
             self.client.kill_now()
 
-    async def switch(self, name: str, model: str | None) -> bool:
-        if name != self.adapter.name:
+    async def switch(self, name: str, model: str | None, *, agent: bool) -> bool:
+        if not agent or name != self.adapter.name:
             return False
         if model:
             option = self.state.model_option(model)
@@ -174,6 +178,25 @@ class AcpChatSession:
                 raise AgentError(f"{self.adapter.formatted_name} offers no model {model!r}")
             await self.set_option(option.id, model)
         return True
+
+    def saved_state(self) -> SavedState:
+        return SavedState(session_id=self.session_id)
+
+    def restore(self, saved: Record) -> None:
+        if saved.session_id:
+            self.saved_session = saved.session_id
+
+    def use_prompt(self, setup: PromptSetup) -> None:
+        """An agent keeps its own system prompt and tools."""
+
+    def attach_mcp(self, server: str) -> None:
+        """The agent gets the editor's MCP servers when its session starts."""
+
+    def detach_mcp(self, server: str) -> None:
+        """(As `attach_mcp`.)"""
+
+    def title_adapter(self) -> HTTPAdapter | None:
+        return None
 
     def own_models(self, name: str) -> list[str] | None:
         if name == self.adapter.name:
@@ -373,7 +396,7 @@ class AcpChatSession:
             await self.set_mode(mode)
         model = self.adapter.defaults.get("model")
         if isinstance(model, str) and model and model != self.state.current_model():
-            await self.switch(self.adapter.name, model)
+            await self.switch(self.adapter.name, model, agent=True)
         self.view.push(ops.Ready(adapter=self.adapter_info()))
         self.view.fire("ChatACPSession", {"adapter": self.adapter_info(), "session_id": session_id})
         return client, session_id
