@@ -44,7 +44,7 @@ from .chat.keeper import ChatKeeper
 from .chat.protocol import Session
 from .chat_calls import ChatCalls
 from .client import HttpClient
-from .errors import CodeCompanionError
+from .errors import CodeCompanionError, ConfigError
 from .inline_calls import InlineCalls
 from .mcp.servers import McpServers
 from .mcp_calls import McpCalls
@@ -159,7 +159,7 @@ class Engine:
         call = calls.decode(method, valid_unicode(payload))
         answer = self._requests.get(type(call))
         if answer is None:
-            raise CodeCompanionError(f"{method} is a notification, not a request")
+            raise ConfigError(f"{method} is a notification, not a request")
         return answer(call)
 
     def _wait(self, work: Awaitable[T], timeout: float) -> T:
@@ -228,7 +228,7 @@ class Engine:
             call = calls.decode(method, payload)
             handler = self._notifications.get(type(call))
             if handler is None:
-                raise CodeCompanionError(f"{method} is a request, not a notification")
+                raise ConfigError(f"{method} is a request, not a notification")
             await handler(call)
         except CodeCompanionError as error:
             self._report(payload, str(error))
