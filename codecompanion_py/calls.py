@@ -1,11 +1,12 @@
 """Calls from Lua into the engine, decoded once, at the engine's entry, into typed structs.
 
-Each call Lua makes (`rpc.notify(method, payload)`, `rpc.request(method, payload)`) has one
-frozen struct here, tagged with its method name; the engine routes on the struct's type and
-its handlers read fields, never a raw table. The way out is `ui/ops.py`.
+Each call Lua makes (`rpc.notify(method, payload)`, `rpc.request(method, payload)`) has a
+frozen struct here (`CALLS`: calls of the same shape share one, such as the many that name
+only their chat); the engine's handlers read its fields, never a raw table. The way out is
+`ui/ops.py`.
 
-Adding a call: one struct here (`class FooBar(Call, tag="foo.bar")`) and one line in the
-engine's table of notifications or requests (`engine.py`).
+Adding a call: its struct here (or one of the same shape), its name in `CALLS`, and one line
+in the engine's table of notifications or requests (`engine.py`).
 
 Lua's empty table `{}` arrives as an empty list: a field typed as a map takes it as absent.
 """
@@ -27,8 +28,8 @@ AdapterSpec = str | dict[str, Any]
 """An adapter's name, or a table with its name (and model, or settings of its own)."""
 
 
-class Call(msgspec.Struct, frozen=True, kw_only=True, tag_field="method"):
-    """A call from Lua; `method` (its tag) is the name Lua sends."""
+class Call(msgspec.Struct, frozen=True, kw_only=True):
+    """A call from Lua; one with nothing to say but its name (`health`, `tools`) is this."""
 
     @classmethod
     def decode(cls, payload: Mapping[str, Any]) -> Call:
@@ -36,17 +37,15 @@ class Call(msgspec.Struct, frozen=True, kw_only=True, tag_field="method"):
 
 
 class ChatCall(Call, frozen=True, kw_only=True):
+    """A call about one chat (or inline run); one that names it and no more is this."""
+
     chat_id: ChatId | None = None
-
-
-def method_of(cls: type[Call]) -> str:
-    return str(cls.__struct_config__.tag)
 
 
 # --- notifications: Engine.dispatch --------------------------------------------------------
 
 
-class ConfigSet(Call, tag="config.set", frozen=True, kw_only=True):
+class ConfigSet(Call, frozen=True, kw_only=True):
     """The user's config, as rpc.lua's `payload_for_config` flattens it: read by `config.load`."""
 
     data: dict[str, Any] = {}
@@ -56,7 +55,7 @@ class ConfigSet(Call, tag="config.set", frozen=True, kw_only=True):
         return cls(data=dict(payload))
 
 
-class ChatOpen(ChatCall, tag="chat.open", frozen=True, kw_only=True):
+class ChatOpen(ChatCall, frozen=True, kw_only=True):
     adapter: AdapterSpec | None = None
     model: str | None = None
     cwd: str | None = None
@@ -68,80 +67,36 @@ class ChatOpen(ChatCall, tag="chat.open", frozen=True, kw_only=True):
     tools: list[str] | None = None
 
 
-class ChatSubmit(ChatCall, tag="chat.submit", frozen=True, kw_only=True):
+class ChatSubmit(ChatCall, frozen=True, kw_only=True):
     text: str = ""
     settings: dict[str, Any] | None = None  # the settings header
     context: list[ContextItem] = []
     removed: list[str] = []
 
 
-class ChatStop(ChatCall, tag="chat.stop", frozen=True, kw_only=True):
-    pass
-
-
-class ChatClose(ChatCall, tag="chat.close", frozen=True, kw_only=True):
-    pass
-
-
-class ChatRemoveContext(ChatCall, tag="chat.remove_context", frozen=True, kw_only=True):
+class ChatRemoveContext(ChatCall, frozen=True, kw_only=True):
     ids: list[str] = []
 
 
-class ChatCompact(ChatCall, tag="chat.compact", frozen=True, kw_only=True):
-    pass
-
-
-class ChatSetAdapter(ChatCall, tag="chat.set_adapter", frozen=True, kw_only=True):
+class ChatSetAdapter(ChatCall, frozen=True, kw_only=True):
     adapter: str | None = None
     model: str | None = None
 
 
-class ChatModels(ChatCall, tag="chat.models", frozen=True, kw_only=True):
+class ChatModels(ChatCall, frozen=True, kw_only=True):
     adapter: str | None = None
 
 
-class ChatYolo(ChatCall, tag="chat.yolo", frozen=True, kw_only=True):
-    pass
-
-
-class ChatClearApprovals(ChatCall, tag="chat.clear_approvals", frozen=True, kw_only=True):
-    pass
-
-
-class ChatAgentOptions(ChatCall, tag="chat.agent_options", frozen=True, kw_only=True):
-    pass
-
-
-class ChatSetOption(ChatCall, tag="chat.set_option", frozen=True, kw_only=True):
+class ChatSetOption(ChatCall, frozen=True, kw_only=True):
     id: str = ""
     value: Any = None
 
 
-class ChatSessions(ChatCall, tag="chat.sessions", frozen=True, kw_only=True):
-    pass
-
-
-class ChatResume(ChatCall, tag="chat.resume", frozen=True, kw_only=True):
+class ChatResume(ChatCall, frozen=True, kw_only=True):
     session_id: str = ""
 
 
-class ChatSystemPrompt(ChatCall, tag="chat.system_prompt", frozen=True, kw_only=True):
-    pass
-
-
-class ChatClear(ChatCall, tag="chat.clear", frozen=True, kw_only=True):
-    pass
-
-
-class ChatRegenerate(ChatCall, tag="chat.regenerate", frozen=True, kw_only=True):
-    pass
-
-
-class ChatDebug(ChatCall, tag="chat.debug", frozen=True, kw_only=True):
-    pass
-
-
-class InlineRun(ChatCall, tag="inline.run", frozen=True, kw_only=True):
+class InlineRun(ChatCall, frozen=True, kw_only=True):
     prompt: str = ""
     adapter: AdapterSpec | None = None
     model: str | None = None
@@ -154,23 +109,19 @@ class InlineRun(ChatCall, tag="inline.run", frozen=True, kw_only=True):
     chat: ChatId | None = None  # `#{chat}`: the last chat
 
 
-class InlineStop(ChatCall, tag="inline.stop", frozen=True, kw_only=True):
-    pass
-
-
-class CmdRun(ChatCall, tag="cmd.run", frozen=True, kw_only=True):
+class CmdRun(ChatCall, frozen=True, kw_only=True):
     prompt: str = ""
     adapter: AdapterSpec | None = None
     model: str | None = None
 
 
-class McpControl(ChatCall, tag="mcp.control", frozen=True, kw_only=True):
+class McpControl(ChatCall, frozen=True, kw_only=True):
     server: str = ""
     action: str = ""
     cwd: str | None = None
 
 
-class EditorReply(Call, tag="editor.reply", frozen=True, kw_only=True):
+class EditorReply(Call, frozen=True, kw_only=True):
     """Lua's answer to a `call` op (ui/editor.py)."""
 
     id: Any = None  # ours when it is an int we gave; anything else finds nothing
@@ -181,86 +132,75 @@ class EditorReply(Call, tag="editor.reply", frozen=True, kw_only=True):
 # --- requests: Engine.request, answered ----------------------------------------------------
 
 
-class Health(Call, tag="health", frozen=True, kw_only=True):
-    pass
-
-
-class Tools(Call, tag="tools", frozen=True, kw_only=True):
-    """For `@` completion in the chat."""
-
-
-class Adapters(Call, tag="adapters", frozen=True, kw_only=True):
-    pass
-
-
-class KillAgents(Call, tag="kill_agents", frozen=True, kw_only=True):
-    """Neovim is exiting."""
-
-
-class RulesRead(Call, tag="rules.read", frozen=True, kw_only=True):
+class RulesRead(Call, frozen=True, kw_only=True):
     cwd: str = ""
     home: str | None = None
     allowed: list[Any] = []
     files: list[Any] = []  # [{path, parser, named}], checked by repository.py
 
 
-class FilesRead(Call, tag="files.read", frozen=True, kw_only=True):
+class FilesRead(Call, frozen=True, kw_only=True):
     cwd: str | None = None
     home: str | None = None
     paths: list[Any] = []
 
 
 class HistoryCall(Call, frozen=True, kw_only=True):
+    """`history.list`; the others name a saved chat (`SavedChatCall`)."""
+
     dir: str | None = None  # the editor says where: a request can come before the config
 
 
-class HistoryList(HistoryCall, tag="history.list", frozen=True, kw_only=True):
-    pass
+class SavedChatCall(HistoryCall, frozen=True, kw_only=True):
+    """`history.load`, `history.delete`, and `history.rename` with its `title`."""
 
-
-class HistoryLoad(HistoryCall, tag="history.load", frozen=True, kw_only=True):
-    id: str = ""
-
-
-class HistoryRename(HistoryCall, tag="history.rename", frozen=True, kw_only=True):
     id: str = ""
     title: str = ""
 
 
-class HistoryDelete(HistoryCall, tag="history.delete", frozen=True, kw_only=True):
-    id: str = ""
-
-
-class McpStatus(Call, tag="mcp.status", frozen=True, kw_only=True):
-    cwd: str | None = None
-
-
 class McpServerCall(Call, frozen=True, kw_only=True):
+    """`mcp.status` (no server), `mcp.resources`; the bases of the two below."""
+
     server: str = ""
     cwd: str | None = None
 
 
-class McpPrompt(McpServerCall, tag="mcp.prompt", frozen=True, kw_only=True):
+class McpPrompt(McpServerCall, frozen=True, kw_only=True):
     name: str = ""
     arguments: dict[str, Any] = {}
 
 
-class McpResource(McpServerCall, tag="mcp.resource", frozen=True, kw_only=True):
+class McpResource(McpServerCall, frozen=True, kw_only=True):
     uri: str = ""
 
 
-class McpResources(McpServerCall, tag="mcp.resources", frozen=True, kw_only=True):
-    pass
-
-
-def _leaves(cls: type[Call]) -> list[type[Call]]:
-    """The calls themselves, under their bases (`ChatCall`, `HistoryCall` ...)."""
-    subs = cls.__subclasses__()
-    return [leaf for sub in subs for leaf in _leaves(sub)] if subs else [cls]
-
-
-CALLS: dict[str, type[Call]] = {method_of(cls): cls for cls in _leaves(Call)}
-"""Every call Lua can make, by method name."""
+_CHAT_ONLY = "stop close compact yolo clear_approvals agent_options sessions system_prompt clear regenerate debug"
+CALLS: dict[str, type[Call]] = {
+    "config.set": ConfigSet,
+    "chat.open": ChatOpen,
+    "chat.submit": ChatSubmit,
+    "chat.remove_context": ChatRemoveContext,
+    "chat.set_adapter": ChatSetAdapter,
+    "chat.models": ChatModels,
+    "chat.set_option": ChatSetOption,
+    "chat.resume": ChatResume,
+    **{f"chat.{name}": ChatCall for name in _CHAT_ONLY.split()},
+    "inline.run": InlineRun,
+    "inline.stop": ChatCall,
+    "cmd.run": CmdRun,
+    "mcp.control": McpControl,
+    "editor.reply": EditorReply,
+    # requests
+    **dict.fromkeys(("health", "tools", "adapters", "kill_agents"), Call),
+    "rules.read": RulesRead,
+    "files.read": FilesRead,
+    "history.list": HistoryCall,
+    **dict.fromkeys(("history.load", "history.rename", "history.delete"), SavedChatCall),
+    **dict.fromkeys(("mcp.status", "mcp.resources"), McpServerCall),
+    "mcp.prompt": McpPrompt,
+    "mcp.resource": McpResource,
+}
+"""Every call Lua can make, by method name: the struct its payload decodes to."""
 
 
 def decode(method: str, payload: Any) -> Call:

@@ -97,21 +97,21 @@ class ChatCalls:
             self._keeper.watch(session, task)
             task.add_done_callback(lambda _task: self._keeper.after_turn(session))
 
-    async def system_prompt(self, call: calls.ChatSystemPrompt) -> None:
+    async def system_prompt(self, call: calls.ChatCall) -> None:
         on = self.session(call.chat_id).toggle_system_prompt()
         self._channel.notify(f"CodeCompanion: system prompt {'on' if on else 'off'} for this chat", "INFO")
 
-    async def clear(self, call: calls.ChatClear) -> None:
+    async def clear(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)
         session.clear()
         session.view.push(ops.Cleared())
         session.view.push(ops.Settings(entries=session.settings_header()))
         session.view.fire("ChatCleared", {"id": session.chat_id})
 
-    async def regenerate(self, call: calls.ChatRegenerate) -> None:
+    async def regenerate(self, call: calls.ChatCall) -> None:
         self.session(call.chat_id).regenerate()
 
-    async def debug(self, call: calls.ChatDebug) -> None:
+    async def debug(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)
         session.view.push(ops.Debug(text=session.debug()))
 
@@ -140,21 +140,21 @@ class ChatCalls:
         name, models = await self._factory.models(session, call.adapter or session.adapter_info().name)
         session.view.push(ops.ChooseModel(adapter=name, models=tuple(models)))
 
-    async def agent_options(self, call: calls.ChatAgentOptions) -> None:
+    async def agent_options(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)
         session.view.push(ops.ChooseOption(options=tuple(session.options())))
 
     async def set_option(self, call: calls.ChatSetOption) -> None:
         await self.session(call.chat_id).set_option(call.id, call.value)
 
-    async def sessions_of_agent(self, call: calls.ChatSessions) -> None:
+    async def sessions_of_agent(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)
         session.view.push(ops.ChooseSession(sessions=tuple(await session.list_sessions())))
 
     async def resume(self, call: calls.ChatResume) -> None:
         self.session(call.chat_id).resume(call.session_id)
 
-    async def yolo(self, call: calls.ChatYolo) -> None:
+    async def yolo(self, call: calls.ChatCall) -> None:
         approvals = self.session(call.chat_id).approvals
         approvals.yolo = not approvals.yolo
         state = (
@@ -162,11 +162,11 @@ class ChatCalls:
         )
         self._channel.notify(f"CodeCompanion: YOLO mode {state}", "WARN" if approvals.yolo else "INFO")
 
-    async def clear_approvals(self, call: calls.ChatClearApprovals) -> None:
+    async def clear_approvals(self, call: calls.ChatCall) -> None:
         self.session(call.chat_id).approvals.clear()
         self._channel.notify("CodeCompanion: tool approvals cleared for this chat", "INFO")
 
-    async def compact(self, call: calls.ChatCompact) -> None:
+    async def compact(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)
         task = session.compact()
         if task is not None:
@@ -175,12 +175,12 @@ class ChatCalls:
     async def remove_context(self, call: calls.ChatRemoveContext) -> None:
         self.session(call.chat_id).remove_context([i for i in call.ids if i])
 
-    async def stop(self, call: calls.ChatStop) -> None:
+    async def stop(self, call: calls.ChatCall) -> None:
         session = self.sessions.get(call.chat_id)
         if session is not None:
             session.stop()
 
-    async def close(self, call: calls.ChatClose) -> None:
+    async def close(self, call: calls.ChatCall) -> None:
         session = self.sessions.pop(call.chat_id, None)
         self._keeper.forget(call.chat_id)
         if session is not None:

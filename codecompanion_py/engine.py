@@ -98,48 +98,48 @@ class Engine:
         )
         mcp = McpCalls(channel=channel, servers=lambda: self.mcp, chats=self.sessions)
         # Adding a call: its struct in calls.py and one line in one of these two tables.
-        self._notifications: dict[type[Call], Callable[[Any], Awaitable[None]]] = {
-            calls.ConfigSet: self._config_set,
-            calls.ChatOpen: chats.open,
-            calls.ChatSubmit: chats.submit,
-            calls.ChatStop: chats.stop,
-            calls.ChatRemoveContext: chats.remove_context,
-            calls.ChatCompact: chats.compact,
-            calls.ChatClose: chats.close,
-            calls.ChatSetAdapter: chats.set_adapter,
-            calls.ChatModels: chats.models,
-            calls.ChatYolo: chats.yolo,
-            calls.ChatClearApprovals: chats.clear_approvals,
-            calls.ChatAgentOptions: chats.agent_options,
-            calls.ChatSetOption: chats.set_option,
-            calls.ChatSessions: chats.sessions_of_agent,
-            calls.ChatResume: chats.resume,
-            calls.ChatSystemPrompt: chats.system_prompt,
-            calls.ChatClear: chats.clear,
-            calls.ChatRegenerate: chats.regenerate,
-            calls.ChatDebug: chats.debug,
-            calls.InlineRun: self.inline.run,
-            calls.InlineStop: self.inline.stop,
-            calls.CmdRun: self.inline.command,
-            calls.McpControl: mcp.control,
-            calls.EditorReply: self._editor_reply,
+        self._notifications: dict[str, Callable[[Any], Awaitable[None]]] = {
+            "config.set": self._config_set,
+            "chat.open": chats.open,
+            "chat.submit": chats.submit,
+            "chat.stop": chats.stop,
+            "chat.remove_context": chats.remove_context,
+            "chat.compact": chats.compact,
+            "chat.close": chats.close,
+            "chat.set_adapter": chats.set_adapter,
+            "chat.models": chats.models,
+            "chat.yolo": chats.yolo,
+            "chat.clear_approvals": chats.clear_approvals,
+            "chat.agent_options": chats.agent_options,
+            "chat.set_option": chats.set_option,
+            "chat.sessions": chats.sessions_of_agent,
+            "chat.resume": chats.resume,
+            "chat.system_prompt": chats.system_prompt,
+            "chat.clear": chats.clear,
+            "chat.regenerate": chats.regenerate,
+            "chat.debug": chats.debug,
+            "inline.run": self.inline.run,
+            "inline.stop": self.inline.stop,
+            "cmd.run": self.inline.command,
+            "mcp.control": mcp.control,
+            "editor.reply": self._editor_reply,
         }
-        self._requests: dict[type[Call], Callable[[Any], Any]] = {
-            calls.Health: lambda _call: self._wait(self._health(), timeout=10),
-            calls.Tools: lambda _call: self.config.tools.mentionable() + self.mcp.mentionable(),
-            calls.Adapters: lambda _call: config.adapter_names(self.config),
+        self._requests: dict[str, Callable[[Any], Any]] = {
+            "health": lambda _call: self._wait(self._health(), timeout=10),
+            "tools": lambda _call: self.config.tools.mentionable() + self.mcp.mentionable(),
+            "adapters": lambda _call: config.adapter_names(self.config),
             # the repository door reads what the editor names (no waiting)
-            calls.RulesRead: lambda call: repository.load_rules(msgspec.structs.asdict(call)),
-            calls.FilesRead: lambda call: repository.read_named(msgspec.structs.asdict(call)),
-            calls.HistoryList: lambda call: self.keeper.summaries(call.dir),
-            calls.HistoryLoad: lambda call: self.keeper.load(call.dir, call.id),
-            calls.HistoryRename: lambda call: self.keeper.rename(call.dir, call.id, call.title),
-            calls.HistoryDelete: lambda call: self.keeper.delete(call.dir, call.id),
-            calls.McpStatus: self._waited(mcp.status),  # a server's data, as Lua can take it
-            calls.McpPrompt: self._waited(mcp.prompt),
-            calls.McpResource: self._waited(mcp.resource),
-            calls.McpResources: self._waited(mcp.resources),
-            calls.KillAgents: self._exiting,
+            "rules.read": lambda call: repository.load_rules(msgspec.structs.asdict(call)),
+            "files.read": lambda call: repository.read_named(msgspec.structs.asdict(call)),
+            "history.list": lambda call: self.keeper.summaries(call.dir),
+            "history.load": lambda call: self.keeper.load(call.dir, call.id),
+            "history.rename": lambda call: self.keeper.rename(call.dir, call.id, call.title),
+            "history.delete": lambda call: self.keeper.delete(call.dir, call.id),
+            "mcp.status": self._waited(mcp.status),  # a server's data, as Lua can take it
+            "mcp.prompt": self._waited(mcp.prompt),
+            "mcp.resource": self._waited(mcp.resource),
+            "mcp.resources": self._waited(mcp.resources),
+            "kill_agents": self._exiting,
         }
 
     def _run(self) -> None:
@@ -157,7 +157,7 @@ class Engine:
 
     def request(self, method: str, payload: Any) -> Any:
         call = calls.decode(method, valid_unicode(payload))
-        answer = self._requests.get(type(call))
+        answer = self._requests.get(method)
         if answer is None:
             raise ConfigError(f"{method} is a notification, not a request")
         return answer(call)
@@ -171,7 +171,7 @@ class Engine:
     def _waited(self, handler: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Any]:
         return lambda call: ops.for_lua(self._wait(handler(call), timeout=60))
 
-    def _exiting(self, _call: calls.KillAgents) -> bool:
+    def _exiting(self, _call: Call) -> bool:
         """Neovim is exiting: save every chat; no agent may outlive it."""
         with contextlib.suppress(Exception):  # the agents go whatever happens to the saving
             self._on_loop(self._save_all, timeout=2)
@@ -226,7 +226,7 @@ class Engine:
     async def _handle(self, method: str, payload: Any) -> None:
         try:
             call = calls.decode(method, payload)
-            handler = self._notifications.get(type(call))
+            handler = self._notifications.get(method)
             if handler is None:
                 raise ConfigError(f"{method} is a request, not a notification")
             await handler(call)

@@ -46,7 +46,7 @@ class McpCalls:
         elif action == "stop":
             self._channel.notify(f"CodeCompanion: MCP server {name} stopped", "INFO")
 
-    async def status(self, call: calls.McpStatus) -> Any:
+    async def status(self, call: calls.McpServerCall) -> Any:
         return self._servers().status()
 
     async def prompt(self, call: calls.McpPrompt) -> Any:
@@ -56,7 +56,7 @@ class McpCalls:
     async def resource(self, call: calls.McpResource) -> Any:
         return await self._server(call.server, call.cwd).read_resource(call.uri)
 
-    async def resources(self, call: calls.McpResources) -> Any:
+    async def resources(self, call: calls.McpServerCall) -> Any:
         server = self._server(call.server, call.cwd)
         await server.ensure()
         return server.status()["resources"]

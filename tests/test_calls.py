@@ -40,15 +40,22 @@ def test_every_method_lua_sends_has_a_struct():
     assert sorted(sent - set(calls.CALLS)) == []
 
 
-def test_every_struct_is_a_method_lua_sends():
+def test_every_struct_is_a_method_lua_sends_and_the_engine_routes_it():
     assert sorted(set(calls.CALLS) - methods_lua_sends()) == []
+    engine = Engine(RecordingChannel())
+    try:
+        routed = [*engine._notifications, *engine._requests]
+        assert sorted(routed) == sorted(calls.CALLS)  # each once, as a notification or as a request
+    finally:
+        engine.shutdown()
 
 
 def test_a_call_decodes_to_its_struct_with_lua_s_empty_tables():
     call = calls.decode("chat.submit", {"chat_id": 3, "text": "hi", "settings": [], "context": [], "removed": []})
     assert call == calls.ChatSubmit(chat_id=3, text="hi")
     assert calls.decode("mcp.prompt", {"server": "s", "arguments": []}) == calls.McpPrompt(server="s")
-    assert calls.decode("chat.stop", []) == calls.ChatStop()
+    assert calls.decode("chat.stop", []) == calls.ChatCall()
+    assert calls.decode("history.rename", {"id": "a", "title": "b"}) == calls.SavedChatCall(id="a", title="b")
     assert calls.decode("config.set", {"a": 1}) == calls.ConfigSet(data={"a": 1})
 
 
