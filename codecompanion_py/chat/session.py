@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -23,13 +22,13 @@ from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
 from ..errors import CodeCompanionError, ConfigError
-from ..events import ErrorEvent, FinalEvent, NoticeEvent, ToolProgress, ToolProgressEvent
-from ..mcp.servers import PREFIX, McpServers
+from ..events import ErrorEvent, FinalEvent, NoticeEvent
+from ..mcp.servers import McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator, joined_tokens
 from ..tools.approvals import Approvals
 from ..tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
-from ..tools.registry import CATALOG, ToolSettings, mentions
+from ..tools.registry import ToolSettings, mentions
 from ..tools.workspace import Workspace
 from ..ui import ops
 from ..ui.editor import Editor
@@ -42,6 +41,7 @@ from . import settings as settings_header
 from .context import ContextItem
 from .debug import debug_text
 from .history import Record
+from .mcp_tools import ChatMcpTools
 from .protocol import PromptSetup, SavedState
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -51,7 +51,6 @@ DEFAULT_SYSTEM_PROMPT = (
 
 Status = Literal["success", "error", "stopped"]
 _request_ids = itertools.count(1)
-_MCP_MENTION = re.compile(r"@\{mcp:([\w.-]+)\}")
 _NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
 
 
@@ -103,11 +102,7 @@ class ChatSession:
         self._last_tokens = 0  # the provider's count after the last request
         self._stream: HttpStreamIterator | None = None  # the reply streaming now
         self.mcp = mcp
-        # MCP servers whose tools this chat uses (`@{mcp:name}`, `mcp.opts.default_servers`),
-        # loaded (and their lists refreshed) when a turn starts
-        self.mcp_servers: list[str] = list(mcp.default_servers) if mcp else []
-        self._mcp_owner: dict[str, str] = {}  # tool name -> the MCP server it came from
-        self._mcp_said: set[str] = set()  # what MCP servers' tools needed said, said once
+        self.mcp_tools = ChatMcpTools(mcp, self.view, chat_id)
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -215,12 +210,10 @@ class ChatSession:
             self.enable(list(setup.tools))
 
     def attach_mcp(self, server: str) -> None:
-        if server not in self.mcp_servers:
-            self.mcp_servers.append(server)
+        self.mcp_tools.attach(server)
 
     def detach_mcp(self, server: str) -> None:
-        if server in self.mcp_servers:
-            self.mcp_servers.remove(server)
+        self.mcp_tools.detach(server)
 
     def title_adapter(self) -> HTTPAdapter | None:
         return self.adapter
@@ -267,7 +260,7 @@ class ChatSession:
         except ConfigError as error:
             self.view.push(ops.Error(message=str(error)))  # gives the message back to edit
             return None
-        text = self._mcp_mentions(text)
+        text = self.mcp_tools.mentions(text)
         tools, _groups, text = mentions(text, self.tool_settings)
         self.enable(tools)
         self._last_prompt = Message.of("user", text)
@@ -315,7 +308,13 @@ class ChatSession:
         rounds = 0
         try:
             await self._read_pages(pages)
-            await self._load_mcp()
+            await self.mcp_tools.load(
+                self.tools,
+                configured=set(self.tool_settings.names()),
+                cwd=str(self.workspace.root),
+                editor=self.editor,
+                add_prompt=self._add_prompt,
+            )
             while True:
                 status, message, round_usage = await self._round()
                 usage = round_usage or usage
@@ -345,59 +344,6 @@ class ChatSession:
                     status=status, tokens=usage.total_tokens if usage is not None else None, message=message or None
                 )
             )
-
-    def _mcp_mentions(self, text: str) -> str:
-        """`@{mcp:name}`: that server's tools join the chat (loaded when the turn starts)."""
-
-        def mention(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if self.mcp is None or name not in self.mcp.specs:
-                return match.group(0)
-            if name not in self.mcp_servers:
-                self.mcp_servers.append(name)
-            return f"`{PREFIX}{name}`"
-
-        return _MCP_MENTION.sub(mention, text)
-
-    async def _load_mcp(self) -> None:
-        """The tools of this chat's MCP servers, started if need be, listed afresh when a
-        server said they changed."""
-        if self.mcp is None:
-            return
-        for name in list(self.mcp_servers):
-            # built-in tools and other servers' tools keep their names
-            taken = {*CATALOG, *self.tool_settings.names(), *(n for n in self.tools if self._mcp_owner.get(n) != name)}
-            try:
-                definitions, prompt = await self.mcp.tools(
-                    name, cwd=str(self.workspace.root), notice=self._mcp_notice, editor=self.editor, taken=taken
-                )
-            except CodeCompanionError:
-                self.mcp_servers.remove(name)  # said once; mention it again to retry
-                raise
-            listed = {d.name for d in definitions}
-            for old in [n for n, owner in self._mcp_owner.items() if owner == name and n not in listed]:
-                del self._mcp_owner[old]
-                self.tools.pop(old, None)
-            for definition in definitions:
-                self._mcp_owner[definition.name] = name
-                if definition.name not in self.tools:
-                    for event in ("ChatToolAdded", "ToolAdded"):
-                        self.view.fire(event, {"id": self.chat_id, "tool": definition.name})
-                self.tools[definition.name] = definition
-            self._add_prompt(f"{PREFIX}{name}", prompt)
-
-    def _mcp_notice(self, event: str, data: Mapping[str, Any]) -> None:
-        if event == "MCPProgress":  # one line per call, updated in place
-            status: ToolProgress = data["status"] if data.get("status") in ("completed", "failed") else "in_progress"
-            title = f"MCP {data.get('server')} {data.get('text')}"
-            self.view.show(ToolProgressEvent(id=f"mcp-progress:{data.get('token')}", title=title, status=status))
-        elif event in ("MCPToolRenamed", "MCPToolsLeftOut"):
-            if data["text"] not in self._mcp_said:  # once a chat
-                self._mcp_said.add(data["text"])
-                self.view.show(NoticeEvent(title="**MCP**", text=data["text"]))
-                self.view.fire(event, dict(data))
-        else:
-            self.view.fire(event, dict(data))
 
     async def _read_pages(self, pages: Sequence[ContextItem]) -> None:
         """The pages `/fetch` shared, read now (the engine's loop, never the editor's) and put
