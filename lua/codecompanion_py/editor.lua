@@ -41,13 +41,21 @@ local function fail(id, message)
   rpc.notify_raw("editor.reply", { id = id, error = message })
 end
 
---- Answers the call op `op` of `chat` (nil for none), with an error for a method it does not know.
+local unknown_reported = {}
+
+--- Answers the call op `op` of `chat` (nil for none). A method it does not know is an error
+--- to the engine, and said once to the user, as an unknown UI op is (chat.lua).
 ---@param chat table?
 ---@param op codecompanion_py.CallOp
 ---@return nil
 function M.handle(chat, op)
   local method = methods[op.method]
   if not method then
+    if not unknown_reported[tostring(op.method)] then
+      unknown_reported[tostring(op.method)] = true
+      vim.notify(("CodeCompanion: the engine asked the editor for an unknown method %q; the Lua and Python parts "
+        .. "of the plugin do not match (update both)"):format(tostring(op.method)), vim.log.levels.ERROR)
+    end
     return fail(op.id, "unknown editor method " .. tostring(op.method))
   end
   local ok, err = pcall(method, chat, op.args or {}, function(answer)
