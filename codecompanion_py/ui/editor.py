@@ -15,6 +15,8 @@ import itertools
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, get_args
 
+import msgspec
+
 from ..errors import ToolError
 from .ops import Call
 from .sink import Sink
@@ -32,6 +34,44 @@ EditorMethod = Literal[
     "lua.call",  # a function of the setup() table
 ]
 EDITOR_METHODS: tuple[str, ...] = get_args(EditorMethod)
+
+
+class CallArgs(msgspec.Struct, frozen=True, kw_only=True):
+    """A method's arguments as the engine builds them; `args()` is the table Lua gets."""
+
+    def args(self) -> dict[str, Any]:
+        built: dict[str, Any] = msgspec.to_builtins(self)
+        return built
+
+
+class ApprovalOption(msgspec.Struct, frozen=True, kw_only=True):
+    label: str
+    choice: str
+
+
+class Approval(CallArgs, frozen=True, kw_only=True):
+    """`approve`: may this go on? An agent offers its own `options`; without them the user
+    picks Accept, `always` (when it is offered) or Reject. Cancel is always there."""
+
+    prompt: str
+    detail: str | None = None
+    must_ask: str | None = None  # why it is asked even in YOLO mode
+    options: list[ApprovalOption] = []
+
+
+class SessionPre(CallArgs, frozen=True, kw_only=True):
+    """`acp.session_pre`: the MCP servers an agent is about to get, for the user's handlers
+    of `User CodeCompanionACPSessionPre` to change."""
+
+    id: Any
+    agent_capabilities: dict[str, Any] | None = None
+    mcp_servers: list[dict[str, Any]] = []
+
+
+class BufferReload(CallArgs, frozen=True, kw_only=True):
+    """`buffer.reload`: files an agent changed on disk."""
+
+    paths: list[str]
 
 
 class Editor(Protocol):

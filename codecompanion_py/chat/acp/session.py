@@ -30,7 +30,7 @@ from ...tools.approvals import Approvals
 from ...tools.orchestrator import ChatHandle, ToolsContext
 from ...tools.workspace import Workspace
 from ...ui import ops
-from ...ui.editor import Editor
+from ...ui.editor import BufferReload, Editor, SessionPre
 from ...ui.ops import AdapterInfo, AgentOption, AgentSession
 from ...ui.sink import Sink
 from ...ui.view import EventView
@@ -359,11 +359,13 @@ class AcpChatSession:
         if self.mcp is not None:  # the editor's MCP servers, for the agent to use itself
             http = client.supports("mcpCapabilities", "http")
             client.mcp_servers = await self.mcp.for_agent(http=http, editor=self.editor)
-        pre = {"id": self.chat_id, "agent_capabilities": client.capabilities or None, "mcp_servers": client.mcp_servers}
+        pre = SessionPre(
+            id=self.chat_id, agent_capabilities=client.capabilities or None, mcp_servers=client.mcp_servers
+        )
         if self.mcp is None or not self.mcp.specs:
-            self.view.fire("ACPSessionPre", pre)
+            self.view.fire("ACPSessionPre", pre.args())
         else:  # the editor fires it and lets its handlers change the servers the agent gets
-            changed = await self.editor.call("acp.session_pre", pre)
+            changed = await self.editor.call("acp.session_pre", pre.args())
             servers = changed.get("mcp_servers") if isinstance(changed, Mapping) else None
             if isinstance(servers, list):
                 client.mcp_servers = [dict(s) for s in servers if isinstance(s, Mapping) and s.get("name")]
@@ -472,7 +474,7 @@ class AcpChatSession:
         if translation.options_changed:
             self.view.push(ops.Ready(adapter=self.adapter_info()))
         if translation.edited_paths:  # agents that write files themselves leave loaded buffers stale
-            self._spawn(self.editor.call("buffer.reload", {"paths": list(translation.edited_paths)}))
+            self._spawn(self.editor.call("buffer.reload", BufferReload(paths=list(translation.edited_paths)).args()))
 
     def _within_cap(self, events: Sequence[StreamEvent]) -> bool:
         """Whether these events may be shown: past MAX_TURN_CHARS in a turn, the agent is
