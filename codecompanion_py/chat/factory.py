@@ -1,8 +1,11 @@
 """Which kind of session a chat gets, chosen from its adapter's name in one place.
 
 An HTTP adapter gives a `ChatSession`, an agent an `AcpChatSession`; nothing else asks
-which kind an adapter or a session is. The adapter registries are asked here only
-(`adapters.resolve`, `acp.adapters.is_acp`/`resolve`), so replacing them changes this file.
+which kind an adapter or a session is (`is_agent` answers the engine's few questions:
+may a session switch in place, may the inline assistant use this adapter). The registries
+are today's two (`acp.adapters.is_acp`/`resolve`, `adapters.resolve`); an HTTP chat also
+resolves HTTP adapters by name itself (`ChatSession.switch`, its settings' model) and so
+does the keeper for titles.
 """
 
 from __future__ import annotations
