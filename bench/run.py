@@ -705,7 +705,7 @@ def bench_acp(chunks: int = 10_000) -> dict:
     """An agent chat without Neovim: the scripted agent's start to a session, and its
     message chunks through the ACP client and the chat session to UI ops."""
     from codecompanion_py.adapters.acp import AcpAdapter
-    from codecompanion_py.chat.acp_session import AcpChatSession
+    from codecompanion_py.chat.acp.session import AcpChatSession
     from codecompanion_py.tools.workspace import Workspace
     from codecompanion_py.ui.ops import Text
 

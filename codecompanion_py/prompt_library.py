@@ -21,6 +21,7 @@ from typing import Any, Literal
 import msgspec
 
 from . import front_matter, prompt_trust
+from .calls import PromptsRead as PromptsRequest
 from .errors import PathRefused
 from .repository import Door, read_named
 from .rules import expand
@@ -33,17 +34,6 @@ Source = Literal["builtin", "markdown", "project", "unasked"]
 _FRONT = re.compile(r"---\r?\n(.*?)\r?\n---\r?\n(.*)", re.DOTALL)
 _ROLE = re.compile(r"##[ \t\v\f\r]+([A-Za-z]+)[ \t\v\f\r]*")
 _OPTS = re.compile(r"```yaml opts\r?\n(.*?)\r?\n```[ \t\n\v\f\r]*(.*)", re.DOTALL)
-
-
-class PromptsRequest(msgspec.Struct, frozen=True):
-    """`prompts.read`: the folders to read, and the aliases the config's own prompts hold."""
-
-    cwd: str
-    home: str | None = None
-    trust_file: str = ""  # where the trust answers are kept (prompt_trust.py)
-    builtins: str | None = None  # this plugin's folder, unless the palette hides the presets
-    dirs: list[str] = []  # `prompt_library.markdown.dirs`, as the config names them
-    config_aliases: dict[str, str] = {}  # alias -> the config prompt's name
 
 
 class PromptMessage(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -191,9 +181,9 @@ def find_markdown(folder: str, suffix: str = ".md") -> list[str]:
     return sorted(found)
 
 
-def read_prompts(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """`prompts.read` (PromptsRequest): {items, problems, ask} (PromptsRead)."""
-    request = msgspec.convert(payload, PromptsRequest)
+def read_prompts(payload: PromptsRequest | Mapping[str, Any]) -> dict[str, Any]:
+    """`prompts.read`: {items, problems, ask}."""
+    request = payload if isinstance(payload, PromptsRequest) else msgspec.convert(payload, PromptsRequest)
     home = request.home or str(Path.home())
     door = Door.of(request.cwd, (), home)
     items: list[PromptItem] = []

@@ -4,7 +4,8 @@
   package of `codecompanion_py`): a lower layer never imports a higher one. Imports under
   `if TYPE_CHECKING:` are types only and do not count; imports inside functions do.
 * No product file over 600 lines, Python or Lua.
-* The Lua stays thin: under 6,000 lines in all.
+* The Lua stays thin: under 6,000 lines of code in all (lines that are neither blank nor a
+  comment, so the LuaCATS annotations asked for below do not count against it).
 * Every exported Lua function (`function M.name(...)`, `M.name = function(...)`) carries a
   LuaCATS `---@param` line for each of its parameters, under the same names in the same
   order, so the annotations cannot drift from the code they describe.
@@ -162,13 +163,14 @@ def size_problems(py: list[Path], lua: list[Path]) -> list[str]:
     problems = []
     total_lua = 0
     for path in [*py, *lua]:
-        count = len(path.read_text().splitlines())
+        lines = path.read_text().splitlines()
+        count = len(lines)
         if path.suffix == ".lua":
-            total_lua += count
+            total_lua += sum(1 for line in lines if line.strip() and not line.lstrip().startswith("--"))
         if count > MAX_LINES:
             problems.append(f"{path.relative_to(ROOT)}: {count} lines, over {MAX_LINES}: split it along its seams")
     if total_lua >= MAX_LUA_LINES:
-        problems.append(f"the Lua is {total_lua} lines, {MAX_LUA_LINES} at most: move what is not UI to the engine")
+        problems.append(f"the Lua is {total_lua} lines of code, under {MAX_LUA_LINES} wanted: move what is not UI out")
     return problems
 
 
@@ -210,7 +212,12 @@ def main() -> int:
     problems = [*import_problems(py), *size_problems(py, lua), *annotation_problems(lua)]
     for problem in problems:
         print(problem)
-    print(f"structure: {len(py)} Python and {len(lua)} Lua files, {len(problems)} problems")
+    texts = [path.read_text().splitlines() for path in lua]
+    code = sum(1 for lines in texts for line in lines if line.strip() and not line.lstrip().startswith("--"))
+    print(
+        f"structure: {len(py)} Python and {len(lua)} Lua files (Lua: {code} lines of code, "
+        f"{sum(map(len, texts))} with comments and blank lines), {len(problems)} problems"
+    )
     return 1 if problems else 0
 
 

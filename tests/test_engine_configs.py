@@ -8,7 +8,7 @@ import pytest
 
 from codecompanion_py.engine import Engine
 from codecompanion_py.ui import ops
-from tests.test_engine import RecordingBridge
+from tests.test_engine import RecordingChannel
 
 
 def _setup(name: str, formatted: str) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def _setup(name: str, formatted: str) -> dict[str, Any]:
 
 
 def test_two_engines_with_two_configs_see_only_their_own_adapters(tmp_path):
-    first, second = RecordingBridge(), RecordingBridge()
+    first, second = RecordingChannel(), RecordingChannel()
     engines = [Engine(first), Engine(second)]
     try:
         engines[0].dispatch("config.set", _setup("only_first", "First")).result(10)
@@ -52,7 +52,7 @@ async def test_the_cmd_timeout_of_the_config_bounds_mcp_servers_env_commands_too
 
 
 def test_an_engine_gives_its_mcp_servers_the_configs_cmd_timeout():
-    engine = Engine(RecordingBridge())
+    engine = Engine(RecordingChannel())
     try:
         engine.dispatch("config.set", {"adapters": {"opts": {"cmd_timeout": 3000}}}).result(10)
         assert engine.mcp.cmd_timeout == 3.0

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -25,14 +24,14 @@ from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
 from ..editor_port import Editor
 from ..errors import CodeCompanionError, ConfigError
-from ..events import ErrorEvent, FinalEvent, NoticeEvent, ToolProgress, ToolProgressEvent
-from ..mcp.servers import PREFIX, McpServers
+from ..events import ErrorEvent, FinalEvent, NoticeEvent
+from ..mcp.servers import McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator, joined_tokens
 from ..tools.approvals import Approvals
 from ..tools.context import ChatHandle, ToolsContext
 from ..tools.orchestrator import Orchestrator
-from ..tools.registry import CATALOG, ToolSettings, mentions
+from ..tools.registry import ToolSettings, mentions
 from ..tools.workspace import Workspace
 from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession
@@ -43,6 +42,9 @@ from . import context as shared_context
 from . import settings as settings_header
 from .context import ContextItem
 from .debug import debug_text
+from .history import Record
+from .mcp_tools import ChatMcpTools
+from .protocol import PromptSetup, SavedState
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI programming assistant working inside the Neovim text editor. "
@@ -51,7 +53,6 @@ DEFAULT_SYSTEM_PROMPT = (
 
 Status = Literal["success", "error", "stopped"]
 _request_ids = itertools.count(1)
-_MCP_MENTION = re.compile(r"@\{mcp:([\w.-]+)\}")
 _NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
 
 
@@ -107,11 +108,7 @@ class ChatSession:
         self._last_tokens = 0  # the provider's count after the last request
         self._stream: HttpStreamIterator | None = None  # the reply streaming now
         self.mcp = mcp
-        # MCP servers whose tools this chat uses (`@{mcp:name}`, `mcp.opts.default_servers`),
-        # loaded (and their lists refreshed) when a turn starts
-        self.mcp_servers: list[str] = list(mcp.default_servers) if mcp else []
-        self._mcp_owner: dict[str, str] = {}  # tool name -> the MCP server it came from
-        self._mcp_said: set[str] = set()  # what MCP servers' tools needed said, said once
+        self.mcp_tools = ChatMcpTools(mcp, self.view, chat_id)
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -129,8 +126,8 @@ class ChatSession:
     def adapter_info(self) -> AdapterInfo:
         return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name, model=self.adapter.model)
 
-    async def switch(self, name: str, model: str | None) -> bool:
-        if self.registry.kind(name) == "acp":
+    async def switch(self, name: str, model: str | None, *, agent: bool) -> bool:
+        if agent:
             return False
         if name != self.adapter.name:
             self.settings = {}  # another schema
@@ -205,6 +202,32 @@ class ChatSession:
     def resume(self, session_id: str) -> None:
         raise ConfigError(_NO_AGENT)
 
+    def saved_state(self) -> SavedState:
+        return SavedState(settings=dict(self.settings))
+
+    def restore(self, saved: Record) -> None:
+        if saved.settings and saved.adapter == self.adapter.name:  # another adapter has another schema
+            self.settings = dict(saved.settings)
+
+    def use_prompt(self, setup: PromptSetup) -> None:
+        """In place of the default system prompt with `ignore_system_prompt`."""
+        if setup.ignore_system_prompt:
+            self.system_prompt_on = False
+        for text in setup.system_prompts:
+            if text.strip():
+                self.history.append(Message.of("system", text))
+        if setup.tools is not None:
+            self.enable(list(setup.tools))
+
+    def attach_mcp(self, server: str) -> None:
+        self.mcp_tools.attach(server)
+
+    def detach_mcp(self, server: str) -> None:
+        self.mcp_tools.detach(server)
+
+    def title_adapter(self) -> HTTPAdapter | None:
+        return self.adapter
+
     def enable(self, names: list[str]) -> list[str]:
         """Enable tools and groups for this chat; their system prompts join the history once."""
         added: list[str] = []
@@ -247,7 +270,7 @@ class ChatSession:
         except ConfigError as error:
             self.view.push(ops.Error(message=str(error)))  # gives the message back to edit
             return None
-        text = self._mcp_mentions(text)
+        text = self.mcp_tools.mentions(text)
         tools, _groups, text = mentions(text, self.tool_settings)
         self.enable(tools)
         self._last_prompt = Message.of("user", text)
@@ -295,7 +318,13 @@ class ChatSession:
         rounds = 0
         try:
             await self._read_pages(pages)
-            await self._load_mcp()
+            await self.mcp_tools.load(
+                self.tools,
+                configured=set(self.tool_settings.names()),
+                cwd=str(self.workspace.root),
+                editor=self.editor,
+                add_prompt=self._add_prompt,
+            )
             while True:
                 status, message, round_usage = await self._round()
                 usage = round_usage or usage
@@ -325,59 +354,6 @@ class ChatSession:
                     status=status, tokens=usage.total_tokens if usage is not None else None, message=message or None
                 )
             )
-
-    def _mcp_mentions(self, text: str) -> str:
-        """`@{mcp:name}`: that server's tools join the chat (loaded when the turn starts)."""
-
-        def mention(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if self.mcp is None or name not in self.mcp.specs:
-                return match.group(0)
-            if name not in self.mcp_servers:
-                self.mcp_servers.append(name)
-            return f"`{PREFIX}{name}`"
-
-        return _MCP_MENTION.sub(mention, text)
-
-    async def _load_mcp(self) -> None:
-        """The tools of this chat's MCP servers, started if need be, listed afresh when a
-        server said they changed."""
-        if self.mcp is None:
-            return
-        for name in list(self.mcp_servers):
-            # built-in tools and other servers' tools keep their names
-            taken = {*CATALOG, *self.tool_settings.names(), *(n for n in self.tools if self._mcp_owner.get(n) != name)}
-            try:
-                definitions, prompt = await self.mcp.tools(
-                    name, cwd=str(self.workspace.root), notice=self._mcp_notice, editor=self.editor, taken=taken
-                )
-            except CodeCompanionError:
-                self.mcp_servers.remove(name)  # said once; mention it again to retry
-                raise
-            listed = {d.name for d in definitions}
-            for old in [n for n, owner in self._mcp_owner.items() if owner == name and n not in listed]:
-                del self._mcp_owner[old]
-                self.tools.pop(old, None)
-            for definition in definitions:
-                self._mcp_owner[definition.name] = name
-                if definition.name not in self.tools:
-                    for event in ("ChatToolAdded", "ToolAdded"):
-                        self.view.fire(event, {"id": self.chat_id, "tool": definition.name})
-                self.tools[definition.name] = definition
-            self._add_prompt(f"{PREFIX}{name}", prompt)
-
-    def _mcp_notice(self, event: str, data: Mapping[str, Any]) -> None:
-        if event == "MCPProgress":  # one line per call, updated in place
-            status: ToolProgress = data["status"] if data.get("status") in ("completed", "failed") else "in_progress"
-            title = f"MCP {data.get('server')} {data.get('text')}"
-            self.view.show(ToolProgressEvent(id=f"mcp-progress:{data.get('token')}", title=title, status=status))
-        elif event in ("MCPToolRenamed", "MCPToolsLeftOut"):
-            if data["text"] not in self._mcp_said:  # once a chat
-                self._mcp_said.add(data["text"])
-                self.view.show(NoticeEvent(title="**MCP**", text=data["text"]))
-                self.view.fire(event, dict(data))
-        else:
-            self.view.fire(event, dict(data))
 
     async def _read_pages(self, pages: Sequence[ContextItem]) -> None:
         """The pages `/fetch` shared, read now (the engine's loop, never the editor's) and put

@@ -46,6 +46,7 @@ function M.add(args)
 end
 
 -- The engine reads adapters and tools afresh.
+---@return nil
 function M.chat_refresh_cache()
   chat_module().refresh_cache()
 end
@@ -66,6 +67,7 @@ function M.buf_get_chat(bufnr)
 end
 
 -- The last chat closes (its buffer goes).
+---@return nil
 function M.close_last_chat()
   local chat = M.last_chat()
   if chat then

@@ -51,6 +51,9 @@ local function presets(context)
   return entries
 end
 
+-- The palette's entries for `context` (prompts.context): presets, then the library's.
+---@param context table
+---@return table[]
 function M.entries(context)
   local entries = (palette().opts or {}).show_preset_actions ~= false and presets(context) or {}
   for _, item in ipairs(prompts.items()) do

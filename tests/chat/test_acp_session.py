@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from codecompanion_py.adapters.acp import AcpAdapter
-from codecompanion_py.chat.acp_session import AcpChatSession
+from codecompanion_py.chat.acp.session import AcpChatSession
 from codecompanion_py.tools.workspace import Workspace
 
 from .test_session import Recorder
@@ -26,8 +26,6 @@ class FakeEditor:
         self.choice = choice
         self.buffer_path = buffer_path
         self.lines = lines or []
-
-    reviews_edits = False  # no diff review after a write here
 
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         self.calls.append((method, args))

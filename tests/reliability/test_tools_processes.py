@@ -219,7 +219,7 @@ def test_a_host_that_exits_kills_what_its_commands_left_in_the_background(tmp_pa
 # --- the engine's exit, in this process -------------------------------------------------------
 
 
-class Bridge:
+class Channel:
     def render(self, chat_id: Any, batch: list[Any]) -> None:
         pass
 
@@ -228,7 +228,7 @@ class Bridge:
 
 
 def test_engine_shutdown_kills_what_commands_left_running(tmp_path, leftovers):
-    engine = Engine(Bridge())
+    engine = Engine(Channel())
     try:
         command = "sleep 60 > /dev/null 2>&1 & echo $!"
         future = asyncio.run_coroutine_threadsafe(run_process(command, cwd=tmp_path), engine.loop)

@@ -123,8 +123,13 @@ M.blink = {}
 function M.blink.new()
   return setmetatable({}, { __index = M.blink })
 end
+---@return boolean
 function M.blink:enabled() return vim.bo.filetype == "codecompanion" end
+---@return string[]
 function M.blink:get_trigger_characters() return { "#", "@", "/", "\\", "{" } end
+---@param ctx { line: string, cursor: integer[] }
+---@param callback fun(result: table)
+---@return fun()
 function M.blink:get_completions(ctx, callback)
   local before = ctx.line:sub(1, ctx.cursor[2])
   local kinds = require("blink.cmp.types").CompletionItemKind
@@ -132,6 +137,10 @@ function M.blink:get_completions(ctx, callback)
     is_incomplete_forward = false })
   return function() end
 end
+---@param _ table the blink context
+---@param item table
+---@param callback fun()
+---@param default_implementation fun()
 function M.blink:execute(_, item, callback, default_implementation)
   default_implementation()
   M.accepted({ user_data = item.data and item.data.user_data })

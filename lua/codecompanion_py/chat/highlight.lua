@@ -212,6 +212,7 @@ end
 
 -- Highlighting on. False when tree-sitter could not start. A saved chat that is already
 -- long is laid in regions at once: one parse of it (about 0.4 ms per KB here).
+---@param buf integer
 ---@param header string the user's header line: regions start there
 function M.start(buf, header)
   local parser = M.parser(buf)

@@ -230,6 +230,7 @@ function M.add(buf, line1, line2)
   return chat
 end
 
+---@return nil
 function M.refresh_cache()
   rpc.config_changed() -- the engine reads adapters and tools afresh with the next command
   vim.notify("CodeCompanion: refreshed the cache for all chat buffers")

@@ -27,6 +27,7 @@ local function after_block(chat)
   end
 end
 
+---@param chat CodeCompanionChat
 ---@param op { adapter: CodeCompanionAdapterInfo, saved_id?: string }
 function M.ready(chat, op)
   if chat.engine_ready and chat.adapter.model ~= nil and
@@ -42,6 +43,7 @@ function M.ready(chat, op)
   payload.resume_id = op.saved_id or payload.resume_id
 end
 
+---@param chat CodeCompanionChat
 ---@param op { adapter: CodeCompanionAdapterInfo, continued?: boolean }
 function M.begin(chat, op)
   chat.adapter = op.adapter
@@ -54,6 +56,7 @@ function M.begin(chat, op)
   append(chat, "\n\n" .. config.llm_header(op.adapter) .. "\n\n")
 end
 
+---@param chat CodeCompanionChat
 ---@param op { text: string }
 function M.reasoning(chat, op)
   if config.display().show_reasoning == false then
@@ -68,6 +71,7 @@ function M.reasoning(chat, op)
   append(chat, op.text)
 end
 
+---@param chat CodeCompanionChat
 ---@param op { text: string }
 function M.text(chat, op)
   after_block(chat)
@@ -83,6 +87,7 @@ function M.text(chat, op)
   append(chat, op.text)
 end
 
+---@param chat CodeCompanionChat
 ---@param op { name: string, arguments?: table }
 function M.tool_call(chat, op)
   local args = op.arguments
@@ -96,6 +101,7 @@ end
 local STATUS_MARK = { success = "✓", error = "✗", rejected = "✗ rejected", cancelled = "⊘ cancelled" }
 local STATUS_ICON = { success = "tool_success", error = "tool_failure" } -- display.chat.icons
 
+---@param chat CodeCompanionChat
 ---@param op { name: string, status: string, text?: string }
 function M.tool_output(chat, op)
   local icons = config.display().icons or {}
@@ -105,6 +111,7 @@ end
 
 local AGENT_STATUS = { pending = "○", in_progress = "◐", completed = "✓", failed = "✗" }
 
+---@param chat CodeCompanionChat
 ---@param op { id: string, status: string, title?: string, locations?: { path: string, line?: integer }[] }
 function M.agent_tool(chat, op)
   local lines = { ("**Tool** %s %s"):format(AGENT_STATUS[op.status] or "○", op.title or op.id) }
@@ -118,6 +125,7 @@ end
 
 local PLAN_MARK = { completed = "[x]", in_progress = "[~]", pending = "[ ]" }
 
+---@param chat CodeCompanionChat
 ---@param op { entries?: { content?: string, status?: string }[] }
 function M.plan(chat, op)
   local lines = { "**Plan**", "" }
@@ -128,11 +136,14 @@ function M.plan(chat, op)
   chat.block = "block"
 end
 
+---@param chat CodeCompanionChat
 ---@param op { text?: string, title?: string }
 function M.show(chat, op)
   buffer.show(chat, op.text or "", op.title)
 end
 
+---@param chat CodeCompanionChat
+---@param op table
 function M.call(chat, op)
   require("codecompanion_py.editor").handle(chat, op)
 end
@@ -150,6 +161,7 @@ local function tools_processing(chat, running)
   end
 end
 
+---@param chat CodeCompanionChat
 ---@param op { event: string, data?: table }
 function M.fire(chat, op)
   local data = type(op.data) == "table" and op.data or {}
@@ -160,6 +172,7 @@ function M.fire(chat, op)
   config.fire(op.event, data)
 end
 
+---@param chat CodeCompanionChat
 ---@param op { message: string }
 function M.error(chat, op)
   vim.notify("CodeCompanion: " .. op.message, vim.log.levels.ERROR)
@@ -188,6 +201,7 @@ local function done_marks(chat, op)
   end
 end
 
+---@param chat CodeCompanionChat
 ---@param op { status: "success"|"error"|"stopped"|"empty", message?: string, tokens?: integer }
 function M.done(chat, op)
   local buf = chat.bufnr
@@ -224,6 +238,7 @@ local function select(labels, prompt, pick)
   end)
 end
 
+---@param chat CodeCompanionChat
 ---@param op { adapter: string, models: string[] }
 function M.choose_model(chat, op)
   local function use(model)
@@ -245,6 +260,7 @@ end
 
 -- `gm` in a chat with an agent: one of its options (mode, model, reasoning level...),
 -- then a value; `gR`: an earlier session of the agent, loaded with the next message.
+---@param chat CodeCompanionChat
 ---@param op { options: { id: string, name: string, current: any, values: { name: string, value: any }[] }[] }
 function M.choose_option(chat, op)
   local names = vim.tbl_map(function(o) return ("%s (%s)"):format(o.name, tostring(o.current)) end, op.options)
@@ -256,6 +272,7 @@ function M.choose_option(chat, op)
   end)
 end
 
+---@param chat CodeCompanionChat
 ---@param op { sessions: { id: string, title: string, updated?: string }[] }
 function M.choose_session(chat, op)
   if #op.sessions == 0 then
@@ -270,6 +287,7 @@ function M.choose_session(chat, op)
 end
 
 -- The agent's slash commands, completed after `\` with <C-x><C-o> (the chat's omnifunc).
+---@param chat CodeCompanionChat
 ---@param op { commands: table[] }
 function M.commands(chat, op)
   chat.commands = op.commands
@@ -277,6 +295,7 @@ end
 
 -- The conversation is gone: everything below the first `## Me` goes, and what is above
 -- it (the settings header) and on it (the hint) stays.
+---@param chat CodeCompanionChat
 function M.cleared(chat)
   local buf = chat.bufnr
   local first = 0
@@ -299,6 +318,7 @@ end
 
 -- The last reply leaves the buffer (from its header to the end); what the user had typed
 -- since comes back below the next `## Me`, once the new reply is done.
+---@param chat CodeCompanionChat
 function M.rewind(chat)
   local buf = chat.bufnr
   local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
@@ -349,6 +369,7 @@ function M.rewind(chat)
 end
 
 -- A read-only float with what the engine holds for the chat; q closes it.
+---@param chat CodeCompanionChat
 ---@param op { text: string }
 function M.debug(chat, op)
   require("codecompanion_py.chat.float").open(vim.split(op.text, "\n", { plain = true }), {

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..ui.ops import AgentCommand, AgentOption, OptionValue
+from ...ui.ops import AgentCommand, AgentOption, OptionValue
 
 MODE_OPTION = "__mode"  # the modes, offered as an option when no config option covers them
 

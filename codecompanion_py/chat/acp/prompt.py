@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..acp.client import AcpClient
-from ..errors import AgentError, PathRefused
-from ..messages import Message
-from ..tools.catalog import documents
-from ..tools.context import ToolsContext
-from .context import IMAGE_TYPES, MAX_IMAGE_BYTES, ContextItem, text_of
+from ...acp.client import AcpClient
+from ...errors import AgentError, PathRefused
+from ...messages import Message
+from ...tools.catalog import documents
+from ...tools.context import ToolsContext
+from ..context import IMAGE_TYPES, MAX_IMAGE_BYTES, ContextItem, text_of
 
 _FILE_MENTION = re.compile(r"#\{file:([^}]+)\}")
 _IMAGE_MENTION = re.compile(r"#\{image:([^}]+)\}")

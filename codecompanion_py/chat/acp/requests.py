@@ -15,15 +15,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 from typing import Any, TypeVar
 
-from ..acp.client import CANCELLED
-from ..acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
-from ..errors import CodeCompanionError, PathRefused, RpcError
-from ..tools.approvals import visible
-from ..tools.catalog import documents
-from ..tools.context import ToolsContext
-from ..tools.workspace import Target
-from ..ui.view import EventView
-from .acp_updates import AgentUpdates
+from ...acp.client import CANCELLED
+from ...acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
+from ...errors import CodeCompanionError, PathRefused, RpcError
+from ...tools.approvals import visible
+from ...tools.catalog import documents
+from ...tools.context import ToolsContext
+from ...tools.workspace import Target
+from ...ui.editor import Approval, ApprovalOption
+from ...ui.view import EventView
+from .updates import AgentUpdates
 
 T = TypeVar("T")
 
@@ -59,17 +60,13 @@ class AgentRequests:
             detail = " ".join(command) if isinstance(command, list) else str(command)
         event = {"tool": title, "id": tool.get("toolCallId"), "adapter": self.adapter_name}
         self.view.fire("ToolApprovalRequested", event)
-        reply = await self.context.editor.call(
-            "approve",
-            {
-                "prompt": visible(f"{self.agent_name} wants to: {title}"),
-                "detail": detail,
-                "must_ask": risky,
-                "options": [
-                    {"label": visible(str(o.get("name") or o["optionId"])), "choice": o["optionId"]} for o in options
-                ],
-            },
+        offered = [
+            ApprovalOption(label=visible(str(o.get("name") or o["optionId"])), choice=o["optionId"]) for o in options
+        ]
+        asked = Approval(
+            prompt=visible(f"{self.agent_name} wants to: {title}"), detail=detail, must_ask=risky, options=offered
         )
+        reply = await self.context.editor.call("approve", asked.args())
         choice = reply.get("choice") if isinstance(reply, Mapping) else None
         chosen = next((o for o in options if o["optionId"] == choice), None)
         self.view.fire("ToolApprovalFinished", {**event, "choice": chosen.get("kind") if chosen else "cancel"})
@@ -130,17 +127,15 @@ class AgentRequests:
         return {}
 
     async def _confirm_protected(self, target: Target, action: str) -> None:
-        reply = await self.context.editor.call(
-            "approve",
-            {
-                "prompt": f"{self.agent_name} wants to {action} {target.relative}",
-                "must_ask": f"{target.relative} is {target.protected}",
-                "options": [
-                    {"label": f"Allow this {action}", "choice": "allow"},
-                    {"label": "Refuse", "choice": "refuse"},
-                ],
-            },
+        asked = Approval(
+            prompt=f"{self.agent_name} wants to {action} {target.relative}",
+            must_ask=f"{target.relative} is {target.protected}",
+            options=[
+                ApprovalOption(label=f"Allow this {action}", choice="allow"),
+                ApprovalOption(label="Refuse", choice="refuse"),
+            ],
         )
+        reply = await self.context.editor.call("approve", asked.args())
         if not isinstance(reply, Mapping) or reply.get("choice") != "allow":
             raise RpcError(INTERNAL_ERROR, f"the user refused the {action} of {target.relative}")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import (
+from ...events import (
     NoticeEvent,
     PlanEntry,
     PlanEvent,
@@ -26,8 +26,8 @@ from ..events import (
     ToolProgressEvent,
     ToolResultEvent,
 )
-from ..tools.edits import unified_diff
-from .acp_state import AgentState
+from ...tools.edits import unified_diff
+from .state import AgentState
 
 # Updates that belong to a turn's reply; sent outside a turn they are dropped.
 REPLY_UPDATES = frozenset(

@@ -1,10 +1,10 @@
 """A chat whose replies come from a coding agent over ACP (Claude Code, Codex, Gemini CLI...).
 
 It is a `Session` like the HTTP chat: the agent's updates become canonical events
-(`acp_updates`) shown through the same `EventView`, so an agent's text, reasoning, tool
+(`updates`) shown through the same `EventView`, so an agent's text, reasoning, tool
 calls and plan render as any reply does. What the agent asks of the editor (permissions,
-file reads and writes) is answered by `acp_requests`; the prompt's content blocks come
-from `acp_prompt`; the agent's modes, options and models are kept in `acp_state`.
+file reads and writes) is answered by `requests`; the prompt's content blocks come
+from `prompt`; the agent's modes, options and models are kept in `state`.
 
 The agent starts with the first message and lives until the chat closes; if it dies, the
 next message starts a new one (the agent's memory of the conversation is then gone, and
@@ -19,26 +19,30 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
 
-from ..acp.client import AcpClient
-from ..adapters.acp import AcpAdapter
-from ..editor_port import Editor
-from ..errors import AgentError, CodeCompanionError, ConfigError, RpcError
-from ..events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
-from ..mcp.servers import McpServers
-from ..messages import Message
-from ..tools.approvals import Approvals
-from ..tools.context import ChatHandle, ToolsContext
-from ..tools.workspace import Workspace
-from ..ui import ops
-from ..ui.ops import AdapterInfo, AgentOption, AgentSession
-from ..ui.sink import Sink
-from ..ui.view import EventView
-from .acp_prompt import prompt_blocks
-from .acp_requests import AgentRequests
-from .acp_state import MODE_OPTION, AgentState
-from .acp_updates import REPLY_UPDATES, AgentUpdates
-from .context import ContextItem
-from .debug import debug_text
+from ...acp.client import AcpClient
+from ...adapters.acp import AcpAdapter
+from ...adapters.base import HTTPAdapter
+from ...editor_port import Editor
+from ...errors import AgentError, CodeCompanionError, ConfigError, RpcError
+from ...events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
+from ...mcp.servers import McpServers
+from ...messages import Message
+from ...tools.approvals import Approvals
+from ...tools.context import ChatHandle, ToolsContext
+from ...tools.workspace import Workspace
+from ...ui import ops
+from ...ui.editor import BufferReload, SessionPre
+from ...ui.ops import AdapterInfo, AgentOption, AgentSession
+from ...ui.sink import Sink
+from ...ui.view import EventView
+from ..context import ContextItem
+from ..debug import debug_text
+from ..history import Record
+from ..protocol import PromptSetup, SavedState
+from .prompt import prompt_blocks
+from .requests import AgentRequests
+from .state import MODE_OPTION, AgentState
+from .updates import REPLY_UPDATES, AgentUpdates
 
 log = logging.getLogger("codecompanion_py.acp")
 MAX_TURN_CHARS = 64 * 1024 * 1024
@@ -166,8 +170,8 @@ class AcpChatSession:
         if self.client is not None:
             self.client.kill_now()
 
-    async def switch(self, name: str, model: str | None) -> bool:
-        if name != self.adapter.name:
+    async def switch(self, name: str, model: str | None, *, agent: bool) -> bool:
+        if not agent or name != self.adapter.name:
             return False
         if model:
             option = self.state.model_option(model)
@@ -175,6 +179,25 @@ class AcpChatSession:
                 raise AgentError(f"{self.adapter.formatted_name} offers no model {model!r}")
             await self.set_option(option.id, model)
         return True
+
+    def saved_state(self) -> SavedState:
+        return SavedState(session_id=self.session_id)
+
+    def restore(self, saved: Record) -> None:
+        if saved.session_id:
+            self.saved_session = saved.session_id
+
+    def use_prompt(self, setup: PromptSetup) -> None:
+        """An agent keeps its own system prompt and tools."""
+
+    def attach_mcp(self, server: str) -> None:
+        """The agent gets the editor's MCP servers when its session starts."""
+
+    def detach_mcp(self, server: str) -> None:
+        """(As `attach_mcp`.)"""
+
+    def title_adapter(self) -> HTTPAdapter | None:
+        return None
 
     def own_models(self, name: str) -> list[str] | None:
         if name == self.adapter.name:
@@ -337,11 +360,13 @@ class AcpChatSession:
         if self.mcp is not None:  # the editor's MCP servers, for the agent to use itself
             http = client.supports("mcpCapabilities", "http")
             client.mcp_servers = await self.mcp.for_agent(http=http, editor=self.editor)
-        pre = {"id": self.chat_id, "agent_capabilities": client.capabilities or None, "mcp_servers": client.mcp_servers}
+        pre = SessionPre(
+            id=self.chat_id, agent_capabilities=client.capabilities or None, mcp_servers=client.mcp_servers
+        )
         if self.mcp is None or not self.mcp.specs:
-            self.view.fire("ACPSessionPre", pre)
+            self.view.fire("ACPSessionPre", pre.args())
         else:  # the editor fires it and lets its handlers change the servers the agent gets
-            changed = await self.editor.call("acp.session_pre", pre)
+            changed = await self.editor.call("acp.session_pre", pre.args())
             servers = changed.get("mcp_servers") if isinstance(changed, Mapping) else None
             if isinstance(servers, list):
                 client.mcp_servers = [dict(s) for s in servers if isinstance(s, Mapping) and s.get("name")]
@@ -374,7 +399,7 @@ class AcpChatSession:
             await self.set_mode(mode)
         model = self.adapter.defaults.get("model")
         if isinstance(model, str) and model and model != self.state.current_model():
-            await self.switch(self.adapter.name, model)
+            await self.switch(self.adapter.name, model, agent=True)
         self.view.push(ops.Ready(adapter=self.adapter_info()))
         self.view.fire("ChatACPSession", {"adapter": self.adapter_info(), "session_id": session_id})
         return client, session_id
@@ -450,7 +475,7 @@ class AcpChatSession:
         if translation.options_changed:
             self.view.push(ops.Ready(adapter=self.adapter_info()))
         if translation.edited_paths:  # agents that write files themselves leave loaded buffers stale
-            self._spawn(self.editor.call("buffer.reload", {"paths": list(translation.edited_paths)}))
+            self._spawn(self.editor.call("buffer.reload", BufferReload(paths=list(translation.edited_paths)).args()))
 
     def _within_cap(self, events: Sequence[StreamEvent]) -> bool:
         """Whether these events may be shown: past MAX_TURN_CHARS in a turn, the agent is

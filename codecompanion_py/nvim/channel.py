@@ -1,6 +1,6 @@
 """Python to Lua: fire-and-forget calls from the engine, which runs on pynvim's own loop.
 
-pynvim is not thread-safe, so the engine shares its loop (`Engine(bridge, loop=nvim.loop)`)
+pynvim is not thread-safe, so the engine shares its loop (`Engine(channel, loop=nvim.loop)`)
 and each call here goes out on Neovim's channel at once, as a notification
 (`exec_lua(..., async_=True)`): the engine never waits for Neovim, and no thread hop
 delays a render.
@@ -18,7 +18,7 @@ _NOTIFY = (
 )
 
 
-class NvimBridge:
+class NvimChannel:
     def __init__(self, nvim: Any) -> None:
         self._nvim = nvim
 
