@@ -284,7 +284,7 @@ def test_checkhealth_shows_bridge_clis_versions_and_sorted_keys(tmp_path):
 def test_checkhealth_says_how_to_install_a_missing_engine(tmp_path):
     out = run_checkhealth(
         tmp_path,
-        "{ request = function() error('must not be asked') end, host = function() return nil end,"
+        "{ request = function() error('must not be asked') end, host = function() return nil end, running = function() return false end,"
         " last_exit = function() return nil end, python = function() return '/nowhere/.venv/bin/python', false end,"
         " install_hint = function() return 'Run :CodeCompanionInstall' end }",
     )
@@ -350,7 +350,7 @@ def test_no_mcp_section_without_servers():
 def test_checkhealth_names_a_chosen_python_that_is_not_executable_and_an_engine_that_does_not_answer(tmp_path):
     chosen = run_checkhealth(
         tmp_path,
-        "{ request = function() error('must not be asked') end, host = function() return nil end,"
+        "{ request = function() error('must not be asked') end, host = function() return nil end, running = function() return false end,"
         " last_exit = function() return nil end, python = function() return '/nowhere/python', true end }",
     )
     assert "opts.python = /nowhere/python is not executable" in chosen

@@ -37,7 +37,7 @@ local function engine(rpc, host)
   local running = rpc.host()
   if running then
     add(host, "ok", ("the engine runs as Neovim's job (pid %s) with %s"):format(running.pid, running.python))
-  elseif vim.fn.exists("*CodeCompanionPyNotify") == 1 or vim.fn.exists("#FuncUndefined#CodeCompanionPyNotify") == 1 then
+  elseif rpc.running() then -- no job of ours: the remote plugin answers
     add(host, "ok", "the engine is served by the remote plugin registered with :UpdateRemotePlugins")
   else
     local python, chosen = rpc.python()
