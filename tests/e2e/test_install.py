@@ -73,6 +73,9 @@ def isolated(tmp_path, monkeypatch) -> Path:
     """Neovim's data and config under tmp_path: no remote-plugin manifest, no user config."""
     for name in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    # a user's Neovim has no PYTHONPATH to this checkout: with one, the half-made venv's host would
+    # import the engine from here and miss its dependencies instead of the engine itself
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     return tmp_path
 
 
