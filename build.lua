@@ -3,7 +3,7 @@
 -- vim.g.codecompanion_py_build_python); this relays its progress without blocking Neovim: in
 -- lazy.nvim's coroutine (its build step) through coroutine.yield; from :CodeCompanionInstall,
 -- `:luafile` or `loadfile()()` through vim.notify; from `nvim -l build.lua` printed, exit 1 on failure.
--- vim.g.codecompanion_py_build is "running", "done" or "failed"; User CodeCompanionPyBuilt ends it.
+-- vim.g.codecompanion_py_build: "running", "done", "failed"; User CodeCompanionPyBuilt fires at the end.
 local LEVELS = vim.log.levels
 local ROOT = vim.fn.fnamemodify(debug.getinfo(1, "S").source:gsub("^@", ""), ":p:h")
 local PYTHON = ROOT .. (vim.fn.has("win32") == 1 and "/.venv/Scripts/python.exe" or "/.venv/bin/python")

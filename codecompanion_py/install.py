@@ -17,17 +17,20 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # types only: an older Python must get as far as saying it is too old
+    from collections.abc import Callable, Sequence
+
+    Emit = Callable[[str, str], None]
+    """Reports a line: its level ("INFO" for a step, "TRACE" for a tool's output), then the text."""
 
 MIN_PYTHON = (3, 10)  # pyproject.toml's requires-python
 TAIL = 25  # lines of a failing tool's output quoted in the failure message
 TOOL_ENV = {"PYTHONUNBUFFERED": "1", "PIP_NO_INPUT": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 IMPORT_CHECK = "import codecompanion_py.nvim.host"
-
-Emit = Callable[[str, str], None]
-"""Reports a line: its level ("INFO" for a step, "TRACE" for a tool's output), then the text."""
 
 
 def emit_json(level: str, msg: str, ok: bool | None = None) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,24 @@ def test_run_by_path_it_reports_one_json_object_a_line(tmp_path):
     assert all(line["level"] == "TRACE" and "ok" not in line for line in lines[1:-1])
     assert lines[-1]["ok"] is False and lines[-1]["level"] == "ERROR"
     assert lines[-1]["msg"].startswith(f"could not create {root / '.venv'}:\n")
+
+
+def an_older_python() -> str | None:
+    on_path = [shutil.which(name) for name in ("python3.9", "python3.8", "python3.7")]
+    pyenv = sorted(map(str, Path.home().glob(".pyenv/versions/3.[789].*/bin/python")), reverse=True)
+    for path in filter(None, [*on_path, *pyenv]):
+        if subprocess.run([path, "-c", "pass"], capture_output=True, timeout=30).returncode == 0:
+            return path
+    return None
+
+
+def test_run_by_an_older_python_it_says_so(tmp_path):
+    """The installer gets as far as saying the Python is too old: it must parse and import there."""
+    python = an_older_python()
+    if not python:
+        pytest.skip("no Python older than 3.10 here")
+    out = subprocess.run([python, "-I", str(SCRIPT), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    last = json.loads(out.stdout.splitlines()[-1])
+    assert last["ok"] is False and "install Python 3.10 or newer" in last["msg"]
+    assert not (tmp_path / ".venv").exists()
