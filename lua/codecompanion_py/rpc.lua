@@ -317,7 +317,7 @@ function M.request(method, payload)
     if ok then
       return answer
     end
-    error(vim.fn.jobwait({ chan }, 0)[1] ~= -1 and M.GONE or answer, 0)
+    error(next(vim.api.nvim_get_chan_info(chan)) == nil and M.GONE or answer, 0) -- its channel closed
   end
   return vim.fn.CodeCompanionPyRequest(method, payload or vim.empty_dict())
 end
