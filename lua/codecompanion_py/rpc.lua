@@ -310,16 +310,19 @@ end
 ---@param payload? table
 ---@return any answer
 function M.request(method, payload)
-  ensure_config()
-  local chan = connect()
-  if chan then
-    local ok, answer = pcall(vim.rpcrequest, chan, "request", method, payload or vim.empty_dict())
-    if ok then
-      return answer
+  local ok, answer = pcall(function()
+    ensure_config()
+    local chan = connect()
+    if chan then
+      return vim.rpcrequest(chan, "request", method, payload or vim.empty_dict())
     end
-    error(next(vim.api.nvim_get_chan_info(chan)) == nil and M.GONE or answer, 0) -- its channel closed
+    return vim.fn.CodeCompanionPyRequest(method, payload or vim.empty_dict())
+  end)
+  if ok then
+    return answer
   end
-  return vim.fn.CodeCompanionPyRequest(method, payload or vim.empty_dict())
+  local closed = host.chan and next(vim.api.nvim_get_chan_info(host.chan)) == nil
+  error(closed and M.GONE or answer, 0)
 end
 
 -- What `M.request` raises when the engine's host has exited: that exit is told once, elsewhere.
