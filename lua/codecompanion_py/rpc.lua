@@ -321,8 +321,7 @@ function M.request(method, payload)
   if ok then
     return answer
   end
-  local closed = host.chan and next(vim.api.nvim_get_chan_info(host.chan)) == nil
-  error(closed and M.GONE or answer, 0)
+  error(tostring(answer):match("^Invalid channel") and M.GONE or answer, 0) -- Neovim's word for a closed one
 end
 
 -- What `M.request` raises when the engine's host has exited: that exit is told once, elsewhere.
