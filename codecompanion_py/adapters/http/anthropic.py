@@ -21,7 +21,7 @@ import msgspec
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import bound_handler
 from .openai import build_tools as _openai_tools
-from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
+from .wire import frame_decoder, handler_table, provider_opts, setting, setup_stream_flag, whole_response
 
 PROVIDER_KEY = "anthropic"
 _STOP_REASONS = {
@@ -307,46 +307,29 @@ def parse_tokens(self: Any, data: Any) -> int | None:
     return _usage(usage).total_tokens or None if usage else None
 
 
-HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup_stream_flag},
-    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
-
 ADAPTER: dict[str, Any] = {
     "name": "anthropic",
     "formatted_name": "Anthropic",
     "url": "https://api.anthropic.com/v1/messages",
     "env": {"api_key": "ANTHROPIC_API_KEY"},
     "headers": {"content-type": "application/json", "x-api-key": "${api_key}", "anthropic-version": "2023-06-01"},
-    "opts": {
-        "stream": True,
-        "tools": True,
-        "vision": True,
-        "cache_prompt": True,
-        "required_env": ["api_key"],
-        "models_url": "https://api.anthropic.com/v1/models",
-    },
+    "opts": provider_opts(
+        cache_prompt=True, required_env=["api_key"], models_url="https://api.anthropic.com/v1/models"
+    ),
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {
-            "order": 1,
-            "mapping": "parameters",
-            "type": "enum",
-            "default": "claude-sonnet-4-5",
-            "choices": ["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-7-sonnet-latest"],
-        },
-        "max_tokens": {"order": 2, "mapping": "parameters", "type": "integer", "default": 8192},
-        "temperature": {"order": 3, "mapping": "parameters", "type": "number", "optional": True, "default": None},
-        "extended_thinking": {
-            "order": 4,
-            "mapping": "parameters",
-            "type": "boolean",
-            "default": False,
-            "desc": "Let the model think before it answers (shown as reasoning).",
-        },
-        "thinking_budget": {"order": 5, "mapping": "parameters", "type": "integer", "default": 4096},
+        "model": setting(
+            1,
+            "enum",
+            "claude-sonnet-4-5",
+            choices=["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-7-sonnet-latest"],
+        ),
+        "max_tokens": setting(2, "integer", 8192),
+        "temperature": setting(3, "number", optional=True),
+        "extended_thinking": setting(
+            4, "boolean", False, desc="Let the model think before it answers (shown as reasoning)."
+        ),
+        "thinking_budget": setting(5, "integer", 4096),
     },
-    "handlers": HANDLERS,
+    "handlers": handler_table(globals(), setup=setup_stream_flag),
 }

@@ -22,7 +22,7 @@ from ...errors import AdapterError
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import bound_handler
 from .openai import build_tools as _openai_tools
-from .wire import parse_inline
+from .wire import handler_table, provider_opts, setting
 
 PROVIDER_KEY = "gemini"
 _FINISH = {
@@ -290,44 +290,29 @@ def parse_tokens(self: Any, data: Any) -> int | None:
     return _usage(usage).total_tokens if usage else None
 
 
-HANDLERS: dict[str, Any] = {
-    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
-
 ADAPTER: dict[str, Any] = {
     "name": "gemini",
     "formatted_name": "Gemini",
     "url": "https://generativelanguage.googleapis.com/v1beta/models/${model}:${method}",
     "env": {"api_key": "GEMINI_API_KEY", "model": "schema.model.default", "method": _method},
     "headers": {"Content-Type": "application/json", "x-goog-api-key": "${api_key}"},
-    "opts": {
-        "stream": True,
-        "tools": True,
-        "vision": True,
-        "required_env": ["api_key"],
-        "models_url": "https://generativelanguage.googleapis.com/v1beta/models?pageSize=200",
-    },
+    "opts": provider_opts(
+        required_env=["api_key"], models_url="https://generativelanguage.googleapis.com/v1beta/models?pageSize=200"
+    ),
     "features": {"text": True, "tokens": True},
     "schema": {
         # the model is part of the url, not the body
-        "model": {
-            "order": 1,
-            "type": "enum",
-            "default": "gemini-2.5-flash",
-            "choices": ["gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"],
-        },
-        "temperature": {"order": 2, "mapping": "parameters", "type": "number", "optional": True, "default": None},
-        "max_tokens": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
-        "show_thoughts": {
-            "order": 4,
-            "mapping": "parameters",
-            "type": "boolean",
-            "default": True,
-            "desc": "Ask for thought summaries, shown as reasoning.",
-        },
-        "thinking_budget": {"order": 5, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
+        "model": setting(
+            1,
+            "enum",
+            "gemini-2.5-flash",
+            mapping=None,
+            choices=["gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"],
+        ),
+        "temperature": setting(2, "number", optional=True),
+        "max_tokens": setting(3, "integer", optional=True),
+        "show_thoughts": setting(4, "boolean", True, desc="Ask for thought summaries, shown as reasoning."),
+        "thinking_budget": setting(5, "integer", optional=True),
     },
-    "handlers": HANDLERS,
+    "handlers": handler_table(globals()),
 }

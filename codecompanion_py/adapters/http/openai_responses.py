@@ -19,8 +19,9 @@ from typing import Any
 import msgspec
 
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
+from .openai import TokenDetails
 from .openai import build_tools as _openai_tools
-from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
+from .wire import frame_decoder, handler_table, provider_opts, setting, setup_stream_flag, whole_response
 
 PROVIDER_KEY = "openai_responses"
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
@@ -46,17 +47,12 @@ class _Item(msgspec.Struct):
     encrypted_content: str | None = None
 
 
-class _Details(msgspec.Struct):
-    cached_tokens: int | None = None
-    reasoning_tokens: int | None = None
-
-
 class _Usage(msgspec.Struct):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
-    input_tokens_details: _Details | None = None
-    output_tokens_details: _Details | None = None
+    input_tokens_details: TokenDetails | None = None
+    output_tokens_details: TokenDetails | None = None
 
 
 class _Error(msgspec.Struct):
@@ -268,44 +264,20 @@ def parse_tokens(self: Any, data: Any) -> int | None:
     return _usage(usage).total_tokens if usage else None
 
 
-HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup_stream_flag},
-    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
-
 ADAPTER: dict[str, Any] = {
     "name": "openai_responses",
     "formatted_name": "OpenAI Responses",
     "url": "https://api.openai.com/v1/responses",
     "env": {"api_key": "OPENAI_API_KEY"},
     "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
-    "opts": {
-        "stream": True,
-        "tools": True,
-        "vision": True,
-        "required_env": ["api_key"],
-        "models_url": "https://api.openai.com/v1/models",
-    },
+    "opts": provider_opts(required_env=["api_key"], models_url="https://api.openai.com/v1/models"),
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {
-            "order": 1,
-            "mapping": "parameters",
-            "type": "enum",
-            "default": "gpt-5-mini",
-            "choices": ["gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-4.1", "o3", "o4-mini"],
-        },
-        "reasoning_effort": {
-            "order": 2,
-            "mapping": "parameters",
-            "type": "string",
-            "optional": True,
-            "default": "medium",
-            "choices": ["minimal", "low", "medium", "high"],
-        },
-        "max_tokens": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
+        "model": setting(
+            1, "enum", "gpt-5-mini", choices=["gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-4.1", "o3", "o4-mini"]
+        ),
+        "reasoning_effort": setting(2, "string", "medium", optional=True, choices=["minimal", "low", "medium", "high"]),
+        "max_tokens": setting(3, "integer", optional=True),
     },
-    "handlers": HANDLERS,
+    "handlers": handler_table(globals(), setup=setup_stream_flag),
 }

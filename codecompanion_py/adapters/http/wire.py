@@ -1,15 +1,16 @@
 """Pieces every wire format's handlers share: typed frame decoding with a clear error,
-the inline handler derived from the chat one, and the `stream` body flag."""
+the inline handler derived from the chat one, the `stream` body flag, and the handler
+table built from a module's handlers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
 
 from ...errors import AdapterError
-from ..handlers import call_handler
+from ..handlers import NEW_TO_OLD, call_handler, in_layout
 
 T = TypeVar("T")
 
@@ -68,3 +69,38 @@ def setup_stream_flag(self: Any) -> bool:
     else:
         self.parameters.pop("stream", None)
     return True
+
+
+def handler_table(namespace: Mapping[str, Any], **shared: Callable[..., Any]) -> dict[str, Any]:
+    """The nested handler table (Contract 1) of a wire module: every function its
+    `namespace` (the module's `globals()`, once its handlers are defined) defines under a
+    handler's name (`build_messages`, `parse_chat`...), plus the `shared` ones it takes from
+    elsewhere (passed by name: an import only `globals()` used would look unused to a linter),
+    and `parse_inline` above unless it has its own."""
+    found = {name: namespace[name] for name in NEW_TO_OLD if callable(namespace.get(name))}
+    return in_layout({"parse_inline": parse_inline, **found, **shared}, {"request": {}})
+
+
+def provider_opts(**extra: Any) -> dict[str, Any]:
+    """The `opts` of a built-in wire format, which streams, calls tools and reads images;
+    `extra` adds or replaces."""
+    return {"stream": True, "tools": True, "vision": True, **extra}
+
+
+def setting(
+    order: int,
+    kind: str,
+    default: Any = None,
+    *,
+    optional: bool = False,
+    mapping: str | None = "parameters",
+    **extra: Any,
+) -> dict[str, Any]:
+    """One `schema` entry of type `kind`, sent in the body's `mapping` (None: used elsewhere,
+    e.g. in the url); an `optional` one is left out of the body while unset."""
+    entry: dict[str, Any] = {"order": order, "type": kind, "default": default, **extra}
+    if mapping is not None:
+        entry["mapping"] = mapping
+    if optional:
+        entry["optional"] = True
+    return entry
