@@ -63,7 +63,7 @@ def bench_server(chunks: int, line_every: int = 16, wire: str = "openai", pace: 
             "19",
             sys.executable,
             "-m",
-            "codecompanion_py.demo.server",
+            "codecompanion_py.demo.bench_server",
             "--bench-chunks",
             str(chunks),
             "--line-every",
@@ -660,7 +660,8 @@ def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
     reading the request, in one process (issue 18's "long chats")."""
     from codecompanion_py import adapters
     from codecompanion_py.chat.session import ChatSession
-    from codecompanion_py.demo.server import Reply, ScriptedServer, openai_stream_frames
+    from codecompanion_py.demo.bench_server import openai_stream_frames
+    from codecompanion_py.demo.server import Reply, ScriptedServer
 
     class NullSink:
         def push(self, op) -> None:
