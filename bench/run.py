@@ -769,18 +769,16 @@ def main() -> None:
         report["memory"] = bench_memory(editor)
     finally:
         editor.close()
-    print("4. import time ...", flush=True)
-    report["import"] = bench_import()
-    print("5. tools ...", flush=True)
-    report["tools"] = bench_tools()
-    print("6. ACP agent ...", flush=True)
-    report["acp"] = bench_acp()
-    print("7. long chats ...", flush=True)
-    report["long_chats"] = bench_long_chats()
-    print("8. big files ...", flush=True)
-    report["big_files"] = bench_big_files()
-    print("10. cold start ...", flush=True)
-    report["cold_start"] = bench_cold_start()
+    for key, title, bench in (
+        ("import", "4. import time", bench_import),
+        ("tools", "5. tools", bench_tools),
+        ("acp", "6. ACP agent", bench_acp),
+        ("long_chats", "7. long chats", bench_long_chats),
+        ("big_files", "8. big files", bench_big_files),
+        ("cold_start", "10. cold start", bench_cold_start),
+    ):
+        print(f"{title} ...", flush=True)
+        report[key] = bench()
 
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()

@@ -21,7 +21,15 @@ import msgspec
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import bound_handler
 from .openai import build_tools as _openai_tools
-from .wire import frame_decoder, handler_table, provider_opts, setting, setup_stream_flag, whole_response
+from .wire import (
+    alternating_turns,
+    frame_decoder,
+    handler_table,
+    provider_opts,
+    setting,
+    setup_stream_flag,
+    whole_response,
+)
 
 PROVIDER_KEY = "anthropic"
 _STOP_REASONS = {
@@ -44,22 +52,24 @@ class _Usage(msgspec.Struct):
     cache_read_input_tokens: int | None = None
 
 
-class _Block(msgspec.Struct):
-    type: str
+class _Content(msgspec.Struct, kw_only=True):
+    """What a content block and a delta to one both carry: text, or thinking and its signature."""
+
     text: str | None = None
     thinking: str | None = None
     signature: str | None = None
+
+
+class _Block(_Content, kw_only=True):
+    type: str
     data: str | None = None
     id: str | None = None
     name: str | None = None
     input: Any = None
 
 
-class _Delta(msgspec.Struct):
+class _Delta(_Content, kw_only=True):
     type: str | None = None
-    text: str | None = None
-    thinking: str | None = None
-    signature: str | None = None
     partial_json: str | None = None
     stop_reason: str | None = None
 
@@ -116,19 +126,10 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     system = [{"type": "text", "text": m.text} for m in messages if m.role == "system" and m.text]
-    turns: list[dict[str, Any]] = []
     format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
-    for message in messages:
-        if message.role == "system":
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message, format_response, format_calls)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:  # the API wants user and assistant turns to alternate
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+    turns = alternating_turns(
+        messages, "assistant", "content", lambda message: _blocks(message, format_response, format_calls)
+    )
     if self.opts.get("cache_prompt", True):
         _mark_cache_points(system, turns)
     body: dict[str, Any] = {"messages": turns}

@@ -22,7 +22,7 @@ from ...errors import AdapterError
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import bound_handler
 from .openai import build_tools as _openai_tools
-from .wire import handler_table, provider_opts, setting
+from .wire import alternating_turns, handler_table, provider_opts, setting
 
 PROVIDER_KEY = "gemini"
 _FINISH = {
@@ -155,19 +155,12 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     system = [{"text": m.text} for m in messages if m.role == "system" and m.text]
     calls_by_id = {c.id: c for m in messages for c in m.tool_calls}
-    contents: list[dict[str, Any]] = []
     format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
-    for message in messages:
-        if message.role == "system":
-            continue
-        role = "model" if message.role == "assistant" else "user"
-        parts = [p for part in message.parts for p in _to_parts(part, calls_by_id, format_response, format_calls)]
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
+
+    def parts_of(message: Message) -> list[dict[str, Any]]:
+        return [p for part in message.parts for p in _to_parts(part, calls_by_id, format_response, format_calls)]
+
+    contents = alternating_turns(messages, "model", "parts", parts_of)
     body: dict[str, Any] = {"contents": contents}
     if system:
         body["systemInstruction"] = {"parts": system}

@@ -63,7 +63,9 @@ class TokenDetails(msgspec.Struct):
     reasoning_tokens: int | None = None
 
 
-class _Usage(msgspec.Struct):
+class ChatUsage(msgspec.Struct):
+    """Usage as Chat Completions names it (the Responses API's is read into these fields)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
@@ -81,13 +83,13 @@ class _Choice(msgspec.Struct):
     delta: _Delta | None = None
     message: _Delta | None = None
     finish_reason: str | None = None
-    usage: _Usage | None = None  # Kimi (Moonshot) reports usage in the last choice
+    usage: ChatUsage | None = None  # Kimi (Moonshot) reports usage in the last choice
     error: _Error | str | None = None  # OpenRouter: an upstream failure, with finish_reason "error"
 
 
 class _Chunk(msgspec.Struct):
     choices: list[_Choice] | None = None
-    usage: _Usage | None = None
+    usage: ChatUsage | None = None
     error: _Error | str | None = None
 
 
@@ -95,7 +97,7 @@ decode = frame_decoder(_Chunk)
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 
 
-def usage_from(raw: _Usage) -> Usage:
+def usage_from(raw: ChatUsage) -> Usage:
     prompt_details = raw.prompt_tokens_details
     completion_details = raw.completion_tokens_details
     return Usage(
@@ -414,13 +416,24 @@ def wire_id(self: Any, call_id: str) -> str:
 
 _MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-4o", "gpt-4o-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"]
 
+MODELS_URL = "https://api.openai.com/v1/models"
+
+
+def openai_account() -> dict[str, Any]:
+    """The `env` and `headers` of a request to api.openai.com with the user's OpenAI key,
+    whichever of its APIs."""
+    return {
+        "env": {"api_key": "OPENAI_API_KEY"},
+        "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
+    }
+
+
 ADAPTER: dict[str, Any] = {
     "name": "openai",
     "formatted_name": "OpenAI",
     "url": "https://api.openai.com/v1/chat/completions",
-    "env": {"api_key": "OPENAI_API_KEY"},
-    "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
-    "opts": provider_opts(stream_format="sse", required_env=["api_key"], models_url="https://api.openai.com/v1/models"),
+    **openai_account(),
+    "opts": provider_opts(stream_format="sse", required_env=["api_key"], models_url=MODELS_URL),
     "features": {"text": True, "tokens": True},
     "schema": {
         "model": setting(1, "enum", "gpt-4.1", choices=_MODELS, desc="ID of the model to use."),

@@ -4,12 +4,13 @@ table built from a module's handlers."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import msgspec
 
 from ...errors import AdapterError
+from ...messages import Message
 from ..handlers import NEW_TO_OLD, call_handler, in_layout
 
 T = TypeVar("T")
@@ -52,6 +53,27 @@ def whole_response(
     if reasoning_end:
         result["reasoning_end"] = reasoning_end
     return result
+
+
+def alternating_turns(
+    messages: Iterable[Message], assistant: str, key: str, parts_of: Callable[[Message], list[Any]]
+) -> list[dict[str, Any]]:
+    """The conversation as `{"role": "user" or assistant, key: parts}` turns, for an API that
+    wants user and assistant turns to alternate: consecutive turns of one role are merged;
+    system messages (the caller's to place) and messages without parts are left out."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = assistant if message.role == "assistant" else "user"
+        parts = parts_of(message)
+        if not parts:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1][key].extend(parts)
+        else:
+            turns.append({"role": role, key: parts})
+    return turns
 
 
 def parse_inline(self: Any, data: Any, context: Any = None) -> dict[str, Any] | None:
