@@ -2,6 +2,9 @@ from pathlib import Path
 
 import pytest
 
+from codecompanion_py.client import HttpClient
+from codecompanion_py.demo.server import Reply, ScriptedServer
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -11,6 +14,32 @@ def fixture_bytes():
         return (FIXTURES / name).read_bytes()
 
     return read
+
+
+@pytest.fixture
+async def client():
+    """An HttpClient without retries, closed after the test: these tests check what each
+    failure says (tests/reliability tests retrying). A module may define its own."""
+    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
+    yield http
+    await http.aclose()
+
+
+@pytest.fixture
+async def scripted_server():
+    """`await scripted_server(*replies)`: a started `ScriptedServer` answering with `replies`
+    in turn; every server started so is closed after the test."""
+    servers: list[ScriptedServer] = []
+
+    async def start(*replies: Reply) -> ScriptedServer:
+        server = ScriptedServer.sequence(list(replies))
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        await server.close()
 
 
 @pytest.fixture(autouse=True)

@@ -191,13 +191,6 @@ CASES = [(adapter, kind) for adapter in STREAMS for kind in ("text", "tool_call"
 
 
 @pytest.fixture
-async def client():
-    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
-    yield http
-    await http.aclose()
-
-
-@pytest.fixture
 def point(monkeypatch, tmp_path):
     """The adapter `name` as its user configures it, sending to the local server."""
     copilot.clear_caches()

@@ -1,0 +1,28 @@
+"""Helpers for tests that stream a reply through the whole path: HTTP, the decoders, an
+adapter's handlers and the normalizer's events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codecompanion_py.demo.server import Reply
+from codecompanion_py.events import FinalEvent
+from codecompanion_py.messages import Message
+from codecompanion_py.stream.iterators import HttpStreamIterator, replay_stream
+
+
+async def ask(adapter: Any, client: Any, text: str = "hi") -> list[Any]:
+    """The events of one request with the user message `text`."""
+    return await replay_stream(HttpStreamIterator(adapter, [Message.of("user", text)], client=client))
+
+
+def final_of(events: list[Any]) -> FinalEvent:
+    assert isinstance(events[-1], FinalEvent), events[-1]
+    return events[-1]
+
+
+def in_pieces(body: bytes, size: int, content_type: str = "text/event-stream", **reply: Any) -> Reply:
+    """`body` in network chunks of `size` bytes, which split frames, lines and UTF-8
+    sequences anywhere; `reply` sets the Reply's other fields (status, headers...)."""
+    headers = {"content-type": content_type, **reply.pop("headers", {})}
+    return Reply(headers=headers, chunks=[body[i : i + size] for i in range(0, len(body), size)], **reply)
