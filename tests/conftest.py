@@ -1,3 +1,6 @@
+import shutil
+import ssl
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -40,6 +43,24 @@ async def scripted_server():
     yield start
     for server in servers:
         await server.close()
+
+
+@pytest.fixture(scope="session")
+def tls_server_context(tmp_path_factory) -> ssl.SSLContext:
+    """A server's TLS context, its certificate for 127.0.0.1 made by openssl (so no client
+    trusts it unless told not to verify)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: no certificate for the TLS test")
+    folder = tmp_path_factory.mktemp("tls")
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
 
 
 @pytest.fixture(autouse=True)

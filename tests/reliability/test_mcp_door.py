@@ -85,35 +85,27 @@ def secret_free(text: str, secret: str) -> bool:
 # --- 1. secrets ------------------------------------------------------------------------------
 
 
-async def test_a_provider_error_cut_inside_the_key_shows_no_part_of_it(monkeypatch):
+async def test_a_provider_error_cut_inside_the_key_shows_no_part_of_it(monkeypatch, client):
     """A plain-text 404 body echoing the key, the key across the 300-character cut."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     body = ("no such route; you sent " + "." * 260 + KEY + " and more").encode()
     assert body.index(KEY.encode()) < 300 < body.index(KEY.encode()) + len(KEY)
     fault = Fault(status=404, headers={"content-type": "text/plain"}, body=[body], framing="length")
-    client = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
-    try:
-        async with FaultServer.sequence(fault) as server:
-            got = await ask(openai_at(server.url), client)
-    finally:
-        await client.aclose()
+    async with FaultServer.sequence(fault) as server:
+        got = await ask(openai_at(server.url), client)
     assert isinstance(got[-1], ErrorEvent) and "HTTP 404" in got[-1].message
     assert secret_free(got[-1].message, KEY), got[-1].message
 
 
-async def test_an_answer_that_is_no_stream_cut_inside_the_key_shows_no_part_of_it(monkeypatch):
+async def test_an_answer_that_is_no_stream_cut_inside_the_key_shows_no_part_of_it(monkeypatch, client):
     """A 200 that is broken JSON, not an event stream: its first 300 characters are shown,
     the key across that cut (the stream's own path, scrubbed after the cut was made)."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     body = ('{"echo": "you sent ' + "." * 265 + KEY + " and more").encode()
     assert body.index(KEY.encode()) < 300 < body.index(KEY.encode()) + len(KEY)
     fault = Fault(status=200, headers={"content-type": "application/json"}, body=[body], framing="length")
-    client = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
-    try:
-        async with FaultServer.sequence(fault) as server:
-            got = await ask(openai_at(server.url), client)
-    finally:
-        await client.aclose()
+    async with FaultServer.sequence(fault) as server:
+        got = await ask(openai_at(server.url), client)
     assert isinstance(got[-1], ErrorEvent) and "not an event stream" in got[-1].message, got[-1].message
     assert secret_free(got[-1].message, KEY), got[-1].message
 

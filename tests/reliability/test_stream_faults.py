@@ -30,6 +30,13 @@ from .fault_server import Fault, FaultServer, events, sse, stream
 
 KEY = "sk-reliability-0123456789abcdef"
 READ = {"path": "a.py"}
+
+
+def read_call(arguments: str) -> dict:
+    """The Responses API's item for a call of read_file with `arguments` (so far)."""
+    return {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file", "arguments": arguments}
+
+
 TOOLS = [ToolSpec(name="read_file", parameters={"type": "object", "properties": {"path": {"type": "string"}}})]
 
 
@@ -151,28 +158,12 @@ STREAMS: dict[str, dict[str, tuple[list[bytes], list[bytes]]]] = {
         ),
         "tool_call": (
             events(
-                {
-                    "type": "response.output_item.added",
-                    "output_index": 0,
-                    "item": {
-                        "type": "function_call",
-                        "id": "fc_1",
-                        "call_id": "call_1",
-                        "name": "read_file",
-                        "arguments": "",
-                    },
-                },
+                {"type": "response.output_item.added", "output_index": 0, "item": read_call("")},
                 {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": json.dumps(READ)},
                 {
                     "type": "response.output_item.done",
                     "output_index": 0,
-                    "item": {
-                        "type": "function_call",
-                        "id": "fc_1",
-                        "call_id": "call_1",
-                        "name": "read_file",
-                        "arguments": json.dumps(READ),
-                    },
+                    "item": read_call(json.dumps(READ)),
                 },
             ),
             events(RESPONSES_DONE),
