@@ -279,32 +279,25 @@ async def test_provider_error_bodies_over_http(
     assert key_for(adapter) not in events[0].message
 
 
+ERROR_TYPES = {  # status: (Anthropic's error type, Gemini's status)
+    400: ("invalid_request_error", "INVALID_ARGUMENT"),
+    401: ("authentication_error", "UNAUTHENTICATED"),
+    403: ("permission_error", "PERMISSION_DENIED"),
+    404: ("not_found_error", "NOT_FOUND"),
+    413: ("request_too_large", "INVALID_ARGUMENT"),
+    429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
+    500: ("api_error", "INTERNAL"),
+    503: ("api_error", "UNAVAILABLE"),
+}
+
+
 def native_error(adapter: str, status: int, message: str) -> dict[str, Any]:
     """An error body in the shape each provider documents."""
     if adapter == "anthropic":
-        kinds = {
-            400: "invalid_request_error",
-            401: "authentication_error",
-            403: "permission_error",
-            404: "not_found_error",
-            413: "request_too_large",
-            429: "rate_limit_error",
-            500: "api_error",
-            503: "api_error",
-        }
-        return {"type": "error", "error": {"type": kinds[status], "message": message}, "request_id": "req_01"}
+        kind = ERROR_TYPES[status][0]
+        return {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_01"}
     if adapter == "gemini":
-        kinds = {
-            400: "INVALID_ARGUMENT",
-            401: "UNAUTHENTICATED",
-            403: "PERMISSION_DENIED",
-            404: "NOT_FOUND",
-            413: "INVALID_ARGUMENT",
-            429: "RESOURCE_EXHAUSTED",
-            500: "INTERNAL",
-            503: "UNAVAILABLE",
-        }
-        return {"error": {"code": status, "message": message, "status": kinds[status]}}
+        return {"error": {"code": status, "message": message, "status": ERROR_TYPES[status][1]}}
     if adapter in ("ollama", "huggingface"):
         return {"error": message}
     if adapter == "mistral":

@@ -23,9 +23,9 @@ from codecompanion_py.events import ErrorEvent, FinalEvent, TokenEvent, ToolCall
 from codecompanion_py.messages import Message, ToolSpec
 from codecompanion_py.stream.iterators import HttpStreamIterator
 from codecompanion_py.tools.registry import ToolSettings
-from codecompanion_py.tools.workspace import Workspace
 
 from ..chat.test_session import Recorder
+from ..streaming import chat_at
 from .fault_server import Fault, FaultServer, events, sse, stream
 
 KEY = "sk-reliability-0123456789abcdef"
@@ -279,19 +279,9 @@ class Editor:
 async def chat_over(server: FaultServer, tmp_path) -> tuple[ChatSession, Editor, HttpClient]:
     (tmp_path / "a.py").write_text("print('a')\n")
     client = HttpClient(retries=0)
-    adapter = extend("openai_compatible", {"env": {"url": server.url}})
     settings = ToolSettings.from_config({"opts": {"default_tools": ["read_file"]}})
     editor = Editor()
-    session = ChatSession(
-        1,
-        adapter,
-        client=client,
-        sink=Recorder(),
-        system_prompt=None,
-        tools=settings,
-        editor=editor,
-        workspace=Workspace(tmp_path),
-    )
+    session = chat_at(server.url, tmp_path, client, Recorder(), tools=settings, editor=editor)
     return session, editor, client
 
 
