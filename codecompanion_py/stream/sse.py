@@ -193,4 +193,3 @@ class SSEDecoder:
         if self._limit and lines and len(lines[0]) > self._limit:
             raise line_too_long(self._limit)
         return lines
-
