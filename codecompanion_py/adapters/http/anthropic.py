@@ -13,6 +13,7 @@ unchanged, on later turns when tools are used; other providers never see them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -127,9 +128,8 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     system = [{"type": "text", "text": m.text} for m in messages if m.role == "system" and m.text]
     format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
-    turns = alternating_turns(
-        messages, "assistant", "content", lambda message: _blocks(message, format_response, format_calls)
-    )
+    parts_of = functools.partial(_blocks, format_response, format_calls)  # positional: the cheapest call
+    turns = alternating_turns(messages, "assistant", "content", parts_of)
     if self.opts.get("cache_prompt", True):
         _mark_cache_points(system, turns)
     body: dict[str, Any] = {"messages": turns}
@@ -139,7 +139,7 @@ def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
 
 
 def _blocks(
-    message: Message, format_response: Callable[..., Any], format_calls: Callable[..., Any]
+    format_response: Callable[..., Any], format_calls: Callable[..., Any], message: Message
 ) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     calls = [p for p in message.parts if isinstance(p, ToolCall)]

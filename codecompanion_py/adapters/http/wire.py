@@ -62,17 +62,20 @@ def alternating_turns(
     wants user and assistant turns to alternate: consecutive turns of one role are merged;
     system messages (the caller's to place) and messages without parts are left out."""
     turns: list[dict[str, Any]] = []
+    last_role, last_parts = None, []  # the last turn's, kept at hand: this runs per message of a long chat
     for message in messages:
-        if message.role == "system":
+        role = message.role
+        if role == "system":
             continue
-        role = assistant if message.role == "assistant" else "user"
         parts = parts_of(message)
         if not parts:
             continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1][key].extend(parts)
+        role = assistant if role == "assistant" else "user"
+        if role == last_role:
+            last_parts.extend(parts)
         else:
             turns.append({"role": role, key: parts})
+            last_role, last_parts = role, parts
     return turns
 
 
