@@ -1,6 +1,7 @@
-"""Pieces every wire format's handlers share: typed frame decoding with a clear error,
-the inline handler derived from the chat one, the `stream` body flag, and the handler
-table built from a module's handlers."""
+"""Pieces every wire format shares: typed frame decoding with a clear error, user and
+assistant turns that alternate, the inline handler derived from the chat one, the `stream`
+body flag, the handler table built from a module's handlers, and the `opts` and `schema`
+entries of its ADAPTER table."""
 
 from __future__ import annotations
 
