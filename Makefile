@@ -1,5 +1,5 @@
 # Everything a fresh machine with only Python 3 needs: `make test`, `make demo`, `make bench`,
-# and `make lint` (ruff, mypy and the Lua check).
+# and `make lint` (ruff, mypy, the structure check and the Lua check).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -56,6 +56,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check codecompanion_py tests bench scripts rplugin
 	$(PY) -m ruff format --check codecompanion_py tests bench scripts rplugin
 	$(PY) -m mypy
+	$(PY) scripts/check_structure.py
 	@if command -v luacheck >/dev/null 2>&1; then luacheck -q $(LUA_FILES); \
 	else echo "luacheck not found: the Lua files are checked by Neovim's compiler only"; fi
 	$(VENV)/bin/nvim -l scripts/check_lua.lua $(LUA_FILES)

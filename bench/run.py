@@ -479,9 +479,10 @@ def bench_import() -> dict:
 def bench_tools() -> dict:
     from codecompanion_py.messages import ToolCall
     from codecompanion_py.tools.approvals import Approvals
+    from codecompanion_py.tools.context import ChatHandle, ToolsContext
     from codecompanion_py.tools.contract import ToolDefinition
     from codecompanion_py.tools.edits import Edit, apply_edits, unified_diff
-    from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+    from codecompanion_py.tools.orchestrator import Orchestrator
     from codecompanion_py.tools.workspace import Workspace
     from codecompanion_py.ui.view import EventView
 
@@ -658,7 +659,7 @@ def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
     1,000 turns, each turn a question, a tool call, a 1 KB tool result and an answer (1,000
     turns: about 1.2 MB of history). Measured from `ChatSession.submit` to the local server
     reading the request, in one process (issue 18's "long chats")."""
-    from codecompanion_py import adapters
+    from codecompanion_py.adapters import Adapters
     from codecompanion_py.chat.session import ChatSession
     from codecompanion_py.demo.bench_server import openai_stream_frames
     from codecompanion_py.demo.server import Reply, ScriptedServer
@@ -677,10 +678,10 @@ def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
 
         server = ScriptedServer(respond)
         await server.start()
-        adapters.register("bench_long", {"__extends": "openai_compatible", "env": {"url": server.url}})
+        registry = Adapters({"bench_long": {"__extends": "openai_compatible", "env": {"url": server.url}}})
         client = HttpClient()
         try:
-            session = ChatSession(1, adapters.resolve("bench_long"), client=client, sink=NullSink())
+            session = ChatSession(1, registry.http("bench_long"), client=client, sink=NullSink(), registry=registry)
             for i in range(n):
                 session.history.extend(long_chat_turn(i))
             size = sum(len(m.text) + sum(len(getattr(p, "content", "")) for p in m.parts) for m in session.history)
@@ -697,7 +698,6 @@ def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
         finally:
             await client.aclose()
             await server.close()
-            adapters.clear_user_adapters()
 
     return {n: asyncio.run(measure(n)) for n in turns}
 
@@ -705,8 +705,8 @@ def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
 def bench_acp(chunks: int = 10_000) -> dict:
     """An agent chat without Neovim: the scripted agent's start to a session, and its
     message chunks through the ACP client and the chat session to UI ops."""
-    from codecompanion_py.acp.adapters import AcpAdapter
-    from codecompanion_py.chat.acp_session import AcpChatSession
+    from codecompanion_py.adapters.acp import AcpAdapter
+    from codecompanion_py.chat.acp.session import AcpChatSession
     from codecompanion_py.tools.workspace import Workspace
     from codecompanion_py.ui.ops import Text
 

@@ -35,13 +35,14 @@ import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 import msgspec
 
-from . import adapters, health
-from .acp import adapters as acp_adapters
+from . import health
+from .acp_bridge import arguments as bridge_arguments
+from .adapters import BUILTIN
 from .adapters.base import HTTPAdapter, prepare, substitute
 from .adapters.models import fetch_models
 from .client import HttpClient
@@ -73,12 +74,12 @@ def _note(text: str) -> None:
 
 
 def _http_adapter(name: str, model: str | None = None) -> HTTPAdapter:
-    if name not in adapters.available() and acp_adapters.is_acp(name):
+    if BUILTIN.kind(name) == "acp":
         raise UsageError(
             f"{name!r} is a coding agent (ACP), not an HTTP adapter: chat with it in Neovim "
-            f"(:CodeCompanionChat adapter={name}); here the adapters are {', '.join(adapters.available())}"
+            f"(:CodeCompanionChat adapter={name}); here the adapters are {', '.join(BUILTIN.names('http'))}"
         )
-    return adapters.resolve(name, model=model)
+    return BUILTIN.http(name, model=model)
 
 
 _PLACEHOLDER = re.compile(r"\$\{(\w+)\}")
@@ -219,28 +220,11 @@ def _replay(args: argparse.Namespace) -> int:
     return 1 if any(isinstance(e, ErrorEvent) for e in events) else 0
 
 
-def _option(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    try:
-        return key, msgspec.json.decode(value)
-    except msgspec.DecodeError:
-        return key, value
-
-
-def _env_pair(text: str) -> tuple[str, str]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
-    return name, value
-
-
 def _acp_bridge(args: argparse.Namespace) -> int:
     import logging
 
-    from .acp.bridge import load_adapter
-    from .acp.bridge.server import serve_stdio
+    from .acp_bridge import load_adapter
+    from .acp_bridge.stdio import serve_stdio
 
     logging.basicConfig(
         stream=sys.stderr,
@@ -248,15 +232,7 @@ def _acp_bridge(args: argparse.Namespace) -> int:
         format="%(name)s %(levelname)s: %(message)s",
     )
     adapter = load_adapter(args.name)
-    opts: dict[str, object] = dict(args.opt or [])
-    if args.executable:
-        opts["executable"] = args.executable
-    if args.model:
-        opts["model"] = args.model
-    if args.env:
-        env = opts.get("env")
-        opts["env"] = {**(env if isinstance(env, dict) else {}), **dict(args.env)}
-    return asyncio.run(serve_stdio(adapter, opts))
+    return asyncio.run(serve_stdio(adapter, bridge_arguments.options(args)))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -274,33 +250,10 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("file")
     health_command = commands.add_parser("health", help="report versions, adapters, agents and which keys are set")
     health_command.add_argument("--json", action="store_true", help="print the report as JSON")
-    _bridge_arguments(
+    bridge_arguments.add_arguments(
         commands.add_parser("acp-bridge", help="serve ACP on stdio for a CLI agent that does not speak it")
     )
     return parser
-
-
-class _RaisingParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise ValueError(message)
-
-
-def bridge_arguments(argv: list[str]) -> argparse.Namespace:
-    """`acp-bridge` arguments read as the bridge reads them, for health to follow an agent's
-    command to the CLI it drives; a bad command line is a ValueError, nothing is printed."""
-    return _bridge_arguments(_RaisingParser(prog="codecompanion-py acp-bridge", add_help=False)).parse_args(argv)
-
-
-def _bridge_arguments(bridge: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    bridge.add_argument("name", help="claude, codex, or package.module:Class")
-    bridge.add_argument("--executable", help="the native command to run instead of the default (split like a shell)")
-    bridge.add_argument("--model")
-    bridge.add_argument("--opt", action="append", type=_option, metavar="KEY=VALUE", help="an adapter option")
-    bridge.add_argument(
-        "--env", action="append", type=_env_pair, metavar="NAME=VALUE", help="environment for the native process"
-    )
-    bridge.add_argument("--verbose", action="store_true", help="log debug output to stderr")
-    return bridge
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,9 +25,10 @@ status's body is read up to 256 KiB.
 
 Settings. `setup({adapters = {http = {opts = {...}}}})` (config.py) sets `retries`,
 `retry_max_wait`, `max_line_bytes` and `max_response_bytes` (beside `connect_timeout` and
-`read_timeout`); `config.load()` makes them the defaults (`configure()`) of every
-HttpClient made after it. Constructor arguments override them, and an adapter's
-`opts.retries` overrides `retries` for its requests. The httpx client itself, with the
+`read_timeout`) in the `Config` that `config.load()` returns; the engine builds its client
+with them (`settings=`), and a client given none takes the process's outbound defaults
+(outbound.py). Constructor arguments override them, and an adapter's `opts.retries`
+overrides `retries` for its requests. The httpx client itself, with the
 user's `proxy` and `allow_insecure`, comes from the one outbound door (outbound.py).
 
 Secrets. Every error text made here, and every one the stream iterator shows, goes through
@@ -65,10 +66,10 @@ from .errors import (
     ResponseTooLarge,
     TransportError,
 )
-from .outbound import ClientSettings, configure, defaults, environment_proxies, http_client
+from .outbound import ClientSettings, defaults, environment_proxies, http_client
 from .scrubber import scrub_secrets, secrets_in
 
-__all__ = ["ClientSettings", "HttpClient", "HttpRequest", "configure", "defaults", "environment_proxies"]
+__all__ = ["ClientSettings", "HttpClient", "HttpRequest", "defaults", "environment_proxies"]
 
 DEFAULT_READ_TIMEOUT = 120.0
 ERROR_BODY_LIMIT = 256 * 1024  # what is read of an error status's body
@@ -135,8 +136,10 @@ class HttpClient:
         max_response_bytes: int | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         jitter: Callable[[], float] | None = None,
+        settings: ClientSettings | None = None,
     ) -> None:
-        settings = defaults()
+        settings = settings or defaults()
+        self.settings = settings
         self.read_timeout = read_timeout
         self.retries = settings.retries if retries is None else retries
         self.retry_max_wait = settings.retry_max_wait if retry_max_wait is None else retry_max_wait
@@ -152,7 +155,10 @@ class HttpClient:
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:  # the one door's client (outbound.py): proxy, TLS check
             self._client = http_client(
-                read_timeout=self.read_timeout, connect_timeout=self._timeout.connect, transport=self._transport
+                read_timeout=self.read_timeout,
+                connect_timeout=self._timeout.connect,
+                transport=self._transport,
+                settings=self.settings,
             )
         return self._client
 

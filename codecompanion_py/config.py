@@ -26,9 +26,9 @@ adapter `<name>` resolves to; `extend` and `opts` are never adapters themselves.
 user's adapters; `adapters.acp.opts.show_presets` likewise for agents) and
 `show_model_choices` (read by the Lua side).
 
-Adapter tables are registered with the adapter registry (and the HTTP client options
-become the settings of every outbound HTTP client made after `load()`: the providers', web
-pages' and MCP servers', outbound.py); the rest is kept here.
+`load()` only reads: the adapter tables become the config's own registry
+(`Config.adapters`, adapters/registry.py), the HTTP client options `Config.http`, which the
+engine gives the clients it makes (outbound.py); the rest is kept here too.
 """
 
 from __future__ import annotations
@@ -38,14 +38,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import adapters, client
-from .acp import adapters as acp_adapters
-from .adapters import base as adapter_base
 from .adapters import lua
-from .adapters import models as adapter_models
+from .adapters.base import DEFAULT_CMD_TIMEOUT, written_secrets
+from .adapters.models import DEFAULT_CACHE_SECONDS
+from .adapters.registry import EXTENDS_KEY, Adapters, Definition, merge_over
 from .chat import compaction
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
+from .outbound import ClientSettings
 from .scrubber import KNOWN
 from .tools.registry import ToolSettings
 
@@ -59,10 +59,11 @@ class Config:
     system_prompt: str | lua.LuaFunction | None = DEFAULT_SYSTEM_PROMPT
     show_http_presets: bool = True
     show_acp_presets: bool = True
-    user_adapters: list[str] = field(default_factory=list)  # the names the user defined, HTTP and ACP
+    adapters: Adapters = field(default_factory=Adapters)  # the built-ins and the user's, HTTP and ACP
+    models_cache_seconds: float = DEFAULT_CACHE_SECONDS  # adapters.http.opts.cache_models_for
     log_level: str = "ERROR"
     read_timeout: float = 120.0
-    http: client.ClientSettings = field(default_factory=client.ClientSettings)
+    http: ClientSettings = field(default_factory=ClientSettings)
     tools: ToolSettings = field(default_factory=ToolSettings)
     # what was left out, each said to the user once; the rest of the config still applies
     problems: list[str] = field(default_factory=list)
@@ -104,37 +105,40 @@ def _table(value: Any, where: str) -> Mapping[str, Any]:
 
 
 def load(raw: Mapping[str, Any] | None) -> Config:
-    """Apply a setup() table: register its adapters and return the chat settings."""
+    """The settings a setup() table makes, its adapters among them. Nothing else changes,
+    but for the secrets it holds as they are, which the scrubber knows from now on."""
     raw = lua.decode(_table(raw, "setup()"))
     config = Config()
     adapter_tables = _table(raw.get("adapters"), "adapters")
     http = _table(adapter_tables.get("http"), "adapters.http")
-    adapters.clear_user_adapters()
+    acp = _table(adapter_tables.get("acp"), "adapters.acp")
     written: list[Any] = []  # tables that may hold a key as it is (scrubber.py knows it from now)
+    http_entries: dict[str, Definition] = {}
     for name, definition in _user_adapters(http, "http").items():
         if definition == []:  # Lua's empty table arrives as a list
             definition = {}
         if not isinstance(definition, (Mapping, str)):
             config.problems.append(f"adapters.http.{name} must be a table or an adapter name; it was left out")
             continue
-        adapters.register(name, definition)
-        config.user_adapters.append(name)
+        http_entries[name] = definition
         written.append(definition)
-    acp_adapters.clear_user_adapters()
-    for name, definition in _user_adapters(_table(adapter_tables.get("acp"), "adapters.acp"), "acp").items():
+    agents: dict[str, Mapping[str, Any]] = {}
+    for name, definition in _user_adapters(acp, "acp").items():
         if definition == []:
             definition = {}
         if not isinstance(definition, Mapping):
             config.problems.append(f"adapters.acp.{name} must be a table; it was left out")
             continue
-        acp_adapters.register(name, definition)
-        config.user_adapters.append(name)
+        agents[name] = definition
         written.append(definition)
+    shared_opts = _table(adapter_tables.get("opts"), "adapters.opts")
+    cmd_timeout = _number(shared_opts, "cmd_timeout", DEFAULT_CMD_TIMEOUT * 1000) / 1000
+    config.adapters = Adapters(http_entries, agents, cmd_timeout=cmd_timeout)
     _chat_settings(raw, config)
     _background_settings(raw, config)
     config.mcp = dict(_table(raw.get("mcp"), "mcp"))
     written.extend(_table(config.mcp.get("servers"), "mcp.servers").values())
-    KNOWN.remember(secret for table in written for secret in adapter_base.written_secrets(table))
+    KNOWN.remember(secret for table in written for secret in written_secrets(table))
     for key in ("strategies", "interactions"):  # the newer spelling wins
         section = _table(raw.get(key), key)
         for name in ("inline", "cmd"):
@@ -164,20 +168,12 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         config.language = language.strip()
     editor = _table(raw.get(EDITOR_KEY), EDITOR_KEY)
     config.editor = {key: str(editor[key]) for key in ("nvim_version", "os", "history_dir") if editor.get(key)}
-    shared_opts = _table(adapter_tables.get("opts"), "adapters.opts")
-    adapter_base.set_cmd_timeout(_number(shared_opts, "cmd_timeout", adapter_base.DEFAULT_CMD_TIMEOUT * 1000) / 1000)
     http_opts = _table(http.get("opts"), "adapters.http.opts")
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
     config.show_http_presets = http_opts.get("show_presets", True) is not False
-    config.show_acp_presets = (
-        _table(_table(adapter_tables.get("acp"), "adapters.acp").get("opts"), "adapters.acp.opts").get(
-            "show_presets", True
-        )
-        is not False
-    )
-    adapter_models.CACHE_SECONDS = int(_number(http_opts, "cache_models_for", 30 * 60))
+    config.show_acp_presets = _table(acp.get("opts"), "adapters.acp.opts").get("show_presets", True) is not False
+    config.models_cache_seconds = _number(http_opts, "cache_models_for", DEFAULT_CACHE_SECONDS)
     config.http = _client_settings(http_opts)
-    client.configure(config.http)
     return config
 
 
@@ -190,11 +186,11 @@ def _user_adapters(section: Mapping[str, Any], kind: str) -> dict[str, Any]:
             raise ConfigError(f"adapters.{kind}.extend.{name} must be a table")
         current = found.get(name)
         if isinstance(current, Mapping):
-            found[name] = adapters.merge_over(current, patch)
+            found[name] = merge_over(current, patch)
         elif isinstance(current, str) and current != name:
-            found[name] = {adapters.EXTENDS_KEY: current, **patch}
+            found[name] = {EXTENDS_KEY: current, **patch}
         else:
-            found[name] = {adapters.EXTENDS_KEY: name, **patch}
+            found[name] = {EXTENDS_KEY: name, **patch}
     return found
 
 
@@ -245,9 +241,9 @@ def _chat_opts(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 def adapter_names(config: Config) -> list[str]:
     """What the adapter picker offers: `show_presets = false` leaves only the user's own."""
-    mine = set(config.user_adapters)
-    http = [n for n in adapters.available() if config.show_http_presets or n in mine]
-    acp = [n for n in acp_adapters.names() if config.show_acp_presets or n in mine]
+    mine = set(config.adapters.user_names())
+    http = [n for n in config.adapters.names("http") if config.show_http_presets or n in mine]
+    acp = [n for n in config.adapters.names("acp") if config.show_acp_presets or n in mine]
     return http + acp
 
 
@@ -258,8 +254,8 @@ def _number(opts: Mapping[str, Any], key: str, default: float) -> float:
     return float(value)
 
 
-def _client_settings(opts: Mapping[str, Any]) -> client.ClientSettings:
-    base = client.ClientSettings()
+def _client_settings(opts: Mapping[str, Any]) -> ClientSettings:
+    base = ClientSettings()
     values: dict[str, Any] = {}
     for key, kind, least in (
         ("retries", int, 0),
@@ -279,7 +275,7 @@ def _client_settings(opts: Mapping[str, Any]) -> client.ClientSettings:
     if proxy is not None and not isinstance(proxy, str):
         raise ConfigError(f"adapters.http.opts.proxy must be a URL such as socks5://127.0.0.1:9999, not {proxy!r}")
     connect_timeout = float(opts.get("connect_timeout", base.connect_timeout))
-    return client.ClientSettings(
+    return ClientSettings(
         **values, proxy=proxy or None, verify=opts.get("allow_insecure") is not True, connect_timeout=connect_timeout
     )
 

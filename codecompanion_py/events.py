@@ -1,7 +1,7 @@
 """The canonical stream events: the one vocabulary between backends and the UI.
 
 HTTP adapters (through the stream normalizer), the tool orchestrator and ACP agents
-(through `chat.acp_updates`) all produce these; the chat turns them into UI ops with one
+(through `chat.acp.updates`) all produce these; the chat turns them into UI ops with one
 mapper (`ui.view.EventView`), so the chat buffer never knows which backend ran. Each is a
 frozen msgspec Struct tagged by `type`, so `msgspec.json.encode(event)` is the NDJSON line
 the command line prints.

@@ -39,8 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any
 
-from . import adapters
-from .acp import adapters as acp_adapters
+from .adapters import BUILTIN, Adapters
+from .adapters.acp import AcpAdapter
 from .processes import strip_ansi
 
 KNOWN_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
@@ -135,14 +135,11 @@ def bridge_cli(argv: Sequence[str]) -> tuple[str, list[str] | None] | None:
     agent that is not run through the bridge."""
     if "acp-bridge" not in argv:
         return None
-    from .acp.bridge import load_adapter
-    from .acp.bridge.contract import executable_argv
-    from .cli import bridge_arguments
+    from .acp_bridge import arguments, load_adapter
+    from .acp_bridge.environment import executable_argv
 
-    args = bridge_arguments(list(argv[list(argv).index("acp-bridge") + 1 :]))
-    opts: dict[str, Any] = dict(args.opt or [])
-    if args.executable:
-        opts["executable"] = args.executable
+    args = arguments.parse(list(argv[list(argv).index("acp-bridge") + 1 :]))
+    opts = arguments.options(args)
     default = BRIDGE_CLIS.get(args.name)
     if default or opts.get("executable"):
         return args.name, executable_argv(opts, default or "")
@@ -152,9 +149,9 @@ def bridge_cli(argv: Sequence[str]) -> tuple[str, list[str] | None] | None:
     return args.name, None
 
 
-def _agent(name: str, problems: dict[str, str]) -> tuple[dict[str, Any], tuple[str, ...] | None]:
+def _agent(agent: AcpAdapter, problems: dict[str, str]) -> tuple[dict[str, Any], tuple[str, ...] | None]:
     """The agent's entry, and the argv to ask for its version (None: nothing to ask)."""
-    agent = acp_adapters.resolve(name)
+    name = agent.name
     argv = agent.command()
     entry: dict[str, Any] = {"command": argv[0], "found": False, "install": agent.install}
     try:
@@ -179,27 +176,28 @@ def _agent(name: str, problems: dict[str, str]) -> tuple[dict[str, Any], tuple[s
     return entry, (path, *cli[1:])
 
 
-def report() -> dict[str, Any]:
-    names = adapters.available()
+def report(registry: Adapters = BUILTIN) -> dict[str, Any]:
+    """The report on the adapters of `registry` (the engine's: its config's)."""
+    names = registry.names("http")
     keys = dict.fromkeys(KNOWN_KEYS)
     problems: dict[str, str] = {}
     for name in names:
         try:
-            adapter = adapters.resolve(name)
+            adapter = registry.http(name)
         except Exception as exc:  # a broken user adapter is a health error, not a crash
             problems[name] = str(exc)
             continue
         keys.update(dict.fromkeys(_env_names(adapter.env)))
     agents: dict[str, Any] = {}
     probes: dict[str, tuple[str, ...]] = {}
-    for name in acp_adapters.names():
+    for name in registry.names("acp"):
         try:
-            agents[name], probe = _agent(name, problems)
+            agent = registry.agent(name)
+            agents[name], probe = _agent(agent, problems)
         except Exception as exc:
             problems[name] = str(exc)
             continue
-        with contextlib.suppress(Exception):
-            keys.update(dict.fromkeys(_env_names(acp_adapters.resolve(name).env)))
+        keys.update(dict.fromkeys(_env_names(agent.env)))
         if probe is not None:
             probes[name] = probe
     versions = probe_versions(list(probes.values()), VERSION_TIMEOUT)
@@ -216,9 +214,9 @@ def report() -> dict[str, Any]:
     }
 
 
-async def report_async() -> dict[str, Any]:
+async def report_async(registry: Adapters = BUILTIN) -> dict[str, Any]:
     """`report()` in a worker thread, for callers on an event loop (the engine)."""
-    return await asyncio.to_thread(report)
+    return await asyncio.to_thread(report, registry)
 
 
 def broken(data: dict[str, Any]) -> list[str]:

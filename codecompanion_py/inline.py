@@ -18,12 +18,12 @@ from typing import Any, Literal
 
 from .adapters.base import HTTPAdapter
 from .client import HttpClient
+from .editor_port import Editor
 from .errors import CodeCompanionError
 from .events import ErrorEvent, FinalEvent, TokenEvent
 from .messages import Message
 from .processes import hidden_character
 from .stream.iterators import HttpStreamIterator
-from .tools.orchestrator import Editor
 from .ui import ops
 from .ui.sink import Sink
 

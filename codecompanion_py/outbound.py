@@ -40,7 +40,8 @@ _defaults = ClientSettings()
 
 
 def configure(settings: ClientSettings) -> None:
-    """The settings of every client made from now on (config.load calls this)."""
+    """The settings of every client made from now on that is given none (the engine calls
+    this when it takes a config: web pages and MCP servers over HTTP read them here)."""
     global _defaults
     _defaults = settings
 
@@ -65,10 +66,12 @@ def http_client(
     connect_timeout: float | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     connect_guard: ConnectGuard | None = None,
+    settings: ClientSettings | None = None,
 ) -> httpx.AsyncClient:
     """A client with the user's proxy, TLS check and connect timeout (`connect_timeout`
-    overrides the last); `read_timeout` None waits for data as long as it takes."""
-    settings = _defaults
+    overrides the last; `settings`, else the process's defaults); `read_timeout` None waits
+    for data as long as it takes."""
+    settings = settings or _defaults
     connect = settings.connect_timeout if connect_timeout is None else connect_timeout
     if transport is None and not proxied(settings):
         transport = Http1Transport(verify=settings.verify, connect_guard=connect_guard)

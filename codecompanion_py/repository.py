@@ -1,6 +1,7 @@
 """The door every repository file the editor shows or sends comes through: rules files and
-their `@path` imports (Lua's `rules.lua` asks with `rules.read`), and the files the user
-names: a `#{file:}`, the prompt library's markdown files (`files.read`, Lua's `files.lua`).
+their `@path` imports (Lua's `rules.lua` asks with `rules.read`; rules.py finds the files a
+group names), and the files the user names: a `#{file:}` (`files.read`, Lua's `files.lua`),
+the prompt library's markdown files (prompt_library.py).
 
 It sits beside the engine, not under `tools/`, because the LLM plays no part here: the
 editor reads the files for the user. It reuses the file tools' workspace for what a
@@ -29,7 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import msgspec
+
 from .errors import FileTooLarge, PathRefused
+from .rules import RuleEntry, RuleFile, expand, rule_files
 from .tools.workspace import BINARY_SNIFF_BYTES, protected_reason, read_regular
 
 MAX_FILE_BYTES = 1_000_000
@@ -52,7 +56,9 @@ class Door:
     @classmethod
     def of(cls, root: str, allowed: Iterable[str] = (), home: str | None = None) -> Door:
         home_path = Path(home) if home else Path.home()
-        real = tuple(Path(os.path.realpath(expand(raw, home_path))) for raw in allowed if isinstance(raw, str) and raw)
+        real = tuple(
+            Path(os.path.realpath(expand(raw, str(home_path)))) for raw in allowed if isinstance(raw, str) and raw
+        )
         return cls(Path(os.path.realpath(root or os.getcwd())), real, home_path)
 
     def inside(self, real: Path) -> bool:
@@ -128,13 +134,6 @@ def _named(door: Door, path: Path, cwd: Path) -> str:
     return door.read(real)
 
 
-def expand(raw: str, home: Path) -> str:
-    """`~` and `$VAR` expanded, as the editor expands a path."""
-    if raw == "~" or raw.startswith("~/"):
-        raw = str(home) + raw[1:]
-    return os.path.expandvars(raw)
-
-
 def imports(text: str) -> list[str]:
     """The `@path` lines of a rules file, outside fenced code; one pass over the lines."""
     found, fenced = [], False
@@ -145,13 +144,6 @@ def imports(text: str) -> list[str]:
         elif not fenced and stripped.startswith("@") and len(stripped) > 1 and not any(c.isspace() for c in stripped):
             found.append(stripped[1:])
     return found
-
-
-@dataclass(frozen=True)
-class RuleFile:
-    path: str  # absolute, as the editor expanded the config's entry
-    parser: str | None = None
-    named: bool = False  # the user's config names it itself: an absolute, `~` or `../` path
 
 
 @dataclass
@@ -247,7 +239,7 @@ class RulesLoad:
 
     def locate(self, name: str, beside: Path) -> str:
         """An import's path: `~`, `$VAR` and absolute as they are; else beside the file, then in the root."""
-        raw = expand(name, self.door.home)
+        raw = expand(name, str(self.door.home))
         if raw.startswith("/"):
             return os.path.normpath(raw)
         near = os.path.normpath(beside / raw)
@@ -255,10 +247,17 @@ class RulesLoad:
 
 
 def load_rules(payload: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """`rules.read` {cwd, home, allowed, files: [{path, parser, named}]}: {items, problems}."""
-    door = Door.of(str(payload.get("cwd") or ""), payload.get("allowed") or (), payload.get("home") or None)
+    """`rules.read` {cwd, home, allowed, entries: [RuleEntry], files: [{path, parser, named}]}:
+    {items, problems}. The entries (a group's, as Lua flattens it) name files (rules.py); the
+    files are named already."""
+    cwd = str(payload.get("cwd") or os.getcwd())
+    door = Door.of(cwd, payload.get("allowed") or (), payload.get("home") or None)
     load = RulesLoad(door)
-    for file in _rule_files(payload.get("files")):
+    entries = msgspec.convert(payload.get("entries") or [], list[RuleEntry])
+    found, problems = rule_files(entries, cwd, str(door.home))
+    for problem in problems:
+        load.say(problem)
+    for file in _rule_files(payload.get("files")) + found:
         load.add(file.path, file.parser, trusted=file.named)
     return {"items": load.items, "problems": load.summary()}
 
@@ -277,4 +276,4 @@ def _size(count: int) -> str:
     return f"{count / 1_000_000:g} MB" if count >= 1_000_000 else f"{count / 1000:.0f} KB"
 
 
-__all__ = ["Door", "RuleFile", "RulesLoad", "imports", "load_rules", "read_named"]
+__all__ = ["Door", "RulesLoad", "imports", "load_rules", "read_named"]

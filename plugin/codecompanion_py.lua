@@ -32,7 +32,7 @@ end, {
 })
 
 vim.api.nvim_create_user_command("CodeCompanionActions", function(cmd)
-  require("codecompanion_py.actions").open({ args = cmd.args, range = cmd.range, line1 = cmd.line1, line2 = cmd.line2 })
+  require("codecompanion_py.palette").open({ args = cmd.args, range = cmd.range, line1 = cmd.line1, line2 = cmd.line2 })
 end, {
   nargs = "?",
   range = true,

@@ -3,13 +3,8 @@ import os
 import pytest
 
 from codecompanion_py import adapters, config
+from codecompanion_py.adapters import Adapters
 from codecompanion_py.errors import ConfigError
-
-
-@pytest.fixture(autouse=True)
-def _clean():
-    yield
-    adapters.clear_user_adapters()
 
 
 def test_codecompanion_shape_registers_adapters_and_picks_the_chat_adapter():
@@ -25,7 +20,28 @@ def test_codecompanion_shape_registers_adapters_and_picks_the_chat_adapter():
         }
     )
     assert cfg.chat_adapter == "mine" and cfg.read_timeout == 30
-    assert adapters.resolve("mine").env["url"] == "http://127.0.0.1:1"
+    assert cfg.adapters.http("mine").env["url"] == "http://127.0.0.1:1"
+    with pytest.raises(ConfigError, match="unknown adapter 'mine'"):
+        adapters.resolve("mine")  # only the config that defined it knows it
+
+
+def test_loading_a_config_changes_nothing_another_config_sees():
+    first = config.load({"adapters": {"http": {"mine": {"__extends": "openai", "url": "http://first"}}}})
+    second = config.load(
+        {
+            "adapters": {
+                "http": {"mine": {"__extends": "anthropic", "url": "http://second"}},
+                "acp": {"codex": {"commands": {"default": ["/opt/codex-acp"]}}},
+                "opts": {"cmd_timeout": 5000},
+            }
+        }
+    )
+    assert (first.adapters.http("mine").url, second.adapters.http("mine").url) == ("http://first", "http://second")
+    assert first.adapters.agent("codex").command() == ["codex-acp"]
+    assert second.adapters.agent("codex").command() == ["/opt/codex-acp"]
+    assert (first.adapters.agent("codex").cmd_timeout, second.adapters.agent("codex").cmd_timeout) == (20.0, 5.0)
+    assert "cmd_timeout" not in first.adapters.http("mine").opts
+    assert second.adapters.http("mine").opts["cmd_timeout"] == 5.0
 
 
 def test_interactions_wins_over_strategies_and_tables_are_kept():
@@ -35,7 +51,7 @@ def test_interactions_wins_over_strategies_and_tables_are_kept():
             "interactions": {"chat": {"adapter": {"name": "openai", "model": "o3"}}},
         }
     )
-    assert adapters.resolve(cfg.chat_adapter).model == "o3"
+    assert cfg.adapters.http(cfg.chat_adapter).model == "o3"
 
 
 def test_empty_lua_tables_and_bad_shapes():
@@ -62,8 +78,7 @@ def test_engine_modules_do_not_import_pynvim():
 def test_health_reports_a_broken_user_adapter_by_name():
     from codecompanion_py import health
 
-    adapters.register("broken", {"__extends": "missing_base"})
-    report = health.report()
+    report = health.report(Adapters({"broken": {"__extends": "missing_base"}}))
     assert "unknown adapter 'missing_base'" in report["adapter_errors"]["broken"]
     assert "OPENAI_API_KEY" in report["keys"]
 
@@ -77,18 +92,18 @@ def test_log_levels_in_codecompanion_spelling():
 
 def test_health_says_which_agents_are_installed(tmp_path, monkeypatch):
     from codecompanion_py import health
-    from codecompanion_py.acp import adapters as acp_adapters
 
     agent = tmp_path / "my-agent"
     agent.write_text("#!/bin/sh\n")
     agent.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
-    acp_adapters.register("mine", {"commands": {"default": ["my-agent", "--acp"]}})
-    acp_adapters.register("codex", {"commands": {"default": ["surely-missing-codex-acp"]}})
-    try:
-        agents = health.report()["agents"]
-    finally:
-        acp_adapters.clear_user_adapters()
+    registry = Adapters(
+        acp={
+            "mine": {"commands": {"default": ["my-agent", "--acp"]}},
+            "codex": {"commands": {"default": ["surely-missing-codex-acp"]}},
+        }
+    )
+    agents = health.report(registry)["agents"]
     assert agents["mine"]["found"] is True
     assert agents["codex"] == {
         "command": "surely-missing-codex-acp",
@@ -98,17 +113,12 @@ def test_health_says_which_agents_are_installed(tmp_path, monkeypatch):
 
 
 def test_acp_adapters_come_from_setup():
-    from codecompanion_py.acp import adapters as acp_adapters
-
-    config.load({"adapters": {"acp": {"codex": {"commands": {"default": ["/opt/codex-acp"]}}}}})
-    try:
-        assert acp_adapters.resolve("codex").command() == ["/opt/codex-acp"]
-        assert config.load({"adapters": {"acp": {"bad": 3}}}).problems == [
-            "adapters.acp.bad must be a table; it was left out"
-        ]
-    finally:
-        acp_adapters.clear_user_adapters()
-    assert acp_adapters.resolve("codex").command() == ["codex-acp"]
+    loaded = config.load({"adapters": {"acp": {"codex": {"commands": {"default": ["/opt/codex-acp"]}}}}})
+    assert loaded.adapters.agent("codex").command() == ["/opt/codex-acp"]
+    assert config.load({"adapters": {"acp": {"bad": 3}}}).problems == [
+        "adapters.acp.bad must be a table; it was left out"
+    ]
+    assert adapters.BUILTIN.agent("codex").command() == ["codex-acp"]
 
 
 def test_the_default_system_prompt_knows_the_language_cwd_date_editor_and_os():
@@ -137,7 +147,7 @@ def test_a_bad_adapter_entry_is_left_out_and_the_rest_of_the_config_applies():
             "interactions": {"chat": {"adapter": "mine"}},
         }
     )
-    assert loaded.chat_adapter == "mine" and "mine" in loaded.user_adapters and "empty" in loaded.user_adapters
+    assert loaded.chat_adapter == "mine" and {"mine", "empty"} <= set(loaded.adapters.user_names())
     assert loaded.problems == [
         "adapters.http.broken must be a table or an adapter name; it was left out",
         "adapters.acp.odd must be a table; it was left out",

@@ -1,4 +1,4 @@
-"""The engine without Neovim: a recording bridge stands in for the editor, so what a chat
+"""The engine without Neovim: a recording channel stands in for the editor, so what a chat
 shows is checked as the typed UI ops the engine sends, through the same `Session`
 interface for an HTTP provider and an ACP agent."""
 
@@ -24,7 +24,7 @@ from tests.waiting import wait_until
 FAKE_AGENT = str(Path(__file__).parent / "acp" / "fake_agent.py")
 
 
-class RecordingBridge:
+class RecordingChannel:
     """The editor as the engine sees it: every batch and notification, kept in order."""
 
     def __init__(self) -> None:
@@ -66,8 +66,8 @@ def delta(text: str) -> dict[str, Any]:
 
 @pytest.fixture
 def engine():
-    bridge = RecordingBridge()
-    engine = Engine(bridge)
+    channel = RecordingChannel()
+    engine = Engine(channel)
     servers: list[ScriptedServer] = []
 
     def serve(*replies) -> str:
@@ -79,7 +79,7 @@ def engine():
     def call(method: str, payload: dict[str, Any]) -> None:
         engine.dispatch(method, payload).result(10)
 
-    engine.serve, engine.call, engine.recorded = serve, call, bridge  # type: ignore[attr-defined]
+    engine.serve, engine.call, engine.recorded = serve, call, channel  # type: ignore[attr-defined]
     yield engine
     for server in servers:
         asyncio.run_coroutine_threadsafe(server.close(), engine.loop).result(5)
@@ -390,11 +390,11 @@ def as_pynvim_handler(loop: asyncio.AbstractEventLoop, handler) -> None:
 
 def test_on_a_shared_loop_a_chat_renders_from_the_loops_own_thread(tmp_path):
     loop = asyncio.new_event_loop()
-    bridge = RecordingBridge()
+    channel = RecordingChannel()
     threads: set[int] = set()
-    render = bridge.render
-    bridge.render = lambda chat_id, batch: (threads.add(threading.get_ident()), render(chat_id, batch))  # type: ignore[method-assign]
-    engine = Engine(bridge, loop=loop)
+    render = channel.render
+    channel.render = lambda chat_id, batch: (threads.add(threading.get_ident()), render(chat_id, batch))  # type: ignore[method-assign]
+    engine = Engine(channel, loop=loop)
     server = ScriptedServer.sequence([sse_reply([delta("Hel"), delta("lo")])])
     loop.run_until_complete(server.start())
 
@@ -407,11 +407,11 @@ def test_on_a_shared_loop_a_chat_renders_from_the_loops_own_thread(tmp_path):
         as_pynvim_handler(loop, submit)
 
         async def done() -> None:
-            while not any(isinstance(op, ops.Done) for op in bridge.ops()):
+            while not any(isinstance(op, ops.Done) for op in channel.ops()):
                 await asyncio.sleep(0.01)
 
         loop.run_until_complete(asyncio.wait_for(done(), 10))
-        assert "".join(op.text for op in bridge.ops() if isinstance(op, ops.Text)) == "Hello"
+        assert "".join(op.text for op in channel.ops() if isinstance(op, ops.Text)) == "Hello"
         assert threads == {threading.get_ident()}  # no thread of the engine's own
     finally:
         loop.run_until_complete(server.close())
@@ -422,7 +422,7 @@ def test_on_a_shared_loop_a_chat_renders_from_the_loops_own_thread(tmp_path):
 def test_on_a_shared_loop_a_shutdown_from_a_handler_closes_the_chats_before_it_returns(tmp_path):
     """Neovim's Python host calls the shutdown hook from a handler, its loop running."""
     loop = asyncio.new_event_loop()
-    engine = Engine(RecordingBridge(), loop=loop)
+    engine = Engine(RecordingChannel(), loop=loop)
     closed: list[Any] = []
 
     def open_chat() -> None:

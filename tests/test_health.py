@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from codecompanion_py import health
-from codecompanion_py.acp import adapters as acp_adapters
+from codecompanion_py.adapters import Adapters
 from codecompanion_py.demo.launch import nvim_binary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,8 +45,7 @@ def bin_dir(tmp_path, monkeypatch):
     directory = tmp_path / "bin"
     directory.mkdir()
     monkeypatch.setenv("PATH", str(directory))
-    yield directory
-    acp_adapters.clear_user_adapters()
+    return directory
 
 
 def test_the_bridge_agents_check_the_cli_the_bridge_drives(bin_dir):
@@ -95,9 +94,13 @@ def test_executable_in_the_bridge_command_is_followed(bin_dir, tmp_path):
     elsewhere = tmp_path / "opt"
     elsewhere.mkdir()
     mine = fake(elsewhere, "my-claude", "print('1.0.0 (Claude Code)')")
-    acp_adapters.register("claude_code_cli", {"commands": {"default": [*BRIDGE, "claude", "--executable", str(mine)]}})
-    acp_adapters.register("codex_cli", {"commands": {"default": [*BRIDGE, "codex", "--executable=codex-nightly"]}})
-    agents = health.report()["agents"]
+    registry = Adapters(
+        acp={
+            "claude_code_cli": {"commands": {"default": [*BRIDGE, "claude", "--executable", str(mine)]}},
+            "codex_cli": {"commands": {"default": [*BRIDGE, "codex", "--executable=codex-nightly"]}},
+        }
+    )
+    agents = health.report(registry)["agents"]
     assert (agents["claude_code_cli"]["command"], agents["claude_code_cli"]["version"]) == (
         str(mine),
         "1.0.0 (Claude Code)",
@@ -106,20 +109,20 @@ def test_executable_in_the_bridge_command_is_followed(bin_dir, tmp_path):
 
 
 def test_a_bridge_adapter_that_does_not_load_is_an_error(bin_dir):
-    acp_adapters.register("mine", {"commands": {"default": [*BRIDGE, "no_such_module:Adapter"]}})
-    report = health.report()
+    report = health.report(Adapters(acp={"mine": {"commands": {"default": [*BRIDGE, "no_such_module:Adapter"]}}}))
     assert "cannot import 'no_such_module'" in report["adapter_errors"]["mine"]
     assert health.broken(report) == [f"adapter mine: {report['adapter_errors']['mine']}"]
 
 
 def test_versions_are_asked_once_per_executable_in_a_run_and_again_in_the_next(bin_dir):
     cli = fake(bin_dir, "shared-cli", "count(); print('shared 1.2')")
-    for name in ("one", "two", "three"):
-        acp_adapters.register(name, {"commands": {"default": ["shared-cli", "--acp", name]}})
-    agents = health.report()["agents"]
+    registry = Adapters(
+        acp={name: {"commands": {"default": ["shared-cli", "--acp", name]}} for name in ("one", "two", "three")}
+    )
+    agents = health.report(registry)["agents"]
     assert [agents[n]["version"] for n in ("one", "two", "three")] == ["shared 1.2"] * 3
     assert calls(cli) == 1
-    health.report()
+    health.report(registry)
     assert calls(cli) == 2  # a new health run asks again: the CLI may have been updated
 
 
@@ -133,11 +136,12 @@ def test_a_version_that_hangs_is_cut_short_with_its_children(bin_dir, tmp_path, 
         "time.sleep(60)",
     )
     fake(bin_dir, "quick", "print('quick 1')")
-    acp_adapters.register("stuck", {"commands": {"default": ["stuck"]}})
-    acp_adapters.register("quick", {"commands": {"default": ["quick"]}})
+    registry = Adapters(
+        acp={"stuck": {"commands": {"default": ["stuck"]}}, "quick": {"commands": {"default": ["quick"]}}}
+    )
     monkeypatch.setattr(health, "VERSION_TIMEOUT", 1.0)
     started = time.monotonic()
-    agents = health.report()["agents"]
+    agents = health.report(registry)["agents"]
     assert time.monotonic() - started < 5  # the probes run at once, each bounded
     assert agents["stuck"]["version_error"] == f"`{bin_dir / 'stuck'} --version` did not answer within 1 s"
     assert agents["quick"]["version"] == "quick 1"

@@ -34,3 +34,50 @@ def test_the_canonical_model_imports_only_itself():
         tree = ast.parse((PACKAGE / f"{name}.py").read_text())
         ours = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level > 0}
         assert ours <= set(MODEL), f"{name}.py imports {sorted(ours - set(MODEL))}"
+
+
+def _checker():
+    import importlib.util
+
+    path = PACKAGE.parent / "scripts" / "check_structure.py"
+    spec = importlib.util.spec_from_file_location("check_structure", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_structure_check_finds_a_circle_but_not_a_type_only_one(tmp_path):
+    check = _checker()
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "low.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .high import H\n")
+    (package / "high.py").write_text("from .low import L\n")
+    files = sorted(package.rglob("*.py"))
+    assert check.import_problems(files, tmp_path) == []
+    (package / "low.py").write_text("def later():\n    from . import high\n")  # a lazy import still runs
+    problems = check.import_problems(files, tmp_path)
+    assert problems and "pkg.high <-> pkg.low" in problems[0]
+
+
+def test_the_structure_check_holds_lua_annotations_to_the_parameters(tmp_path):
+    check = _checker()
+    lua = tmp_path / "mod.lua"
+    lua.write_text(
+        "local M = {}\n---@param chat table\n---@param text string\nfunction M.send(chat, text) end\n"
+        "---@param buf integer\nM.open = function(bufnr) end\nfunction M.bare(x) end\nreturn M\n"
+    )
+    problems = check.annotation_problems([lua], tmp_path)
+    assert problems == [
+        "mod.lua:6: M.open(bufnr) is annotated with @param buf",
+        "mod.lua:7: M.bare has no LuaCATS annotation",
+    ]
+
+
+def test_the_product_holds_its_structure():
+    """`make lint` runs the same check; here a change that breaks it fails the tests too."""
+    result = subprocess.run(
+        [sys.executable, str(PACKAGE.parent / "scripts" / "check_structure.py")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout[-3000:]

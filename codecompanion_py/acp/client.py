@@ -16,15 +16,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .. import __version__
+from ..adapters.acp import AcpAdapter
 from ..errors import AgentError, ConnectionClosed, RpcError
-from .adapters import AcpAdapter
 from .agent_process import AgentProcess
-from .jsonrpc import METHOD_NOT_FOUND, Connection, params_of
+from .jsonrpc import METHOD_NOT_FOUND, PROTOCOL_VERSION, Connection, params_of
 from .terminals import Terminals
 
 log = logging.getLogger("codecompanion_py.acp")
 
-PROTOCOL_VERSION = 1
 CLIENT_INFO = {"name": "codecompanion-py", "title": "CodeCompanion (Python)", "version": __version__}
 CANCELLED = {"outcome": {"outcome": "cancelled"}}
 

@@ -30,6 +30,9 @@ MAX_LINE = 64 * 1024 * 1024
 MAX_SERVING = 64
 """The peer's requests answered at once; past it, reading waits until one is answered."""
 
+PROTOCOL_VERSION = 1
+"""The ACP version spoken: by the client to agents, by the bridge to clients."""
+
 # JSON-RPC error codes, and ACP's own.
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -54,6 +57,50 @@ def _decode(line: bytes) -> Any:
         return _decoder.decode(line)
     except UnicodeDecodeError:
         return _decoder.decode(line.decode("utf-8", "replace").encode())
+
+
+# --- messages -------------------------------------------------------------------------------
+
+Message = dict[str, Any]
+
+
+def request(request_id: Any, method: str, params: Any = None) -> Message:
+    """A request; `params` left out when None."""
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, **({"params": params} if params is not None else {})}
+
+
+def notification(method: str, params: Any = None) -> Message:
+    """A notification; `params` left out when None."""
+    return {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
+
+
+def response(request_id: Any, result: Any) -> Message:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_response(request_id: Any, message: str, code: int = INTERNAL_ERROR, data: Any = None) -> Message:
+    return rpc_error_response(request_id, RpcError(code, message, data))
+
+
+def rpc_error_response(request_id: Any, error: RpcError) -> Message:
+    return {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+
+
+def settle(future: asyncio.Future[Any], answer: Mapping[str, Any]) -> None:
+    """Resolve `future` with a response: its result, or an RpcError made from its error
+    (whatever shape the peer gave that error)."""
+    error = answer.get("error")
+    if error is None:
+        future.set_result(answer.get("result"))
+    elif isinstance(error, Mapping):
+        code = error.get("code")
+        message = str(error.get("message") or "error")
+        future.set_exception(RpcError(code if isinstance(code, int) else INTERNAL_ERROR, message, error.get("data")))
+    else:
+        future.set_exception(RpcError(INTERNAL_ERROR, str(error)))
+
+
+# --- the connection -------------------------------------------------------------------------
 
 
 class Connection:
@@ -117,14 +164,7 @@ class Connection:
         if on_answer is not None:
             self._on_answer[request_id] = on_answer
         try:
-            await self._send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "method": method,
-                    **({"params": params} if params is not None else {}),
-                }
-            )
+            await self._send(request(request_id, method, params))
             return await future
         finally:
             self._pending.pop(request_id, None)
@@ -132,7 +172,7 @@ class Connection:
 
     async def notify(self, method: str, params: Any = None) -> None:
         if self._closed_reason is None:
-            await self._send({"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})})
+            await self._send(notification(method, params))
 
     async def _send(self, message: Mapping[str, Any]) -> None:
         try:
@@ -194,20 +234,7 @@ class Connection:
         on_answer = self._on_answer.pop(key, None)
         if on_answer is not None:
             on_answer()
-        error = message.get("error")
-        if error is None:
-            future.set_result(message.get("result"))
-        elif isinstance(error, Mapping):
-            code = error.get("code")
-            future.set_exception(
-                RpcError(
-                    code if isinstance(code, int) else INTERNAL_ERROR,
-                    str(error.get("message") or "error"),
-                    error.get("data"),
-                )
-            )
-        else:
-            future.set_exception(RpcError(INTERNAL_ERROR, str(error)))
+        settle(future, message)
 
     def _spawn(self, coroutine: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -218,25 +245,16 @@ class Connection:
         self.serving += 1
         try:
             try:
-                result = await self._on_request(method, params)
-                reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
+                reply = response(request_id, await self._on_request(method, params))
             except RpcError as error:
-                reply = {"jsonrpc": "2.0", "id": request_id, "error": error.to_wire()}
+                reply = rpc_error_response(request_id, error)
             except asyncio.CancelledError:
-                reply = {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "error": {"code": REQUEST_CANCELLED, "message": "request cancelled"},
-                }
+                reply = error_response(request_id, "request cancelled", REQUEST_CANCELLED)
             except CodeCompanionError as error:
-                reply = {"jsonrpc": "2.0", "id": request_id, "error": {"code": INTERNAL_ERROR, "message": str(error)}}
+                reply = error_response(request_id, str(error))
             except Exception as error:  # a bug of ours: the peer gets an answer, the log the trace
                 log.exception("%s: %s failed", self.name, method)
-                reply = {
-                    "jsonrpc": "2.0",
-                    "id": request_id,
-                    "error": {"code": INTERNAL_ERROR, "message": f"{type(error).__name__}: {error}"},
-                }
+                reply = error_response(request_id, f"{type(error).__name__}: {error}")
         finally:
             self.serving -= 1
             self.last_activity = asyncio.get_running_loop().time()

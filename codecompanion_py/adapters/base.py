@@ -50,7 +50,7 @@ from .lua import LuaFunction
 
 if TYPE_CHECKING:
     from ..client import HttpClient
-    from .lua import Editor
+    from ..editor_port import Editor
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -252,7 +252,7 @@ def _dig(adapter: HTTPAdapter, mapping: str) -> dict[str, Any]:
 
 async def resolve_env(adapter: HTTPAdapter) -> dict[str, Any]:
     """Resolve every `env` entry; an unset environment variable resolves to None."""
-    timeout = float(adapter.opts.get("cmd_timeout", cmd_timeout()))
+    timeout = float(adapter.opts.get("cmd_timeout", DEFAULT_CMD_TIMEOUT))
     resolved: dict[str, Any] = {}
     for key, spec in adapter.env.items():
         resolved[key] = await _resolve_one(adapter, key, spec, timeout)
@@ -274,7 +274,7 @@ async def resolve_env_string(
     owner: str,
     key: str,
     spec: str,
-    timeout: float | None = None,
+    timeout: float = DEFAULT_CMD_TIMEOUT,
     *,
     lookup: Callable[[str], Any] | None = None,
 ) -> Any:
@@ -283,7 +283,7 @@ async def resolve_env_string(
     path that `lookup` finds (a value of the adapter), or else the literal string; an unset
     variable-like name (`MY_API_KEY`) is None. `owner` names the adapter in errors."""
     if spec.startswith("cmd:"):
-        return await _run_env_command(owner, key, spec[4:].strip(), cmd_timeout() if timeout is None else timeout)
+        return await _run_env_command(owner, key, spec[4:].strip(), timeout)
     if spec.startswith("file:"):
         path = Path(spec[5:].strip()).expanduser()
         try:
@@ -299,19 +299,6 @@ async def resolve_env_string(
     if _UNSET_NAME.match(spec):
         return None  # an environment variable that is not set
     return spec
-
-
-_cmd_timeout = DEFAULT_CMD_TIMEOUT
-
-
-def cmd_timeout() -> float:
-    """Seconds an env command may take (`adapters.opts.cmd_timeout`, in milliseconds there)."""
-    return _cmd_timeout
-
-
-def set_cmd_timeout(seconds: float) -> None:
-    global _cmd_timeout
-    _cmd_timeout = seconds
 
 
 async def _run_env_command(owner: str, key: str, command: str, timeout: float) -> str | None:

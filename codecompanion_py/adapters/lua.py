@@ -28,11 +28,12 @@ from __future__ import annotations
 import contextvars
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 from greenlet import getcurrent, greenlet
 
+from ..editor_port import Editor
 from ..errors import CodeCompanionError, ConfigError
 from ..messages import Message, TextPart, ToolCall, ToolResultPart, ToolSpec
 
@@ -45,10 +46,6 @@ PER_CHUNK = frozenset(
 _MUTABLE = ("url", "headers", "parameters", "body", "opts")
 
 
-class Editor(Protocol):
-    async def call(self, method: str, args: Mapping[str, Any]) -> Any: ...
-
-
 class LuaOutsideContext(ConfigError):
     """A Lua function was called where the engine cannot reach Neovim."""
 
@@ -57,12 +54,28 @@ _last: dict[int, Any] = {}
 
 
 class LuaFunction(msgspec.Struct, rename={"id": REF_KEY}, omit_defaults=True):
-    """A function of the setup() table, called in Neovim. `path` names it in errors.
-    Encoded (as any op's data can be), it is its reference again, which Lua turns back
-    into the function."""
+    """A function that lives in Neovim, called from the engine. Two kinds of reference:
+
+    * a function of the setup() table: `id` is its number in Lua's registry
+      (lua/codecompanion_py/functions.lua), `path` its config path for errors. Encoded (as
+      any op's data can be), it is its reference again, which Lua turns back into the
+      function. `invoke` calls it.
+    * a function of a Lua-defined tool (`LuaFunction.of_tool`): `tool` names the tool and
+      `path` the function inside it (`cmds.1`, `handlers.setup`, `output.success`,
+      `opts.requires_approval`); the orchestrator calls it through tools.lua
+      (`tool.invoke`), with the tool's run as `self`."""
 
     id: int
     path: str
+    tool: str | None = None
+
+    @classmethod
+    def of_tool(cls, tool: str, path: str) -> LuaFunction:
+        return cls(0, path, tool)
+
+    @property
+    def _key(self) -> tuple[Any, ...]:
+        return (self.tool, self.path) if self.tool is not None else (self.id,)
 
     @property
     def last(self) -> Any:
@@ -75,16 +88,16 @@ class LuaFunction(msgspec.Struct, rename={"id": REF_KEY}, omit_defaults=True):
         _last[self.id] = value
 
     def __repr__(self) -> str:
-        return f"<Lua function {self.path}>"
+        return f"<Lua function {self.tool + '.' if self.tool else ''}{self.path}>"
 
     def __deepcopy__(self, memo: dict[int, Any]) -> LuaFunction:
         return self  # a reference: copies of an adapter call the same function
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, LuaFunction) and other.id == self.id
+        return isinstance(other, LuaFunction) and other._key == self._key
 
     def __hash__(self) -> int:
-        return hash(("lua", self.id))
+        return hash(("lua", *self._key))
 
     @property
     def per_chunk(self) -> bool:

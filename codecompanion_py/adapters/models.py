@@ -1,9 +1,10 @@
-"""The models a provider offers, from its models endpoint, cached for 30 minutes.
+"""The models a provider offers, from its models endpoint, cached for a while.
 
 `opts.models_url` names the endpoint (with `${name}` placeholders like the chat url). The
 answer is read in either common shape: `{"data": [{"id": ...}]}` (OpenAI, Anthropic,
 OpenAI-compatible servers) or `{"models": [{"name": ...}]}` (Gemini, Ollama's
-`/api/tags`). When the endpoint cannot be reached, the schema's list is the answer.
+`/api/tags`). When the endpoint cannot be reached, the schema's list is the answer. How long
+an answer is kept is the caller's (`adapters.http.opts.cache_models_for`, `Config`).
 """
 
 from __future__ import annotations
@@ -14,21 +15,28 @@ from typing import Any
 import msgspec
 
 from ..client import HttpClient, HttpRequest, read_at_most
+from ..editor_port import Editor
 from ..errors import CodeCompanionError
-from . import model_choices
 from .base import HTTPAdapter, prepare, substitute
-from .lua import Editor, run_sync
+from .lua import run_sync
 
-CACHE_SECONDS = 30 * 60
+DEFAULT_CACHE_SECONDS = 30 * 60
 MAX_BYTES = 4 << 20  # of a models list: a larger answer is no list (the schema's is used)
 MAX_MODELS = 1_000  # names kept, each a printable line of at most MAX_NAME characters
 MAX_NAME = 200
 _cache: dict[str, tuple[float, list[str]]] = {}
 
 
-async def list_models(adapter: HTTPAdapter, client: HttpClient, editor: Editor | None = None) -> list[str]:
-    """The adapter's models, its current one first. `editor`: what the adapter's Lua
-    functions (a `choices` or `default` function, an api_key function) are called through."""
+async def list_models(
+    adapter: HTTPAdapter,
+    client: HttpClient,
+    editor: Editor | None = None,
+    *,
+    cache_seconds: float = DEFAULT_CACHE_SECONDS,
+) -> list[str]:
+    """The adapter's models, its current one first; a list fetched in the last
+    `cache_seconds` is not fetched again. `editor`: what the adapter's Lua functions (a
+    `choices` or `default` function, an api_key function) are called through."""
     template = adapter.opts.get("models_url")
     if not template:
         return await _schema_choices(adapter, editor)
@@ -39,7 +47,7 @@ async def list_models(adapter: HTTPAdapter, client: HttpClient, editor: Editor |
         return await _schema_choices(adapter, editor)
     adapter = ready
     cached = _cache.get(url)
-    if cached and time.monotonic() - cached[0] < CACHE_SECONDS:
+    if cached and time.monotonic() - cached[0] < cache_seconds:
         names = cached[1]
     else:
         try:
@@ -49,6 +57,17 @@ async def list_models(adapter: HTTPAdapter, client: HttpClient, editor: Editor |
         _cache[url] = (time.monotonic(), names)
     current = adapter.model
     return ([current] if current else []) + sorted(n for n in names if n != current)
+
+
+def model_choices(adapter: HTTPAdapter) -> list[str]:
+    """The models the adapter's schema lists, its current one first."""
+    entry = adapter.schema.get("model", {})
+    choices = entry.get("choices") or []
+    if callable(choices):
+        choices = choices(adapter)
+    names = list(choices)
+    current = adapter.model
+    return ([current] if current else []) + [n for n in names if n != current]
 
 
 async def _schema_choices(adapter: HTTPAdapter, editor: Editor | None) -> list[str]:

@@ -16,12 +16,13 @@ from typing import Any
 import msgspec
 
 from ..client import HttpClient, HttpRequest
+from ..editor_port import Editor
 from ..errors import ConfigError
 from ..messages import Message, ToolResultPart, ToolSpec, cleaned
 from ..scrubber import KNOWN, SHORTEST_SECRET
 from .base import _ENV_NAME, HTTPAdapter, merge_keep, prepare
 from .handlers import call_handler
-from .lua import Editor, run_sync
+from .lua import run_sync
 
 _encode = msgspec.json.Encoder().encode
 

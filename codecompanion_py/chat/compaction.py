@@ -21,11 +21,11 @@ import msgspec
 
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
+from ..editor_port import Editor
 from ..errors import ProviderError
 from ..events import ErrorEvent, FinalEvent
 from ..messages import Message, Part, ReasoningPart, TextPart, ToolCall, ToolResultPart
 from ..stream.iterators import HttpStreamIterator
-from ..tools.orchestrator import Editor
 
 KEEP_TURNS = 2  # the last user messages (and what followed them) are never summarised
 CHARS_PER_TOKEN = 4

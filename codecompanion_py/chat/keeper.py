@@ -9,22 +9,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
-from .. import adapters
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
 from . import history, titles
-from .acp_session import AcpChatSession
 from .context import shared
 from .history import HistoryStore, Record
 from .protocol import Session
-from .session import ChatSession
 
 log = logging.getLogger("codecompanion_py")
 
@@ -137,7 +134,7 @@ class ChatKeeper:
         messages = [m for m in session.snapshot() if m.role != "system"]
         if not any(m.role == "user" and not m.context_id for m in messages):
             return
-        info = session.adapter_info()
+        info, state = session.adapter_info(), session.saved_state()
         record = Record(
             id=kept.id,
             title=kept.title or history.title_of(messages),
@@ -147,8 +144,8 @@ class ChatKeeper:
             cwd=str(session.workspace.root),
             created=kept.created,
             updated=time.time(),
-            session_id=session.session_id if isinstance(session, AcpChatSession) else None,
-            settings=dict(session.settings) if isinstance(session, ChatSession) else {},
+            session_id=state.session_id,
+            settings=dict(state.settings),
             messages=messages,
         )
         try:
@@ -180,10 +177,9 @@ class ChatKeeper:
     def _title_adapter(self, session: Session) -> HTTPAdapter | None:
         spec = self._settings().background_adapter
         if spec is None:
-            adapter = getattr(session, "adapter", None)
-            return adapter if isinstance(adapter, HTTPAdapter) else None  # an agent's chat needs one named
+            return session.title_adapter()  # an agent's chat needs one named
         try:
-            return adapters.resolve(spec)
+            return self._settings().adapters.http(spec)
         except CodeCompanionError as error:
             self._notify(f"CodeCompanion: interactions.background.adapter: {error}", "WARN")
             return None
@@ -200,29 +196,30 @@ class ChatKeeper:
 
     # --- the editor's requests ------------------------------------------------------------
 
-    def request(self, method: str, payload: Mapping[str, Any]) -> Any:
-        # the editor says where (a request can arrive before the config that says it too)
-        store = self.store(payload.get("dir"))
-        if store is None:
-            raise ConfigError("there is no history directory (the editor did not give one)")
-        if method == "history.list":
-            return store.summaries()
-        chat = str(payload.get("id", ""))
-        if method == "history.delete":
-            store.delete(chat)
-            return True
+    # (the editor says where: a request can arrive before the config that says it too)
+
+    def summaries(self, folder: str | None) -> list[dict[str, Any]]:
+        return self._store(folder).summaries()
+
+    def delete(self, folder: str | None, chat: str) -> bool:
+        self._store(folder).delete(chat)
+        return True
+
+    def rename(self, folder: str | None, chat: str, title: str) -> bool:
+        store = self._store(folder)
         record = self._load(store, chat)
-        if method == "history.rename":
-            title = " ".join(str(payload.get("title") or "").split())
-            if not title:
-                raise ConfigError("a title cannot be empty")
-            store.save(msgspec.structs.replace(record, title=title, titled=True))
-            for kept in self._kept.values():  # an open chat keeps the new title
-                if kept.id == record.id:
-                    kept.title = title
-            return True
-        if method != "history.load":
-            raise ValueError(f"unknown request {method!r}")
+        title = " ".join(title.split())
+        if not title:
+            raise ConfigError("a title cannot be empty")
+        store.save(msgspec.structs.replace(record, title=title, titled=True))
+        for kept in self._kept.values():  # an open chat keeps the new title
+            if kept.id == record.id:
+                kept.title = title
+        return True
+
+    def load(self, folder: str | None, chat: str) -> dict[str, Any]:
+        """The saved chat, for the editor to show before it opens it again."""
+        record = self._load(self._store(folder), chat)
         turns, hidden = history.transcript(record.messages)
         return {
             "id": record.id,
@@ -234,6 +231,12 @@ class ChatKeeper:
             "hidden": hidden,  # earlier turns the buffer leaves out (the engine keeps them)
             "context": shared(record.messages),
         }
+
+    def _store(self, folder: str | None) -> HistoryStore:
+        store = self.store(folder)
+        if store is None:
+            raise ConfigError("there is no history directory (the editor did not give one)")
+        return store
 
     @staticmethod
     def _load(store: HistoryStore, chat: str) -> Record:

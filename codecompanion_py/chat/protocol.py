@@ -4,7 +4,10 @@
 implement `Session`; the engine routes the editor's requests through it and never asks
 which kind it holds. Agent-only actions (options, earlier sessions) are part of the
 interface: a chat without an agent refuses them with a `ConfigError` that tells the user
-what to do instead.
+what to do instead. What only one kind keeps (an HTTP chat's settings and MCP servers, an
+agent's session id) is saved, restored and changed through the interface too; a kind that
+has none of it does nothing. Which kind a chat is follows from its adapter, chosen in one
+place (`chat/factory.py`).
 """
 
 from __future__ import annotations
@@ -13,17 +16,40 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+import msgspec
+
+from ..adapters.base import HTTPAdapter
 from ..messages import Message
 from ..tools.approvals import Approvals
 from ..tools.workspace import Workspace
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession, SettingEntry
 from ..ui.view import EventView
 from .context import ContextItem
+from .history import Record
+
+
+class SavedState(msgspec.Struct, frozen=True, kw_only=True):
+    """What a chat keeps besides its messages, for the keeper to save."""
+
+    settings: dict[str, Any] = {}
+    """The settings header's values (an HTTP chat)."""
+    session_id: str | None = None
+    """The agent's session, loaded again when the chat is reopened (an agent's chat)."""
+
+
+class PromptSetup(msgspec.Struct, frozen=True, kw_only=True):
+    """What a library prompt opens its chat with."""
+
+    system_prompts: tuple[str, ...] = ()
+    ignore_system_prompt: bool = False
+    tools: tuple[str, ...] | None = None
 
 
 class Session(Protocol):
     chat_id: Any
     view: EventView
+    editor: Any
+    """The editor's side of the chat (`tools.orchestrator.Editor`), for what asks Neovim."""
     """Where the chat's events and ops go (its sink is `view.sink`)."""
     workspace: Workspace
     approvals: Approvals
@@ -67,9 +93,36 @@ class Session(Protocol):
         """Neovim is exiting: end every process of this chat at once, from any thread."""
         ...
 
-    async def switch(self, name: str, model: str | None) -> bool:
+    async def switch(self, name: str, model: str | None, *, agent: bool) -> bool:
         """Use adapter `name` (and `model`) from the next turn if this session can do so
-        in place; False when the engine must replace the session."""
+        in place; False when the engine must replace the session. `agent`: whether `name`
+        is an agent (the adapter registry says)."""
+        ...
+
+    def saved_state(self) -> SavedState:
+        """What the keeper saves with the messages."""
+        ...
+
+    def restore(self, saved: Record) -> None:
+        """A reopened saved chat: take back what `saved_state` kept (its messages came in
+        with the session)."""
+        ...
+
+    def use_prompt(self, setup: PromptSetup) -> None:
+        """A library prompt's system messages and tools (an agent brings its own)."""
+        ...
+
+    def attach_mcp(self, server: str) -> None:
+        """`/mcp start`: the server's tools join the chat with the next message."""
+        ...
+
+    def detach_mcp(self, server: str) -> None:
+        """`/mcp stop`: the server's tools leave the chat."""
+        ...
+
+    def title_adapter(self) -> HTTPAdapter | None:
+        """The adapter that writes the chat's title when none is configured (None: an agent
+        cannot be asked for one)."""
         ...
 
     def own_models(self, name: str) -> list[str] | None:

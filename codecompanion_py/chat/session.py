@@ -12,25 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
 
-from .. import adapters, web
-from ..acp import adapters as acp_adapters
+from .. import web
+from ..adapters import BUILTIN, Adapters
 from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
+from ..editor_port import Editor
 from ..errors import CodeCompanionError, ConfigError
-from ..events import ErrorEvent, FinalEvent, NoticeEvent, ToolProgress, ToolProgressEvent
-from ..mcp.servers import PREFIX, McpServers
+from ..events import ErrorEvent, FinalEvent, NoticeEvent
+from ..mcp.servers import McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator, joined_tokens
 from ..tools.approvals import Approvals
-from ..tools.orchestrator import ChatHandle, Editor, Orchestrator, ToolsContext
-from ..tools.registry import CATALOG, ToolSettings, mentions
+from ..tools.context import ChatHandle, ToolsContext
+from ..tools.orchestrator import Orchestrator
+from ..tools.registry import ToolSettings, mentions
 from ..tools.workspace import Workspace
 from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession
@@ -41,6 +42,9 @@ from . import context as shared_context
 from . import settings as settings_header
 from .context import ContextItem
 from .debug import debug_text
+from .history import Record
+from .mcp_tools import ChatMcpTools
+from .protocol import PromptSetup, SavedState
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI programming assistant working inside the Neovim text editor. "
@@ -49,7 +53,6 @@ DEFAULT_SYSTEM_PROMPT = (
 
 Status = Literal["success", "error", "stopped"]
 _request_ids = itertools.count(1)
-_MCP_MENTION = re.compile(r"@\{mcp:([\w.-]+)\}")
 _NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
 
 
@@ -70,9 +73,13 @@ class ChatSession:
         workspace: Workspace | None = None,
         context_management: compaction.Settings | None = None,
         mcp: McpServers | None = None,
+        registry: Adapters | Callable[[], Adapters] = BUILTIN,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
+        # what a switch or a compaction adapter resolves through: the engine's current
+        # config's registry (a callable, as the client), so a setup() again is seen
+        self._registry = registry
         # the engine's current client: a callable, so a chat opened before a config change
         # (which replaces the client) sends its next request through the new one
         self._client = client
@@ -101,11 +108,7 @@ class ChatSession:
         self._last_tokens = 0  # the provider's count after the last request
         self._stream: HttpStreamIterator | None = None  # the reply streaming now
         self.mcp = mcp
-        # MCP servers whose tools this chat uses (`@{mcp:name}`, `mcp.opts.default_servers`),
-        # loaded (and their lists refreshed) when a turn starts
-        self.mcp_servers: list[str] = list(mcp.default_servers) if mcp else []
-        self._mcp_owner: dict[str, str] = {}  # tool name -> the MCP server it came from
-        self._mcp_said: set[str] = set()  # what MCP servers' tools needed said, said once
+        self.mcp_tools = ChatMcpTools(mcp, self.view, chat_id)
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -116,15 +119,19 @@ class ChatSession:
     def client(self) -> HttpClient:
         return self._client() if callable(self._client) else self._client
 
+    @property
+    def registry(self) -> Adapters:
+        return self._registry() if callable(self._registry) else self._registry
+
     def adapter_info(self) -> AdapterInfo:
         return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name, model=self.adapter.model)
 
-    async def switch(self, name: str, model: str | None) -> bool:
-        if acp_adapters.is_acp(name):
+    async def switch(self, name: str, model: str | None, *, agent: bool) -> bool:
+        if agent:
             return False
         if name != self.adapter.name:
             self.settings = {}  # another schema
-        self.adapter = adapters.resolve(name, model=model)
+        self.adapter = self.registry.http(name, model=model)
         return True
 
     def settings_header(self) -> tuple[ops.SettingEntry, ...]:
@@ -136,7 +143,7 @@ class ChatSession:
         settings = settings_header.validate(self.adapter, raw)
         model = settings.pop("model", None)
         if model is not None and model != self.adapter.model:
-            self.adapter = adapters.resolve(self.adapter.name, model=str(model))
+            self.adapter = self.registry.http(self.adapter.name, model=str(model))
             self.view.push(ops.Ready(adapter=self.adapter_info()))
             self.view.fire("ChatModel", {"adapter": self.adapter_info(), "id": self.chat_id, "model": model})
         self.settings = settings
@@ -195,6 +202,32 @@ class ChatSession:
     def resume(self, session_id: str) -> None:
         raise ConfigError(_NO_AGENT)
 
+    def saved_state(self) -> SavedState:
+        return SavedState(settings=dict(self.settings))
+
+    def restore(self, saved: Record) -> None:
+        if saved.settings and saved.adapter == self.adapter.name:  # another adapter has another schema
+            self.settings = dict(saved.settings)
+
+    def use_prompt(self, setup: PromptSetup) -> None:
+        """In place of the default system prompt with `ignore_system_prompt`."""
+        if setup.ignore_system_prompt:
+            self.system_prompt_on = False
+        for text in setup.system_prompts:
+            if text.strip():
+                self.history.append(Message.of("system", text))
+        if setup.tools is not None:
+            self.enable(list(setup.tools))
+
+    def attach_mcp(self, server: str) -> None:
+        self.mcp_tools.attach(server)
+
+    def detach_mcp(self, server: str) -> None:
+        self.mcp_tools.detach(server)
+
+    def title_adapter(self) -> HTTPAdapter | None:
+        return self.adapter
+
     def enable(self, names: list[str]) -> list[str]:
         """Enable tools and groups for this chat; their system prompts join the history once."""
         added: list[str] = []
@@ -237,7 +270,7 @@ class ChatSession:
         except ConfigError as error:
             self.view.push(ops.Error(message=str(error)))  # gives the message back to edit
             return None
-        text = self._mcp_mentions(text)
+        text = self.mcp_tools.mentions(text)
         tools, _groups, text = mentions(text, self.tool_settings)
         self.enable(tools)
         self._last_prompt = Message.of("user", text)
@@ -285,7 +318,13 @@ class ChatSession:
         rounds = 0
         try:
             await self._read_pages(pages)
-            await self._load_mcp()
+            await self.mcp_tools.load(
+                self.tools,
+                configured=set(self.tool_settings.names()),
+                cwd=str(self.workspace.root),
+                editor=self.editor,
+                add_prompt=self._add_prompt,
+            )
             while True:
                 status, message, round_usage = await self._round()
                 usage = round_usage or usage
@@ -315,59 +354,6 @@ class ChatSession:
                     status=status, tokens=usage.total_tokens if usage is not None else None, message=message or None
                 )
             )
-
-    def _mcp_mentions(self, text: str) -> str:
-        """`@{mcp:name}`: that server's tools join the chat (loaded when the turn starts)."""
-
-        def mention(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if self.mcp is None or name not in self.mcp.specs:
-                return match.group(0)
-            if name not in self.mcp_servers:
-                self.mcp_servers.append(name)
-            return f"`{PREFIX}{name}`"
-
-        return _MCP_MENTION.sub(mention, text)
-
-    async def _load_mcp(self) -> None:
-        """The tools of this chat's MCP servers, started if need be, listed afresh when a
-        server said they changed."""
-        if self.mcp is None:
-            return
-        for name in list(self.mcp_servers):
-            # built-in tools and other servers' tools keep their names
-            taken = {*CATALOG, *self.tool_settings.names(), *(n for n in self.tools if self._mcp_owner.get(n) != name)}
-            try:
-                definitions, prompt = await self.mcp.tools(
-                    name, cwd=str(self.workspace.root), notice=self._mcp_notice, editor=self.editor, taken=taken
-                )
-            except CodeCompanionError:
-                self.mcp_servers.remove(name)  # said once; mention it again to retry
-                raise
-            listed = {d.name for d in definitions}
-            for old in [n for n, owner in self._mcp_owner.items() if owner == name and n not in listed]:
-                del self._mcp_owner[old]
-                self.tools.pop(old, None)
-            for definition in definitions:
-                self._mcp_owner[definition.name] = name
-                if definition.name not in self.tools:
-                    for event in ("ChatToolAdded", "ToolAdded"):
-                        self.view.fire(event, {"id": self.chat_id, "tool": definition.name})
-                self.tools[definition.name] = definition
-            self._add_prompt(f"{PREFIX}{name}", prompt)
-
-    def _mcp_notice(self, event: str, data: Mapping[str, Any]) -> None:
-        if event == "MCPProgress":  # one line per call, updated in place
-            status: ToolProgress = data["status"] if data.get("status") in ("completed", "failed") else "in_progress"
-            title = f"MCP {data.get('server')} {data.get('text')}"
-            self.view.show(ToolProgressEvent(id=f"mcp-progress:{data.get('token')}", title=title, status=status))
-        elif event in ("MCPToolRenamed", "MCPToolsLeftOut"):
-            if data["text"] not in self._mcp_said:  # once a chat
-                self._mcp_said.add(data["text"])
-                self.view.show(NoticeEvent(title="**MCP**", text=data["text"]))
-                self.view.fire(event, dict(data))
-        else:
-            self.view.fire(event, dict(data))
 
     async def _read_pages(self, pages: Sequence[ContextItem]) -> None:
         """The pages `/fetch` shared, read now (the engine's loop, never the editor's) and put
@@ -488,7 +474,7 @@ class ChatSession:
                 self._say_context("There is nothing to compact yet: the chat is its last turns.")
             return
         self.view.fire("ChatCompacting", {"id": self.chat_id, "tokens": size, "messages": len(older)})
-        adapter = adapters.resolve(settings.adapter) if settings.adapter else self.adapter
+        adapter = self.registry.http(settings.adapter) if settings.adapter else self.adapter
         text = await compaction.summarise(adapter, self.client, older, self.editor)
         summary = compaction.summary_message(text, len(older))
         self.history[:] = [*system, summary, *kept]

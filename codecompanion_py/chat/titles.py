@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
+from ..editor_port import Editor
 from ..events import ErrorEvent, FinalEvent
 from ..messages import Message
 from ..stream.iterators import HttpStreamIterator
-from ..tools.orchestrator import Editor
 from .history import TITLE_LENGTH
 
 INSTRUCTION = (

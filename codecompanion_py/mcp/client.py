@@ -26,7 +26,7 @@ import msgspec
 from .. import __version__
 from ..acp.agent_process import AgentProcess
 from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
-from ..adapters.base import resolve_env_string
+from ..adapters.base import DEFAULT_CMD_TIMEOUT, resolve_env_string
 from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError, ConnectionClosed, RpcError
 from ..messages import deeper_than
@@ -71,8 +71,18 @@ class McpProcess(AgentProcess):
 
 
 class McpServer:
-    def __init__(self, name: str, spec: Mapping[str, Any], *, cwd: str, notice: Notice, editor: Any = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: Mapping[str, Any],
+        *,
+        cwd: str,
+        notice: Notice,
+        editor: Any = None,
+        cmd_timeout: float = DEFAULT_CMD_TIMEOUT,
+    ) -> None:
         self.name = name
+        self.cmd_timeout = cmd_timeout  # seconds a `cmd:` value may take (adapters.opts.cmd_timeout)
         self.spec = spec
         self.cwd = cwd
         self.notice = notice  # (event, data): ready, closed, tools changed, progress
@@ -369,7 +379,7 @@ class McpServer:
         if isinstance(value, LuaFunction):
             return await value.call_async(self.editor)
         if isinstance(value, str):
-            return await resolve_env_string(f"MCP server {self.name}", key, value)
+            return await resolve_env_string(f"MCP server {self.name}", key, value, self.cmd_timeout)
         return value
 
     # --- what the server asks and tells ------------------------------------------------------

@@ -22,6 +22,7 @@ import json
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from ..adapters.base import DEFAULT_CMD_TIMEOUT
 from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError
 from ..messages import ImagePart
@@ -84,8 +85,9 @@ def images_of(result: Mapping[str, Any]) -> list[ImagePart]:
 
 
 class McpServers:
-    def __init__(self, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, config: Mapping[str, Any] | None = None, *, cmd_timeout: float = DEFAULT_CMD_TIMEOUT) -> None:
         config = config if isinstance(config, Mapping) else {}
+        self.cmd_timeout = cmd_timeout  # for the servers started from now on
         self.config = dict(config)
         servers = config.get("servers") if isinstance(config.get("servers"), Mapping) else {}
         self.specs: dict[str, Any] = dict(servers or {})
@@ -113,7 +115,9 @@ class McpServers:
             spec = dict(spec)
             if self.timeout_ms is not None and "timeout" not in spec:
                 spec["timeout"] = self.timeout_ms
-            server = self.running[name] = McpServer(name, spec, cwd=cwd, notice=notice, editor=editor)
+            server = self.running[name] = McpServer(
+                name, spec, cwd=cwd, notice=notice, editor=editor, cmd_timeout=self.cmd_timeout
+            )
         server.notice, server.editor = notice, editor or server.editor  # the chat that asks now hears it
         return server
 

@@ -7,7 +7,7 @@ part. It serves the two calls the remote plugin (`plugin.py`) serves, under two 
 - `rpcnotify(chan, "notify", method, payload)`: `Engine.dispatch`, fire and forget;
 - `rpcrequest(chan, "request", method, payload)`: `Engine.request`, answered.
 
-The engine and its `NvimBridge` are the ones the remote plugin uses. pynvim runs this
+The engine and its `NvimChannel` are the ones the remote plugin uses. pynvim runs this
 session's loop on the main thread (`run_loop`), and the engine runs its tasks on that same
 loop: a call from Lua starts a task, a render is written to the channel as it is made.
 pynvim's stdio session moves fd 1 aside for the RPC stream and points it at stderr, so a
@@ -28,7 +28,7 @@ import pynvim
 
 from ..engine import Engine, yield_to_editor
 from ..scrubber import scrub_logs
-from .bridge import NvimBridge
+from .channel import NvimChannel
 
 
 def _call(args: list[Any]) -> tuple[str, Any]:
@@ -43,7 +43,7 @@ class Host:
 
     def __init__(self, nvim: Any) -> None:
         self.nvim = nvim
-        self.engine = Engine(NvimBridge(nvim), loop=nvim.loop)
+        self.engine = Engine(NvimChannel(nvim), loop=nvim.loop)
 
     def on_request(self, name: str, args: list[Any]) -> Any:
         if name != "request":
@@ -59,7 +59,7 @@ class Host:
             method, payload = _call(args)
             self.engine.dispatch(method, payload)
         else:
-            self.engine.bridge.notify(f"CodeCompanion: the engine got an unknown RPC notification {name!r}")
+            self.engine.channel.notify(f"CodeCompanion: the engine got an unknown RPC notification {name!r}")
 
     def shutdown(self) -> None:
         try:

@@ -12,7 +12,7 @@ import pynvim
 
 from ..engine import Engine
 from ..scrubber import scrub_logs
-from .bridge import NvimBridge
+from .channel import NvimChannel
 
 
 @pynvim.plugin
@@ -25,7 +25,7 @@ class CodeCompanionPlugin:
     def engine(self) -> Engine:
         if self._engine is None:
             scrub_logs()
-            self._engine = Engine(NvimBridge(self._nvim), loop=self._nvim.loop)
+            self._engine = Engine(NvimChannel(self._nvim), loop=self._nvim.loop)
         return self._engine
 
     @pynvim.function("CodeCompanionPyNotify", sync=False)

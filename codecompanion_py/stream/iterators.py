@@ -30,8 +30,9 @@ import msgspec
 
 from ..adapters.base import HTTPAdapter
 from ..adapters.handlers import call_handler
-from ..adapters.lua import Editor, run_sync
+from ..adapters.lua import run_sync
 from ..client import HttpClient, HttpRequest, Retrying, looks_like_html, not_the_api, scrub, scrub_error
+from ..editor_port import Editor
 from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, TransportError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, TextPart, ToolCall, ToolSpec, cleaned

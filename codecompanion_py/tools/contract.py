@@ -8,7 +8,7 @@ A tool is a table: `name`, `schema` (OpenAI function format), `cmds`, `system_pr
 `output_handler` once.
 
 The catalog and Python user tools hold Python callables; a Lua-defined tool holds
-`LuaFunction` references that the orchestrator calls back in Neovim, where tools.lua
+`LuaFunction.of_tool` references (adapters/lua.py) that the orchestrator calls back in Neovim, where tools.lua
 calls each with the arguments of the tool's generation (CodeCompanion 19's `meta` tables,
 or the older lists). Callables may be plain or async: the orchestrator awaits whatever is
 awaitable.
@@ -27,7 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError
+from ..adapters.lua import LuaFunction
+from ..errors import ConfigError, ToolError
 from ..messages import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -35,15 +36,6 @@ if TYPE_CHECKING:
     from .workspace import Target
 
 Outcome = Literal["success", "error", "rejected", "cancelled"]
-
-
-@dataclass(frozen=True)
-class LuaFunction:
-    """A function that lives in the user's Lua config; `path` names it inside the tool
-    (`cmds.1`, `handlers.setup`, `output.success`, `opts.requires_approval`)."""
-
-    tool: str
-    path: str
 
 
 @dataclass
@@ -181,7 +173,7 @@ class ToolRun(ToolState):
     run_id: int = 0
     # Whether Neovim keeps state for this run (a function of it was called there).
     in_lua: bool = False
-    # The orchestrator's ToolsContext, for Python tools whose cmds need the workspace or
+    # The batch's ToolsContext (tools/context.py), for Python tools whose cmds need the workspace or
     # the editor (cmds get `(self, args, input, output_handler)`, not `tools`).
     context: Any = None
 
@@ -230,6 +222,20 @@ def merge_opts(tool_opts: Mapping[str, Any], config_opts: Mapping[str, Any]) -> 
         if new in merged:
             merged[old] = merged[new]
     return merged
+
+
+def env_allow(opts: Mapping[str, Any]) -> list[str]:
+    """The tool option `env_allow`: environment variables (names, or patterns such as
+    `NPM_CONFIG_*`) the user lets this tool's commands see beyond the safe ones. A Lua
+    list arrives as a list; a single name is accepted too."""
+    value = opts.get("env_allow")
+    if value is None or value == {}:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(name, str) for name in value):
+        raise ToolError("the tool option `env_allow` must be a list of environment variable names")
+    return list(value)
 
 
 def _renamed(opts: Mapping[str, Any]) -> dict[str, Any]:

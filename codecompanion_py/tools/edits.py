@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import EditRefused
+from .lines import split_lines
 
 SHRINK_MIN_LINES = 20  # the large-shrink warning applies to files at least this long
 HINT_MIN_RATIO = 0.4  # below this similarity, no region is suggested
@@ -101,19 +102,6 @@ class _Match:
     replacement: str | None  # None: the indentation could not be mapped
 
 
-def _lines(text: str) -> list[str]:
-    """The file's lines, without their "\n" (a final "\n" ends the last line, not a new one)."""
-    pieces = text.split("\n")
-    if text.endswith("\n") or not text:
-        pieces.pop()
-    return pieces
-
-
-def _block(text: str) -> list[str]:
-    """The lines of an oldText/newText taken as whole lines (one final "\\n" is not a line)."""
-    return [] if not text else text.removesuffix("\n").split("\n")
-
-
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t"))]
 
@@ -174,7 +162,7 @@ def _find_exact(text: str, edit: Edit) -> list[_Match]:
 
 def _line_finder(key: Callable[[str], str], reindent: bool) -> Callable[[str, Edit], list[_Match]]:
     def find(text: str, edit: Edit) -> list[_Match]:
-        lines, old, new = _lines(text), _block(edit.old_text), _block(edit.new_text)
+        lines, old, new = split_lines(text), split_lines(edit.old_text), split_lines(edit.new_text)
         if not old:
             return []
         want, have = [key(line) for line in old], [key(line) for line in lines]
@@ -224,8 +212,8 @@ def _window_sums(values: list[int], size: int) -> list[int]:
 
 def _closest_region(text: str, old_text: str) -> str:
     """The most similar region of `text` to `old_text`, numbered, or advice when none is."""
-    lines = _lines(text)
-    want = [line.strip() for line in _block(old_text)]
+    lines = split_lines(text)
+    want = [line.strip() for line in split_lines(old_text)]
     size = min(len(want), len(lines))
     if not lines or size == 0:
         return "The file is empty.\n"
@@ -468,12 +456,8 @@ def keep_line_endings(original: str, new: str, newline: str) -> str:
 
 
 def _diff_lines(text: str) -> list[str]:
-    if not text:
-        return []
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    else:
+    lines = split_lines(text)
+    if text and not text.endswith("\n"):
         lines[-1] += "\n\\ No newline at end of file"
     return lines
 

@@ -24,73 +24,26 @@ import logging
 import string
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from ..adapters.lua import LuaFunction
 from ..errors import ToolError
 from ..events import ToolResultEvent
 from ..messages import ToolCall, ToolResultPart
-from ..processes import safe_env
+from ..processes.commands import safe_env
+from ..processes.run import run_process
 from ..scrubber import KNOWN
 from . import arguments
-from .approvals import Answer, Approvals, choice_of, must_prompt, visible
-from .contract import APPROVAL, CONFIRMATION, LuaFunction, Outcome, ToolDefinition, ToolRun
+from .approvals import Answer, choice_of, must_prompt, visible
+from .context import Surface, ToolsContext
+from .contract import APPROVAL, CONFIRMATION, Outcome, ToolDefinition, ToolRun, env_allow
 from .edits import unified_diff
-from .process import env_allow, run_process
 
 log = logging.getLogger("codecompanion_py.tools")
 
 DEFAULT_TIMEOUT_MS = 300_000
 _run_ids = itertools.count(1)
 _batch_ids = itertools.count(1)
-
-
-class Editor(Protocol):
-    """The editor side: approvals, buffers, Lua-defined tools. Answers come back later."""
-
-    async def call(self, method: str, args: Mapping[str, Any]) -> Any: ...
-
-
-class Surface(Protocol):
-    """Where the chat shows things (a `ui.view.EventView`): tool results, and `User`
-    autocmds in order with them."""
-
-    def show(self, event: ToolResultEvent) -> None: ...
-
-    def fire(self, event: str, data: Mapping[str, Any] | None = None) -> None: ...
-
-
-class ChatHandle:
-    """`tools.chat` for tool authors: `add_tool_output(tool, for_llm, for_user)`."""
-
-    def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-
-    def add_tool_output(self, tool: ToolRun, for_llm: Any, for_user: Any = None) -> None:
-        tool.add_output(for_llm, for_user)
-
-    def add_message(self, message: Mapping[str, Any]) -> None:
-        """Extra context for the LLM, sent after this batch's results."""
-        self.messages.append(dict(message))
-
-
-@dataclass
-class ToolsContext:
-    """The `tools` argument of every tool callable."""
-
-    chat: ChatHandle
-    editor: Editor
-    approvals: Approvals
-    workspace: Any  # tools.workspace.Workspace
-    chat_id: Any = None
-    surface: Surface | None = None  # where `fire` goes
-    reads: dict[str, str] = field(default_factory=dict)  # real path -> hash of what the LLM last read
-    # `await invoke(run, fn, *args)` calls a tool's function, Lua or Python (set by the
-    # orchestrator): for Python tools that call back into a Lua part (run_command's extensions).
-    invoke: Callable[..., Any] | None = None
-
-    def fire(self, event: str, data: Mapping[str, Any]) -> None:
-        if self.surface is not None:
-            self.surface.fire(event, data)
 
 
 @dataclass
@@ -310,7 +263,7 @@ class Orchestrator:
         asks as well when `require_confirmation_after` holds: its preview is that question."""
         needed = await self._opt_value(run, APPROVAL)
         if not needed and run.definition.previews and await self._opt_value(run, CONFIRMATION):
-            if run.review is not None and getattr(self.context.editor, "reviews_edits", False):
+            if run.review is not None and self.context.editor.reviews_edits:
                 run.reviewed_after = not self.context.approvals.yolo  # written, then reviewed
                 return False
             needed = True  # no review after: the preview is the question before
@@ -378,11 +331,7 @@ class Orchestrator:
         if isinstance(cmd, str):
             return await self._run_argv(run, cmd, timeout)
         try:
-            call = (
-                self._invoke(run, cmd, run.args, value)
-                if isinstance(cmd, LuaFunction)
-                else self._call_python(run, cmd, value)
-            )
+            call = self._invoke(run, cmd, run.args, value) if _of_lua_tool(cmd) else self._call_python(run, cmd, value)
             # a tool that enforces its own timeout (run_command) gets a grace period to report it
             limit = timeout + min(timeout, 10.0)
             result = await asyncio.wait_for(call, limit)
@@ -443,7 +392,7 @@ class Orchestrator:
     async def _invoke(self, run: ToolRun, fn: Any, *args: Any) -> Any:
         if fn is None:
             return None
-        if isinstance(fn, LuaFunction):
+        if _of_lua_tool(fn):
             return await self._invoke_lua(run, fn, args)
         try:
             result = fn(run, *args)
@@ -458,13 +407,14 @@ class Orchestrator:
 
     async def _invoke_lua(self, run: ToolRun, fn: LuaFunction, args: Sequence[Any]) -> Any:
         # `tools` and `self` live on the Lua side; only data crosses.
+        tool = fn.tool or run.name
         wire_args = [a for a in args if not isinstance(a, ToolsContext)]
         run.in_lua = True
         reply = await self.context.editor.call(
             "tool.invoke",
             {
                 "run_id": run.run_id,
-                "tool": fn.tool,
+                "tool": tool,
                 "path": fn.path,
                 "args": _jsonable(wire_args),
                 "call": {"id": run.function_call.id, "name": run.name, "arguments": run.args},
@@ -477,7 +427,7 @@ class Orchestrator:
             self.context.chat.add_message(message)
         if isinstance(reply.get("cmds"), list):
             run.cmds = [
-                LuaFunction(fn.tool, f"cmds.{i}") if kind == "function" else kind
+                LuaFunction.of_tool(tool, f"cmds.{i}") if kind == "function" else kind
                 for i, kind in enumerate(reply["cmds"], start=1)
             ]
         if reply.get("error"):
@@ -518,6 +468,11 @@ def _as_text(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def _of_lua_tool(fn: Any) -> bool:
+    """A function of a Lua-defined tool (called through tools.lua with the run as `self`)."""
+    return isinstance(fn, LuaFunction) and fn.tool is not None
 
 
 def _first_cmd(run: ToolRun) -> Any:

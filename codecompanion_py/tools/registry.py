@@ -26,9 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..adapters.lua import LuaFunction
 from ..errors import ConfigError
 from .catalog import run_command
-from .contract import LuaFunction, ToolDefinition, load_python_tool
+from .contract import ToolDefinition, load_python_tool
 
 CATALOG: dict[str, str] = {
     "read_file": "read_file",
@@ -224,7 +225,7 @@ def _lua_definition(name: str, description: Mapping[str, Any]) -> ToolDefinition
         return _extension(name, description)
     cmds: list[Any] = []
     for index, cmd in enumerate(_list(description.get("cmds")), start=1):
-        cmds.append(LuaFunction(name, f"cmds.{index}") if cmd == "function" else cmd)
+        cmds.append(LuaFunction.of_tool(name, f"cmds.{index}") if cmd == "function" else cmd)
     schema = description.get("schema")
     if not isinstance(schema, Mapping):
         raise ConfigError(f"tool {name}: `schema` must be an OpenAI function schema table")
@@ -234,9 +235,9 @@ def _lua_definition(name: str, description: Mapping[str, Any]) -> ToolDefinition
         cmds=cmds,
         system_prompt=description.get("system_prompt") or None,
         opts=_lua_refs(name, "opts", description.get("opts") or {}),
-        env=LuaFunction(name, "env") if description.get("env") else None,
-        handlers={h: LuaFunction(name, f"handlers.{h}") for h in _list(description.get("handlers"))},
-        output={o: LuaFunction(name, f"output.{o}") for o in _list(description.get("output"))},
+        env=LuaFunction.of_tool(name, "env") if description.get("env") else None,
+        handlers={h: LuaFunction.of_tool(name, f"handlers.{h}") for h in _list(description.get("handlers"))},
+        output={o: LuaFunction.of_tool(name, f"output.{o}") for o in _list(description.get("output"))},
         lua=True,
     )
 
@@ -268,9 +269,9 @@ def _extension(name: str, description: Mapping[str, Any]) -> ToolDefinition:
     return run_command.extension(
         tool_name,
         schema=schema,
-        build_cmd=LuaFunction(name, "build_cmd"),
-        handlers={h: LuaFunction(name, f"handlers.{h}") for h in _list(description.get("handlers"))},
-        output={o: LuaFunction(name, f"output.{o}") for o in _list(description.get("output"))},
+        build_cmd=LuaFunction.of_tool(name, "build_cmd"),
+        handlers={h: LuaFunction.of_tool(name, f"handlers.{h}") for h in _list(description.get("handlers"))},
+        output={o: LuaFunction.of_tool(name, f"output.{o}") for o in _list(description.get("output"))},
         opts=_lua_refs(name, "opts", description.get("opts") or {}),
         system_prompt=description.get("system_prompt") or None,
     )
@@ -281,7 +282,9 @@ def _lua_refs(name: str, prefix: str, opts: Mapping[str, Any] | list[Any]) -> di
     if not isinstance(opts, Mapping):
         return {}
     return {
-        key: LuaFunction(name, f"{prefix}.{key}") if isinstance(value, Mapping) and value.get("__lua") else value
+        key: LuaFunction.of_tool(name, f"{prefix}.{key}")
+        if isinstance(value, Mapping) and value.get("__lua")
+        else value
         for key, value in opts.items()
     }
 

@@ -5,8 +5,8 @@ thread would freeze the engine, the editor's `q` and even `:qa!` until it ended.
 
 `python -I -S -c WORKER` runs `main()`: the request comes as one JSON object on stdin, the
 answer goes as one JSON object to stdout, and the caller kills the process at its
-deadline (`search.grep`, `search.find_files`). Only the standard library and `..errors`
-are imported here, so the worker starts in a few tens of milliseconds.
+deadline (`search.grep`, `search.find_files`). Only the standard library, `..errors` and
+`.lines` are imported here, so the worker starts in a few tens of milliseconds.
 
 Request: `{"root", "files", "include", "query", "is_regexp", "max_results"}`; without a
 `query` the answer is the files matching the glob `include`. Answer: `{"hits",
@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ToolError
+from .lines import split_lines
 
 MAX_GREP_FILE_SIZE = 2 * 1024 * 1024
 """Files larger than this are not searched."""
@@ -168,9 +169,7 @@ def scan(
         text = data.decode("utf-8", errors="replace")
         if regex is None and query not in text:
             continue
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
+        lines = split_lines(text)
         for lineno, line in enumerate(lines, 1):
             if regex.search(line) if regex is not None else query in line:
                 hits.append(format_hit(rel, lineno, line))

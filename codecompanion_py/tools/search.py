@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ToolError
-from ..processes import RawProcessResult, run_process_raw, safe_env
+from ..processes.commands import safe_env
+from ..processes.run import ProcessResult, run_process_raw
 from .scan import WORKER, format_hit, normalize_glob, translate_glob
 
 GIT_TIMEOUT = 60.0
@@ -219,7 +220,7 @@ def _git_argv(git: str, *args: str) -> list[str]:
     ]
 
 
-async def _git(root: Path, git: str, *args: str, max_output: int = 32 * 1024 * 1024) -> RawProcessResult:
+async def _git(root: Path, git: str, *args: str, max_output: int = 32 * 1024 * 1024) -> ProcessResult[bytes]:
     return await run_process_raw(
         _git_argv(git, *args),
         cwd=root,

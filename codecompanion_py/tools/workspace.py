@@ -36,14 +36,18 @@ BINARY_SNIFF_BYTES = 8192
 _INVISIBLE = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _ENV_VAR = re.compile(r"\$(\{|\(|[A-Za-z_])")
 _DRIVE = re.compile(r"^[A-Za-z]:/")
+# each folder, with why it is protected when the reason is more than its name
 _PROTECTED_DIRS = {
-    ".git": "inside .git",
-    ".ssh": "inside .ssh",
-    ".codecompanion": "inside .codecompanion",
-    # what an editor, an IDE or git runs by itself when the project is opened or committed to
-    ".vscode": "inside .vscode (VS Code runs its tasks and settings)",
-    ".idea": "inside .idea (JetBrains IDEs run its configurations)",
-    ".husky": "inside .husky (git hooks)",
+    name: f"inside {name}{why}"
+    for name, why in (
+        (".git", ""),
+        (".ssh", ""),
+        (".codecompanion", ""),
+        # what an editor, an IDE or git runs by itself when the project is opened or committed to
+        (".vscode", " (VS Code runs its tasks and settings)"),
+        (".idea", " (JetBrains IDEs run its configurations)"),
+        (".husky", " (git hooks)"),
+    )
 }
 # Files that run code without the user running them: on entering the directory (direnv,
 # mise), on opening Neovim or Vim there (exrc, lazy.nvim), on a commit (pre-commit). CI

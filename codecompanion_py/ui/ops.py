@@ -2,7 +2,7 @@
 
 An op is a frozen msgspec Struct tagged by `op`; `encode` turns a batch into the plain
 tables `require("codecompanion_py.chat").apply(chat_id, ops)` receives, and
-`lua/codecompanion_py/chat.lua` has one `render.<op>` function per tag (the tests check
+`lua/codecompanion_py/chat/render.lua` has one renderer per tag (the tests check
 that the two lists agree, and Lua reports an op it does not know).
 
 Absent values are absent: every optional field defaults to None or empty and is left
@@ -98,7 +98,7 @@ class Reasoning(_Op, tag="reasoning", frozen=True):
     text: str
 
 
-class ToolCall(_Op, tag="tool_call", frozen=True):
+class ShowToolCall(_Op, tag="tool_call", frozen=True):
     """A tool call of the LLM, shown as one line with its arguments."""
 
     id: str
@@ -232,7 +232,7 @@ Op = Union[
     Begin,
     Text,
     Reasoning,
-    ToolCall,
+    ShowToolCall,
     ToolOutput,
     AgentTool,
     Plan,

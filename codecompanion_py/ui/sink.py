@@ -16,13 +16,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from .ops import Op, Reasoning, Text
 
 FRAME_INTERVAL = 1 / 30
 FLOOD_INTERVAL = 0.1
 FLOOD_CHARS = 2_000
+
+
+class Channel(Protocol):
+    """The editor as the engine reaches it, from the engine's loop, without waiting
+    (`nvim.channel.NvimChannel` in Neovim, a recorder in tests)."""
+
+    def render(self, chat_id: Any, batch: list[Op]) -> None: ...
+    def notify(self, message: str, level: str = "ERROR") -> None: ...
 
 
 class Sink(Protocol):

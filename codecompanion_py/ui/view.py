@@ -64,7 +64,7 @@ class EventView:
             push(ops.Reasoning(text=KNOWN.without_known(event.content)))
         elif isinstance(event, ToolCallEvent):
             if event.is_final:  # fragments are not worth a redraw: the call shows whole
-                push(ops.ToolCall(id=event.id, name=event.name, arguments=event.arguments))
+                push(ops.ShowToolCall(id=event.id, name=event.name, arguments=event.arguments))
         elif isinstance(event, ToolResultEvent):
             text = printable(event.content)
             if event.tool_call_id in self._agent_tools:  # the agent's tool line says the status

@@ -11,6 +11,9 @@ local M = {}
 
 -- `base` is an adapter's name (HTTP or ACP), a table (another extend() result or a whole
 -- adapter), or a function returning one.
+---@param base string|table|fun(): table
+---@param overrides? table
+---@return table adapter
 function M.extend(base, overrides)
   if type(base) == "function" then
     base = base()
@@ -31,6 +34,8 @@ M.utils = {}
 
 -- A streamed frame as JSON text: from its first `{` (drops a `data: ` prefix); a whole
 -- response (a table) gives its body.
+---@param data string|table
+---@return string|nil
 function M.utils.clean_streamed_data(data)
   if type(data) == "table" then
     return data.body

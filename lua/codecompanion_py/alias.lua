@@ -11,6 +11,8 @@ local function ours(path)
 end
 
 -- CodeCompanion's own copy of `file` (e.g. "lua/codecompanion/init.lua"), or nil.
+---@param file string
+---@return string|nil path
 function M.original(file)
   for _, path in ipairs(vim.api.nvim_get_runtime_file(file, true)) do
     if not ours(path) then
@@ -20,6 +22,9 @@ function M.original(file)
 end
 
 -- The module a lua/codecompanion/ file returns: CodeCompanion's own when installed, else `build()`.
+---@param files string[]
+---@param build fun(): table
+---@return table
 function M.load(files, build)
   for _, file in ipairs(files) do
     local original = M.original(file)

@@ -7,11 +7,14 @@ local function chat_module()
   return require("codecompanion_py.chat")
 end
 
+---@param opts? table
 function M.setup(opts)
   require("codecompanion_py").setup(opts)
 end
 
 -- chat({ params = { adapter, model }, args = "prompt", user_prompt = "...", subcommand = "toggle" | "add" | ... })
+---@param args? table
+---@return CodeCompanionChat|nil
 function M.chat(args)
   args = args or {}
   if args.subcommand then
@@ -26,26 +29,35 @@ function M.chat(args)
   })
 end
 
+---@param args? { params?: table }
+---@return CodeCompanionChat|nil
 function M.toggle(args)
   return chat_module().toggle(args and args.params or nil)
 end
 M.toggle_chat = M.toggle
 
 -- add({ line1, line2 }): those lines of the current buffer into the last chat.
+---@param args? { line1?: integer, line2?: integer }
+---@return CodeCompanionChat|nil
 function M.add(args)
   args = args or {}
   local row = vim.api.nvim_win_get_cursor(0)[1]
   return chat_module().add(vim.api.nvim_get_current_buf(), args.line1 or row, args.line2 or args.line1 or row)
 end
 
+-- The engine reads adapters and tools afresh.
+---@return nil
 function M.chat_refresh_cache()
   chat_module().refresh_cache()
 end
 
+---@return CodeCompanionChat|nil
 function M.last_chat()
   return chat_module().last_chat()
 end
 
+---@param bufnr? integer the current buffer when nil
+---@return CodeCompanionChat|nil
 function M.buf_get_chat(bufnr)
   local chats = chat_module().chats
   if bufnr == nil or bufnr == 0 then
@@ -54,6 +66,8 @@ function M.buf_get_chat(bufnr)
   return chats[bufnr]
 end
 
+-- The last chat closes (its buffer goes).
+---@return nil
 function M.close_last_chat()
   local chat = M.last_chat()
   if chat then
@@ -61,6 +75,7 @@ function M.close_last_chat()
   end
 end
 
+---@param bufnr integer
 function M.restore(bufnr)
   local chat = M.buf_get_chat(bufnr)
   if chat then
@@ -72,6 +87,8 @@ local FEATURES = { chat = true, tools = true, acp = true, adapters = true, event
   actions = true, prompt_library = true, workflows = true, history = true }
 
 -- has("chat"), has({ "chat", "tools" }): whether this plugin has the feature(s).
+---@param feature string|string[]
+---@return boolean
 function M.has(feature)
   if type(feature) == "table" then
     for _, f in ipairs(feature) do
@@ -92,20 +109,25 @@ end
 
 -- CodeCompanion's `inline(args)` and `cmd(args)`: `args` as a user command gets it
 -- ({ args, range, line1, line2 }), or a string.
+---@param args table|string
 function M.inline(args)
   args = type(args) == "table" and args or { args = args }
   return require("codecompanion_py.inline").run(args)
 end
 
+---@param args? table|string
 function M.cmd(args)
   return require("codecompanion_py.inline").cmd(type(args) == "table" and args.args or args)
 end
 
+---@param args? table|string
 function M.actions(args)
-  return require("codecompanion_py.actions").open(type(args) == "table" and args or { args = args })
+  return require("codecompanion_py.palette").open(type(args) == "table" and args or { args = args })
 end
 
 -- CodeCompanion's `prompt(alias)`: run the library prompt with that alias.
+---@param alias string
+---@param args? table
 function M.prompt(alias, args)
   return require("codecompanion_py.prompts.run").alias(alias, "", args)
 end

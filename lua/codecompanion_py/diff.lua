@@ -43,14 +43,7 @@ local function highlights()
 end
 
 local function keymaps()
-  local user = {}
-  for _, key in ipairs({ "strategies", "interactions" }) do
-    local section = (require("codecompanion_py").config or {})[key]
-    local maps = type(section) == "table" and type(section.shared) == "table" and section.shared.keymaps or nil
-    for name, map in pairs(type(maps) == "table" and maps or {}) do
-      user[name] = map
-    end
-  end
+  local user = require("codecompanion_py.chat.keymaps").user(require("codecompanion_py").config or {}, "shared")
   local out = {}
   for name, default in pairs(M.KEYMAPS) do
     local map = user[name]
@@ -71,6 +64,9 @@ local function joined(lines)
 end
 
 -- { a_start, a_count, b_start, b_count }: `base` lines a.. became the region's lines b..
+---@param base string[]
+---@param lines string[]
+---@return integer[][]
 function M.hunks(base, lines)
   return vim.diff(joined(base), joined(lines), { result_type = "indices", algorithm = "histogram" })
 end
@@ -131,6 +127,8 @@ local function unmap(review)
 end
 
 -- Run `begin` now if no review is pending on `buf`, else once that one is settled.
+---@param buf integer
+---@param begin fun()
 function M.when_free(buf, begin)
   if not M.reviews[buf] then
     return begin()
@@ -140,6 +138,8 @@ function M.when_free(buf, begin)
 end
 
 -- Why `buf` cannot take another change now (a review is pending on it), or nil.
+---@param buf integer
+---@return string|nil why
 function M.busy(buf)
   local review = M.reviews[buf]
   if review then
@@ -290,6 +290,9 @@ end
 -- result "accepted", "rejected", "partial" or "kept" (the user edited during the review);
 -- counts.gone when the buffer was closed during it (counts.base: the lines it settled on).
 -- With a review pending on `buf`, this one starts when that one is settled.
+---@param buf integer
+---@param opts { start: integer, count: integer, original: string[], modified?: boolean,
+---  on_done?: fun(result: string, counts: table) }
 function M.start(buf, opts)
   if M.reviews[buf] then
     return M.when_free(buf, function() M.start(buf, opts) end)
@@ -349,6 +352,8 @@ function M.start(buf, opts)
 end
 
 -- For tests and for `require("codecompanion_py.diff").act(buf, "accept_hunk")`.
+---@param buf integer
+---@param name string an action of the review's keymaps ("accept_hunk"...)
 function M.act(buf, name)
   local review = M.reviews[buf]
   if review and actions[name] then

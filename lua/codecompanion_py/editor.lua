@@ -1,6 +1,8 @@
 -- What the engine asks of the editor while a chat runs tools. Each request arrives as a
 -- `call` op {id, method, args}; the answer goes back as one `editor.reply` notification,
--- possibly much later (an approval waits for the user).
+-- possibly much later (an approval waits for the user). The methods are listed once more in
+-- Python (codecompanion_py/ui/editor.py's EditorMethod; tests/test_calls.py keeps them equal):
+--   acp.session_pre  `User CodeCompanionACPSessionPre` before an agent's session starts
 --   approve        vim.ui.select: Accept / Always accept / Reject (with a reason) / Cancel,
 --                  or the options an ACP agent offers, then Cancel
 --   tool.invoke    call a function of a Lua-defined tool (see tools.lua)
@@ -8,13 +10,24 @@
 --   buffer.get     the loaded buffer of a file: lines, modified flag, changedtick
 --   buffer.reload  re-read loaded buffers of files an agent changed on disk
 --   buffer.set     replace a buffer's lines as one undo step, then save if it was clean
+--   review         show a written edit for the user to keep or reject
 --   diagnostics    vim.diagnostic entries of a file
 --   lua.call       call a function of the setup() table (functions.lua): an api_key
 --                  function, a handler, a schema default, the system prompt...
+
+---@class codecompanion_py.CallOp the `call` op: a question from the engine
+---@field id integer what the answer carries back
+---@field method string one of the methods above, dotted ("buffer.get")
+---@field args? table the method's arguments
+
+---@alias codecompanion_py.Reply fun(answer: any) answers the call (once)
+---@alias codecompanion_py.EditorMethod fun(chat: table?, args: table, reply: codecompanion_py.Reply)
+
 local api = vim.api
 local rpc = require("codecompanion_py.rpc")
 
 local M = {}
+---@type table<string, codecompanion_py.EditorMethod> by name, dots as underscores
 local methods = {}
 
 local function send(id, answer)
@@ -28,9 +41,21 @@ local function fail(id, message)
   rpc.notify_raw("editor.reply", { id = id, error = message })
 end
 
+local unknown_reported = {}
+
+--- Answers the call op `op` of `chat` (nil for none). A method it does not know is an error
+--- to the engine, and said once to the user, as an unknown UI op is (chat.lua).
+---@param chat table?
+---@param op codecompanion_py.CallOp
+---@return nil
 function M.handle(chat, op)
   local method = methods[op.method]
   if not method then
+    if not unknown_reported[tostring(op.method)] then
+      unknown_reported[tostring(op.method)] = true
+      vim.notify(("CodeCompanion: the engine asked the editor for an unknown method %q; the Lua and Python parts "
+        .. "of the plugin do not match (update both)"):format(tostring(op.method)), vim.log.levels.ERROR)
+    end
     return fail(op.id, "unknown editor method " .. tostring(op.method))
   end
   local ok, err = pcall(method, chat, op.args or {}, function(answer)

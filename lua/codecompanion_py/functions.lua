@@ -17,6 +17,9 @@ local id_of = setmetatable({}, { __mode = "k" }) -- function -> id
 local next_id = 0
 
 -- The reference sent in place of `fn`, found at `path` in the config.
+---@param fn function
+---@param path string
+---@return table ref
 function M.ref(fn, path)
   local id = id_of[fn]
   if not id then
@@ -85,6 +88,8 @@ end
 -- Answers { results = {...}, args = { [i] = <argument i after the call> } }: `back` names the
 -- arguments a function may change in place (the adapter a handler receives as `self`, the
 -- `tools` table of a chat_output handler).
+---@param args table the engine's request: the reference and its arguments
+---@return { results: any[], args: table }
 function M.call(args)
   local entry = by_id[args.id]
   local path = args.path or (entry and entry.path) or "?"

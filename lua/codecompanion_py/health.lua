@@ -48,6 +48,7 @@ local function compatibility(h)
   end
 end
 
+-- :checkhealth codecompanion_py: the plugin's config, the engine's report, agents and MCP servers.
 function M.check()
   local h = vim.health
   compatibility(h)

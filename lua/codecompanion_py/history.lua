@@ -20,17 +20,10 @@ local function age(seconds)
   return ("%d days ago"):format(math.floor(ago / 86400 + 0.5))
 end
 
+---@param entry table a saved chat's entry
+---@return string
 function M.label(entry)
   return ("%s  (%s, %s)"):format(entry.title, entry.adapter, age(entry.updated))
-end
-
--- Reopen a saved chat by its id.
-function M.open(id)
-  local ok, saved = pcall(rpc.request, "history.load", { id = id, dir = rpc.history_dir() })
-  if not ok then
-    return vim.notify("CodeCompanion: " .. tostring(saved), vim.log.levels.ERROR)
-  end
-  return require("codecompanion_py.chat").open({ adapter = saved.adapter, model = saved.model, saved = saved })
 end
 
 local function request(method, payload)
@@ -43,6 +36,16 @@ local function request(method, payload)
   return result
 end
 
+-- Reopen a saved chat by its id.
+---@param id string
+---@return CodeCompanionChat|nil
+function M.open(id)
+  local saved = request("history.load", { id = id })
+  return saved
+    and require("codecompanion_py.chat").open({ adapter = saved.adapter, model = saved.model, saved = saved })
+end
+
+---@param entry table
 function M.rename(entry)
   vim.ui.input({ prompt = "Title: ", default = entry.title }, function(title)
     if title and vim.trim(title) ~= "" and request("history.rename", { id = entry.id, title = title }) then
@@ -51,6 +54,7 @@ function M.rename(entry)
   end)
 end
 
+---@param entry table
 function M.delete(entry)
   local question = { prompt = ("Delete %q?"):format(entry.title), format_item = tostring }
   vim.ui.select({ "Delete", "Keep" }, question, function(choice)
@@ -63,6 +67,7 @@ end
 local ACTIONS = { open = function(entry) M.open(entry.id) end, rename = M.rename, delete = M.delete }
 
 -- `action`: nil (open), "rename" or "delete".
+---@param action? "rename"|"delete"
 function M.pick(action)
   local act = ACTIONS[action or "open"]
   if not act then

@@ -19,6 +19,7 @@ M.defaults = {
 M.config = vim.deepcopy(M.defaults)
 M.user_opts = {} ---@type table what setup() was given, as given
 
+---@param opts? table CodeCompanion's config, and this plugin's own keys
 function M.setup(opts)
   M.user_opts = opts or {}
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), M.user_opts)
@@ -27,6 +28,8 @@ function M.setup(opts)
 end
 
 -- `interactions.chat.<key>`, else the older spelling `strategies.chat.<key>`.
+---@param key string
+---@return any
 function M.chat_option(key)
   for _, top in ipairs({ "interactions", "strategies" }) do
     local chat = type(M.config[top]) == "table" and M.config[top].chat or nil
@@ -37,6 +40,7 @@ function M.chat_option(key)
 end
 
 -- The adapter a new chat uses when the command names none.
+---@return string|table|nil
 function M.chat_adapter()
   return M.chat_option("adapter")
 end

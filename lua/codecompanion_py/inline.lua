@@ -19,15 +19,16 @@ local M = {}
 M.runs = {} ---@type table<string, table> running requests by id ("inline:1", "cmd:2")
 local count = 0
 
-local function fire(event, data)
-  api.nvim_exec_autocmds("User", { pattern = "CodeCompanion" .. event, modeline = false, data = data })
-end
+local fire = require("codecompanion_py.chat.config").fire
 
 local function display()
   return (require("codecompanion_py").config.display or {}).inline or {}
 end
 
 -- `adapter=x model=y placement=z rest of the prompt` -> options, prompt
+---@param args? string
+---@return { adapter?: string, model?: string, placement?: string } opts
+---@return string prompt
 function M.parse(args)
   local opts, words = {}, {}
   for _, word in ipairs(vim.split(args or "", "%s+", { trimempty = true })) do
@@ -80,6 +81,7 @@ end
 
 ---@param opts { prompt?: string, args?: string, line1?: integer, line2?: integer, range?: integer,
 ---  adapter?: string, model?: string, placement?: string }
+---@return table|nil run
 function M.run(opts)
   local parsed, prompt = M.parse(opts.args)
   opts = vim.tbl_extend("keep", opts, parsed)
@@ -141,6 +143,8 @@ function M.run(opts)
 end
 
 -- Why `buf` cannot take another change now (an inline request writes into it), or nil.
+---@param buf integer
+---@return string|nil why
 function M.writing(buf)
   for _, run in pairs(M.runs) do
     if run.buf == buf and not run.cmd and not run.over then
@@ -149,6 +153,7 @@ function M.writing(buf)
   end
 end
 
+---@param id string "inline:N" or "cmd:N"
 function M.stop(id)
   if M.runs[id] and not M.runs[id].over then
     rpc.notify("inline.stop", { chat_id = id })
@@ -286,6 +291,7 @@ function render.fire(run, op)
 end
 
 -- :CodeCompanionCmd: ask, then put the answer on the command line.
+---@param args? string the prompt, with options
 function M.cmd(args)
   local opts, prompt = M.parse(args)
   if prompt == "" then
@@ -311,6 +317,7 @@ end
 -- in it leave the command line and run the rest in Normal mode. A bare ":" opens the
 -- command line, and its CmdlineEnter sets the text. It is also in the command history
 -- (`:` then <Up>), which is all a user in another mode gets, with a message.
+---@param command string
 function M.put_on_cmdline(command)
   if command:find("[%c\127]") then -- the engine refuses these; never open the line with one
     return vim.notify("CodeCompanion: the command holds control characters: " .. vim.fn.strtrans(command),
@@ -342,6 +349,8 @@ function cmd_render.error(run, op)
 end
 
 -- The engine's ops for an inline request or a command (chat.apply routes them here).
+---@param id string
+---@param ops table[]
 function M.apply(id, ops)
   local run = M.runs[id]
   if not run then

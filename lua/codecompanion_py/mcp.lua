@@ -7,6 +7,8 @@ local pickers = require("codecompanion_py.pickers")
 
 local M = {}
 
+-- The configured servers as the engine sees them (none when it cannot say).
+---@return table[]
 function M.status()
   local ok, servers = pcall(rpc.request, "mcp.status", { cwd = vim.fn.getcwd() })
   return ok and type(servers) == "table" and servers or {}
@@ -37,6 +39,8 @@ local function attach(server, insert)
 end
 
 -- `/mcp`: a server, then what to do with it.
+---@param chat CodeCompanionChat
+---@param insert fun(text: string)
 function M.slash(chat, insert)
   local servers = M.status()
   if #servers == 0 then
@@ -64,6 +68,7 @@ function M.slash(chat, insert)
 end
 
 -- Slash commands for the prompts of running servers: name -> { description, run }.
+---@return table<string, { description: string, run: fun(chat: CodeCompanionChat, insert: fun(text: string)) }>
 function M.prompt_commands()
   local commands = {}
   for _, server in ipairs(M.status()) do

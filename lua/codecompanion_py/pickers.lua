@@ -56,6 +56,8 @@ local function installed(name)
 end
 
 -- The provider for `wanted` (a name, or nil to find one).
+---@param wanted? string
+---@return string
 function M.provider(wanted)
   if wanted == "default" or (wanted and SELECT[wanted] and installed(wanted)) then
     return wanted
@@ -73,6 +75,11 @@ function M.provider(wanted)
   return "default"
 end
 
+-- vim.ui.select through the picker `wanted` (or the first installed).
+---@param items any[]
+---@param opts table vim.ui.select's
+---@param on_choice fun(item: any, index?: integer)
+---@param wanted? string
 function M.select(items, opts, on_choice, wanted)
   local name = M.provider(wanted)
   local ok, err = pcall(SELECT[name], items, opts, on_choice)

@@ -1,6 +1,8 @@
 -- The only caller of the Python engine.
 --   notify(method, payload): fire and forget (chat.open, chat.submit, chat.stop, ...)
 --   request(method, payload): waits for an answer (health)
+-- Each method and its payload's fields are a struct of codecompanion_py/calls.py, which the
+-- engine decodes once: a new method needs one there (tests/test_calls.py checks).
 --
 -- The engine runs in one of two hosts, chosen on first use:
 --   * its own, an RPC job started from the plugin's venv (`<plugin root>/.venv`, made by build.lua or
@@ -20,15 +22,19 @@ local WINDOWS = vim.fn.has("win32") == 1
 -- The engine's own host while it runs: its job channel and its Python; `stopping` when Neovim stops it.
 local host = { chan = nil, python = nil, stopping = false }
 
+--- The config changed: it is sent again before the next call.
+---@return nil
 function M.config_changed()
   config_sent = false
 end
 
+---@return string root the plugin's root directory
 function M.root()
   return ROOT
 end
 
 -- The Python that runs the engine's host, and whether the user chose it (`opts.python`).
+---@return string python, boolean chosen
 function M.python()
   local opts = require("codecompanion_py").config.opts or {}
   if type(opts.python) == "string" and opts.python ~= "" then
@@ -42,12 +48,14 @@ local function shell_path(path)
   return path:match("^[%w%.%-_/~+,:@]+$") and path or vim.fn.shellescape(path)
 end
 
+---@return string
 function M.install_hint()
   return ("Run :CodeCompanionInstall (or in a shell: cd %s && python3 -m venv .venv && .venv/bin/pip install -e .)")
     :format(shell_path(ROOT))
 end
 
 -- Installs the engine into <root>/.venv without blocking (build.lua; progress through vim.notify).
+---@return nil
 function M.install()
   local chunk, err = loadfile(ROOT .. "/build.lua")
   if not chunk then
@@ -226,6 +234,7 @@ local function to_data(value, path, keys)
 end
 
 -- Where the engine saves chats (codecompanion_py/chat/history.py).
+---@return string
 function M.history_dir()
   return vim.fn.stdpath("data") .. "/codecompanion_py/history"
 end
@@ -233,6 +242,7 @@ end
 -- What only the editor uses stays here (a prompt's mixed tables could not even travel).
 local EDITOR_ONLY = { prompt_library = true, rules = true, display = true, extensions = true }
 
+---@return table<string, any> config the user's config as plain data, for `config.set`
 function M.payload_for_config()
   local config = {}
   for key, value in pairs(require("codecompanion_py").config) do
@@ -253,6 +263,9 @@ function M.payload_for_config()
 end
 
 -- Returns false, after telling the user, when the Python engine cannot be reached.
+---@param method string a method of codecompanion_py/calls.py
+---@param payload? table
+---@return boolean ok
 function M.notify(method, payload)
   local ok, err = pcall(function()
     ensure_config()
@@ -281,6 +294,8 @@ end
 
 -- For answers to the engine: no config check, no new host (the engine that asked is the one
 -- to answer), errors raised to the caller.
+---@param method string
+---@param payload table
 function M.notify_raw(method, payload)
   if host.chan then
     vim.rpcnotify(host.chan, "notify", method, payload)
@@ -291,6 +306,9 @@ function M.notify_raw(method, payload)
   end
 end
 
+---@param method string a request method of codecompanion_py/calls.py
+---@param payload? table
+---@return any answer
 function M.request(method, payload)
   ensure_config()
   local chan = connect()
@@ -301,26 +319,24 @@ function M.request(method, payload)
 end
 
 -- Why the engine's last host stopped without being asked to, or nil.
+---@return string?
 function M.last_exit()
   return host.last_exit
 end
 
 -- Whether a request would reach an engine that is up (and not start one).
+---@return boolean
 function M.running()
   return host.chan ~= nil or rplugin_registered()
 end
 
 -- The engine's own host while it runs ({ chan, pid, python }), for :checkhealth and tests; nil otherwise.
+---@return { chan: integer, pid: integer, python: string }?
 function M.host()
   if not host.chan then
     return nil
   end
   return { chan = host.chan, pid = vim.fn.jobpid(host.chan), python = host.python }
-end
-
--- Whether a request would reach an engine that is up (and not start one).
-function M.running()
-  return host.chan ~= nil or rplugin_registered()
 end
 
 return M

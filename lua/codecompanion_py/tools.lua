@@ -15,6 +15,41 @@
 -- cmd, ...)`. A tool whose functions declare the older, longer parameter lists is called
 -- the older way; every `meta` also answers `meta.chat` as `tools.chat` did, so the rest fit
 -- both.
+
+---@class CodeCompanionPy.ToolDescription what the engine learns of a Lua tool's table
+---@field __lua_tool true
+---@field name string
+---@field description string?
+---@field schema table?
+---@field system_prompt string?
+---@field cmds (string|table)[] "function", or an argv list
+---@field handlers string[] the names of its handlers
+---@field output string[] the names of its outputs
+---@field env boolean?
+---@field opts table?
+---@field extends string?
+---@field build_cmd boolean?
+
+---@class CodeCompanionPy.ToolEntry the data of a config entry, as the engine gets it
+---@field opts table? with each function a `{ __lua = true }` marker
+---@field enabled boolean?
+---@field callback CodeCompanionPy.ToolDescription|string|{__lua_error: string}|nil
+---@field description string?
+
+---@class CodeCompanionPy.ToolInvoke the engine's `tool.invoke` question
+---@field run_id integer
+---@field tool string the tool's name
+---@field path string the function's place in the tool: "cmds.1", "handlers.setup", ...
+---@field args any[] its arguments besides `self` and `tools`/`meta`
+---@field call {id: string, name: string, arguments: table}
+
+---@class CodeCompanionPy.ToolAnswer
+---@field result any what the function returned (or handed to output_cb)
+---@field outputs {for_llm: string, for_user: string?}[] what it added with add_tool_output
+---@field messages table[] what it added with add_message
+---@field error string?
+---@field cmds (string|table)[]? after handlers.setup: the commands it may have built
+
 local M = {}
 
 M.defs = {} ---@type table<string, table> the resolved tool tables, by tool name
@@ -155,6 +190,7 @@ local function system_prompt(tool)
   return type(prompt) == "string" and prompt or nil
 end
 
+---@return CodeCompanionPy.ToolDescription
 local function describe(name, tool)
   return {
     __lua_tool = true,
@@ -173,6 +209,9 @@ local function describe(name, tool)
 end
 
 -- Register a config entry (`*.chat.tools.<name>`); returns the entry as data for the engine.
+---@param name string the tool's name in the config
+---@param entry table the user's config entry
+---@return CodeCompanionPy.ToolEntry
 function M.register(name, entry)
   M.configs[name] = entry
   M.defs[name], M.legacy[name] = nil, nil
@@ -337,6 +376,9 @@ local function cmd_self(run)
 end
 
 -- Call one function of a tool; `reply(answer)` is called exactly once.
+---@param chat_bufnr integer the chat the run belongs to
+---@param args CodeCompanionPy.ToolInvoke
+---@param reply fun(answer: CodeCompanionPy.ToolAnswer)
 function M.invoke(chat_bufnr, args, reply)
   local run = instance(chat_bufnr, args)
   local tool = run.tool
@@ -397,6 +439,8 @@ function M.invoke(chat_bufnr, args, reply)
   end
 end
 
+-- Forget runs the engine has finished with, stopping a job a command registered.
+---@param run_ids integer[]?
 function M.release(run_ids)
   for _, id in ipairs(run_ids or {}) do
     local run = M.runs[id]

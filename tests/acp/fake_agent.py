@@ -17,8 +17,12 @@ import json
 import os
 import select
 import sys
-import time
 import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, for tests.acp.json_lines
+from tests.acp.json_lines import read as read_line  # noqa: E402
+from tests.acp.json_lines import send  # noqa: E402
 
 SESSION = "sess-1"
 HANG = os.environ.get("FAKE_AGENT_HANG", "")
@@ -28,27 +32,14 @@ _cancelled = [False]
 _backlog: list[dict] = []
 
 
-def send(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
 def read() -> dict | None:
-    if _backlog:
-        return _backlog.pop(0)
-    line = sys.stdin.readline()
-    if not line:
-        if os.environ.get("FAKE_AGENT_STUBBORN"):
-            while True:
-                time.sleep(60)
-        sys.exit(0)
+    return read_line(_backlog, stubborn=bool(os.environ.get("FAKE_AGENT_STUBBORN")), record=_record)
+
+
+def _record(line: str) -> None:
     if LOG:
         with open(LOG, "a") as handle:
             handle.write(line)
-    try:
-        return json.loads(line)
-    except ValueError:
-        return None
 
 
 def poll_cancel(timeout: float) -> bool:

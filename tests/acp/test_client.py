@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp import adapters
-from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
+from codecompanion_py.adapters import BUILTIN, Adapters
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.errors import AgentError, ConfigError
 from codecompanion_py.processes import group_alive
 from tests.waiting import async_wait_until
+
+from .clients import Clients, Recorder
 
 FAKE_AGENT = str(Path(__file__).with_name("fake_agent.py"))
 
@@ -30,51 +32,15 @@ def fake_adapter(**defaults: Any) -> AcpAdapter:
     )
 
 
-class Recorder:
-    """A ClientHandler that records updates and answers as told."""
-
-    def __init__(self, choose: str | None = "allow") -> None:
-        self.updates: list[dict[str, Any]] = []
-        self.permissions: list[dict[str, Any]] = []
-        self.writes: list[dict[str, Any]] = []
-        self.choose = choose
-        self.files: dict[str, str] = {}
-
-    async def session_update(self, params: dict[str, Any]) -> None:
-        self.updates.append(params["update"])
-
-    async def request_permission(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.permissions.append(params)
-        if self.choose is None:
-            await asyncio.Event().wait()  # the user never answers
-        return {"outcome": {"outcome": "selected", "optionId": self.choose}}
-
-    async def read_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"content": self.files.get(params["path"], "")}
-
-    async def write_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
-        self.writes.append(params)
-        Path(params["path"]).write_text(params["content"])
-        return {}
-
-    def text(self, kind: str = "agent_message_chunk") -> str:
-        return "".join(u["content"]["text"] for u in self.updates if u["sessionUpdate"] == kind)
-
-
 @pytest.fixture
 async def started(tmp_path):
-    clients: list[AcpClient] = []
+    clients = Clients(tmp_path, "agent")
 
     async def start(handler: Recorder | None = None, **defaults: Any) -> AcpClient:
-        client = AcpClient(fake_adapter(**defaults), handler or Recorder(), cwd=str(tmp_path))
-        clients.append(client)
-        await client.start()
-        return client
+        return await clients.start(fake_adapter(**defaults), handler)
 
     yield start
-    for client in clients:
-        await client.close()
-        assert client.process is None or not group_alive(client.process.pgid), "agent left running"
+    await clients.close_all()
 
 
 async def test_handshake_and_streamed_reply(started):
@@ -243,7 +209,7 @@ async def test_an_error_answer_names_the_method(started):
 
 
 async def test_a_missing_command_says_how_to_install_it(tmp_path):
-    adapter = adapters.resolve("codex")
+    adapter = BUILTIN.agent("codex")
     adapter.commands["default"] = ["definitely-not-installed-acp-agent"]
     client = AcpClient(adapter, Recorder(), cwd=str(tmp_path))
     with pytest.raises(ConfigError, match="not found on PATH; npm install -g @zed-industries/codex-acp"):
@@ -263,31 +229,32 @@ def test_builtin_adapters_are_data_with_commands():
         "auggie_cli",
         "cline_cli",
     ):
-        adapter = adapters.resolve(name)
+        adapter = BUILTIN.agent(name)
         assert adapter.command() and all(isinstance(part, str) for part in adapter.command())
-    assert adapters.resolve("gemini_cli").command() == ["gemini", "--acp"]  # --experimental-acp is deprecated
-    assert "--yolo" in adapters.resolve("gemini_cli").command(yolo=True)
-    assert adapters.resolve("codex_cli").command()[-2:] == ["acp-bridge", "codex"]
-    assert adapters.resolve("claude_code_cli").command()[-2:] == ["acp-bridge", "claude"]
+    assert BUILTIN.agent("gemini_cli").command() == ["gemini", "--acp"]  # --experimental-acp is deprecated
+    assert "--yolo" in BUILTIN.agent("gemini_cli").command(yolo=True)
+    assert BUILTIN.agent("codex_cli").command()[-2:] == ["acp-bridge", "codex"]
+    assert BUILTIN.agent("claude_code_cli").command()[-2:] == ["acp-bridge", "claude"]
 
 
 def test_user_tables_merge_over_builtins_and_define_new_agents():
-    adapters.register("codex", {"commands": {"default": ["/opt/codex-acp"]}})
-    adapters.register("mine", {"extends": "codex", "formatted_name": "My Codex"})
-    try:
-        assert adapters.resolve("codex").command() == ["/opt/codex-acp"]
-        mine = adapters.resolve("mine")
-        assert mine.formatted_name == "My Codex" and mine.command() == ["/opt/codex-acp"]
-    finally:
-        adapters.clear_user_adapters()
+    registry = Adapters(
+        acp={
+            "codex": {"commands": {"default": ["/opt/codex-acp"]}},
+            "mine": {"extends": "codex", "formatted_name": "My Codex"},
+        }
+    )
+    assert registry.agent("codex").command() == ["/opt/codex-acp"]
+    mine = registry.agent("mine")
+    assert mine.formatted_name == "My Codex" and mine.command() == ["/opt/codex-acp"]
 
 
 def test_auth_method_follows_the_environment():
-    gemini = adapters.resolve("gemini_cli")
+    gemini = BUILTIN.agent("gemini_cli")
     offered = [{"id": "oauth-personal"}, {"id": "gemini-api-key"}]
     assert gemini.auth_method(offered, {"GEMINI_API_KEY": "k"}) == "gemini-api-key"
     assert gemini.auth_method(offered, {}) == "oauth-personal"
-    assert adapters.resolve("codex").auth_method([{"id": "chatgpt"}], {"OPENAI_API_KEY": "k"}) is None
+    assert BUILTIN.agent("codex").auth_method([{"id": "chatgpt"}], {"OPENAI_API_KEY": "k"}) is None
 
 
 async def test_adapter_env_is_resolved_for_the_agent(monkeypatch):

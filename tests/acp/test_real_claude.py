@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.demo.server import ScriptedServer
 from codecompanion_py.processes import group_alive
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
 from codecompanion_py.acp.client import AcpClient
+from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.demo.server import Reply, ScriptedServer
 from codecompanion_py.processes import group_alive
 
+from .clients import Recorder
 from .real_agents import codex_acp, codex_home, codex_llm
-from .test_client import Recorder
 
 pytestmark = pytest.mark.skipif(codex_acp() is None, reason="codex-acp is not installed: `make agents` needs npm")
 

@@ -573,7 +573,7 @@ def coverage() -> dict[str, set[str]]:
 
 def test_the_matrix_is_complete():
     # copilot speaks the openai wire format behind a token exchange: tests/adapters/test_copilot.py
-    assert set(ADAPTERS) == set(adapters.builtin_names()) - {"demo", "openai_compatible", "copilot"}
+    assert set(ADAPTERS) == set(adapters.BUILTIN.names("http")) - {"demo", "openai_compatible", "copilot"}
     missing = {
         name: [k for k in REQUIRED if k not in kinds and not (k == "reasoning" and name in NO_REASONING)]
         for name, kinds in coverage().items()

@@ -33,6 +33,8 @@ class FakeLua:
         self.functions[fn_id] = fn
         return {lua.REF_KEY: fn_id, "path": path}
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         assert method == "lua.call"
         self.calls.append(args)
@@ -44,13 +46,6 @@ class FakeLua:
             raise ConfigError(f"{args['path']} failed: {error}") from None
         results = list(result) if isinstance(result, tuple) else [result]
         return {"results": results, "args": {str(i): call_args[i - 1] for i in args.get("back", [])}}
-
-
-@pytest.fixture(autouse=True)
-def _clean():
-    yield
-    adapters.clear_user_adapters()
-    config.load({})
 
 
 def local(fake: FakeLua, **overrides: Any) -> dict[str, Any]:
@@ -224,6 +219,8 @@ async def test_cancelling_while_lua_answers_unwinds_the_sync_code():
     never = asyncio.get_running_loop().create_future()
 
     class Silent:
+        reviews_edits = False  # no diff review after a write here
+
         async def call(self, method, args):
             return await never
 
@@ -272,20 +269,16 @@ def test_config_extend_tables_opts_and_chat_model():
             "interactions": {"chat": {"adapter": "copilot", "model": "auto", "opts": {"system_prompt": ""}}},
         }
     )
-    assert "extend" not in adapters.available() and "opts" not in adapters.available()
-    assert adapters.resolve("openai").env["api_key"] == "sk-x"
-    assert (
-        adapters.resolve("mine").opts["stream"] is False and adapters.resolve("mine").env["url"] == "http://127.0.0.1:1"
-    )
+    mine = cfg.adapters.http("mine")
+    assert "extend" not in cfg.adapters.names("http") and "opts" not in cfg.adapters.names("http")
+    assert cfg.adapters.http("openai").env["api_key"] == "sk-x"
+    assert mine.opts["stream"] is False and mine.env["url"] == "http://127.0.0.1:1"
     assert cfg.chat_adapter == {"name": "copilot", "model": "auto"}
     assert cfg.system_prompt is None
     assert config.adapter_names(cfg) == ["mine", "openai", "codex"]
     assert cfg.http.proxy == "http://127.0.0.1:3128" and cfg.http.verify is True
-    from codecompanion_py.acp import adapters as acp_adapters
-    from codecompanion_py.adapters import base, models
-
-    assert base.cmd_timeout() == 5.0 and models.CACHE_SECONDS == 60
-    assert acp_adapters.resolve("codex").defaults["model"] == "gpt-x"
+    assert cfg.adapters.cmd_timeout == 5.0 and mine.opts["cmd_timeout"] == 5.0 and cfg.models_cache_seconds == 60
+    assert cfg.adapters.agent("codex").defaults["model"] == "gpt-x"
 
 
 def test_a_system_prompt_function_is_kept_and_a_bad_one_refused():
@@ -344,10 +337,8 @@ async def test_parse_meta_from_the_llama_cpp_example_turns_an_extra_field_into_r
 
 
 async def test_an_acp_agents_env_function_is_called_when_it_starts():
-    from codecompanion_py.acp import adapters as acp_adapters
-
     fake = FakeLua()
-    config.load(
+    cfg = config.load(
         lua.decode(
             {
                 "adapters": {
@@ -365,7 +356,7 @@ async def test_an_acp_agents_env_function_is_called_when_it_starts():
             }
         )
     )
-    agent = acp_adapters.resolve("codex")
+    agent = cfg.adapters.agent("codex")
     agent.editor = fake
     assert (await agent.environment())["OPENAI_API_KEY"] == "agent-key-codex"
     agent.editor = None

@@ -110,5 +110,5 @@ def test_deepseek_sends_reasoning_back_and_openai_does_not():
 
 
 def test_every_builtin_adapter_resolves():
-    for name in adapters.builtin_names():
+    for name in adapters.BUILTIN.names("http"):
         assert resolve(name).name == name

@@ -133,7 +133,7 @@ CHAT_COMPLETIONS = {
     "novita",
     "copilot",
 }
-PROVIDERS = sorted(set(adapters.builtin_names()) - {"demo"})
+PROVIDERS = sorted(set(adapters.BUILTIN.names("http")) - {"demo"})
 
 
 def _problems(adapter: str, body: dict[str, Any]) -> list[str]:

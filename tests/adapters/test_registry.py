@@ -3,16 +3,9 @@
 import pytest
 
 from codecompanion_py import adapters
-from codecompanion_py.adapters import EXTENDS_KEY, HTTPAdapter, extend, prepare, resolve
+from codecompanion_py.adapters import EXTENDS_KEY, Adapters, HTTPAdapter, extend, prepare, resolve
 from codecompanion_py.adapters.base import map_schema_to_params
 from codecompanion_py.errors import ConfigError
-
-
-@pytest.fixture(autouse=True)
-def _clean_registry():
-    adapters.clear_user_adapters()
-    yield
-    adapters.clear_user_adapters()
 
 
 def test_resolve_by_name_gives_independent_copies():
@@ -88,18 +81,23 @@ def test_extend_overrides_deeply_and_keeps_the_rest():
 
 
 def test_user_adapter_from_lua_extend_table():
-    adapters.register(
-        "my_llm",
-        {EXTENDS_KEY: "openai_compatible", "env": {"url": "http://127.0.0.1:1"}, "schema": {"model": {"default": "m"}}},
+    registry = Adapters(
+        {
+            "my_llm": {
+                EXTENDS_KEY: "openai_compatible",
+                "env": {"url": "http://127.0.0.1:1"},
+                "schema": {"model": {"default": "m"}},
+            }
+        }
     )
-    adapter = resolve("my_llm")
+    adapter = registry.http("my_llm")
     assert (adapter.name, adapter.formatted_name, adapter.model) == ("my_llm", "my_llm", "m")
-    assert "my_llm" in adapters.available()
+    assert "my_llm" in registry.names("http") and "my_llm" not in adapters.BUILTIN.names("http")
 
 
 def test_user_adapter_may_extend_the_builtin_of_the_same_name():
-    adapters.register("openai", {EXTENDS_KEY: "openai", "schema": {"model": {"default": "gpt-5"}}})
-    adapter = resolve("openai")
+    registry = Adapters({"openai": {EXTENDS_KEY: "openai", "schema": {"model": {"default": "gpt-5"}}}})
+    adapter = registry.http("openai")
     assert adapter.model == "gpt-5"
     assert adapter.formatted_name == "OpenAI"
 
@@ -188,3 +186,38 @@ async def test_setup_handler_sets_streaming_parameters(monkeypatch):
     plain = resolve("openai")
     plain.opts["stream"] = False
     assert "stream" not in (await prepare(plain)).parameters
+
+
+def test_one_registry_knows_both_kinds_and_the_users_entries_of_each():
+    from codecompanion_py.adapters.acp import AcpAdapter
+
+    registry = Adapters(
+        {"mine": {EXTENDS_KEY: "openai"}}, {"my_agent": {"extends": "codex", "formatted_name": "My Codex"}}
+    )
+    assert [registry.kind(n) for n in ("openai", "mine", "codex", "my_agent", "nope", None)] == [
+        "http",
+        "http",
+        "acp",
+        "acp",
+        None,
+        None,
+    ]
+    assert "mine" in registry.names("http") and "my_agent" in registry.names("acp")
+    assert "codex" not in registry.names("http") and "openai" not in registry.names("acp")
+    assert registry.user_names() == ["mine", "my_agent"]
+    agent = registry.resolve("my_agent")
+    assert isinstance(agent, AcpAdapter) and (agent.formatted_name, agent.command()) == ("My Codex", ["codex-acp"])
+    assert (
+        isinstance(registry.resolve("mine", model="o3"), HTTPAdapter)
+        and registry.http("mine", model="o3").model == "o3"
+    )
+    with pytest.raises(ConfigError, match="unknown ACP adapter 'nope'"):
+        registry.agent("nope")
+
+
+def test_every_built_in_http_adapter_is_listed_in_providers_py():
+    from codecompanion_py.adapters.http import providers
+
+    assert set(adapters.BUILTIN.names("http")) == set(providers.MODULES) | set(providers.ADAPTERS)
+    for name in adapters.BUILTIN.names("http"):
+        assert resolve(name).name == name

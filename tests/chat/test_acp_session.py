@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
-from codecompanion_py.chat.acp_session import AcpChatSession
+from codecompanion_py.adapters.acp import AcpAdapter
+from codecompanion_py.chat.acp.session import AcpChatSession
 from codecompanion_py.tools.workspace import Workspace
 
 from .test_session import Recorder

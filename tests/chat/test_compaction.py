@@ -28,13 +28,9 @@ def test_triggers_are_shares_of_a_known_window_or_token_counts():
     assert compaction.threshold(0.5, 1000) == 500 and compaction.threshold(300, None) == 300
     assert compaction.threshold(0.85, None) is None  # a share of an unknown window: never
     assert compaction.context_window(adapters.resolve("anthropic")) == 200_000
-    adapters.register(
-        "mine", {"schema": {"model": {"default": "m", "choices": {"m": {"meta": {"context_window": 8000}}}}}}
+    mine = adapters.resolve(
+        {"name": "mine", "schema": {"model": {"default": "m", "choices": {"m": {"meta": {"context_window": 8000}}}}}}
     )
-    try:
-        mine = adapters.resolve("mine")
-    finally:
-        adapters.clear_user_adapters()
     assert compaction.context_window(mine) == 8000
 
 

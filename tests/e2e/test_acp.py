@@ -191,7 +191,7 @@ def test_quitting_neovim_stops_the_agent(nvim_home, monkeypatch, project):
 
 # --- a CLI without ACP, through the bridge ------------------------------------------------
 
-FAKE_CODEX_CLI = str(Path(__file__).parents[1] / "acp" / "bridge" / "fake_cli_codex.py")
+FAKE_CODEX_CLI = str(Path(__file__).parents[1] / "acp_bridge" / "fake_cli_codex.py")
 
 
 def test_a_cli_without_acp_chats_through_the_bridge(editor, project):

@@ -13,137 +13,15 @@ import pytest
 
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
 
-from .test_tools import RECORD_UI, text_reply, tool_call_reply, tool_messages
+from .lua_tools import calculator_v19 as calculator
+from .test_tools import setup_with_tools, text_reply, tool_call_reply, tool_messages
 
 pytestmark = pytest.mark.nvim
-
-# The calculator of CodeCompanion 19's doc/extending/tools.md, as a user pastes it: the
-# fields of "Running the Calculator tool" plus the `prompt`, `rejected` and `cancelled`
-# outputs of "Adding in User Approvals".
-CALCULATOR = r"""{
-  description = "Perform calculations",
-  name = "calculator",
-  cmds = {
-    function(self, args, opts)
-      local num1 = tonumber(args.num1)
-      local num2 = tonumber(args.num2)
-      local operation = args.operation
-
-      if not num1 then
-        return { status = "error", data = "First number is missing or invalid" }
-      end
-      if not num2 then
-        return { status = "error", data = "Second number is missing or invalid" }
-      end
-      if not operation then
-        return { status = "error", data = "Operation is missing" }
-      end
-
-      local result
-      if operation == "add" then
-        result = num1 + num2
-      elseif operation == "subtract" then
-        result = num1 - num2
-      elseif operation == "multiply" then
-        result = num1 * num2
-      elseif operation == "divide" then
-        if num2 == 0 then
-          return { status = "error", data = "Cannot divide by zero" }
-        end
-        result = num1 / num2
-      else
-        return {
-          status = "error",
-          data = "Invalid operation: must be add, subtract, multiply, or divide",
-        }
-      end
-
-      return { status = "success", data = result }
-    end,
-  },
-  system_prompt = [[## Calculator Tool (`calculator`)
-
-## CONTEXT
-- You have access to a calculator tool running within CodeCompanion, in Neovim.
-- You can use it to add, subtract, multiply or divide two numbers.
-
-### OBJECTIVE
-- Do a mathematical operation on two numbers when the user asks
-
-### RESPONSE
-- Always use the structure above for consistency.
-]],
-  schema = {
-    type = "function",
-    ["function"] = {
-      name = "calculator",
-      description = "Perform simple mathematical operations on a user's machine",
-      parameters = {
-        type = "object",
-        properties = {
-          num1 = { type = "integer", description = "The first number in the calculation" },
-          num2 = { type = "integer", description = "The second number in the calculation" },
-          operation = {
-            type = "string",
-            enum = { "add", "subtract", "multiply", "divide" },
-            description = "The mathematical operation to perform on the two numbers",
-          },
-        },
-        required = { "num1", "num2", "operation" },
-        additionalProperties = false,
-      },
-      strict = true,
-    },
-  },
-  handlers = {
-    setup = function(self, meta)
-      return vim.notify("setup function called", vim.log.levels.INFO)
-    end,
-    on_exit = function(self, meta)
-      return vim.notify("on_exit function called", vim.log.levels.INFO)
-    end,
-  },
-  output = {
-    success = function(self, stdout, meta)
-      local chat = meta.tools.chat
-      return chat:add_tool_output(self, tostring(stdout[1]))
-    end,
-    error = function(self, stderr, meta)
-      return vim.notify("An error occurred", vim.log.levels.ERROR)
-    end,
-    prompt = function(self, meta)
-      return string.format(
-        "Perform the calculation `%s`?",
-        self.args.num1 .. " " .. self.args.operation .. " " .. self.args.num2
-      )
-    end,
-    rejected = function(self, meta)
-      meta.tools.chat:add_tool_output(self, "The user declined to run the calculator tool")
-    end,
-    cancelled = function(self, meta)
-      meta.tools.chat:add_tool_output(self, "The user cancelled the execution of the calculator tool")
-    end,
-  },
-  __OPTS__
-}"""
 
 
 def setup_cc(editor, url, tools_lua, answers=(), key="interactions"):
     """setup() in CodeCompanion 19's shape, with a local OpenAI-compatible LLM."""
-    editor.lua(RECORD_UI)
-    editor.lua("_G.cc_answers = ...", list(answers))
-    editor.setup(f"""{{
-      adapters = {{ http = {{ testllm = function()
-        return require("codecompanion_py.adapters").extend("openai_compatible", {{
-          env = {{ url = "{url}" }}, schema = {{ model = {{ default = "test-model" }} }},
-        }})
-      end }} }},
-      {key} = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
-    }}""")
-
-
-def calculator(opts=""):
-    return CALCULATOR.replace("__OPTS__", opts)
+    setup_with_tools(editor, url, tools_lua, answers, key=key)
 
 
 def event_data(editor, name):

@@ -25,7 +25,7 @@ def replies(n: int):
 
 
 def action(editor, name: str, buf: int) -> None:
-    editor.lua(f'require("codecompanion_py.chat_actions").{name}(...)', buf)
+    editor.lua(f'require("codecompanion_py.chat.actions").{name}(...)', buf)
 
 
 def send(editor, text: str, count: int) -> None:

@@ -45,6 +45,7 @@ DOCS_CONFIG = """{
   display = {
     chat = { window = { layout = "vertical", position = "right", width = 0.45 }, show_settings = false },
     action_palette = { provider = "telescope" },
+    diff = { enabled = true },
   },
   opts = { log_level = "DEBUG", language = "English" },
 }"""
@@ -62,9 +63,7 @@ def test_a_pasted_config_names_only_what_does_nothing_here(editor):
     lines = shown[0].splitlines()
     assert lines[0] == "CodeCompanion: these options have no effect here:"
     named = [line.split(":")[0].strip() for line in lines[1:]]
-    assert named == [
-        "display.action_palette",
-    ]
+    assert named == ["display.diff.enabled"]  # the palette and the prompt library are honoured
     # the config reached the plugin: the adapter a new chat uses
     assert editor.lua('return require("codecompanion_py").chat_adapter()') == {
         "name": "anthropic",
@@ -74,12 +73,26 @@ def test_a_pasted_config_names_only_what_does_nothing_here(editor):
 
 def test_each_option_is_named_once_and_typos_are_caught(editor):
     editor.lua(CAPTURE_NOTIFY)
-    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, prompt_library = { x = {} } })')
-    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, prompt_library = { x = {} } })')
+    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, extensions = { x = {} } })')
+    editor.lua('require("codecompanion").setup({ opts = { log_levl = "DEBUG" }, extensions = { x = {} } })')
     shown = notices(editor)
     assert len(shown) == 1, shown
     assert "opts.log_levl: not a CodeCompanion option" in shown[0]
-    assert "prompt_library:" in shown[0]
+    assert "extensions:" in shown[0]
+
+
+def test_the_code_reads_only_options_the_report_calls_honoured(editor):
+    """options.lua is the one table: what reads an option through it is never reported."""
+    editor.lua('require("codecompanion").setup({ display = { action_palette = { provider = "mini_pick" } } })')
+    options = 'require("codecompanion_py.options")'
+    assert editor.lua(f'return {options}.get("display.action_palette.provider")') == "mini_pick"
+    assert editor.lua(f'return {options}.get("display.chat.window.width")') == 0.45  # a default
+    refused = editor.lua(f'local ok, err = pcall({options}.get, "display.diff.window"); return {{ ok, err }}')
+    assert refused[0] is False and "display.diff.window is read but not honoured" in refused[1]
+    honoured = 'require("codecompanion_py.config_check").unsupported({ prompt_library = { x = {} }, display = '
+    assert (
+        editor.lua(f"return {honoured}{{ action_palette = {{ opts = {{ show_preset_prompts = false }} }} }} }})") == []
+    )
 
 
 def test_codecompanion_modules_resolve_to_this_plugin(editor):

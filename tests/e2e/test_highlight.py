@@ -147,13 +147,13 @@ def test_a_long_chat_cleared_and_regenerated_stays_highlighted(editor):
         editor.wait_event("CodeCompanionChatDone")
         editor.wait_for(lambda: len(regions(editor, buf)) == 2, what="the chat laid in regions")
         # the last reply again (gr): it leaves, and the new one streams in
-        editor.lua('require("codecompanion_py.chat_actions").regenerate(...)', buf)
+        editor.lua('require("codecompanion_py.chat.actions").regenerate(...)', buf)
         editor.wait_event("CodeCompanionChatDone", count=2)
         step = row_of(editor, "Step 7 of turn 1 ")
         line = editor.lines()[step]
         assert "markup.strong" in captures(editor, buf, step, line.index("**important**") + 3)
         # the chat cleared (gx), then a new turn
-        editor.lua('require("codecompanion_py.chat_actions").clear(...)', buf)
+        editor.lua('require("codecompanion_py.chat.actions").clear(...)', buf)
         editor.wait_event("CodeCompanionChatCleared")
         editor.type_prompt("again")
         editor.nvim.input("<C-s>")

@@ -11,113 +11,10 @@ import pytest
 
 from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, sse_reply
 
+from .lua_tools import calculator_callback
 from .test_chat import chunk, usage
 
 pytestmark = pytest.mark.nvim
-
-# The calculator tool example of the tool specification, passed to setup() as written
-# there (only the plugin name and the adapter differ).
-CALCULATOR = r"""
-calculator = {
-  description = "Perform calculations",
-  callback = {
-    name = "calculator",
-    cmds = {
-      function(self, args, input)
-        local num1 = tonumber(args.num1)
-        local num2 = tonumber(args.num2)
-        local operation = args.operation
-        if not num1 then
-          return { status = "error", data = "First number is missing or invalid" }
-        end
-        if not num2 then
-          return { status = "error", data = "Second number is missing or invalid" }
-        end
-        if not operation then
-          return { status = "error", data = "Operation is missing" }
-        end
-        local result
-        if operation == "add" then
-          result = num1 + num2
-        elseif operation == "subtract" then
-          result = num1 - num2
-        elseif operation == "multiply" then
-          result = num1 * num2
-        elseif operation == "divide" then
-          if num2 == 0 then
-            return { status = "error", data = "Cannot divide by zero" }
-          end
-          result = num1 / num2
-        else
-          return {
-            status = "error",
-            data = "Invalid operation: must be add, subtract, multiply, or divide",
-          }
-        end
-        return { status = "success", data = result }
-      end,
-    },
-    system_prompt = [[## Calculator Tool (`calculator`)
-
-## CONTEXT
-- You have access to a calculator tool running within CodeCompanion, in Neovim.
-- You can use it to add, subtract, multiply or divide two numbers.
-
-### OBJECTIVE
-- Do a mathematical operation on two numbers when the user asks
-
-### RESPONSE
-- Always use the structure above for consistency.
-]],
-    schema = {
-      type = "function",
-      ["function"] = {
-        name = "calculator",
-        description = "Perform simple mathematical operations on a user's machine",
-        parameters = {
-          type = "object",
-          properties = {
-            num1 = { type = "integer", description = "The first number in the calculation" },
-            num2 = { type = "integer", description = "The second number in the calculation" },
-            operation = {
-              type = "string",
-              enum = { "add", "subtract", "multiply", "divide" },
-              description = "The mathematical operation to perform on the two numbers",
-            },
-          },
-          required = { "num1", "num2", "operation" },
-          additionalProperties = false,
-        },
-        strict = true,
-      },
-    },
-    handlers = {
-      setup = function(self, tools)
-        return vim.notify("setup function called", vim.log.levels.INFO)
-      end,
-      on_exit = function(self, tools)
-        return vim.notify("on_exit function called", vim.log.levels.INFO)
-      end,
-    },
-    output = {
-      success = function(self, tools, cmd, stdout)
-        local chat = tools.chat
-        return chat:add_tool_output(self, tostring(stdout[1]))
-      end,
-      error = function(self, tools, cmd, stderr)
-        return vim.notify("An error occurred", vim.log.levels.ERROR)
-      end,
-      prompt = function(self, tools)
-        return string.format(
-          "Perform the calculation `%s`?",
-          self.args.num1 .. " " .. self.args.operation .. " " .. self.args.num2
-        )
-      end,
-    },
-  },
-  __OPTS__
-},
-"""
 
 RECORD_UI = """
 _G.cc_notes, _G.cc_prompts, _G.cc_answers = {}, {}, {}
@@ -186,7 +83,9 @@ def text_reply(text):
     return sse_reply([chunk(text), chunk(finish="stop"), usage(40)])
 
 
-def setup_with_tools(editor, url, tools_lua="", answers=()):
+def setup_with_tools(editor, url, tools_lua="", answers=(), key="strategies"):
+    """setup() with a local OpenAI-compatible LLM and `tools_lua` in the chat's tools, under
+    `key` (`strategies`, or CodeCompanion 19's `interactions`)."""
     editor.lua(RECORD_UI)
     editor.lua("_G.cc_answers = ...", list(answers))
     editor.setup(f"""{{
@@ -195,7 +94,7 @@ def setup_with_tools(editor, url, tools_lua="", answers=()):
           env = {{ url = "{url}" }}, schema = {{ model = {{ default = "test-model" }} }},
         }})
       end }} }},
-      strategies = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
+      {key} = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
     }}""")
 
 
@@ -214,9 +113,7 @@ def test_the_calculator_example_works_as_written(editor, approval):
     ]
     opts = "opts = { requires_approval = true }," if approval else ""
     with ServerThread(ScriptedServer.sequence(replies)) as server:
-        setup_with_tools(
-            editor, server.url, CALCULATOR.replace("__OPTS__", opts), answers=["Accept"] if approval else []
-        )
+        setup_with_tools(editor, server.url, calculator_callback(opts), answers=["Accept"] if approval else [])
         editor.nvim.command("CodeCompanionChat Use the @{calculator} tool for 100*50")
         editor.wait_event("CodeCompanionChatDone", timeout=30)
 
@@ -256,7 +153,7 @@ def test_rejecting_the_calculator_sends_the_reason_to_the_llm(editor):
         setup_with_tools(
             editor,
             server.url,
-            CALCULATOR.replace("__OPTS__", "opts = { requires_approval = true },"),
+            calculator_callback("opts = { requires_approval = true },"),
             answers=["Reject", "do it by hand"],
         )
         editor.nvim.command("CodeCompanionChat Use the @{calculator} tool for 1+2")

@@ -1,4 +1,4 @@
-"""Agents that misbehave, seen from the chat: through the engine with a recording bridge, as
+"""Agents that misbehave, seen from the chat: through the engine with a recording channel, as
 Neovim would see it, with the scripted agent (`tests/acp/fake_agent.py`).
 
 * An agent that crashes in the middle of a turn: the chat ends the turn with an error that
@@ -30,13 +30,13 @@ from typing import Any
 import msgspec
 import pytest
 
-from codecompanion_py.acp.adapters import AcpAdapter
-from codecompanion_py.chat.acp_session import AcpChatSession
+from codecompanion_py.adapters.acp import AcpAdapter
+from codecompanion_py.chat.acp.session import AcpChatSession
 from codecompanion_py.engine import Engine
 from codecompanion_py.tools.workspace import Workspace
 from codecompanion_py.ui import ops
 
-from ..test_engine import RecordingBridge
+from ..test_engine import RecordingChannel
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
 
@@ -138,8 +138,8 @@ class Agent:
 class Chat:
     """Chat 1 of an engine, talking to `agent`, as the editor drives it."""
 
-    def __init__(self, engine: Engine, bridge: RecordingBridge, agent: Agent) -> None:
-        self.engine, self.bridge, self.agent = engine, bridge, agent
+    def __init__(self, engine: Engine, channel: RecordingChannel, agent: Agent) -> None:
+        self.engine, self.channel, self.agent = engine, channel, agent
 
     def call(self, method: str, **payload: Any) -> None:
         self.engine.dispatch(method, {"chat_id": 1, **payload}).result(10)
@@ -148,16 +148,16 @@ class Chat:
         self.call("chat.submit", text=text)
 
     def done(self, count: int) -> ops.Done:
-        return self.bridge.wait_done(count)
+        return self.channel.wait_done(count)
 
     def text(self) -> str:
-        return "".join(op.text for op in self.bridge.ops() if isinstance(op, ops.Text))
+        return "".join(op.text for op in self.channel.ops() if isinstance(op, ops.Text))
 
     def shown(self) -> list[ops.Show]:
-        return [op for op in self.bridge.ops() if isinstance(op, ops.Show)]
+        return [op for op in self.channel.ops() if isinstance(op, ops.Show)]
 
     def errors(self) -> list[str]:
-        return [op.message for op in self.bridge.ops() if isinstance(op, ops.Error)]
+        return [op.message for op in self.channel.ops() if isinstance(op, ops.Error)]
 
 
 @pytest.fixture
@@ -168,8 +168,8 @@ def open_chat(tmp_path):
         project = tmp_path / "project"
         project.mkdir()
         agent = Agent(tmp_path, hang_first)
-        bridge = RecordingBridge()
-        engine = Engine(bridge)
+        channel = RecordingChannel()
+        engine = Engine(channel)
         made.append((engine, agent))
         fake = {
             "formatted_name": "Fake Agent",
@@ -178,7 +178,7 @@ def open_chat(tmp_path):
         }
         config = {"adapters": {"acp": {"fake": fake}}, "interactions": {"chat": {"adapter": "fake"}}}
         engine.dispatch("config.set", config).result(10)
-        chat = Chat(engine, bridge, agent)
+        chat = Chat(engine, channel, agent)
         chat.call("chat.open", cwd=str(project))
         return chat
 
@@ -273,7 +273,7 @@ def test_junk_from_an_agent_is_skipped_and_the_same_agent_goes_on(open_chat):
     assert chat.done(3).status == "success"
     assert chat.agent.running() == [pid] and chat.agent.starts == 1
     assert not chat.errors()
-    msgspec.msgpack.encode([msgspec.to_builtins(op) for op in chat.bridge.ops()])  # all of it can go to Neovim
+    msgspec.msgpack.encode([msgspec.to_builtins(op) for op in chat.channel.ops()])  # all of it can go to Neovim
     close_and_check(chat)
 
 

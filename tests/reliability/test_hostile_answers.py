@@ -300,6 +300,8 @@ class SlowUser(FakeEditor):
         super().__init__(choice)
         self.open = self.most_open = 0
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict) -> object:
         import asyncio
 
@@ -341,7 +343,7 @@ async def test_an_agent_flooding_permission_questions_gets_them_asked_one_at_a_t
 async def test_an_agent_streaming_without_end_is_stopped_at_the_turn_cap(agent_chat, monkeypatch):
     """An agent that streams on and ignores `session/cancel` filled the chat (and Neovim's
     memory) without bound; a provider's reply stops at max_response_bytes."""
-    from codecompanion_py.chat import acp_session
+    from codecompanion_py.chat.acp import session as acp_session
 
     monkeypatch.setattr(acp_session, "MAX_TURN_CHARS", 5000)
     session = agent_chat(FakeEditor())
@@ -430,7 +432,7 @@ async def test_a_terminal_keeps_at_most_its_cap_whatever_limit_the_agent_asks(ag
 async def test_what_an_agent_sends_past_the_turn_cap_is_not_kept(agent_chat, tmp_path, monkeypatch):
     """Past the cap the updates were dropped from the screen but each tool call was still
     kept whole in the engine, so an agent sending on grew its memory without bound."""
-    from codecompanion_py.chat import acp_session
+    from codecompanion_py.chat.acp import session as acp_session
 
     monkeypatch.setattr(acp_session, "MAX_TURN_CHARS", 5000)
     calls = [

@@ -8,20 +8,19 @@ scripted LLM on 127.0.0.1:
   once and the editor goes on; a project name that links out of the project is refused.
 * `#{image:}` of a FIFO or of a link to /dev/zero is refused at once; the engine goes on.
 * A project's `.prompts` whose folders link back to themselves (three links to `.`) is
-  listed at once, trusted or not (Vim's `**` took 2^30 paths: typing `/` in a chat froze
+  listed at once by the engine (prompt_library.py), trusted or not (Vim's `**` took 2^30 paths: typing `/` in a chat froze
   Neovim); a folder linked from elsewhere is still followed, once.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-from pathlib import Path
+import time
 
 import pytest
 
-from codecompanion_py.demo.launch import nvim_binary
+from codecompanion_py import prompt_library, prompt_trust
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
 from tests.e2e import conftest as e2e
 from tests.e2e.test_chat_surface import chat_config, notes, reply, send, setup
@@ -126,46 +125,29 @@ def test_an_image_that_is_a_fifo_or_a_dev_zero_link_is_refused_and_the_engine_go
 
 # --- the prompt library's folders ----------------------------------------------------------------
 
-LIST_PROMPTS = """
-vim.opt.rtp:prepend(%r)
-require("codecompanion_py").config = { prompt_library = { markdown = { dirs = { ".prompts", %r } } } }
-local trust = require("codecompanion_py.prompts.trust")
-trust.state = function() return _G.arg[1] == "trusted" or nil end
-require("codecompanion_py.files").read_many = function(paths)
-  return vim.tbl_map(function(path) return { content = "---\\nname: " .. vim.fs.basename(path) .. "\\n---\\n## user\\nhi\\n" } end, paths)
-end
-local names = {}
-for _, item in ipairs(require("codecompanion_py.prompts").items()) do
-  if item.source ~= "builtin" then table.insert(names, item.name) end
-end
-table.sort(names)
-io.stdout:write(table.concat(names, " "))
-"""
-
 
 @pytest.mark.parametrize("trusted", ["trusted", "untrusted"])
 def test_prompt_folders_that_link_to_themselves_are_listed_at_once(tmp_path, trusted):
     project = tmp_path / "proj"
     (project / ".prompts").mkdir(parents=True)
-    (project / ".prompts" / "mine.md").write_text("x")
+    (project / ".prompts" / "mine.md").write_text("---\nname: mine.md\n---\n## user\nhi\n")
     for name in ("a", "b", "c"):
         (project / ".prompts" / name).symlink_to(".")
     shared = tmp_path / "shared"
     (shared / "team").mkdir(parents=True)
-    (shared / "team" / "team.md").write_text("x")
+    (shared / "team" / "team.md").write_text("---\nname: team.md\n---\n## user\nhi\n")
     (shared / "linked").symlink_to("team")  # a linked folder is followed, its files listed once
-    script = tmp_path / "list.lua"
-    script.write_text(LIST_PROMPTS % (str(Path(__file__).resolve().parents[2]), str(shared)))
-    done = subprocess.run(
-        [nvim_binary(), "--clean", "-l", str(script), trusted],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=60,  # a hang bound: Vim's ** walks 2^30 paths here
-    )
-    listed = done.stdout.split()
-    assert listed.count("team.md") == 1, (done.stdout, done.stderr)
-    assert ("mine.md" in listed) == (trusted == "trusted"), done.stdout
+    trust = tmp_path / "trusted_prompts.json"
+    if trusted == "trusted":
+        prompt_trust.remember(str(trust), os.path.realpath(project), True)
+    request = {"cwd": str(project), "trust_file": str(trust), "dirs": [".prompts", str(shared)]}
+    started = time.monotonic()
+    read = prompt_library.read_prompts(request)
+    assert time.monotonic() - started < 5  # a hang bound: Vim's ** walks 2^30 paths here
+    listed = sorted(item["name"] for item in read["items"])
+    assert listed.count("team.md") == 1, read
+    assert ("mine.md" in listed) == (trusted == "trusted"), read
+    assert ("ask" in read) == (trusted == "untrusted")
 
 
 # --- files that run code on their own: the names the list missed ---------------------------------

@@ -71,6 +71,8 @@ class Editor:
         self.on_ask = on_ask
         self.asked: list[dict[str, Any]] = []
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         if method == "buffer.get":
             return None

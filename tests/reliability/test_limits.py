@@ -6,12 +6,12 @@ are what bound it."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
 
-from codecompanion_py import cli, config
-from codecompanion_py import client as client_module
+from codecompanion_py import cli, config, outbound
 from codecompanion_py.adapters import extend
 from codecompanion_py.client import ClientSettings, HttpClient, HttpRequest
 from codecompanion_py.demo.server import ServerThread
@@ -38,7 +38,7 @@ def endless_line(total: int = 64 * MiB, prefix: bytes = b"data: ") -> object:
 @pytest.fixture(autouse=True)
 def default_settings():
     yield
-    client_module.configure(ClientSettings())
+    outbound.configure(ClientSettings())
 
 
 @pytest.fixture
@@ -146,7 +146,8 @@ def test_the_decoders_refuse_a_line_past_the_cap_however_it_arrives():
 
 def test_the_cli_stops_at_the_configured_cap(capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
-    config.load({"adapters": {"http": {"opts": {"max_line_bytes": MiB}}}})
+    settings = config.load({"adapters": {"http": {"opts": {"max_line_bytes": MiB}}}}).http
+    monkeypatch.setattr(cli, "HttpClient", functools.partial(HttpClient, settings=settings))
     models = Fault(
         headers={"content-type": "application/json"}, body=[b'{"data":[{"id":"llama3.1"}]}'], framing="length"
     )
@@ -166,4 +167,4 @@ def test_the_caps_default_to_generous_values_and_are_checked():
     with pytest.raises(ConfigError, match="max_line_bytes must be a number of at least 1"):
         config.load({"adapters": {"http": {"opts": {"max_line_bytes": 0}}}})
     loaded = config.load({"adapters": {"http": {"opts": {"max_response_bytes": json.loads("1048576")}}}})
-    assert loaded.http.max_response_bytes == MiB and HttpClient().max_response_bytes == MiB
+    assert loaded.http.max_response_bytes == MiB and HttpClient(settings=loaded.http).max_response_bytes == MiB

@@ -36,13 +36,14 @@ from codecompanion_py.demo.server import Reply, Request, ScriptedServer, ServerT
 from codecompanion_py.engine import Engine
 from codecompanion_py.messages import ToolCall
 from codecompanion_py.tools.approvals import Approvals
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
 from codecompanion_py.ui import ops
 from codecompanion_py.ui.view import EventView
 
-from ..test_engine import RecordingBridge
+from ..test_engine import RecordingChannel
 
 SSE = {"content-type": "text/event-stream"}
 WORDS = ("naïve", "漢字", "🙂", "e\u0301", "Ωmega", "tab\there", "“quoted”", "line\nbreak", "\\back")
@@ -158,8 +159,8 @@ def test_thirty_chats_at_once_each_get_exactly_their_own_reply(tmp_path):
         await asyncio.wait_for(everyone.wait(), 20)
         return Reply(headers=SSE, chunks=bodies[chat], delay=0.001)
 
-    bridge = RecordingBridge()
-    engine = Engine(bridge)
+    channel = RecordingChannel()
+    engine = Engine(channel)
     try:
         with ServerThread(ScriptedServer(respond)) as server:
             engine.dispatch(
@@ -174,10 +175,10 @@ def test_thirty_chats_at_once_each_get_exactly_their_own_reply(tmp_path):
             for chat in range(1, CHATS + 1):
                 engine.dispatch("chat.submit", {"chat_id": chat, "text": f"chat {chat}"}).result(10)
             for chat in range(1, CHATS + 1):
-                bridge.wait_done(1, chat_id=chat)
+                channel.wait_done(1, chat_id=chat)
             assert sorted(chat_number(r) for r in server.requests) == list(range(1, CHATS + 1))
         for chat in range(1, CHATS + 1):
-            shown = bridge.ops(chat)
+            shown = channel.ops(chat)
             assert [op for op in shown if isinstance(op, ops.Done)] == [ops.Done(status="success")]
             assert not [op for op in shown if isinstance(op, ops.Error)]
             assert "".join(op.text for op in shown if isinstance(op, ops.Text)) == expected_reply(chat)
@@ -186,7 +187,7 @@ def test_thirty_chats_at_once_each_get_exactly_their_own_reply(tmp_path):
                 ("user", f"chat {chat}"),
                 ("assistant", expected_reply(chat)),
             ]
-        assert not bridge.notes
+        assert not channel.notes
     finally:
         engine.shutdown()
 
@@ -397,6 +398,8 @@ class GatedEditor:
         self.asked = asyncio.Event()
         self.gate = asyncio.Event()
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         if method == "buffer.get":
             return None
@@ -411,6 +414,8 @@ class YieldingEditor:
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
+
+    reviews_edits = False  # no diff review after a write here
 
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         assert method == "buffer.get", method

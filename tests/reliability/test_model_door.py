@@ -130,12 +130,12 @@ def test_deep_values_reach_lua_as_json_text_below_the_cap():
 
 
 def test_deep_values_sent_to_real_neovim_keep_the_channel(editor):
-    """The bridge's own path: a batch nested 200 deep, rendered as `apply` receives it."""
-    from codecompanion_py.nvim.bridge import NvimBridge
+    """The channel's own path: a batch nested 200 deep, rendered as `apply` receives it."""
+    from codecompanion_py.nvim.channel import NvimChannel
 
     value = json.loads(nested(200))
     editor.lua("_G.cc_seen = nil; require('codecompanion_py.chat').apply = function(id, batch) _G.cc_seen = batch end")
-    NvimBridge(editor.nvim).render(1, [ops.fire("ToolStarted", {"v": value})])
+    NvimChannel(editor.nvim).render(1, [ops.fire("ToolStarted", {"v": value})])
     seen = editor.wait_for(lambda: editor.lua("return _G.cc_seen"), what="the batch in Lua")
     assert seen[0]["event"] == "ToolStarted"
     assert editor.lua("return 1 + 1") == 2  # the channel is still there

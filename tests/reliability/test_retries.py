@@ -12,8 +12,7 @@ import time
 
 import pytest
 
-from codecompanion_py import client as client_module
-from codecompanion_py import config
+from codecompanion_py import config, outbound
 from codecompanion_py.adapters import extend
 from codecompanion_py.chat.session import ChatSession
 from codecompanion_py.client import ClientSettings, HttpClient, HttpRequest
@@ -56,7 +55,7 @@ async def retrying():
 @pytest.fixture(autouse=True)
 def default_settings():
     yield
-    client_module.configure(ClientSettings())  # config.load() in a test changes the defaults
+    outbound.configure(ClientSettings())  # a test may change the process defaults
 
 
 def compatible(url: str, **opts):
@@ -246,11 +245,10 @@ def test_the_defaults_and_the_setup_table():
     assert (HttpClient().retries, HttpClient().retry_max_wait) == (2, 60.0)
     loaded = config.load({"adapters": {"http": {"opts": {"retries": 5, "retry_max_wait": 10}}}})
     assert (loaded.http.retries, loaded.http.retry_max_wait) == (5, 10.0)
-    made = HttpClient()
-    assert (made.retries, made.retry_max_wait) == (5, 10.0)  # the engine's client, made after load()
-    assert HttpClient(retries=1).retries == 1
-    config.load({})
-    assert HttpClient().retries == 2
+    made = HttpClient(settings=loaded.http)
+    assert (made.retries, made.retry_max_wait) == (5, 10.0)  # the engine's client, made with its config
+    assert HttpClient(retries=1, settings=loaded.http).retries == 1
+    assert HttpClient().retries == 2  # loading a config changed no default
     for bad in (-1, "many", True):
         with pytest.raises(ConfigError, match="adapters.http.opts.retries must be a number"):
             config.load({"adapters": {"http": {"opts": {"retries": bad}}}})

@@ -271,6 +271,8 @@ class Editor:
     def __init__(self):
         self.calls = []
 
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method, args):
         self.calls.append(method)
         return None

@@ -20,7 +20,8 @@ from codecompanion_py.acp.terminals import Terminals
 from codecompanion_py.messages import ToolCall, ToolResultPart
 from codecompanion_py.processes import safe_env
 from codecompanion_py.tools.approvals import Approvals
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
 
@@ -45,6 +46,8 @@ SAFE = {"PATH", "HOME", "LANG"}
 
 
 class Editor:
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         assert method == "approve"
         return {"choice": "accept"}

@@ -31,7 +31,7 @@ import pytest
 from codecompanion_py import processes
 from codecompanion_py.acp.terminals import Terminals
 from codecompanion_py.engine import Engine
-from codecompanion_py.tools.process import run_process
+from codecompanion_py.processes.run import run_process
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, PR_SET_PDEATHSIG")
 
@@ -90,11 +90,14 @@ SLEEPER = {sleeper!r}
 RUN_COMMAND = """
 from codecompanion_py.messages import ToolCall
 from codecompanion_py.tools.approvals import Approvals
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
 
 class Editor:
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method, args):
         return {"choice": "accept"}
 
@@ -120,15 +123,15 @@ asyncio.run(main())
 SLEEPER = "import os, time; open('child.pid', 'w').write(str(os.getpid())); time.sleep(60)"
 
 RUN_PROCESS_ALONE = """
-from codecompanion_py.tools.process import run_process
-processes.JANITOR = False
+from codecompanion_py.processes.run import run_process
+processes.tracking.JANITOR = False
 
 asyncio.run(run_process([sys.executable, "-c", SLEEPER], cwd=root, timeout=120))
 """
 
 TERMINAL_ALONE = """
 from codecompanion_py.acp.terminals import Terminals
-processes.JANITOR = False
+processes.tracking.JANITOR = False
 
 async def main():
     terminal = await Terminals(root).create({"command": sys.executable, "args": ["-c", SLEEPER]})
@@ -197,8 +200,8 @@ def test_a_host_that_exits_kills_what_its_commands_left_in_the_background(tmp_pa
     """The host ends normally (no Neovim, no engine): atexit kills the groups; the janitor
     is off, so it is atexit that does it."""
     script = """
-    from codecompanion_py.tools.process import run_process
-    processes.JANITOR = False
+    from codecompanion_py.processes.run import run_process
+    processes.tracking.JANITOR = False
     asyncio.run(run_process("sleep 60 > /dev/null 2>&1 & echo $! > background.pid", cwd=root))
     """
     host = start_host(script, tmp_path)
@@ -216,7 +219,7 @@ def test_a_host_that_exits_kills_what_its_commands_left_in_the_background(tmp_pa
 # --- the engine's exit, in this process -------------------------------------------------------
 
 
-class Bridge:
+class Channel:
     def render(self, chat_id: Any, batch: list[Any]) -> None:
         pass
 
@@ -225,7 +228,7 @@ class Bridge:
 
 
 def test_engine_shutdown_kills_what_commands_left_running(tmp_path, leftovers):
-    engine = Engine(Bridge())
+    engine = Engine(Channel())
     try:
         command = "sleep 60 > /dev/null 2>&1 & echo $!"
         future = asyncio.run_coroutine_threadsafe(run_process(command, cwd=tmp_path), engine.loop)
@@ -242,13 +245,13 @@ async def test_kill_all_groups_reaches_terminals_and_forgets_groups_that_ended(t
     terminals = Terminals(str(tmp_path))
     terminal = await terminals.create({"command": "sleep", "args": ["60"]})
     leftovers.append(terminal.proc.pid)
-    before = processes.tracked_groups()
+    before = processes.tracking.tracked_groups()
     assert terminal.proc.pid in before
     assert (await run_process("true", cwd=tmp_path)).ok
-    assert processes.tracked_groups() <= before  # a command that ended leaves nothing tracked
+    assert processes.tracking.tracked_groups() <= before  # a command that ended leaves nothing tracked
 
     assert terminal.proc.pid in processes.kill_all_groups()
     await asyncio.wait_for(terminal.proc.wait(), 10)
     assert terminal.proc.returncode == -signal.SIGKILL
-    assert processes.tracked_groups() == set()
+    assert processes.tracking.tracked_groups() == set()
     await terminals.close()

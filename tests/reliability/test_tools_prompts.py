@@ -20,7 +20,8 @@ import pytest
 from codecompanion_py import processes
 from codecompanion_py.messages import ToolCall, ToolResultPart
 from codecompanion_py.tools.approvals import Approvals
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
 
@@ -33,6 +34,8 @@ class Editor:
     def __init__(self, choice: str) -> None:
         self.choice = choice
         self.asked: list[dict[str, Any]] = []
+
+    reviews_edits = False  # no diff review after a write here
 
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         assert method == "approve"

@@ -29,7 +29,8 @@ from codecompanion_py.errors import ToolError
 from codecompanion_py.messages import ToolCall, ToolResultPart
 from codecompanion_py.tools import search
 from codecompanion_py.tools.approvals import Approvals
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
 
@@ -62,8 +63,7 @@ async def eventually(predicate: Callable[[], Any], what: str, timeout: float = 2
 
 
 def tracked_groups() -> set[int]:
-    # (read this way so that, without the registry, these tests fail on what they check)
-    return set(getattr(processes, "tracked_groups", set)())
+    return processes.tracking.tracked_groups()
 
 
 class Ticker:
@@ -122,6 +122,8 @@ def project(tmp_path: Path) -> Path:
 
 
 class NoEditor:
+    reviews_edits = False  # no diff review after a write here
+
     async def call(self, method: str, args: Any) -> Any:
         raise AssertionError(f"the search tools do not ask the editor ({method})")
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from codecompanion_py import client, config, web
+from codecompanion_py import client, config, outbound, web
 from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread
 from codecompanion_py.errors import ConfigError
 from tests.e2e.conftest import editor, nvim_home  # noqa: F401 - the real Neovim, for the chat's door
@@ -104,10 +104,10 @@ def plain_network(monkeypatch: pytest.MonkeyPatch) -> Any:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    client.configure(client.ClientSettings())
+    outbound.configure(outbound.ClientSettings())
     web._cache.clear()
     yield
-    client.configure(client.ClientSettings())  # config.load() in a test changes them
+    outbound.configure(outbound.ClientSettings())  # as the engine does with a config, a test may
     web._cache.clear()
 
 
@@ -187,7 +187,7 @@ async def test_https_to_plain_http_is_refused_and_allow_insecure_reaches_the_pag
             # a certificate nobody vouches for: refused, until the user's allow_insecure
             with pytest.raises(ConfigError, match="could not fetch"):
                 await asyncio.wait_for(web.page_text(f"{site.url}/a"), BOUND)
-            config.load({"adapters": {"http": {"opts": {"allow_insecure": True}}}})
+            outbound.configure(config.load({"adapters": {"http": {"opts": {"allow_insecure": True}}}}).http)
             with pytest.raises(ConfigError, match="from https to plain http"):
                 await asyncio.wait_for(web.page_text(f"{site.url}/a"), BOUND)
             assert await asyncio.wait_for(web.page_text(f"{site.url}/b"), BOUND) == "over tls"
@@ -346,7 +346,8 @@ async def test_providers_web_pages_and_mcp_over_http_all_go_through_the_users_pr
     from codecompanion_py.mcp.http import HttpConnection
 
     async with serve(recording_proxy) as proxy:
-        config.load({"adapters": {"http": {"opts": {"proxy": proxy.url}}}})
+        loaded = config.load({"adapters": {"http": {"opts": {"proxy": proxy.url}}}})
+        outbound.configure(loaded.http)  # the engine's part: web pages and MCP servers read it there
         # port 9 (discard) answers nobody: only the proxy can have given these
         result, _ = await fetch_tool(tmp_path, "http://127.0.0.1:9/page")
         assert result.status == "success" and result.content.endswith("from the proxy")
@@ -360,7 +361,7 @@ async def test_providers_web_pages_and_mcp_over_http_all_go_through_the_users_pr
         finally:
             await mcp.close()
 
-        http = client.HttpClient(retries=0)
+        http = client.HttpClient(retries=0, settings=loaded.http)  # the providers': the engine's client
         try:
             request = client.HttpRequest(url="http://127.0.0.1:9/v1/models", body=b"", method="GET", stream=False)
             models = await asyncio.wait_for(http.fetch_json(request), BOUND)

@@ -27,7 +27,8 @@ import pytest
 from codecompanion_py.messages import ToolResultPart
 from codecompanion_py.tools import search
 from codecompanion_py.tools.approvals import Approvals
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import CATALOG, ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
 
@@ -116,6 +117,8 @@ class Editor(FakeEditor):
         self.buffers = buffers or {}
         self.diagnostics = diagnostics or {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    reviews_edits = False  # no diff review after a write here
 
     async def call(self, method: str, args: dict[str, Any]) -> Any:
         self.calls.append((method, dict(args)))

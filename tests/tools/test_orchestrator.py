@@ -6,8 +6,9 @@ import pytest
 
 from codecompanion_py.messages import ToolCall
 from codecompanion_py.tools.approvals import Approvals
+from codecompanion_py.tools.context import ChatHandle, ToolsContext
 from codecompanion_py.tools.contract import ToolDefinition
-from codecompanion_py.tools.orchestrator import ChatHandle, Orchestrator, ToolsContext
+from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.workspace import Workspace
 from codecompanion_py.ui.view import EventView
 
@@ -76,6 +77,8 @@ class FakeEditor:
     def __init__(self, *answers):
         self.answers = list(answers)
         self.asked = []
+
+    reviews_edits = False  # no diff review after a write here
 
     async def call(self, method, args):
         assert method == "approve"

@@ -10,35 +10,14 @@ import pytest
 
 from codecompanion_py import processes
 from codecompanion_py.errors import ToolError
-from codecompanion_py.processes import _Capture, needs_shell, safe_env, strip_ansi, to_argv
-from codecompanion_py.tools.process import ProcessResult, run_process
+from codecompanion_py.processes import safe_env, strip_ansi, to_argv
+from codecompanion_py.processes.capture import Capture
+from codecompanion_py.processes.commands import needs_shell
+from codecompanion_py.processes.groups import live_members
+from codecompanion_py.processes.run import ProcessResult, run_process
 from tests.waiting import async_wait_until
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
-
-
-def live_members(pgid):
-    """Pids of the group's processes that are still running (zombies left by a reaper-less
-    init do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return []
-    if not os.path.isdir("/proc/self"):
-        return [pgid]
-    members = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            members.append(int(name))
-    return members
 
 
 def alive(pid):
@@ -171,7 +150,7 @@ def test_strip_ansi():
 
 
 def test_capture_keeps_head_and_tail_within_the_limit():
-    capture = _Capture(1000)
+    capture = Capture(1000)
     for i in range(10_000):
         capture.add(f"{i:09d}\n".encode() * 10)
         assert len(capture.head) + len(capture.tail) <= 1000
@@ -182,7 +161,7 @@ def test_capture_keeps_head_and_tail_within_the_limit():
 
 
 def test_capture_without_overflow_is_the_input():
-    capture = _Capture(10)
+    capture = Capture(10)
     capture.add(b"abc")
     capture.add(b"defghij")
     assert capture.render() == b"abcdefghij"
@@ -308,7 +287,7 @@ async def test_timeout_kills_the_whole_group(tmp_path):
 
 
 async def test_timeout_falls_back_to_sigkill(tmp_path, monkeypatch):
-    monkeypatch.setattr(processes, "KILL_GRACE", 0.3)
+    monkeypatch.setattr(processes.run, "KILL_GRACE", 0.3)
     script = f"trap '' TERM; echo $$ > {tmp_path}/group; echo ready; sleep 60 & sleep 60"
     result = await run_process(["sh", "-c", script], cwd=tmp_path, timeout=1.5)
     assert result.timed_out
@@ -322,14 +301,14 @@ async def test_cancel_kills_the_whole_group_and_reraises(tmp_path, monkeypatch):
     # before asyncio has connected the child's pipes, and a cancel in that window is another
     # case (it came out of start_in_group, where nothing stops the group)
     started = asyncio.Event()
-    start_in_group = processes.start_in_group
+    start_in_group = processes.run.start_in_group
 
     async def start_and_tell(*args, **kwargs):
         proc = await start_in_group(*args, **kwargs)
         started.set()
         return proc
 
-    monkeypatch.setattr(processes, "start_in_group", start_and_tell)
+    monkeypatch.setattr(processes.run, "start_in_group", start_and_tell)
     script = f"echo $$ > {tmp_path}/group; sleep 60 & echo $! > {tmp_path}/child; sleep 60"
     task = asyncio.create_task(run_process(script, cwd=tmp_path, timeout=120))
     await asyncio.wait_for(started.wait(), 10)

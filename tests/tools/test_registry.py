@@ -3,8 +3,8 @@
 import pytest
 
 from codecompanion_py import config
+from codecompanion_py.adapters.lua import LuaFunction
 from codecompanion_py.errors import ConfigError
-from codecompanion_py.tools.contract import LuaFunction
 from codecompanion_py.tools.registry import ToolSettings, mentions
 
 LUA_CALCULATOR = {
@@ -43,14 +43,14 @@ def test_strategies_and_interactions_both_configure_tools():
 def test_a_lua_tool_becomes_references_to_its_functions():
     settings = ToolSettings.from_config({"calculator": LUA_CALCULATOR})
     definition = settings.definition("calculator")
-    assert definition.lua and definition.cmds == [LuaFunction("calculator", "cmds.1")]
+    assert definition.lua and definition.cmds == [LuaFunction.of_tool("calculator", "cmds.1")]
     assert definition.handlers == {
-        "setup": LuaFunction("calculator", "handlers.setup"),
-        "on_exit": LuaFunction("calculator", "handlers.on_exit"),
+        "setup": LuaFunction.of_tool("calculator", "handlers.setup"),
+        "on_exit": LuaFunction.of_tool("calculator", "handlers.on_exit"),
     }
     assert definition.prompt_text() == "## Calculator Tool"
     assert definition.spec().name == "calculator" and definition.description == "Perform calculations"
-    assert settings.config_of("calculator")["opts"]["requires_approval"] == LuaFunction(
+    assert settings.config_of("calculator")["opts"]["requires_approval"] == LuaFunction.of_tool(
         "calculator", "config.opts.requires_approval"
     )
 
@@ -109,8 +109,8 @@ def test_a_lua_tool_extending_run_command_gets_its_schema_and_run_commands_safet
     spec = definition.spec()
     assert spec.name == "beads" and spec.strict and spec.parameters["required"] == ["action"]
     assert spec.parameters["additionalProperties"] is False
-    assert definition.build_cmd == LuaFunction("beads", "build_cmd")
-    assert definition.output["success"] == LuaFunction("beads", "output.success")
+    assert definition.build_cmd == LuaFunction.of_tool("beads", "build_cmd")
+    assert definition.output["success"] == LuaFunction.of_tool("beads", "output.success")
     assert "prompt" in definition.output and "setup" in definition.handlers  # run_command's defaults
     assert definition.opts["require_cmd_approval"] and definition.opts["allowed_in_yolo_mode"] is False
     with pytest.raises(ConfigError, match="cannot extend 'other'"):

@@ -1,4 +1,9 @@
-"""Providers that speak OpenAI Chat Completions: each is data over the `openai` adapter
+"""The built-in HTTP adapters, all listed here: `MODULES` names those with a module of their
+own (a wire format or a provider with its own handlers, exporting `ADAPTER`), and `ADAPTERS`
+holds the providers that speak OpenAI Chat Completions. Adding a provider is one entry in
+one of them (the registry, registry.py, reads both).
+
+Providers that speak OpenAI Chat Completions: each is data over the `openai` adapter
 (url, key, models) plus the opts that switch on its quirks in the shared handlers:
 
 - `send_reasoning`: DeepSeek and Kimi thinking modes need `reasoning_content` back on
@@ -18,6 +23,18 @@ from typing import Any
 
 from ..base import deep_merge
 from .openai import ADAPTER as _OPENAI
+
+# name -> the module under adapters/http/ that exports its `ADAPTER`
+MODULES: dict[str, str] = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "openai_compatible": "openai_compatible",
+    "openai_responses": "openai_responses",
+    "copilot": "copilot",
+    "demo": "demo",
+    "gemini": "gemini",
+    "ollama": "ollama",
+}
 
 
 def _provider(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
-from ..contract import ToolDefinition, ToolRun
+from ..contract import ToolRun
 from ..edits import unified_diff
 from . import documents
-from .schema import FILEPATH, function_schema
+from .schema import FILEPATH, catalog_tool
 
 
 def setup(self: ToolRun, tools: Any) -> None:
@@ -31,15 +31,12 @@ async def create(self: ToolRun, args: dict[str, Any], input: Any, output_handler
     return {"status": "success", "data": f"Created {self.target.relative}."}
 
 
-TOOL = ToolDefinition(
-    name="create_file",
-    schema=function_schema(
-        "create_file",
-        "Create a new file in the project with the given content. Parent folders are created.",
-        {"filepath": FILEPATH, "content": {"type": "string", "description": "The whole content of the file"}},
-        ["filepath", "content"],
-        strict=True,
-    ),
+TOOL = catalog_tool(
+    "create_file",
+    "Create a new file in the project with the given content. Parent folders are created.",
+    {"filepath": FILEPATH, "content": {"type": "string", "description": "The whole content of the file"}},
+    ["filepath", "content"],
+    strict=True,
     cmds=[create],
     handlers={"setup": setup},
     output={"prompt": lambda self, tools: f"Create {self.target.relative}?"},

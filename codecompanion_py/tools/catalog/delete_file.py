@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import ToolError
-from ..contract import ToolDefinition, ToolRun
+from ..contract import ToolRun
 from . import documents
-from .schema import FILEPATH, function_schema
+from .schema import FILEPATH, catalog_tool
 
 
 def setup(self: ToolRun, tools: Any) -> None:
@@ -25,11 +25,12 @@ async def delete(self: ToolRun, args: dict[str, Any], input: Any, output_handler
     return {"status": "success", "data": f"Deleted {self.target.relative}."}
 
 
-TOOL = ToolDefinition(
-    name="delete_file",
-    schema=function_schema(
-        "delete_file", "Delete a file in the project.", {"filepath": FILEPATH}, ["filepath"], strict=True
-    ),
+TOOL = catalog_tool(
+    "delete_file",
+    "Delete a file in the project.",
+    {"filepath": FILEPATH},
+    ["filepath"],
+    strict=True,
     cmds=[delete],
     handlers={"setup": setup},
     output={"prompt": lambda self, tools: f"Delete {self.target.relative}?"},

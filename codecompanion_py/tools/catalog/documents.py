@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import PathRefused, ToolError
+from ..context import ToolsContext
 from ..contract import ToolRun
 from ..edits import keep_line_endings
-from ..orchestrator import ToolsContext
+from ..lines import split_lines
 from ..workspace import FileText, Target, sha256_of
 
 _BUFFER = "buffer:"
@@ -140,8 +141,9 @@ def _final_newline(text: str, wanted: bool) -> str:
 
 
 def _buffer_lines(text: str) -> list[str]:
-    """A buffer's lines for `text`; its final line feed is the buffer's 'eol', not a line."""
-    return text.removesuffix("\n").split("\n")
+    """A buffer's lines for `text`; its final line feed is the buffer's 'eol', not a line,
+    and a buffer always has one line, if empty."""
+    return split_lines(text) or [""]
 
 
 def _buffer_version(text: str) -> str:

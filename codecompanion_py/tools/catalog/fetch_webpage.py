@@ -14,8 +14,8 @@ from typing import Any
 
 from ... import web
 from ...errors import CodeCompanionError, ToolError
-from ..contract import ToolDefinition, ToolRun
-from .schema import function_schema
+from ..contract import ToolRun
+from .schema import catalog_tool
 
 
 def setup(self: ToolRun, tools: Any) -> None:
@@ -34,15 +34,12 @@ async def fetch(self: ToolRun, args: dict[str, Any], input: Any, output_handler:
     return {"status": "success", "data": f"Content of {url}:\n\n{text}"}
 
 
-TOOL = ToolDefinition(
-    name="fetch_webpage",
-    schema=function_schema(
-        "fetch_webpage",
-        "Fetch a web page and return its text.",
-        {"url": {"type": "string", "description": "An http(s) URL"}},
-        ["url"],
-        strict=True,
-    ),
+TOOL = catalog_tool(
+    "fetch_webpage",
+    "Fetch a web page and return its text.",
+    {"url": {"type": "string", "description": "An http(s) URL"}},
+    ["url"],
+    strict=True,
     cmds=[fetch],
     handlers={"setup": setup},
     output={"prompt": lambda self, tools: f"Fetch {self.url}?"},

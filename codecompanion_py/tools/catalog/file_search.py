@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..contract import ToolDefinition, ToolRun
+from ..contract import ToolRun
 from ..search import DEFAULT_SEARCH_TIMEOUT, find_files
-from .schema import function_schema
+from .schema import catalog_tool
 
 DEFAULT_TIMEOUT_MS = int(DEFAULT_SEARCH_TIMEOUT * 1000)
 
@@ -24,17 +24,14 @@ async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler
     return {"status": "success", "data": f"{head} `{args['query']}`:\n" + "\n".join(found) + more}
 
 
-TOOL = ToolDefinition(
-    name="file_search",
-    schema=function_schema(
-        "file_search",
-        "Find files in the project by glob pattern, e.g. `**/*.py` or `src/**/test_*.lua`.",
-        {
-            "query": {"type": "string", "description": "A glob pattern"},
-            "max_results": {"type": "integer", "description": "At most this many results"},
-        },
-        ["query"],
-    ),
+TOOL = catalog_tool(
+    "file_search",
+    "Find files in the project by glob pattern, e.g. `**/*.py` or `src/**/test_*.lua`.",
+    {
+        "query": {"type": "string", "description": "A glob pattern"},
+        "max_results": {"type": "integer", "description": "At most this many results"},
+    },
+    ["query"],
     cmds=[search],
     opts={"timeout": DEFAULT_TIMEOUT_MS},
 )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..contract import ToolDefinition, ToolRun
+from ..contract import ToolRun
 from ..search import changed_files
-from .schema import function_schema
+from .schema import catalog_tool
 
 STATES = ["staged", "unstaged", "merge-conflicts"]
 
@@ -17,13 +17,10 @@ async def changes(self: ToolRun, args: dict[str, Any], input: Any, output_handle
     return {"status": "success", "data": text}
 
 
-TOOL = ToolDefinition(
-    name="get_changed_files",
-    schema=function_schema(
-        "get_changed_files",
-        "Show the git diffs of the project: staged, unstaged and files with merge conflicts.",
-        {"source_control_state": {"type": "array", "items": {"type": "string", "enum": STATES}}},
-        [],
-    ),
+TOOL = catalog_tool(
+    "get_changed_files",
+    "Show the git diffs of the project: staged, unstaged and files with merge conflicts.",
+    {"source_control_state": {"type": "array", "items": {"type": "string", "enum": STATES}}},
+    [],
     cmds=[changes],
 )

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..contract import ToolDefinition, ToolRun
+from ..contract import ToolRun
 from . import documents
-from .schema import FILEPATH, function_schema
+from .schema import FILEPATH, catalog_tool
 
 SEVERITIES = ["ERROR", "WARN", "INFO", "HINT"]
 
@@ -40,14 +40,11 @@ async def diagnostics(self: ToolRun, args: dict[str, Any], input: Any, output_ha
     return {"status": "success", "data": "\n".join(lines)}
 
 
-TOOL = ToolDefinition(
-    name="get_diagnostics",
-    schema=function_schema(
-        "get_diagnostics",
-        "Get the editor's diagnostics (errors, warnings) for a file.",
-        {"filepath": FILEPATH, "severity": {"type": "string", "enum": SEVERITIES}},
-        ["filepath"],
-    ),
+TOOL = catalog_tool(
+    "get_diagnostics",
+    "Get the editor's diagnostics (errors, warnings) for a file.",
+    {"filepath": FILEPATH, "severity": {"type": "string", "enum": SEVERITIES}},
+    ["filepath"],
     cmds=[diagnostics],
     handlers={"setup": setup},
 )

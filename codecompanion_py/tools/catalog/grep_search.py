@@ -10,9 +10,9 @@ import re
 from typing import Any
 
 from ...errors import PathRefused
-from ..contract import ToolDefinition, ToolRun
+from ..contract import ToolRun
 from ..search import DEFAULT_SEARCH_TIMEOUT, grep
-from .schema import function_schema
+from .schema import catalog_tool
 
 DEFAULT_TIMEOUT_MS = int(DEFAULT_SEARCH_TIMEOUT * 1000)
 
@@ -63,18 +63,15 @@ def _without_protected(self: ToolRun, lines: list[str]) -> tuple[list[str], int]
     return kept, len(lines) - len(kept)
 
 
-TOOL = ToolDefinition(
-    name="grep_search",
-    schema=function_schema(
-        "grep_search",
-        "Search the project's files for text (or a regular expression); returns path:line: text.",
-        {
-            "query": {"type": "string"},
-            "is_regexp": {"type": "boolean", "description": "Treat the query as a regular expression"},
-            "include_pattern": {"type": "string", "description": "Only search files matching this glob"},
-        },
-        ["query"],
-    ),
+TOOL = catalog_tool(
+    "grep_search",
+    "Search the project's files for text (or a regular expression); returns path:line: text.",
+    {
+        "query": {"type": "string"},
+        "is_regexp": {"type": "boolean", "description": "Treat the query as a regular expression"},
+        "include_pattern": {"type": "string", "description": "Only search files matching this glob"},
+    },
+    ["query"],
     cmds=[search],
     opts={"timeout": DEFAULT_TIMEOUT_MS},
 )

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
-from ..contract import ToolDefinition, ToolRun
+from ..contract import ToolRun
 from ..edits import Edit, apply_edits, apply_mode, unified_diff
 from . import documents
-from .schema import FILEPATH, function_schema
+from .schema import FILEPATH, catalog_tool
 
 MODES = ("edit", "append", "overwrite")
 
@@ -81,33 +81,30 @@ def prompt(self: ToolRun, tools: Any) -> str:
     return f"Apply this edit to {self.target.relative}?" + (f" ({explanation})" if explanation else "")
 
 
-TOOL = ToolDefinition(
-    name="insert_edit_into_file",
-    schema=function_schema(
-        "insert_edit_into_file",
-        "Edit a file in the project. Each edit replaces oldText, copied exactly from the file with enough "
-        "surrounding lines to be unique, by newText. Never use placeholders like '... existing code ...'. "
-        "mode append adds `content` at the end; mode overwrite replaces the whole file with `content`.",
-        {
-            "filepath": FILEPATH,
-            "edits": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "oldText": {"type": "string"},
-                        "newText": {"type": "string"},
-                        "replaceAll": {"type": "boolean"},
-                    },
-                    "required": ["oldText", "newText"],
+TOOL = catalog_tool(
+    "insert_edit_into_file",
+    "Edit a file in the project. Each edit replaces oldText, copied exactly from the file with enough "
+    "surrounding lines to be unique, by newText. Never use placeholders like '... existing code ...'. "
+    "mode append adds `content` at the end; mode overwrite replaces the whole file with `content`.",
+    {
+        "filepath": FILEPATH,
+        "edits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "oldText": {"type": "string"},
+                    "newText": {"type": "string"},
+                    "replaceAll": {"type": "boolean"},
                 },
+                "required": ["oldText", "newText"],
             },
-            "mode": {"type": "string", "enum": list(MODES)},
-            "content": {"type": "string", "description": "For mode append or overwrite"},
-            "explanation": {"type": "string", "description": "One sentence: why this edit"},
         },
-        ["filepath"],
-    ),
+        "mode": {"type": "string", "enum": list(MODES)},
+        "content": {"type": "string", "description": "For mode append or overwrite"},
+        "explanation": {"type": "string", "description": "One sentence: why this edit"},
+    },
+    ["filepath"],
     cmds=[write],
     handlers={"setup": setup},
     output={"prompt": prompt},

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
-from ..contract import ToolDefinition, ToolRun
+from ..contract import ToolRun
+from ..lines import split_lines
 from . import documents
-from .schema import FILEPATH, function_schema
+from .schema import FILEPATH, catalog_tool
 
 
 def setup(self: ToolRun, tools: Any) -> None:
@@ -16,7 +17,7 @@ def setup(self: ToolRun, tools: Any) -> None:
 
 async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     document = await documents.open_document(self, self.target)
-    lines = document.text.removesuffix("\n").split("\n") if document.text else []
+    lines = split_lines(document.text)
     start = int(args.get("start_line_number_base_zero") or 0)
     end = args.get("end_line_number_base_zero", -1)
     end = len(lines) - 1 if end is None or int(end) < 0 else min(int(end), len(lines) - 1)
@@ -37,18 +38,15 @@ def success(self: ToolRun, tools: Any, cmd: Any, stdout: list[Any]) -> None:
     tools.chat.add_tool_output(self, stdout[-1], "Read " + stdout[-1].split("\n", 1)[0].removesuffix(":"))
 
 
-TOOL = ToolDefinition(
-    name="read_file",
-    schema=function_schema(
-        "read_file",
-        "Read lines of a file in the project. Lines are numbered from 0; end -1 means the end of the file.",
-        {
-            "filepath": FILEPATH,
-            "start_line_number_base_zero": {"type": "integer", "description": "First line to read, from 0"},
-            "end_line_number_base_zero": {"type": "integer", "description": "Last line to read; -1 for the end"},
-        },
-        ["filepath"],
-    ),
+TOOL = catalog_tool(
+    "read_file",
+    "Read lines of a file in the project. Lines are numbered from 0; end -1 means the end of the file.",
+    {
+        "filepath": FILEPATH,
+        "start_line_number_base_zero": {"type": "integer", "description": "First line to read, from 0"},
+        "end_line_number_base_zero": {"type": "integer", "description": "Last line to read; -1 for the end"},
+    },
+    ["filepath"],
     cmds=[read],
     handlers={"setup": setup},
     output={"success": success, "prompt": lambda self, tools: f"Read {self.target.relative}?"},

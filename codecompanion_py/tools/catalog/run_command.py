@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
-from ...processes import hidden_character, normalize_command, safe_env
-from ..contract import ToolDefinition, ToolRun
-from ..process import env_allow, run_process
-from .schema import function_schema
+from ...processes.commands import hidden_character, normalize_command, safe_env
+from ...processes.run import run_process
+from ..contract import ToolDefinition, ToolRun, env_allow
+from .schema import catalog_tool
 
 DEFAULT_TIMEOUT_MS = 300_000
 LONG_COMMAND = 100
@@ -83,18 +83,15 @@ OPTS: dict[str, Any] = {
 }
 
 
-TOOL = ToolDefinition(
-    name="run_command",
-    schema=function_schema(
-        "run_command",
-        "Run a shell command in the project root, e.g. the test suite, and get its output.",
-        {
-            "cmd": {"type": "string", "description": "The command line to run"},
-            "flag": {"type": ["string", "null"], "description": "'testing' when the command runs tests, else null"},
-        },
-        ["cmd", "flag"],
-        strict=True,
-    ),
+TOOL = catalog_tool(
+    "run_command",
+    "Run a shell command in the project root, e.g. the test suite, and get its output.",
+    {
+        "cmd": {"type": "string", "description": "The command line to run"},
+        "flag": {"type": ["string", "null"], "description": "'testing' when the command runs tests, else null"},
+    },
+    ["cmd", "flag"],
+    strict=True,
     cmds=[run],
     handlers={"setup": setup},
     output={"prompt": prompt},

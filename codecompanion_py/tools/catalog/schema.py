@@ -1,8 +1,11 @@
-"""The OpenAI function-schema shape every catalog tool declares."""
+"""The OpenAI function-schema shape every catalog tool declares, and `catalog_tool`, which
+names a tool once for its definition and its schema."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from ..contract import ToolDefinition
 
 
 def function_schema(
@@ -25,3 +28,18 @@ def function_schema(
 
 
 FILEPATH = {"type": "string", "description": "Path of the file, relative to the project root"}
+
+
+def catalog_tool(
+    name: str,
+    description: str,
+    properties: dict[str, Any],
+    required: list[str],
+    *,
+    strict: bool = False,
+    **fields: Any,
+) -> ToolDefinition:
+    """A built-in tool: `fields` are the rest of its `ToolDefinition` (cmds, handlers...)."""
+    return ToolDefinition(
+        name=name, schema=function_schema(name, description, properties, required, strict=strict), **fields
+    )

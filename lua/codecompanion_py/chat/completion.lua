@@ -12,12 +12,17 @@ M.SOURCE = "codecompanion_py"
 local TRIGGER = "[#@\\/][{]?[%w_:.-]*$"
 
 -- Where the word being completed starts in `before` (the line up to the cursor), or nil.
+---@param before string
+---@return integer|nil
 function M.start(before)
   return before:find(TRIGGER)
 end
 
 -- The items for `base` ("#{bu", "/fi", "@{", "\\re"): { word, menu, user_data? } with the
 -- source's kind of item in `group` (context, tool, slash, command), which Vim ignores.
+---@param chat CodeCompanionChat|nil
+---@param base string
+---@return table[]
 function M.items(chat, base)
   local items = {}
   local function add(word, menu, kind)
@@ -54,6 +59,7 @@ local function chat_here()
 end
 
 -- An item was accepted (its word is in the buffer): a slash command runs.
+---@param item table
 function M.accepted(item)
   local chat = chat_here()
   if chat and item then
@@ -91,6 +97,7 @@ local function kinds_of(lsp_kinds)
 end
 
 -- nvim-cmp's source (`require("cmp").register_source`).
+---@return table
 function M.cmp_source()
   local cmp = require("cmp")
   local source = {}
@@ -112,11 +119,17 @@ end
 
 -- blink.cmp's source (its `module`): `new`, `enabled`, `get_completions`, `execute`.
 M.blink = {}
+---@return table
 function M.blink.new()
   return setmetatable({}, { __index = M.blink })
 end
+---@return boolean
 function M.blink:enabled() return vim.bo.filetype == "codecompanion" end
+---@return string[]
 function M.blink:get_trigger_characters() return { "#", "@", "/", "\\", "{" } end
+---@param ctx { line: string, cursor: integer[] }
+---@param callback fun(result: table)
+---@return fun()
 function M.blink:get_completions(ctx, callback)
   local before = ctx.line:sub(1, ctx.cursor[2])
   local kinds = require("blink.cmp.types").CompletionItemKind
@@ -124,6 +137,10 @@ function M.blink:get_completions(ctx, callback)
     is_incomplete_forward = false })
   return function() end
 end
+---@param _ table the blink context
+---@param item table
+---@param callback fun()
+---@param default_implementation fun()
 function M.blink:execute(_, item, callback, default_implementation)
   default_implementation()
   M.accepted({ user_data = item.data and item.data.user_data })
@@ -136,6 +153,7 @@ end
 
 -- Register the source with the provider the config names, or the first one installed; once
 -- (the first chat does it, so nothing loads at startup).
+---@param provider? string
 function M.register(provider)
   if M.registered then
     return M.registered
@@ -144,6 +162,7 @@ function M.register(provider)
   return M.registered
 end
 
+---@param provider? string
 function M.register_now(provider)
   if provider == nil then
     provider = installed("blink.cmp") and "blink" or installed("cmp") and "cmp" or "default"

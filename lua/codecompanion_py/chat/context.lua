@@ -402,6 +402,10 @@ M.DESCRIPTIONS = {
 M.KINDS = vim.tbl_keys(capture)
 table.sort(M.KINDS)
 
+-- `item` cut to `limit` characters (max_context_chars), with a line that says so.
+---@param item { content?: string, label: string }
+---@param limit? integer
+---@return table item
 function M.cut(item, limit)
   limit = tonumber(limit) or M.DEFAULT_MAX_CHARS
   if type(item.content) == "string" and #item.content > limit then
@@ -416,6 +420,11 @@ end
 -- The context `text` names, read now: a list of { kind, label, content, filetype?, path?,
 -- bufnr?, param? } (param: a following {diff} or {all}), and what could not be read (one
 -- sentence each).
+---@param chat CodeCompanionChat
+---@param text string the message
+---@param max_chars? integer
+---@return table[] items
+---@return string[] problems
 function M.capture(chat, text, max_chars)
   local items, problems, seen = {}, {}, {}
   for name, arg, after in text:gmatch("#{(%w+):?([^}]*)}()") do

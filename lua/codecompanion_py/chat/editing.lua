@@ -6,6 +6,8 @@ local M = {}
 
 -- The fenced code blocks of `buf`: { start = row, finish = row, lang = "lua" } (0-based rows,
 -- the fence lines included), in buffer order. A fence closes only with as many backticks.
+---@param buf integer
+---@return table[]
 function M.code_blocks(buf)
   local blocks, open = {}, nil
   for row, line in ipairs(api.nvim_buf_get_lines(buf, 0, -1, false)) do
@@ -24,6 +26,7 @@ end
 
 -- gc: an empty code block under the cursor, in the language of the buffer the chat was
 -- opened from, the cursor inside it in insert mode.
+---@param chat CodeCompanionChat
 function M.codeblock(chat)
   local row = api.nvim_win_get_cursor(0)[1]
   local lang = chat.context and chat.context.filetype or ""
@@ -34,6 +37,8 @@ function M.codeblock(chat)
 end
 
 -- gy: the last code block's text into `interactions.chat.opts.register` (default "+").
+---@param chat CodeCompanionChat
+---@param register string
 function M.yank_code(chat, register)
   local blocks = M.code_blocks(chat.bufnr)
   local last = blocks[#blocks]
@@ -50,6 +55,8 @@ function M.yank_code(chat, register)
 end
 
 -- ]] and [[: the next or previous `## ` header (the user's and the LLM's turns).
+---@param chat CodeCompanionChat
+---@param direction 1|-1
 function M.jump_header(chat, direction)
   local row = api.nvim_win_get_cursor(0)[1]
   local lines = api.nvim_buf_get_lines(chat.bufnr, 0, -1, false)
@@ -63,6 +70,7 @@ function M.jump_header(chat, direction)
 end
 
 -- gf: fold every code block (manual folds, so the markdown around them stays open).
+---@param chat CodeCompanionChat
 function M.fold_code(chat)
   local blocks = M.code_blocks(chat.bufnr)
   for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
@@ -90,6 +98,7 @@ end
 -- gR: the file under the cursor (`path`, `path:line`), opened by `goto_file_action`
 -- (a command such as "tabnew" or "edit", or a function of the path; default: a new tab
 -- or the window that shows it already).
+---@param action? string|function
 function M.goto_file(action)
   local word = vim.fn.expand("<cWORD>"):gsub("^[`'\"(%[]+", ""):gsub("[`'\",.)%]:]+$", "")
   local path, line = word:match("^(.-):(%d+)")

@@ -201,6 +201,8 @@ end
 
 -- The chat's parser, made before its filetype is set, so that a `FileType` handler that asks
 -- for it (render-markdown and the like) gets this one.
+---@param buf integer
+---@return vim.treesitter.LanguageTree|nil
 function M.parser(buf)
   local query = injection_query()
   local opts = query and { injections = { markdown = query } } or nil
@@ -210,6 +212,7 @@ end
 
 -- Highlighting on. False when tree-sitter could not start. A saved chat that is already
 -- long is laid in regions at once: one parse of it (about 0.4 ms per KB here).
+---@param buf integer
 ---@param header string the user's header line: regions start there
 function M.start(buf, header)
   local parser = M.parser(buf)
@@ -243,6 +246,8 @@ end
 -- (and a region is left), the turn before the header is sealed into a region of its own (the
 -- first time, the chat is laid in regions). That costs one parse of the sealed turn (about
 -- 10 ms for 40 KB here), once, just after the reply, in a callback of its own.
+---@param buf integer
+---@param row integer
 function M.seal(buf, row)
   local chat = chats[buf]
   if not chat or chat.off then

@@ -1,102 +1,86 @@
--- The chat buffer's keymaps, by CodeCompanion's names, keys and descriptions.
+-- The chat buffer's keymaps, by CodeCompanion's names, keys and descriptions, and `?`.
 -- `interactions.chat.keymaps` (or `strategies.chat.keymaps`) changes them as in CodeCompanion:
 --   send = { modes = { n = "<C-s>", i = "<C-s>" }, opts = {} }   -- other keys (opts: map-arguments)
 --   close = false                                                -- no keymap
 --   mine = { modes = { n = "gz" }, callback = function(chat) ... end, description = "..." }
--- A `callback` is a built-in's name ("keymaps.send") or a function called with the chat.
-local M = {}
+-- A `callback` is a built-in's name ("keymaps.send", chat/actions.lua) or a function called with the chat.
 local api = vim.api
 
--- name = { modes, callback, description }; the order is the order of `?`.
-M.DEFAULTS = {
-  options = { modes = { n = "?" }, callback = "keymaps.options", description = "Options" },
-  completion = { modes = { i = "<C-_>" }, callback = "keymaps.completion", description = "Open the completion menu" },
-  send = { modes = { n = { "<CR>", "<C-s>" }, i = "<C-s>" }, callback = "keymaps.send",
-    description = "Send the message to the LLM" },
-  regenerate = { modes = { n = "gr" }, callback = "keymaps.regenerate",
-    description = "Regenerate the last response" },
-  close = { modes = { n = "<C-c>", i = "<C-c>" }, callback = "keymaps.close", description = "Close the chat buffer" },
-  stop = { modes = { n = "q" }, callback = "keymaps.stop", description = "Stop the current request" },
-  clear = { modes = { n = "gx" }, callback = "keymaps.clear", description = "Clear all messages from the chat" },
-  codeblock = { modes = { n = "gc" }, callback = "keymaps.codeblock", description = "Insert an empty codeblock" },
-  yank_code = { modes = { n = "gy" }, callback = "keymaps.yank_code",
-    description = "Yank code from the last codeblock" },
-  next_chat = { modes = { n = "}" }, callback = "keymaps.next_chat", description = "Open the next chat" },
-  previous_chat = { modes = { n = "{" }, callback = "keymaps.previous_chat", description = "Open the previous chat" },
-  next_header = { modes = { n = "]]" }, callback = "keymaps.next_header", description = "Jump to the next header" },
-  previous_header = { modes = { n = "[[" }, callback = "keymaps.previous_header",
-    description = "Jump to the previous header" },
-  change_adapter = { modes = { n = "ga" }, callback = "keymaps.change_adapter",
-    description = "Change adapter and model" },
-  fold_code = { modes = { n = "gf" }, callback = "keymaps.fold_code", description = "Fold all codeblocks" },
-  debug = { modes = { n = "gd" }, callback = "keymaps.debug", description = "Show debug info for the chat" },
-  system_prompt = { modes = { n = "gs" }, callback = "keymaps.toggle_system_prompt",
-    description = "Toggle the system prompt on/off" },
-  clear_approvals = { modes = { n = "gtx" }, callback = "keymaps.clear_approvals",
-    description = "Reset cached tool approvals" },
-  yolo_mode = { modes = { n = "gty" }, callback = "keymaps.yolo_mode",
-    description = "Toggle YOLO/auto-approval of tool calls" },
-  auto_tool_mode = { modes = { n = "gta" }, callback = "keymaps.yolo_mode",
-    description = "Toggle YOLO/auto-approval of tool calls (its name before v18)" },
-  buffer_sync_all = { modes = { n = "gba" }, callback = "keymaps.buffer_sync_all",
-    description = "Send the whole buffer on every turn it changed" },
-  buffer_sync_diff = { modes = { n = "gbd" }, callback = "keymaps.buffer_sync_diff",
-    description = "Send the buffer's changes on every turn" },
-  rules = { modes = { n = "gM" }, callback = "keymaps.clear_rules", description = "Remove rules from the chat" },
-  goto_file_under_cursor = { modes = { n = "gR" }, callback = "keymaps.goto_file_under_cursor",
-    description = "Open the file path under the cursor" },
+local M = {}
+
+---@class CodeCompanionKeymap
+---@field name string
+---@field modes table<string, string|string[]>
+---@field callback string|fun(chat: CodeCompanionChat)
+---@field description? string
+---@field opts? table
+
+---@type table<string, CodeCompanionKeymap> by name
+local DEFAULTS = {}
+local ORDER = {} -- the order of `?`
+for _, row in ipairs({ -- name, modes, the built-in "keymaps.<action>", description
+  { "options", { n = "?" }, "options", "Options" },
+  { "completion", { i = "<C-_>" }, "completion", "Open the completion menu" },
+  { "send", { n = { "<CR>", "<C-s>" }, i = "<C-s>" }, "send", "Send the message to the LLM" },
+  { "regenerate", { n = "gr" }, "regenerate", "Regenerate the last response" },
+  { "close", { n = "<C-c>", i = "<C-c>" }, "close", "Close the chat buffer" },
+  { "stop", { n = "q" }, "stop", "Stop the current request" },
+  { "clear", { n = "gx" }, "clear", "Clear all messages from the chat" },
+  { "codeblock", { n = "gc" }, "codeblock", "Insert an empty codeblock" },
+  { "yank_code", { n = "gy" }, "yank_code", "Yank code from the last codeblock" },
+  { "next_chat", { n = "}" }, "next_chat", "Open the next chat" },
+  { "previous_chat", { n = "{" }, "previous_chat", "Open the previous chat" },
+  { "next_header", { n = "]]" }, "next_header", "Jump to the next header" },
+  { "previous_header", { n = "[[" }, "previous_header", "Jump to the previous header" },
+  { "change_adapter", { n = "ga" }, "change_adapter", "Change adapter and model" },
+  { "fold_code", { n = "gf" }, "fold_code", "Fold all codeblocks" },
+  { "debug", { n = "gd" }, "debug", "Show debug info for the chat" },
+  { "system_prompt", { n = "gs" }, "toggle_system_prompt", "Toggle the system prompt on/off" },
+  { "buffer_sync_all", { n = "gba" }, "buffer_sync_all", "Send the whole buffer on every turn it changed" },
+  { "buffer_sync_diff", { n = "gbd" }, "buffer_sync_diff", "Send the buffer's changes on every turn" },
+  { "rules", { n = "gM" }, "clear_rules", "Remove rules from the chat" },
+  { "clear_approvals", { n = "gtx" }, "clear_approvals", "Reset cached tool approvals" },
+  { "yolo_mode", { n = "gty" }, "yolo_mode", "Toggle YOLO/auto-approval of tool calls" },
+  { "auto_tool_mode", { n = "gta" }, "yolo_mode", "Toggle YOLO/auto-approval of tool calls (its name before v18)" },
+  { "goto_file_under_cursor", { n = "gR" }, "goto_file_under_cursor", "Open the file path under the cursor" },
   -- this plugin's own, for coding agents (CodeCompanion has /mode and /resume for these)
-  acp_options = { modes = { n = "gao" }, callback = "keymaps.acp_options",
-    description = "Pick the agent's mode, model or another option" },
-  acp_resume = { modes = { n = "gas" }, callback = "keymaps.acp_resume",
-    description = "Resume an earlier session of the agent" },
-}
+  { "acp_options", { n = "gao" }, "acp_options", "Pick the agent's mode, model or another option" },
+  { "acp_resume", { n = "gas" }, "acp_resume", "Resume an earlier session of the agent" },
+}) do
+  DEFAULTS[row[1]] = { modes = row[2], callback = "keymaps." .. row[3], description = row[4] }
+  table.insert(ORDER, row[1])
+end
 
-M.ORDER = { "options", "completion", "send", "regenerate", "close", "stop", "clear", "codeblock", "yank_code",
-  "next_chat", "previous_chat", "next_header", "previous_header", "change_adapter", "fold_code", "debug",
-  "system_prompt", "buffer_sync_all", "buffer_sync_diff", "rules", "clear_approvals", "yolo_mode", "auto_tool_mode",
-  "goto_file_under_cursor", "acp_options",
-  "acp_resume" }
-
--- The user's keymaps table: the newer spelling wins, entry by entry.
-local function user_keymaps(config)
+-- The user's `interactions.<section>.keymaps` (or `strategies.<section>`): the newer
+-- spelling wins, entry by entry.
+---@param config table the plugin's config
+---@param section "chat"|"shared"
+---@return table<string, table|false>
+function M.user(config, section)
   local out = {}
   for _, key in ipairs({ "strategies", "interactions" }) do
-    local chat = type(config[key]) == "table" and config[key].chat or nil
-    if type(chat) == "table" and type(chat.keymaps) == "table" then
-      for name, map in pairs(chat.keymaps) do
-        out[name] = map
-      end
+    local part = type(config[key]) == "table" and config[key][section] or nil
+    for name, map in pairs(type(part) == "table" and type(part.keymaps) == "table" and part.keymaps or {}) do
+      out[name] = map
     end
   end
   return out
 end
 
--- The keymaps in effect: { name, modes, callback, description, opts } in `?` order.
+-- The keymaps in effect, in `?` order.
+---@param config table the plugin's config
+---@return CodeCompanionKeymap[]
 function M.resolve(config)
-  local user = user_keymaps(config)
-  local names = vim.list_extend({}, M.ORDER)
-  local extra = {}
-  for name in pairs(user) do
-    if not M.DEFAULTS[name] then
-      table.insert(extra, name)
-    end
-  end
+  local user = M.user(config, "chat")
+  local extra = vim.tbl_filter(function(name) return not DEFAULTS[name] end, vim.tbl_keys(user))
   table.sort(extra)
-  vim.list_extend(names, extra)
   local out = {}
-  for _, name in ipairs(names) do
+  for _, name in ipairs(vim.list_extend(vim.list_extend({}, ORDER), extra)) do
     local map = user[name]
     if map ~= false then
-      if type(map) == "table" then
-        map = vim.tbl_deep_extend("force", vim.deepcopy(M.DEFAULTS[name] or {}), map)
-      else -- a default as it is (its tables are only read)
-        local copy = {}
-        for key, value in pairs(M.DEFAULTS[name]) do
-          copy[key] = value
-        end
-        map = copy
-      end
+      -- a default as it is is copied shallowly: its tables are only read
+      map = type(map) == "table" and vim.tbl_deep_extend("force", vim.deepcopy(DEFAULTS[name] or {}), map)
+        or vim.tbl_extend("force", {}, DEFAULTS[name])
       if type(map.modes) == "table" and map.callback ~= nil then
         map.name = name
         table.insert(out, map)
@@ -106,28 +90,20 @@ function M.resolve(config)
   return out
 end
 
-local function keys_of(value)
-  if type(value) == "string" then
-    return { value }
-  end
-  return type(value) == "table" and value or {}
-end
-
 -- Map the keymaps in the chat's buffer; `actions[name]` runs a built-in with the chat.
+---@param chat CodeCompanionChat
+---@param config table the plugin's config
+---@param actions table<string, fun(chat: CodeCompanionChat)>
 function M.set(chat, config, actions)
   for _, map in ipairs(M.resolve(config)) do
     local callback = map.callback
-    local run
-    if type(callback) == "function" then
-      run = function() callback(chat) end
-    elseif type(callback) == "string" and actions[callback:gsub("^keymaps%.", "")] then
-      local action = actions[callback:gsub("^keymaps%.", "")]
-      run = function() action(chat) end
-    else
+    local action = type(callback) == "function" and callback
+      or type(callback) == "string" and actions[callback:gsub("^keymaps%.", "")]
+    if not action then
       vim.notify(("CodeCompanion: keymaps.%s has an unknown callback %s"):format(map.name, vim.inspect(callback)),
         vim.log.levels.WARN)
-    end
-    if run then
+    else
+      local function run() action(chat) end
       local opts = { nowait = true, desc = map.description }
       if type(map.opts) == "table" then -- the user's map-arguments, as vim.keymap.set reads them
         opts = vim.tbl_extend("force", opts, map.opts, { buffer = chat.bufnr })
@@ -136,7 +112,7 @@ function M.set(chat, config, actions)
         opts.noremap, opts.callback = true, run
       end
       for mode, lhs in pairs(map.modes) do
-        for _, key in ipairs(keys_of(lhs)) do
+        for _, key in ipairs(type(lhs) == "table" and lhs or { lhs }) do
           if opts.callback then
             api.nvim_buf_set_keymap(chat.bufnr, mode, key, "", opts)
           else
@@ -146,6 +122,58 @@ function M.set(chat, config, actions)
       end
     end
   end
+end
+
+local MODE_NAMES = { n = "normal", i = "insert", v = "visual", x = "visual", s = "select", o = "operator",
+  t = "terminal" }
+
+-- `?`: the chat's keymaps as configured, one line each: the keys, the description and,
+-- when not normal mode only, the modes.
+---@param config table the plugin's config
+---@return string[]
+function M.lines(config)
+  local rows, width = {}, 0
+  for _, map in ipairs(M.resolve(config)) do
+    local keys, modes = {}, {}
+    local mode_order = vim.tbl_keys(map.modes)
+    table.sort(mode_order, function(a, b) return (a == "n" and "" or a) < (b == "n" and "" or b) end)
+    for _, mode in ipairs(mode_order) do
+      local lhs = map.modes[mode]
+      table.insert(modes, MODE_NAMES[mode] or mode)
+      for _, key in ipairs(type(lhs) == "table" and lhs or { lhs }) do
+        if not vim.tbl_contains(keys, key) then
+          table.insert(keys, key)
+        end
+      end
+    end
+    table.sort(modes)
+    if #keys > 0 then
+      local row = { keys = table.concat(keys, " "), desc = map.description or map.name,
+        modes = table.concat(modes, ", ") }
+      width = math.max(width, vim.fn.strdisplaywidth(row.keys))
+      table.insert(rows, row)
+    end
+  end
+  return vim.tbl_map(function(row)
+    local pad = string.rep(" ", width - vim.fn.strdisplaywidth(row.keys))
+    local where = row.modes == "normal" and "" or (" (" .. row.modes .. ")")
+    return (" %s%s  %s%s"):format(row.keys, pad, row.desc, where)
+  end, rows)
+end
+
+-- `?`: the chat's keymaps in a floating window; q, <Esc> or ? closes it.
+---@return integer win
+function M.show()
+  local lines = M.lines(require("codecompanion_py").config)
+  local width = 0
+  for _, line in ipairs(lines) do
+    width = math.max(width, vim.fn.strdisplaywidth(line))
+  end
+  return require("codecompanion_py.chat.float").open(lines, {
+    title = " Chat keymaps ", minimal = true, keys = { "q", "<Esc>", "?" }, close_on_leave = true,
+    width = math.min(width + 2, math.max(10, vim.o.columns - 4)),
+    height = math.min(#lines, math.max(1, vim.o.lines - 4)),
+  })
 end
 
 return M

@@ -35,6 +35,8 @@ local function default_sync()
   return "diff"
 end
 
+---@param item table
+---@return string
 function M.id(item)
   local tag = TAGS[item.kind] or item.kind
   local name = item.path and vim.fn.fnamemodify(item.path, ":.") or item.label
@@ -47,6 +49,8 @@ local function items(chat)
 end
 
 -- The block's lines (none when nothing was shared).
+---@param chat CodeCompanionChat
+---@return string[]
 function M.block_lines(chat)
   if #items(chat) == 0 then
     return {}
@@ -59,6 +63,9 @@ function M.block_lines(chat)
 end
 
 -- The message without its context block, and the ids the block still lists (nil: no block).
+---@param text string
+---@return string message
+---@return table<string, true>|nil listed ids
 function M.split(text)
   local lines = vim.split(text, "\n", { plain = true })
   local first = 1
@@ -80,6 +87,9 @@ function M.split(text)
 end
 
 -- The items the user deleted from the block (all of them when the block is gone).
+---@param chat CodeCompanionChat
+---@param listed table<string, true>|nil
+---@return string[] ids
 function M.removed(chat, listed)
   local gone = {}
   for _, item in ipairs(items(chat)) do
@@ -123,6 +133,12 @@ end
 
 -- What goes with a message: the context it names (read now) and the followed buffers that
 -- changed. Returns the items to send and the problems (one sentence each).
+---@param chat CodeCompanionChat
+---@param text string
+---@param max_chars? integer
+---@param removed string[]
+---@return table[] items
+---@return string[] problems
 function M.collect(chat, text, max_chars, removed)
   local skip = {}
   for _, id in ipairs(removed or {}) do
@@ -161,6 +177,9 @@ function M.collect(chat, text, max_chars, removed)
 end
 
 -- The message went: the list now has what it sent and lacks what the user removed.
+---@param chat CodeCompanionChat
+---@param sent table[]
+---@param removed string[]
 function M.commit(chat, sent, removed)
   chat.shared_pending = nil
   M.remove(chat, removed)
@@ -176,6 +195,8 @@ function M.commit(chat, sent, removed)
   end
 end
 
+---@param chat CodeCompanionChat
+---@param ids string[]
 function M.remove(chat, ids)
   local gone = {}
   for _, id in ipairs(ids or {}) do
@@ -186,6 +207,8 @@ end
 
 -- Items that go with the next message without being named in it (rules, loaded when the
 -- chat opens); listed at once.
+---@param chat CodeCompanionChat
+---@param list table[]
 function M.add_pending(chat, list)
   chat.shared_pending = chat.shared_pending or {}
   for _, item in ipairs(list) do
@@ -198,6 +221,8 @@ function M.add_pending(chat, list)
 end
 
 -- Items known without being sent by this editor (a reopened chat's, from its saved history).
+---@param chat CodeCompanionChat
+---@param saved? table[]
 function M.restore(chat, saved)
   for _, entry in ipairs(saved or {}) do
     if not find(chat, entry.id) then
@@ -207,12 +232,16 @@ function M.restore(chat, saved)
 end
 
 -- The payload's form of an item (the engine needs no buffer numbers or snapshots).
+---@param item table
+---@return table
 function M.wire(item)
   return { id = item.id, kind = item.kind, label = item.label, content = item.content, filetype = item.filetype,
     path = item.path, update = item.update }
 end
 
 -- `gba` / `gbd` on a buffer's line of the block: follow it whole, or by its changes (again: stop).
+---@param chat CodeCompanionChat
+---@param mode "all"|"diff"
 function M.toggle_sync(chat, mode)
   local line = api.nvim_get_current_line()
   local id = line:match("(<buf>.-</buf>)")

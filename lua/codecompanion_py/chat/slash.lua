@@ -16,7 +16,6 @@
 -- Pickers: telescope, fzf-lua, mini.pick or snacks when installed (or named by a command's
 -- `opts.provider`), else vim.ui.select (pickers.lua).
 local api = vim.api
-local rpc = require("codecompanion_py.rpc")
 local pickers = require("codecompanion_py.pickers")
 
 local M = {}
@@ -61,23 +60,30 @@ local function file_buffers()
   return out
 end
 
+-- A command that picks a path and inserts `#{kind:path}`.
+local function pick_path(kind, prompt, list)
+  return function(_, insert, provider)
+    pickers.select(list(), { prompt = prompt }, function(path)
+      if path then insert("#{" .. kind .. ":" .. path .. "}") end
+    end, provider)
+  end
+end
+
+-- A command that asks for a word and inserts `#{kind:word}`.
+local function ask(kind, prompt, completion)
+  return function(_, insert)
+    vim.ui.input({ prompt = prompt, completion = completion }, function(typed)
+      typed = typed and vim.trim(typed) or ""
+      if typed ~= "" then insert("#{" .. kind .. ":" .. typed .. "}") end
+    end)
+  end
+end
+
+local engine = require("codecompanion_py.chat.actions").engine
+
 M.COMMANDS = {
-  buffer = {
-    description = "Share an open buffer",
-    run = function(_, insert, provider)
-      pickers.select(file_buffers(), { prompt = "Buffer" }, function(path)
-        if path then insert("#{buffer:" .. path .. "}") end
-      end, provider)
-    end,
-  },
-  file = {
-    description = "Share a file of the project",
-    run = function(_, insert, provider)
-      pickers.select(project_files(), { prompt = "File" }, function(path)
-        if path then insert("#{file:" .. path .. "}") end
-      end, provider)
-    end,
-  },
+  buffer = { description = "Share an open buffer", run = pick_path("buffer", "Buffer", file_buffers) },
+  file = { description = "Share a file of the project", run = pick_path("file", "File", project_files) },
   image = {
     description = "Share an image",
     run = function(_, insert, provider)
@@ -120,32 +126,10 @@ M.COMMANDS = {
       end, provider)
     end,
   },
-  fetch = {
-    description = "Share a web page (read when the message goes)",
-    run = function(_, insert)
-      vim.ui.input({ prompt = "URL: " }, function(url)
-        url = url and vim.trim(url) or ""
-        if url ~= "" then insert("#{fetch:" .. url .. "}") end
-      end)
-    end,
-  },
-  help = {
-    description = "Share a section of Vim's help",
-    run = function(_, insert)
-      vim.ui.input({ prompt = "Help tag: ", completion = "help" }, function(tag)
-        tag = tag and vim.trim(tag) or ""
-        if tag ~= "" then insert("#{help:" .. tag .. "}") end
-      end)
-    end,
-  },
-  symbols = {
-    description = "Share the outline of a file (tree-sitter)",
-    run = function(_, insert, provider)
-      pickers.select(project_files(), { prompt = "Symbols of" }, function(path)
-        if path then insert("#{symbols:" .. path .. "}") end
-      end, provider)
-    end,
-  },
+  fetch = { description = "Share a web page (read when the message goes)", run = ask("fetch", "URL: ") },
+  help = { description = "Share a section of Vim's help", run = ask("help", "Help tag: ", "help") },
+  symbols = { description = "Share the outline of a file (tree-sitter)",
+    run = pick_path("symbols", "Symbols of", project_files) },
   compact = {
     description = "Summarise the earlier turns to free the context window",
     http = true,
@@ -159,21 +143,11 @@ M.COMMANDS = {
     description = "Insert the date and time",
     run = function(_, insert) insert(os.date("%a, %d %b %Y %H:%M:%S %z")) end,
   },
-  mode = {
-    description = "Change the agent's mode, model or options",
-    agent = true,
-    run = function(chat) rpc.notify("chat.agent_options", { chat_id = chat.bufnr }) end,
-  },
-  acp_session_options = {
-    description = "Change the agent's session options (mode, model...)",
-    agent = true,
-    run = function(chat) rpc.notify("chat.agent_options", { chat_id = chat.bufnr }) end,
-  },
-  resume = {
-    description = "Resume an earlier session of the agent",
-    agent = true,
-    run = function(chat) rpc.notify("chat.sessions", { chat_id = chat.bufnr }) end,
-  },
+  mode = { description = "Change the agent's mode, model or options", agent = true,
+    run = engine("chat.agent_options") },
+  acp_session_options = { description = "Change the agent's session options (mode, model...)", agent = true,
+    run = engine("chat.agent_options") },
+  resume = { description = "Resume an earlier session of the agent", agent = true, run = engine("chat.sessions") },
 }
 
 -- `interactions.chat.slash_commands`: the user's own commands (a `callback` called with the
@@ -208,6 +182,7 @@ local function library_command(item)
 end
 
 -- Every command in effect, by name.
+---@return table<string, table>
 function M.commands()
   local out = {}
   for _, item in ipairs(require("codecompanion_py.prompts").items()) do
@@ -259,6 +234,7 @@ local function available(chat, command)
 end
 
 -- `slash_commands.<name>.keymaps.modes`: keys that run the command in the chat.
+---@param chat CodeCompanionChat
 function M.set_keymaps(chat)
   for name, command in pairs(M.commands()) do
     local modes = type(command.keymaps) == "table" and command.keymaps.modes or {}
@@ -272,6 +248,8 @@ function M.set_keymaps(chat)
 end
 
 -- Run command `name` with what it gives inserted at the cursor.
+---@param chat CodeCompanionChat
+---@param name string
 function M.run(chat, name)
   local command = M.commands()[name]
   if not command or not available(chat, command) then
@@ -286,6 +264,9 @@ function M.run(chat, name)
 end
 
 -- Completion items for `base` ("/fi"): each command with its description.
+---@param chat CodeCompanionChat
+---@param base string
+---@return table[]
 function M.items(chat, base)
   local commands = M.commands()
   local names = vim.tbl_keys(commands)
@@ -302,6 +283,8 @@ function M.items(chat, base)
 end
 
 -- CompleteDone: when a slash command was accepted, its word leaves the line and it runs.
+---@param chat CodeCompanionChat
+---@param item table vim.v.completed_item
 function M.completed(chat, item)
   local data = type(item) == "table" and item.user_data or nil
   local name = type(data) == "table" and data.codecompanion_slash or nil

@@ -27,12 +27,17 @@ local function size(value, total)
   return value <= 1 and math.floor(total * value) or math.floor(value)
 end
 
+---@param config table
+---@return table
 function M.options(config)
   local display = config.display and config.display.chat or {}
   return vim.tbl_deep_extend("force", vim.deepcopy(M.DEFAULTS), display.window or {})
 end
 
 -- Open a window on `buf` as the options say; returns the window.
+---@param buf integer
+---@param config table
+---@return integer win
 function M.open(buf, config)
   local o = M.options(config)
   local layout = o.layout
@@ -47,22 +52,17 @@ function M.open(buf, config)
       col = float.col or math.floor((vim.o.columns - width) / 2),
       title = float.title, title_pos = float.title and "center" or nil,
     })
-  elseif layout == "vertical" then
-    local side = o.position == "left" and "topleft" or "botright"
-    vim.cmd((o.full_height == false and (o.position == "left" and "leftabove" or "rightbelow") or side) .. " vsplit")
+  elseif layout == "vertical" or layout == "horizontal" then
+    local vertical = layout == "vertical"
+    local first = o.position == (vertical and "left" or "top")
+    local where = (vertical and o.full_height == false) and (first and "leftabove" or "rightbelow")
+      or (first and "topleft" or "botright")
+    vim.cmd(where .. (vertical and " vsplit" or " split"))
     win = api.nvim_get_current_win()
     api.nvim_win_set_buf(win, buf)
-    local width = size(o.width, vim.o.columns)
-    if width then
-      api.nvim_win_set_width(win, width)
-    end
-  elseif layout == "horizontal" then
-    vim.cmd((o.position == "top" and "topleft" or "botright") .. " split")
-    win = api.nvim_get_current_win()
-    api.nvim_win_set_buf(win, buf)
-    local height = size(o.height, vim.o.lines)
-    if height then
-      api.nvim_win_set_height(win, height)
+    local length = size(vertical and o.width or o.height, vertical and vim.o.columns or vim.o.lines)
+    if length then
+      (vertical and api.nvim_win_set_width or api.nvim_win_set_height)(win, length)
     end
   elseif layout == "tab" then
     vim.cmd("tabnew")
@@ -83,6 +83,8 @@ function M.open(buf, config)
 end
 
 -- The windows of the current tab that show `buf`.
+---@param buf integer
+---@return integer[]
 function M.windows(buf)
   local out = {}
   for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
@@ -93,12 +95,15 @@ function M.windows(buf)
   return out
 end
 
+---@param buf integer
+---@return boolean
 function M.visible(buf)
   return #M.windows(buf) > 0
 end
 
 -- Hide `buf`'s windows in this tab: closed, or when one is the last window, showing
 -- another buffer (the alternate, else an empty one). The buffer stays.
+---@param buf integer
 function M.hide(buf)
   for _, win in ipairs(M.windows(buf)) do
     if #api.nvim_tabpage_list_wins(0) > 1 then

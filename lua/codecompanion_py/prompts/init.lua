@@ -1,21 +1,35 @@
--- The prompt library, CodeCompanion's: prompts as Lua tables in `prompt_library` and as
--- markdown files (front matter, then `## system` / `## user` sections) in this plugin's
--- builtins and in `prompt_library.markdown.dirs` (nested and symlinked folders too).
---
--- An item: { name, interaction = "chat" | "inline" | "workflow", description, opts = {
--- alias, auto_submit, modes, placement, adapter, ignore_system_prompt, is_slash_cmd,
--- is_workflow, user_prompt, max_repeats, enabled }, prompts, tools, rules, condition }.
--- `prompts` is a list of { role, content, condition?, opts? }, or for a workflow a list of
--- such lists, one per step (a step may have `repeat_until`). Contents are strings with
--- placeholders, or functions of the context:
+-- The prompt library, CodeCompanion's: prompts as Lua tables in `prompt_library`, and
+-- markdown prompts in this plugin's builtins and in `prompt_library.markdown.dirs`, which the
+-- engine finds, reads and parses (`prompts.read`, codecompanion_py/prompt_library.py). What
+-- runs Lua stays here: `condition` functions, placeholders against the editor's context:
 --   ${context.code} ${context.filetype} ${context.bufnr} ${context.start_line} ...
 --   ${name.fn}  a value or function of `name.lua` beside the markdown file
---
 -- A folder of `markdown.dirs` inside the project (`.prompts`) comes with the repository: its
 -- prompts load only once the user trusts the project (prompts/trust.lua asks, once), and
 -- they never take an alias another prompt has (/explain stays the built-in's).
-local yaml = require("codecompanion_py.prompts.yaml")
+
+---@class codecompanion_py.PromptMessage
+---@field role "system"|"user"
+---@field content string|fun(context: table): string placeholders expanded by M.expand
+---@field condition? fun(context: table): boolean
+---@field opts? table a markdown section's ```yaml opts block
+---@field repeat_until? fun(state: table): boolean a workflow step's
+
+---@class codecompanion_py.PromptItem
+---@field name string
+---@field interaction "chat"|"inline"|"workflow"
+---@field description? string
+---@field opts table alias, auto_submit, modes, placement, adapter, ignore_system_prompt, is_slash_cmd,
+---  is_workflow, user_prompt, max_repeats, enabled
+---@field prompts codecompanion_py.PromptMessage[]|codecompanion_py.PromptMessage[][] a workflow: one list per step
+---@field tools? string[]|"none"
+---@field condition? fun(context: table): boolean
+---@field source "builtin"|"config"|"markdown"|"project"
+---@field path? string a markdown prompt's file
+---@field dir? string the folder its `name.lua` helpers are in
+---@field root? string a project prompt's project
 local trust = require("codecompanion_py.prompts.trust")
+local options = require("codecompanion_py.options")
 
 local M = {}
 
@@ -24,134 +38,11 @@ M.BUILTINS = vim.fs.joinpath(vim.fn.fnamemodify(debug.getinfo(1, "S").source:gsu
 local cache ---@type table[]? every item, loaded once (`:CodeCompanionActions Refresh` reloads)
 local cache_cwd ---@type string? the working directory the cache was made in: its project's prompts
 M.problems = {} ---@type string[] files that could not be read, said once per load
-M.MAX_FRONT_MATTER = 64000 -- bytes: a prompt's options, not a document
 
-local function config()
-  return require("codecompanion_py").config or {}
-end
-
--- A markdown prompt: front matter, then sections headed `## system` / `## user`; a section
--- that starts with a ```yaml opts block has those options.
-function M.parse_markdown(text, path)
-  local front, body = text:match("^%-%-%-\r?\n(.-)\r?\n%-%-%-\r?\n(.*)$")
-  if not front then
-    return nil, "it has no front matter between --- lines"
-  end
-  if #front > M.MAX_FRONT_MATTER then
-    return nil, ("its front matter is larger than %d KB"):format(M.MAX_FRONT_MATTER / 1000)
-  end
-  local ok, meta = pcall(yaml.decode, front)
-  if not ok then
-    return nil, "front matter: " .. tostring(meta)
-  end
-  if type(meta) ~= "table" or type(meta.name) ~= "string" then
-    return nil, "the front matter needs a name"
-  end
-  local sections = {}
-  local current
-  local fenced = false
-  for line in (body .. "\n"):gmatch("(.-)\r?\n") do
-    if line:match("^```") or line:match("^~~~") then
-      fenced = not fenced
-    end
-    local role = not fenced and line:match("^##%s+(%a+)%s*$")
-    if role and (role:lower() == "system" or role:lower() == "user") then
-      current = { role = role:lower(), lines = {} }
-      table.insert(sections, current)
-    elseif current then
-      table.insert(current.lines, line)
-    end
-  end
-  local prompts = {}
-  for _, section in ipairs(sections) do
-    local content = vim.trim(table.concat(section.lines, "\n"))
-    local opts
-    local block, rest = content:match("^```yaml opts\r?\n(.-)\r?\n```%s*(.*)$")
-    if block then
-      local parsed, decoded = pcall(yaml.decode, block)
-      if not parsed then
-        return nil, "a section's opts: " .. tostring(decoded)
-      end
-      opts, content = decoded, rest
-    end
-    table.insert(prompts, { role = section.role, content = content, opts = opts })
-  end
-  local item = meta
-  item.opts = type(item.opts) == "table" and item.opts or {}
-  item.dir = path and vim.fs.dirname(path) or nil
-  item.path = path
-  item.interaction = item.interaction or item.strategy or "chat"
-  if item.interaction == "workflow" or item.opts.is_workflow then -- each user section is a step
-    local steps, system = {}, {}
-    for _, prompt in ipairs(prompts) do
-      if prompt.role == "system" then
-        table.insert(system, prompt)
-      else
-        table.insert(steps, vim.list_extend(vim.deepcopy(system), { prompt }))
-        system = {}
-      end
-    end
-    item.prompts, item.opts.is_workflow = steps, true
-  else
-    item.prompts = prompts
-  end
-  return item
-end
-
-local files = require("codecompanion_py.files")
-
--- The markdown prompts under `dir`: this plugin's built-ins are read here, every other
--- folder's files by the engine (files.lua), all in one request.
-local function markdown_items(dir, source, items, root)
-  local paths = files.find(vim.fn.fnamemodify(vim.fn.expand(dir), ":p"), ".md")
-  local texts, failed
-  if source == "builtin" then
-    texts = vim.tbl_map(function(path)
-      local content, why = files.read_own(path)
-      return { content = content, error = why }
-    end, paths)
-  else
-    texts, failed = files.read_many(paths)
-  end
-  if not texts then
-    return table.insert(M.problems, ("%s: %s"):format(vim.fn.fnamemodify(dir, ":~"), failed))
-  end
-  for i, path in ipairs(paths) do
-    local text, why = (texts[i] or {}).content, (texts[i] or {}).error
-    local item
-    if text then
-      item, why = M.parse_markdown(text, path)
-    end
-    if item then
-      item.source, item.root = source, root
-      table.insert(items, item)
-    else
-      table.insert(M.problems, ("%s: %s"):format(vim.fn.fnamemodify(path, ":~"), why or "cannot be read"))
-    end
-  end
-end
-
--- A project prompt whose alias another prompt has keeps its place in the palette, not the alias.
-local function unshadow(items)
-  local taken = {}
-  for _, item in ipairs(items) do
-    if item.source ~= "project" and type(item.opts.alias) == "string" then
-      taken[item.opts.alias] = taken[item.opts.alias] or item
-    end
-  end
-  for _, item in ipairs(items) do
-    local owner = item.source == "project" and taken[item.opts.alias]
-    if owner then
-      table.insert(M.problems, ("%s: /%s is already %q's alias, which keeps it"):format(
-        vim.fn.fnamemodify(item.path, ":~:."), item.opts.alias, owner.name))
-      item.opts.alias = nil
-    end
-  end
-end
-
--- Every prompt: the built-ins (unless `display.action_palette.opts.show_preset_prompts` is
--- false), the config's, and the markdown directories' (the project's once it is trusted).
--- Items with `opts.enabled = false` are out.
+-- Every prompt: the config's, and the markdown folders' (found and parsed by the engine,
+-- codecompanion_py/prompt_library.py). Items with `opts.enabled = false` are out.
+---@param refresh boolean? read the folders again
+---@return codecompanion_py.PromptItem[]
 function M.items(refresh)
   local cwd = vim.fn.getcwd()
   if cache and not refresh and cache_cwd == cwd then
@@ -159,12 +50,9 @@ function M.items(refresh)
   end
   cache_cwd = cwd
   M.problems = {}
-  local items = {}
-  local library = type(config().prompt_library) == "table" and config().prompt_library or {}
-  local palette = vim.tbl_get(config(), "display", "action_palette", "opts") or {}
-  if palette.show_preset_prompts ~= false then
-    markdown_items(M.BUILTINS, "builtin", items)
-  end
+  local items, aliases = {}, {}
+  local library = options.get("prompt_library")
+  library = type(library) == "table" and library or {}
   for name, item in pairs(library) do
     if name ~= "markdown" and name ~= "opts" and type(item) == "table" then
       item = vim.deepcopy(item)
@@ -173,23 +61,28 @@ function M.items(refresh)
       item.interaction = item.interaction or item.strategy or "chat"
       item.source = "config"
       table.insert(items, item)
+      if type(item.opts.alias) == "string" then
+        aliases[item.opts.alias] = aliases[item.opts.alias] or item.name
+      end
     end
   end
-  local root = trust.project()
-  local untrusted = false
-  for _, dir in ipairs(vim.tbl_get(library, "markdown", "dirs") or {}) do
-    if not trust.in_project(dir, root) then
-      markdown_items(dir, "markdown", items)
-    elseif trust.state(root) == true then
-      markdown_items(dir, "project", items, root)
-    else
-      untrusted = untrusted or (trust.state(root) == nil and #files.find(vim.fn.fnamemodify(vim.fn.expand(dir), ":p"),
-        ".md") > 0)
-    end
+  local palette = options.get("display.action_palette.opts") or {}
+  local ok, answer = pcall(require("codecompanion_py.rpc").request, "prompts.read", {
+    cwd = cwd,
+    home = vim.uv.os_homedir(),
+    trust_file = trust.file(),
+    builtins = palette.show_preset_prompts ~= false and M.BUILTINS or nil,
+    dirs = vim.tbl_filter(function(dir) return type(dir) == "string" end,
+      type(vim.tbl_get(library, "markdown", "dirs")) == "table" and library.markdown.dirs or {}),
+    config_aliases = next(aliases) and aliases or vim.empty_dict(),
+  })
+  if not ok or type(answer) ~= "table" then
+    answer = { items = {}, problems = { "the prompts were not read: " .. tostring(ok and "no answer" or answer) } }
   end
-  unshadow(items)
-  if untrusted then -- asked once the caller is done; a yes loads them
-    trust.ask(root, function() M.items(true) end)
+  vim.list_extend(items, answer.items)
+  vim.list_extend(M.problems, answer.problems)
+  if type(answer.ask) == "string" then -- a project's folder holds prompts: asked once the caller is done
+    trust.ask(answer.ask, function() M.items(true) end)
   end
   if #M.problems > 0 then
     vim.notify("CodeCompanion: prompt library: " .. table.concat(M.problems, "; "), vim.log.levels.WARN)
@@ -199,6 +92,8 @@ function M.items(refresh)
   return cache
 end
 
+---@param alias string
+---@return codecompanion_py.PromptItem?
 function M.find(alias)
   for _, item in ipairs(M.items()) do
     if item.opts.alias == alias then
@@ -208,6 +103,11 @@ function M.find(alias)
 end
 
 -- The context placeholders see: the buffer the user works in and its selection (or cursor).
+---@param buf integer?
+---@param line1 integer?
+---@param line2 integer?
+---@param visual boolean?
+---@return table
 function M.context(buf, line1, line2, visual)
   buf = buf or vim.api.nvim_get_current_buf()
   local win = vim.fn.bufwinid(buf)
@@ -234,14 +134,18 @@ function M.context(buf, line1, line2, visual)
 end
 
 -- `${context.x}` and `${file.fn}` in `text`.
+---@param text string
+---@param item codecompanion_py.PromptItem
+---@param context table
+---@return string
 function M.expand(text, item, context)
   return (text:gsub("%${([%w_]+)%.([%w_]+)}", function(scope, key)
     if scope == "context" then
       local value = context[key]
       return value ~= nil and tostring(value) or ""
     end
-    local runs = item.dir and (item.source ~= "project" or trust.state(item.root) == true) -- never untrusted code
-    local helpers = runs and loadfile(vim.fs.joinpath(item.dir, scope .. ".lua"))
+    -- a project's prompts are read only once it is trusted (prompt_library.py): no untrusted code runs
+    local helpers = item.dir and loadfile(vim.fs.joinpath(item.dir, scope .. ".lua"))
     local ok, module = pcall(helpers or function() end)
     local value = ok and type(module) == "table" and module[key] or nil
     if type(value) == "function" then
@@ -253,6 +157,10 @@ function M.expand(text, item, context)
 end
 
 -- The messages of a prompt list for `context`: { role, content } with conditions applied.
+---@param item codecompanion_py.PromptItem
+---@param prompts codecompanion_py.PromptMessage[]?
+---@param context table
+---@return { role: string, content: string, opts: table? }[]
 function M.messages(item, prompts, context)
   local out = {}
   for _, prompt in ipairs(prompts or {}) do
@@ -272,6 +180,9 @@ function M.messages(item, prompts, context)
 end
 
 -- An item fits where the user is: its `opts.modes` (e.g. { "v" }) and `condition`.
+---@param item codecompanion_py.PromptItem
+---@param context table
+---@return boolean
 function M.fits(item, context)
   local modes = item.opts.modes
   if type(modes) == "table" and #modes > 0 then

@@ -21,6 +21,11 @@ local function split(messages)
 end
 
 -- Open a chat for prompts `list` (the item's, or a workflow's first step).
+---@param item codecompanion_py.PromptItem
+---@param list codecompanion_py.PromptMessage[]
+---@param context table prompts.context()
+---@param extra string? words typed after `/alias`
+---@return table chat
 function M.chat(item, list, context, extra)
   local system, user = split(prompts.messages(item, list, context))
   if extra and extra ~= "" then
@@ -63,6 +68,9 @@ local function inline(item, context, extra)
 end
 
 -- Run `item` for `context`; `extra`: words typed after `/alias`.
+---@param item codecompanion_py.PromptItem
+---@param context table prompts.context()
+---@param extra string?
 function M.run(item, context, extra)
   if item.opts.user_prompt and (extra == nil or extra == "") then
     local question = type(item.opts.user_prompt) == "string" and item.opts.user_prompt or item.name
@@ -81,6 +89,9 @@ function M.run(item, context, extra)
 end
 
 -- `:[range]CodeCompanion /alias [words]`
+---@param alias string
+---@param rest string? the words after it
+---@param cmd table? the user command's arguments (range, line1, line2)
 function M.alias(alias, rest, cmd)
   local item = prompts.find(alias)
   if not item then

@@ -113,6 +113,10 @@ local function send(flow, index)
   end
 end
 
+-- Start the workflow `item` in a new chat.
+---@param item codecompanion_py.PromptItem its `prompts` are the steps
+---@param context table prompts.context()
+---@return table? flow
 function M.start(item, context)
   local first = item.prompts[1]
   if not first then

@@ -4,6 +4,8 @@
 return require("codecompanion_py.alias").load({ "lua/codecompanion/adapters/acp/helpers.lua" }, function()
   local M = {}
   -- The chat's messages as ACP text content blocks.
+  ---@param messages? { content?: string }[]
+  ---@return { type: "text", text: string }[]
   function M.form_messages(_, messages)
     local blocks = {}
     for _, message in ipairs(messages or {}) do

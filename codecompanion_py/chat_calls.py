@@ -1,0 +1,187 @@
+"""The `chat.*` calls: each finds the chat's `Session` and asks it, whatever its kind.
+
+Opening a chat restores a saved one through the keeper; a switch the session cannot make
+in place hands the conversation to a new session (`chat/factory.py` chooses its kind).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import calls
+from .chat.factory import SessionFactory, workspace_of
+from .chat.keeper import ChatKeeper
+from .chat.protocol import PromptSetup, Session
+from .errors import ConfigError
+from .ui import ops
+from .ui.sink import Channel, RenderSink
+
+if TYPE_CHECKING:
+    from .config import Config
+
+
+class ChatCalls:
+    def __init__(
+        self,
+        sessions: dict[Any, Session],
+        *,
+        channel: Channel,
+        loop: asyncio.AbstractEventLoop,
+        config: Callable[[], Config],
+        keeper: ChatKeeper,
+        factory: SessionFactory,
+    ) -> None:
+        self.sessions = sessions  # the engine's: it saves and closes them
+        self._channel = channel
+        self._loop = loop
+        self._config = config
+        self._keeper = keeper
+        self._factory = factory
+
+    def session(self, chat_id: Any) -> Session:
+        session = self.sessions.get(chat_id)
+        if session is None:
+            raise ConfigError("this chat is not open in the engine; open a new chat")
+        return session
+
+    async def open(self, call: calls.ChatOpen) -> None:
+        chat_id, channel = call.chat_id, self._channel
+        spec = call.adapter or self._config().chat_adapter
+        sink = RenderSink(lambda batch: channel.render(chat_id, batch), self._loop)
+        saved = self._keeper.begin(chat_id, call.history_id, call.resume_id)
+        workspace, history = workspace_of(call.cwd), (saved.messages if saved else None)
+        try:
+            session = self._factory.open(chat_id, spec, call.model or None, sink, workspace, history)
+        except ConfigError as error:
+            if saved is None:
+                raise
+            # a saved chat whose adapter is gone from the config: the default one carries it on
+            session = self._factory.open(chat_id, self._config().chat_adapter, None, sink, workspace, history)
+            channel.notify(
+                f"CodeCompanion: the saved chat's adapter {saved.adapter} cannot be used ({error}); "
+                f"it goes on with {session.adapter_info().name}",
+                "WARN",
+            )
+        if saved is not None:
+            session.restore(saved)
+        session.use_prompt(
+            PromptSetup(
+                system_prompts=tuple(text for text in call.system_prompts if isinstance(text, str)),
+                ignore_system_prompt=call.ignore_system_prompt,
+                tools=tuple(call.tools) if call.tools is not None else None,
+            )
+        )
+        old = self.sessions.pop(chat_id, None)
+        if old is not None:
+            await old.close()
+        self.sessions[chat_id] = session
+        self._announce(session)
+
+    def _announce(self, session: Session, *, model_changed: bool = True) -> None:
+        """The chat's adapter, to the buffer (header, settings) and to listeners."""
+        info = session.adapter_info()
+        session.view.push(ops.Ready(adapter=info, saved_id=self._keeper.saved_id(session.chat_id)))
+        session.view.push(ops.Settings(entries=session.settings_header()))
+        session.view.fire("ChatAdapter", {"adapter": info, "id": session.chat_id})
+        if model_changed:
+            session.view.fire("ChatModel", {"adapter": info, "id": session.chat_id, "model": info.model})
+
+    async def submit(self, call: calls.ChatSubmit) -> None:
+        session = self.session(call.chat_id)
+        if call.settings is not None:  # the settings header: checked before anything is sent
+            await session.apply_settings(call.settings)
+        task = session.submit(call.text, call.context, [i for i in call.removed if i])
+        if task is not None:  # saved as it goes, and once the turn ends, however it ends
+            self._keeper.watch(session, task)
+            task.add_done_callback(lambda _task: self._keeper.after_turn(session))
+
+    async def system_prompt(self, call: calls.ChatCall) -> None:
+        on = self.session(call.chat_id).toggle_system_prompt()
+        self._channel.notify(f"CodeCompanion: system prompt {'on' if on else 'off'} for this chat", "INFO")
+
+    async def clear(self, call: calls.ChatCall) -> None:
+        session = self.session(call.chat_id)
+        session.clear()
+        session.view.push(ops.Cleared())
+        session.view.push(ops.Settings(entries=session.settings_header()))
+        session.view.fire("ChatCleared", {"id": session.chat_id})
+
+    async def regenerate(self, call: calls.ChatCall) -> None:
+        self.session(call.chat_id).regenerate()
+
+    async def debug(self, call: calls.ChatCall) -> None:
+        session = self.session(call.chat_id)
+        session.view.push(ops.Debug(text=session.debug()))
+
+    async def set_adapter(self, call: calls.ChatSetAdapter) -> None:
+        """Switch the chat's adapter and/or model. A session changes in place when it can
+        (another HTTP adapter, another model of the same agent); otherwise a new session
+        takes over with the conversation's history (an agent keeps its own memory, so a
+        new one is told the conversation's text once)."""
+        session = self.session(call.chat_id)
+        before = session.adapter_info()
+        name, model = call.adapter or before.name, call.model or None
+        if not await session.switch(name, model, agent=self._factory.is_agent(name)):
+            if session.busy:
+                raise ConfigError("wait for the reply to finish (or press q) before switching to or from an agent")
+            replacement = self._factory.open(
+                session.chat_id, name, model, session.view.sink, session.workspace, history=session.history
+            )
+            await session.close()
+            self.sessions[session.chat_id] = replacement
+            session = replacement
+        self._announce(session, model_changed=session.adapter_info().model != before.model)
+
+    async def models(self, call: calls.ChatModels) -> None:
+        """The adapter's models, for Lua to offer."""
+        session = self.session(call.chat_id)
+        name, models = await self._factory.models(session, call.adapter or session.adapter_info().name)
+        session.view.push(ops.ChooseModel(adapter=name, models=tuple(models)))
+
+    async def agent_options(self, call: calls.ChatCall) -> None:
+        session = self.session(call.chat_id)
+        session.view.push(ops.ChooseOption(options=tuple(session.options())))
+
+    async def set_option(self, call: calls.ChatSetOption) -> None:
+        await self.session(call.chat_id).set_option(call.id, call.value)
+
+    async def sessions_of_agent(self, call: calls.ChatCall) -> None:
+        session = self.session(call.chat_id)
+        session.view.push(ops.ChooseSession(sessions=tuple(await session.list_sessions())))
+
+    async def resume(self, call: calls.ChatResume) -> None:
+        self.session(call.chat_id).resume(call.session_id)
+
+    async def yolo(self, call: calls.ChatCall) -> None:
+        approvals = self.session(call.chat_id).approvals
+        approvals.yolo = not approvals.yolo
+        state = (
+            "on: tools run without asking, except commands, deletions and protected files" if approvals.yolo else "off"
+        )
+        self._channel.notify(f"CodeCompanion: YOLO mode {state}", "WARN" if approvals.yolo else "INFO")
+
+    async def clear_approvals(self, call: calls.ChatCall) -> None:
+        self.session(call.chat_id).approvals.clear()
+        self._channel.notify("CodeCompanion: tool approvals cleared for this chat", "INFO")
+
+    async def compact(self, call: calls.ChatCall) -> None:
+        session = self.session(call.chat_id)
+        task = session.compact()
+        if task is not None:
+            task.add_done_callback(lambda _task: self._keeper.after_turn(session))
+
+    async def remove_context(self, call: calls.ChatRemoveContext) -> None:
+        self.session(call.chat_id).remove_context([i for i in call.ids if i])
+
+    async def stop(self, call: calls.ChatCall) -> None:
+        session = self.sessions.get(call.chat_id)
+        if session is not None:
+            session.stop()
+
+    async def close(self, call: calls.ChatCall) -> None:
+        session = self.sessions.pop(call.chat_id, None)
+        self._keeper.forget(call.chat_id)
+        if session is not None:
+            await session.close()

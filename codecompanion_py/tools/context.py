@@ -1,0 +1,68 @@
+"""What a tool sees of the chat it runs in: `ToolsContext`, the `tools` argument of every
+tool callable, with the editor, the approvals, the workspace, the chat's handle and the
+surface that shows results and fires `User` autocmds.
+
+It sits between the contract (below) and the catalog and the orchestrator (above): the
+catalog's tools reach the workspace and the editor through it without importing the
+orchestrator, which builds one per batch and sets `invoke`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..editor_port import Editor
+from ..events import ToolResultEvent
+from .approvals import Approvals
+from .contract import ToolRun
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
+
+
+class Surface(Protocol):
+    """Where the chat shows things (a `ui.view.EventView`): tool results, and `User`
+    autocmds in order with them."""
+
+    def show(self, event: ToolResultEvent) -> None: ...
+
+    def fire(self, event: str, data: Mapping[str, Any] | None = None) -> None: ...
+
+
+class ChatHandle:
+    """`tools.chat` for tool authors: `add_tool_output(tool, for_llm, for_user)`."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    def add_tool_output(self, tool: ToolRun, for_llm: Any, for_user: Any = None) -> None:
+        tool.add_output(for_llm, for_user)
+
+    def add_message(self, message: Mapping[str, Any]) -> None:
+        """Extra context for the LLM, sent after this batch's results."""
+        self.messages.append(dict(message))
+
+
+@dataclass
+class ToolsContext:
+    """The `tools` argument of every tool callable."""
+
+    chat: ChatHandle
+    editor: Editor
+    approvals: Approvals
+    workspace: Workspace
+    chat_id: Any = None
+    surface: Surface | None = None  # where `fire` goes
+    reads: dict[str, str] = field(default_factory=dict)  # real path -> hash of what the LLM last read
+    # `await invoke(run, fn, *args)` calls a tool's function, Lua or Python (set by the
+    # orchestrator): for Python tools that call back into a Lua part (run_command's extensions).
+    invoke: Callable[..., Any] | None = None
+
+    def fire(self, event: str, data: Mapping[str, Any]) -> None:
+        if self.surface is not None:
+            self.surface.fire(event, data)
+
+
+__all__ = ["ChatHandle", "Surface", "ToolsContext"]

@@ -1,0 +1,250 @@
+-- The CodeCompanion 19 options and what this plugin does with each: the one table that the
+-- code reading an option (`M.get`, which refuses an option not honoured here) and the
+-- setup() report of the options that do nothing (config_check.lua) both read. A leaf is
+--   true       honoured
+--   "any"      a table of the user's own entries, checked where it is used (adapters by the engine)
+--   "reason"   not honoured here (the reason is shown)
+-- and "*" stands for any key at that level (adapters, tools, keymaps by their names).
+-- A subtree given as a string is reported once, at its top key.
+
+---@alias OptionSpec true|string|table<string, OptionSpec>
+
+local M = {}
+
+local OK = true
+local ANY = "any"
+M.ANY = ANY
+
+local OWN_CONTEXT = "#{buffer}, #{chat} and #{clipboard} work; context of your own cannot be added here yet"
+local TRIGGERS = "the triggers are #, @, / and \\ here"
+local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
+  .. "context of your own cannot be added from the config yet"
+
+-- `keys` each honoured, beside the entries of `rest` (more keys, or the reasons some are not)
+---@param keys string[]
+---@param rest? table<string, OptionSpec>
+---@return table<string, OptionSpec>
+local function honoured(keys, rest)
+  local spec = rest or {}
+  for _, key in ipairs(keys) do
+    spec[key] = OK
+  end
+  return spec
+end
+
+local keymap = honoured({ "modes", "callback", "description", "index", "hide", "opts" })
+
+local chat = honoured({ "adapter", "model" }, {
+  roles = honoured({ "llm", "user" }),
+  keymaps = {
+    ["*"] = keymap,
+    copilot_stats = "Copilot usage statistics are not shown here",
+    _btw = "follow-ups while a reply streams are not in this plugin yet",
+  },
+  -- CodeCompanion adds these with chat:add_callback(); here they can also be given for every chat
+  callbacks = honoured({
+    "on_created", "on_before_submit", "on_submitted", "on_ready", "on_completed", "on_cancelled", "on_closed",
+  }, {
+    on_checkpoint = "the engine holds the messages here; there is no checkpoint callback",
+    on_tool_output = "tool output cannot be changed from Lua here",
+  }),
+  tools = {
+    ["*"] = ANY,
+    groups = ANY,
+    opts = {
+      auto_submit_errors = "tool results, errors included, always go back to the LLM here",
+      auto_submit_success = "tool results always go back to the LLM here",
+      default_tools = OK,
+      folds = "long tool output is always folded here",
+      notify_on_approval = "approval prompts are not announced with vim.notify here",
+      system_prompt = "there is no separate tools system prompt here: each tool's own system_prompt is sent",
+      tool_replacement_message = OK,
+    },
+  },
+  slash_commands = {
+    ["*"] = honoured({ "description", "callback", "enabled", "keymaps" }, {
+      path = "a slash command is a callback function here, not a module path",
+      opts = honoured({ "provider", "contains_code" }, { ["*"] = "this slash command option is not read here" }),
+    }),
+    opts = { acp = { trigger = TRIGGERS } },
+  },
+  editor_context = EDITOR_CONTEXT,
+  variables = EDITOR_CONTEXT,
+  opts = honoured({
+    "system_prompt", "goto_file_action", "register", "completion_provider", "prompt_decorator",
+    "max_context_chars", -- this plugin's own: the most of one #{...} capture that is sent
+  }, {
+    yank_jump_delay_ms = "gy yanks without moving the cursor here",
+    blank_prompt = "an empty message is not sent here",
+    wait_timeout = "approval prompts wait until they are answered here",
+    debounce = "the completion plugin's own debounce applies here",
+    context_management = {
+      enabled = OK,
+      editing = honoured({ "trigger", "exclude_tools", "keep_cycles" }),
+      compaction = honoured({ "trigger", "min_token_savings", "adapter" }, {
+        fallback_to_chat_adapter = "a failed summary ends the turn with its reason here",
+      }),
+    },
+  }),
+})
+
+local window = honoured({
+  "layout", "position", "width", "height", "border", "relative", "full_height", "buflisted", "title", "row", "col",
+}, {
+  opts = { ["*"] = OK },
+  sticky = "the chat window does not follow between tabs here",
+  pertab = "chats are not kept per tab here",
+})
+
+local interactions = {
+  chat = chat,
+  inline = honoured({ "adapter", "model" }, {
+    keymaps = {
+      stop = honoured({ "modes", "callback", "description", "index", "opts" }),
+      ["*"] = "the review's keys are interactions.shared.keymaps here (g1-g6, gv, { })",
+    },
+    editor_context = OWN_CONTEXT,
+    variables = OWN_CONTEXT,
+    opts = { ["*"] = "the inline assistant's options are its adapter and keymaps here" },
+  }),
+  cmd = honoured({ "adapter", "model" }, {
+    opts = { system_prompt = "the command's system prompt is this plugin's own" },
+  }),
+  background = {
+    adapter = OK,
+    chat = {
+      callbacks = {
+        on_ready = honoured({ "actions", "enabled" }),
+        ["*"] = "only the title action (on_ready) is run in the background here",
+      },
+      opts = { enabled = OK },
+    },
+    gates = "the LLM judge of tool calls is not in this plugin",
+  },
+  code_review = "code review is not in this plugin",
+  cli = "the CLI interaction is not in this plugin; its agents run over ACP in the chat instead",
+  shared = {
+    editor_context = {
+      buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT } },
+      ["*"] = EDITOR_CONTEXT,
+    },
+    keymaps = { ["*"] = keymap }, -- the diff review's: g1 g2 g3 g4 gv } { (and g5 g6, this plugin's)
+    ["*"] = EDITOR_CONTEXT,
+  },
+  opts = { date_format = OK, watcher = "file watching is not in this plugin yet" },
+}
+
+M.SPEC = {
+  adapters = {
+    http = {
+      ["*"] = ANY,
+      extend = ANY,
+      opts = honoured({
+        "allow_insecure", "cache_models_for", "proxy", "show_presets", "show_model_choices",
+        -- this plugin's own
+        "connect_timeout", "read_timeout", "retries", "retry_max_wait", "max_line_bytes", "max_response_bytes",
+      }),
+    },
+    acp = { ["*"] = ANY, extend = ANY, opts = { show_presets = OK } },
+    opts = { cmd_timeout = OK },
+  },
+  interactions = interactions,
+  strategies = interactions, -- the older spelling
+  display = {
+    chat = honoured({
+      "intro_message", "show_settings", "show_reasoning", "fold_reasoning", "show_tools_processing",
+      "show_token_count", "token_count", "start_in_insert_mode", "auto_scroll",
+      "treesitter", -- this plugin's own: false uses regex syntax
+    }, {
+      window = window,
+      floating_window = window,
+      separator = "header separators are not drawn here",
+      show_header_separator = "header separators are not drawn here",
+      icons = honoured({ "tool_success", "tool_failure" }, {
+        ["*"] = "only tool_success and tool_failure are shown here",
+      }),
+      show_context = "the shared context is always listed in the Context block of the message here",
+      fold_context = "the Context block is a few lines here, not folded",
+    }),
+    action_palette = {
+      provider = OK,
+      opts = honoured({ "show_preset_actions", "show_preset_prompts", "show_preset_rules" }, {
+        ["*"] = "the palette is the picker's own window here",
+      }),
+    },
+    diff = {
+      enabled = "the inline assistant always ends in the diff review here",
+      threshold_for_chat = "tool edits show their diff in the chat here",
+      window = "the review is in the buffer itself here; gv opens a diff tab",
+      word_highlights = "the review highlights whole lines here",
+      ["*"] = "this diff option is not read here",
+    },
+    inline = { layout = OK },
+    input = "the inline prompt is asked with vim.ui.input here",
+    cli = "the CLI interaction is not in this plugin",
+    icons = "these icons are not used here",
+  },
+  prompt_library = { ["*"] = ANY, markdown = { dirs = OK } }, -- prompts by their names
+  rules = {
+    ["*"] = ANY, -- rule groups: { description, files = {...}, parser, enabled }
+    parsers = "the claude and codecompanion parsers follow @imports here; parsers of your own are not read",
+    opts = {
+      chat = honoured({ "autoload", "enabled" }, {
+        default_params = "a rules file is sent once here, not followed",
+        autoload_groups_in_prompt_library = "rule groups are offered in the action palette here, not as prompts",
+      }),
+      show_presets = OK,
+      allowed_paths = OK, -- this plugin's own: what a project's rules may import from outside it
+    },
+  },
+  mcp = {
+    servers = ANY, -- { cmd, env, url, headers, roots, timeout, tool_defaults, tool_overrides } or a function
+    opts = honoured({ "default_servers", "acp_enabled", "timeout" }),
+  },
+  extensions = "CodeCompanion's extensions are Lua modules of its own and cannot load here",
+  opts = honoured({ "log_level", "language", "send_code", "python" }, { -- python: this plugin's own, the engine's
+    submit_delay = "a prompt given to a new chat is sent at once here",
+    per_project_config = "per-project config files are not read here",
+    triggers = TRIGGERS,
+  }),
+}
+
+-- The spec of `key` inside the table spec `spec` (its own, else the "*" one), nil when none.
+---@param spec table<string, OptionSpec>
+---@param key string
+---@return OptionSpec|nil
+function M.child(spec, key)
+  local sub = spec[key]
+  if sub == nil then
+    sub = spec["*"]
+  end
+  return sub
+end
+
+-- The spec of the option at the dotted `path`, nil when it is no option.
+---@param path string
+---@return OptionSpec|nil
+function M.spec(path)
+  local spec = M.SPEC ---@type OptionSpec|nil
+  for key in path:gmatch("[^.]+") do
+    if type(spec) ~= "table" then
+      return spec
+    end
+    spec = M.child(spec, key)
+  end
+  return spec
+end
+
+-- The value setup() gave the option at `path` (a dotted path), over the defaults; the path
+-- must be honoured here (an error otherwise: declare it in M.SPEC as it is read).
+---@param path string
+---@return any
+function M.get(path)
+  local spec = M.spec(path)
+  if not (spec == OK or spec == ANY or type(spec) == "table") then
+    error(("option %s is read but not honoured in options.lua"):format(path), 2)
+  end
+  return vim.tbl_get(require("codecompanion_py").config or {}, unpack(vim.split(path, ".", { plain = true })))
+end
+
+return M
