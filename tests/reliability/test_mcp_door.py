@@ -57,10 +57,14 @@ def json_answer(message_id, result) -> Reply:
     return Reply(headers={"content-type": "application/json"}, chunks=[body])
 
 
-def http_mcp(on_call, instructions: str = ""):
-    """A streamable-HTTP MCP server: one tool `t`, each call answered by on_call(request)."""
+def http_mcp(on_call, instructions: str = "", *, session: str = "", on_delete=None):
+    """A streamable-HTTP MCP server: one tool `t`, each call answered by on_call(request);
+    `session` is the mcp-session-id it hands out, `on_delete(request)` answers the DELETE
+    that ends a session (a 405 without it)."""
 
-    def respond(request):
+    async def respond(request):
+        if request.method == "DELETE" and on_delete is not None:
+            return await on_delete(request)
         if request.method != "POST":
             return Reply(status=405)
         message = request.json()
@@ -68,7 +72,10 @@ def http_mcp(on_call, instructions: str = ""):
             return Reply(status=202)
         if message["method"] == "initialize":
             result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}}
-            return json_answer(message["id"], {**result, **({"instructions": instructions} if instructions else {})})
+            reply = json_answer(message["id"], {**result, **({"instructions": instructions} if instructions else {})})
+            if session:
+                reply.headers["mcp-session-id"] = session
+            return reply
         if message["method"] == "tools/list":
             return json_answer(message["id"], {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
         return on_call(request, message)
