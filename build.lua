@@ -1,242 +1,109 @@
--- Installs codecompanion-py's Python engine: a venv at <plugin root>/.venv with this plugin
--- pip-installed into it (editable, so the Python code is always this checkout's). There is
--- nothing to register and no restart: the next command starts the engine from that venv.
---
--- It never blocks the editor, wherever it runs from:
---   * lazy.nvim runs this file by itself after installing or updating the plugin (or with
---     `build = "build.lua"`), inside a coroutine: progress goes to lazy's window through
---     coroutine.yield, and lazy waits for the end.
---   * :CodeCompanionInstall (or `:luafile build.lua`, or a plugin manager's hook calling
---     `loadfile(dir .. "/build.lua")()`) runs it in the background, reporting through vim.notify.
---   * `nvim -l build.lua` in a shell waits for the end, prints progress, and fails with exit
---     code 1 when the install fails.
--- The venv is made by `python3` (else `python`); vim.g.codecompanion_py_build_python names
--- another. vim.g.codecompanion_py_build is "running", "done" or "failed", and the
--- `User CodeCompanionPyBuilt` autocmd fires at the end with data { ok, message, python }.
+-- Installs the Python engine (a venv at <plugin root>/.venv with this plugin in it): the work is
+-- codecompanion_py/install.py's, run by the base Python (`python3`, else `python`, or
+-- vim.g.codecompanion_py_build_python); this relays its progress without blocking Neovim: in
+-- lazy.nvim's coroutine (its build step) through coroutine.yield; from :CodeCompanionInstall,
+-- `:luafile` or `loadfile()()` through vim.notify; from `nvim -l build.lua` printed, exit 1 on failure.
+-- vim.g.codecompanion_py_build: "running", "done", "failed"; User CodeCompanionPyBuilt fires at the end.
 local LEVELS = vim.log.levels
 local ROOT = vim.fn.fnamemodify(debug.getinfo(1, "S").source:gsub("^@", ""), ":p:h")
-local WINDOWS = vim.fn.has("win32") == 1
-local VENV = ROOT .. "/.venv"
-local PYTHON = VENV .. (WINDOWS and "/Scripts/python.exe" or "/bin/python")
+local PYTHON = ROOT .. (vim.fn.has("win32") == 1 and "/.venv/Scripts/python.exe" or "/.venv/bin/python")
 local TITLE = "CodeCompanion"
 
+---@class codecompanion_py.Built the data of `User CodeCompanionPyBuilt`
+---@field ok boolean whether the engine is installed
+---@field message string what happened, for the user
+---@field python string the venv's Python
+
+---@class codecompanion_py.BuildEvent one line the installer reports (its level a name until decoded)
+---@field msg string
+---@field level integer a vim.log.levels: TRACE for a tool's output, INFO for a step
+---@field ok? boolean on the last line only: whether the engine is installed
+
+---@return string? python the Python that runs the installer
 local function base_python()
   local chosen = vim.g.codecompanion_py_build_python
-  if type(chosen) == "string" and chosen ~= "" then
-    return vim.fn.expand(chosen)
-  end
-  for _, name in ipairs({ "python3", "python" }) do
-    if vim.fn.executable(name) == 1 then
-      return name
-    end
-  end
+  if type(chosen) == "string" and chosen ~= "" then return vim.fn.expand(chosen) end
+  return vim.tbl_filter(function(name) return vim.fn.executable(name) == 1 end, { "python3", "python", PYTHON })[1]
 end
 
-local function in_script_mode()
-  for i, a in ipairs(vim.v.argv) do
-    if a == "-l" and i > 1 then
-      return true
-    end
+-- Runs the installer, passing each line it reports to `on_event` (in a fast callback).
+---@param on_event fun(event: codecompanion_py.BuildEvent)
+local function spawn(on_event)
+  local python, pending, ended = base_python(), "", false
+  local function fail(msg) on_event({ msg = msg, level = LEVELS.ERROR, ok = false }) end
+  local function on_line(line)
+    local ok, event = pcall(vim.json.decode, line)
+    event = ok and type(event) == "table" and event or { msg = line }
+    event.level, ended = LEVELS[event.level] or LEVELS.TRACE, ended or event.ok ~= nil
+    on_event(event)
+    return ""
   end
-  return false
-end
-
--- How this run reports and waits. Inside lazy.nvim's coroutine it reports through
--- coroutine.yield and sleeps until a process has news (lazy's task is suspended, else the
--- coroutine yields on each tick as lazy's docs say); elsewhere it runs in a coroutine of its
--- own, woken by the processes' callbacks.
-local function driver()
-  local d = {}
-  local co = coroutine.running()
-  local lazy_ok, Async = pcall(require, "lazy.async")
-  local task = co and lazy_ok and type(Async.running) == "function" and Async.running() or nil
-  local function yield(msg)
-    if coroutine.yield(msg) == "abort" then
-      error("aborted", 0)
+  local started, err = pcall(vim.system, { python, "-I", ROOT .. "/codecompanion_py/install.py", ROOT }, {
+    stdout = function(_, data) pending = (pending .. (data or "")):gsub("(.-)\r?\n", on_line) end,
+  }, function(out)
+    if not ended then
+      fail(("the installer failed (exit code %d):\n%s"):format(out.code, vim.trim(out.stderr or "")))
     end
-  end
-  if co then
-    d.progress = function(msg) yield({ msg = msg, level = LEVELS.TRACE }) end
-    d.step = function(msg) yield({ msg = msg, level = LEVELS.INFO }) end
-    d.wait = function()
-      if task and task.suspend then
-        task:suspend()
-      else
-        yield(nil)
-      end
-    end
-    d.wake = function()
-      if task and task.resume then
-        vim.schedule(function() task:resume() end)
-      end
-    end
-    d.mode = "lazy"
-  else
-    local script = in_script_mode()
-    d.progress = function(msg)
-      if script then
-        io.stdout:write("  " .. msg .. "\n")
-      end
-    end
-    d.step = function(msg)
-      if script then
-        io.stdout:write(msg .. "\n")
-      else
-        vim.notify(TITLE .. ": " .. msg, LEVELS.INFO, { title = TITLE })
-      end
-    end
-    d.wait = function() coroutine.yield() end
-    d.wake = function()
-      vim.schedule(function()
-        if d.co and coroutine.status(d.co) == "suspended" then
-          local ok, err = coroutine.resume(d.co)
-          if not ok then
-            vim.notify(TITLE .. ": the install failed: " .. tostring(err), LEVELS.ERROR, { title = TITLE })
-          end
-        end
-      end)
-    end
-    d.mode = script and "script" or "background"
-  end
-  return d
-end
-
--- Runs a command to its end, passing each line of its output to `d.progress`; returns ok and
--- the last lines of its output.
-local function run(d, cmd)
-  local queue, tail, partial, result = {}, {}, { "", "" }, nil
-  local function reader(stream)
-    return function(_, data)
-      if not data then
-        return
-      end
-      local text = partial[stream] .. data:gsub("\r", "\n")
-      local last = 1
-      for line, stop in text:gmatch("([^\n]*)\n()") do
-        if line ~= "" then
-          table.insert(queue, line)
-        end
-        last = stop
-      end
-      partial[stream] = text:sub(last)
-      d.wake()
-    end
-  end
-  local env = { PYTHONUNBUFFERED = "1", PIP_NO_INPUT = "1", PIP_DISABLE_PIP_VERSION_CHECK = "1" }
-  local ok, err = pcall(vim.system, cmd, { cwd = ROOT, env = env, stdout = reader(1), stderr = reader(2) },
-    function(out)
-      result = out
-      d.wake()
-    end)
-  if not ok then
-    return false, { tostring(err) }
-  end
-  while true do
-    while #queue > 0 do
-      local line = table.remove(queue, 1)
-      table.insert(tail, line)
-      if #tail > 25 then
-        table.remove(tail, 1)
-      end
-      d.progress(line)
-    end
-    if result then
-      break
-    end
-    d.wait()
-  end
-  for _, rest in ipairs(partial) do
-    if vim.trim(rest) ~= "" then
-      table.insert(tail, rest)
-    end
-  end
-  return result.code == 0 and result.signal == 0, tail
-end
-
-local function build(d)
-  local started = (vim.uv or vim.loop).hrtime()
-  -- A venv that is there but has no pip (one that `python3 -m venv` left half made, as Debian's
-  -- python3 does without python3-venv) is made anew, like a missing one.
-  if vim.fn.executable(PYTHON) ~= 1 or not run(d, { PYTHON, "-m", "pip", "--version" }) then
-    local python = base_python()
-    if not python then
-      return false, "no python3 on PATH: install Python 3.10 or newer (or set vim.g.codecompanion_py_build_python)"
-    end
-    d.step(("creating %s with %s"):format(VENV, python))
-    -- --clear: a venv whose Python is gone (a removed or upgraded interpreter) is made anew
-    local cmd = { python, "-m", "venv", VENV }
-    if vim.fn.isdirectory(VENV) == 1 then
-      table.insert(cmd, 4, "--clear")
-    end
-    local ok, tail = run(d, cmd)
-    if not ok then
-      return false, ("could not create %s:\n%s"):format(VENV, table.concat(tail, "\n"))
-    end
-  end
-  d.step("installing the engine and its dependencies into " .. VENV)
-  local ok, tail = run(d, { PYTHON, "-m", "pip", "install", "--editable", ROOT })
-  if not ok then
-    return false, ("pip could not install the engine:\n%s\n(a broken venv can be removed: %s)")
-      :format(table.concat(tail, "\n"), VENV)
-  end
-  ok, tail = run(d, { PYTHON, "-c", "import codecompanion_py.nvim.host" })
-  if not ok then
-    return false, "the engine does not import:\n" .. table.concat(tail, "\n")
-  end
-  return true, ("the Python engine is installed (%.1f s); commands use it from now on")
-    :format(((vim.uv or vim.loop).hrtime() - started) / 1e9)
-end
-
-local function finish(d, ok, message)
-  vim.g.codecompanion_py_build = ok and "done" or "failed"
-  pcall(vim.api.nvim_exec_autocmds, "User", {
-    pattern = "CodeCompanionPyBuilt",
-    modeline = false,
-    data = { ok = ok, message = message, python = PYTHON },
-  })
-  if d.mode == "lazy" then
-    if not ok then
-      error(message, 0) -- lazy shows the task as failed, with the message
-    end
-    d.step(message)
-  elseif d.mode == "script" then
-    io.stdout:write(message .. "\n")
-  else
-    vim.notify(TITLE .. ": " .. message, ok and LEVELS.INFO or LEVELS.ERROR, { title = TITLE })
-  end
-end
-
-local function main()
-  local d = driver()
-  if vim.g.codecompanion_py_build == "running" then
-    local message = "an install is already running"
-    if d.mode == "lazy" then
-      error(message, 0)
-    end
-    vim.notify(TITLE .. ": " .. message, LEVELS.WARN, { title = TITLE })
-    return
-  end
-  vim.g.codecompanion_py_build = "running"
-  if d.mode == "lazy" then
-    local ok, result, message = pcall(build, d)
-    finish(d, ok and result, ok and message or tostring(result))
-    return
-  end
-  d.co = coroutine.create(function()
-    local ok, result, message = pcall(build, d)
-    finish(d, ok and result, ok and message or tostring(result))
   end)
-  local ok, err = coroutine.resume(d.co)
-  if not ok then
-    vim.g.codecompanion_py_build = "failed"
-    error(err, 0)
-  end
-  if d.mode == "script" then
-    vim.wait(30 * 60 * 1000, function() return coroutine.status(d.co) == "dead" end, 50)
-    if vim.g.codecompanion_py_build ~= "done" then
-      os.exit(1)
-    end
+  if not started then
+    fail(python and tostring(err)
+      or "no python3 on PATH: install Python 3.10 or newer (or set vim.g.codecompanion_py_build_python)")
   end
 end
 
-main()
+-- Shows an event through `tell`; the last one first sets vim.g.codecompanion_py_build and fires the autocmd.
+local function deliver(tell, event)
+  if event.ok ~= nil then
+    vim.g.codecompanion_py_build = event.ok and "done" or "failed"
+    local data = { ok = event.ok, message = event.msg, python = PYTHON } ---@type codecompanion_py.Built
+    pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "CodeCompanionPyBuilt", modeline = false, data = data })
+  end
+  tell(event)
+end
+
+-- In lazy.nvim's coroutine: its task sleeps until news (else yields nil each tick); failing is an error.
+local function in_lazy()
+  local lazy_ok, Async = pcall(require, "lazy.async")
+  local task = lazy_ok and type(Async.running) == "function" and Async.running() or nil
+  local queue = {}
+  local function tell(shown)
+    if shown.ok == false then error(shown.msg, 0) end
+    if coroutine.yield(shown.msg and shown) == "abort" then
+      deliver(tell, { msg = "aborted", level = LEVELS.ERROR, ok = false })
+    end
+  end
+  spawn(function(news)
+    table.insert(queue, news)
+    return task and task.resume and vim.schedule(function() task:resume() end)
+  end)
+  repeat
+    local event = table.remove(queue, 1)
+    if event then
+      deliver(tell, event)
+    elseif task and task.suspend then
+      task:suspend()
+    else
+      tell({}) -- yields nil: a tick with nothing to show
+    end
+  until event and event.ok ~= nil
+end
+
+if vim.g.codecompanion_py_build == "running" then
+  return coroutine.running() and error("an install is already running", 0)
+    or vim.notify(TITLE .. ": an install is already running", LEVELS.WARN, { title = TITLE })
+end
+vim.g.codecompanion_py_build = "running"
+if coroutine.running() then return in_lazy() end
+local script = vim.fn.index(vim.v.argv, "-l") > 0
+local function tell(event) -- printed in a shell, else notified (a tool's output is not)
+  if script then
+    io.stdout:write((event.level == LEVELS.TRACE and "  " or "") .. event.msg .. "\n")
+  elseif event.level > LEVELS.TRACE then
+    vim.notify(TITLE .. ": " .. event.msg, event.level, { title = TITLE })
+  end
+end
+spawn(function(event) vim.schedule(function() deliver(tell, event) end) end)
+if script then
+  vim.wait(30 * 60 * 1000, function() return vim.g.codecompanion_py_build ~= "running" end, 50)
+  os.exit(vim.g.codecompanion_py_build == "done" and 0 or 1)
+end

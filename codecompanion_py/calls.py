@@ -165,6 +165,12 @@ class FilesRead(Call, frozen=True, kw_only=True):
     paths: list[Any] = []
 
 
+class FilesList(Call, frozen=True, kw_only=True):
+    """`files.list`: the project's files under the editor's cwd, for /file's picker."""
+
+    cwd: str
+
+
 class HistoryCall(Call, frozen=True, kw_only=True):
     """`history.list`; the others name a saved chat (`SavedChatCall`)."""
 
@@ -214,6 +220,7 @@ CALLS: dict[str, type[Call]] = {
     **dict.fromkeys(("health", "tools", "adapters", "kill_agents"), Call),
     "rules.read": RulesRead,
     "files.read": FilesRead,
+    "files.list": FilesList,
     "prompts.read": PromptsRead,
     "prompts.trust": PromptsTrust,
     "history.list": HistoryCall,

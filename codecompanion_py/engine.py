@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import msgspec
 from greenlet import getcurrent
 
-from . import calls, config, outbound, processes, prompt_library, prompt_trust, repository
+from . import calls, config, outbound, processes, project_files, prompt_library, prompt_trust, repository
 from .calls import Call
 from .chat.factory import SessionFactory
 from .chat.keeper import ChatKeeper
@@ -131,6 +131,7 @@ class Engine:
             # the repository door reads what the editor names (no waiting)
             "rules.read": lambda call: repository.load_rules(msgspec.structs.asdict(call)),
             "files.read": lambda call: repository.read_named(msgspec.structs.asdict(call)),
+            "files.list": lambda call: self._wait(project_files.list_files(call.cwd), timeout=10),  # /file's picker
             "prompts.read": prompt_library.read_prompts,  # the library's markdown prompts, parsed
             "prompts.trust": lambda call: prompt_trust.remember(call.file, call.root, call.trusted),
             "history.list": lambda call: self.keeper.summaries(call.dir),
@@ -268,10 +269,10 @@ class Engine:
     async def _editor_reply(self, call: calls.EditorReply) -> None:
         self.pending.settle(call.id, call.result, call.error)
 
-    async def _health(self) -> dict[str, Any]:
-        from . import health  # only for :checkhealth: it reads package metadata, 10 ms of every start
+    async def _health(self) -> list[dict[str, Any]]:
+        from . import checkhealth, health  # only for :checkhealth: it reads package metadata, 10 ms of every start
 
-        return await health.report_async(self.config.adapters)
+        return checkhealth.for_lua(await health.report_async(self.config.adapters), self.mcp.status())
 
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())

@@ -1,6 +1,7 @@
 """What `:checkhealth codecompanion_py` and `codecompanion-py health` report.
 
-`report()` returns one plain dict (the `--json` form):
+`report()` returns one plain dict (the `--json` form; checkhealth.py words it for
+`:checkhealth`, `format_table()` for the terminal):
 
     python, executable     the Python running the engine
     versions               {package: version or None}

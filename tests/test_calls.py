@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 
 from codecompanion_py import calls
+from codecompanion_py.editor_port import EDITOR_METHODS
 from codecompanion_py.engine import Engine
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.ui import ops
-from codecompanion_py.ui.editor import EDITOR_METHODS
 
 from .test_engine import RecordingChannel
 
 LUA = Path(__file__).parents[1] / "lua" / "codecompanion_py"
 # rpc.notify("chat.open", ...), pcall(rpc.request, "mcp.status", ...), require(...).request, "files.read",
-# request("history.rename", ...), send("config.set", ...), vim.rpcrequest(chan, "request", "kill_agents", ...)
+# request("history.rename", ...), send("config.set", ...), engine("chat.yolo"), when_idle("chat.clear", ...), vim.rpcrequest(chan, "request", "kill_agents", ...)
 SENT = re.compile(
-    r"""(?:\b(?:notify|notify_raw|request)\)?\s*[(,]\s*|\bsend\(\s*|"request",\s*|CodeCompanionPy\w+,\s*)"""
+    r"""(?:\b(?:notify|notify_raw|request|engine|when_idle)\)?\s*[(,]\s*|\bsend\(\s*|"request",\s*|CodeCompanionPy\w+,\s*)"""
     r""""([a-z_]+(?:\.[a-z_]+)*)\"""",
 )
 

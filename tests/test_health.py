@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codecompanion_py import health
+from codecompanion_py import checkhealth, health
 from codecompanion_py.adapters import Adapters
 from codecompanion_py.demo.launch import nvim_binary
 
@@ -241,13 +241,13 @@ CANNED = {
 }
 
 
-def checkhealth(tmp_path, rpc_lua: str) -> str:
+def run_checkhealth(tmp_path, rpc_lua: str) -> str:
     """`:checkhealth codecompanion_py` in a clean Neovim with the checkout on the runtimepath
     and `codecompanion_py.rpc` replaced by `rpc_lua` (a table expression)."""
     script = tmp_path / "health.lua"
     script.write_text(
         f"vim.opt.rtp:prepend({str(ROOT)!r})\n"
-        f"local canned = vim.json.decode({json.dumps(json.dumps(CANNED))})\n"
+        f"local canned = vim.json.decode({json.dumps(json.dumps(checkhealth.for_lua(CANNED, [])))})\n"
         f"package.loaded['codecompanion_py.rpc'] = {rpc_lua}\n"
         "vim.cmd('checkhealth codecompanion_py')\n"
         "io.stdout:write(table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n'))\n"
@@ -262,8 +262,8 @@ def checkhealth(tmp_path, rpc_lua: str) -> str:
 
 @pytest.mark.nvim
 def test_checkhealth_shows_bridge_clis_versions_and_sorted_keys(tmp_path):
-    """The Lua side alone: the engine's answer replaced by a canned report."""
-    out = checkhealth(
+    """The Lua side: the engine's answer replaced by the sections of a canned report."""
+    out = run_checkhealth(
         tmp_path,
         "{ request = function() return canned end, last_exit = function() return nil end,"
         " host = function() return { pid = 4242, python = '/plugin/.venv/bin/python' } end }",
@@ -282,12 +282,83 @@ def test_checkhealth_shows_bridge_clis_versions_and_sorted_keys(tmp_path):
 
 @pytest.mark.nvim
 def test_checkhealth_says_how_to_install_a_missing_engine(tmp_path):
-    out = checkhealth(
+    out = run_checkhealth(
         tmp_path,
-        "{ request = function() error('must not be asked') end, host = function() return nil end,"
+        "{ request = function() error('must not be asked') end, host = function() return nil end, running = function() return false end,"
         " last_exit = function() return nil end, python = function() return '/nowhere/.venv/bin/python', false end,"
         " install_hint = function() return 'Run :CodeCompanionInstall' end }",
     )
     assert "the engine is not installed: no /nowhere/.venv/bin/python" in out
     assert "Run :CodeCompanionInstall" in out
     assert "must not be asked" not in out
+
+
+def test_the_report_is_sent_as_sections_ready_for_vim_health():
+    broken = {
+        **CANNED,
+        "versions": {**CANNED["versions"], "httpx": None},
+        "adapter_errors": {"mine": "missing base"},
+        "agents": {
+            **CANNED["agents"],
+            "gemini": {
+                "command": "gemini",
+                "found": True,
+                "install": "",
+                "version_error": "cannot run `gemini`: denied",
+            },
+        },
+    }
+    servers = [
+        {"name": "fs", "transport": "stdio", "running": True, "tools": ["a", "b"], "prompts": [], "resources": ["r"]},
+        {
+            "name": "web",
+            "transport": "http",
+            "running": False,
+            "tools": [],
+            "prompts": [],
+            "resources": [],
+            "last_exit": "exit 1",
+        },
+    ]
+    shown = {
+        section.title: [(e.level, e.text) for e in section.entries] for section in checkhealth.sections(broken, servers)
+    }
+    assert list(shown) == [
+        checkhealth.HOST,
+        checkhealth.ADAPTERS,
+        checkhealth.AGENTS,
+        checkhealth.MCP,
+        checkhealth.KEYS,
+    ]
+    assert shown[checkhealth.HOST][0] == ("ok", "Python 3.11.0 (/venv/bin/python)")
+    assert ("error", "httpx is not installed") in shown[checkhealth.HOST]
+    assert shown[checkhealth.ADAPTERS] == [("info", "available: openai"), ("error", "adapter mine: missing base")]
+    assert ("warn", "gemini: `gemini` is on PATH but cannot run `gemini`: denied") in shown[checkhealth.AGENTS]
+    assert shown[checkhealth.MCP] == [
+        ("ok", "fs (stdio): running, 2 tools, 0 prompts, 1 resources"),
+        ("warn", "web (http): not started (servers start when a chat first needs them); it last stopped: exit 1"),
+    ]
+    assert shown[checkhealth.KEYS][0] == ("ok", "ANTHROPIC_API_KEY: set")
+    assert "advice" not in checkhealth.for_lua(CANNED, [])[0]["entries"][0]  # absent, not null, for Lua
+
+
+def test_no_mcp_section_without_servers():
+    assert checkhealth.MCP not in [section.title for section in checkhealth.sections(CANNED, [])]
+
+
+@pytest.mark.nvim
+def test_checkhealth_names_a_chosen_python_that_is_not_executable_and_an_engine_that_does_not_answer(tmp_path):
+    chosen = run_checkhealth(
+        tmp_path,
+        "{ request = function() error('must not be asked') end, host = function() return nil end, running = function() return false end,"
+        " last_exit = function() return nil end, python = function() return '/nowhere/python', true end }",
+    )
+    assert "opts.python = /nowhere/python is not executable" in chosen
+    assert "Point opts.python at a Python that has codecompanion-py installed" in chosen
+    silent = run_checkhealth(
+        tmp_path,
+        "{ request = function() error('no channel', 0) end, last_exit = function() return 'it was killed' end,"
+        " host = function() return { pid = 1, python = 'py' } end, install_hint = function() return 'reinstall' end }",
+    )
+    assert "earlier in this session it was killed" in silent
+    assert "the Python engine did not answer: no channel" in silent and "reinstall" in silent

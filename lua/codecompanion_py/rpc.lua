@@ -313,10 +313,17 @@ function M.request(method, payload)
   ensure_config()
   local chan = connect()
   if chan then
-    return vim.rpcrequest(chan, "request", method, payload or vim.empty_dict())
+    local ok, answer = pcall(vim.rpcrequest, chan, "request", method, payload or vim.empty_dict())
+    if ok then
+      return answer
+    end
+    error(next(vim.api.nvim_get_chan_info(chan)) == nil and M.GONE or answer, 0) -- its channel closed
   end
   return vim.fn.CodeCompanionPyRequest(method, payload or vim.empty_dict())
 end
+
+-- What `M.request` raises when the engine's host has exited: that exit is told once, elsewhere.
+M.GONE = "the engine is not running"
 
 -- Why the engine's last host stopped without being asked to, or nil.
 ---@return string?

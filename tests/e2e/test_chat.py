@@ -233,6 +233,7 @@ def test_checkhealth_reports_the_host_and_keys_without_values(editor):
     editor.nvim.command("checkhealth codecompanion_py")
     report = editor.text()
     assert "codecompanion_py: Python host" in report
+    assert "the engine is served by the remote plugin registered with :UpdateRemotePlugins" in report
     assert "pynvim" in report and "httpx" in report and "msgspec" in report
     assert "OPENAI_API_KEY" in report
     assert "ERROR" not in report, report

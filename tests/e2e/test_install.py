@@ -73,6 +73,9 @@ def isolated(tmp_path, monkeypatch) -> Path:
     """Neovim's data and config under tmp_path: no remote-plugin manifest, no user config."""
     for name in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
         monkeypatch.setenv(name, str(tmp_path / name.lower()))
+    # a user's Neovim has no PYTHONPATH to this checkout: with one, the half-made venv's host would
+    # import the engine from here and miss its dependencies instead of the engine itself
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     return tmp_path
 
 
@@ -94,7 +97,8 @@ class Session(Editor):
         )
 
     def host(self) -> dict | None:
-        return self.lua("return require('codecompanion_py.rpc').host()")
+        # pcall: a Neovim that only ran build.lua has no plugin on its runtimepath
+        return self.lua("local ok, rpc = pcall(require, 'codecompanion_py.rpc') return ok and rpc.host() or nil")
 
     def build_state(self) -> str | None:
         return self.nvim.vars.get("codecompanion_py_build")
@@ -376,3 +380,69 @@ def test_killed_host_unlocks_the_chat_and_the_next_message_starts_a_new_one(isol
             second = session.host()["pid"]
             assert second != first
             assert server.requests[-1].json()["messages"][-1] == {"role": "user", "content": "second question"}
+
+
+# --- (e) a failing install, on each of build.lua's three fronts (no pip: it fails at once) ---------
+
+
+@pytest.fixture
+def unbuildable(tmp_path) -> Path:
+    """A plugin directory with build.lua and its installer, where no venv can be made (.venv is a
+    file), so that the installer fails on its first step."""
+    root = tmp_path / "plugin"
+    for rel in ("build.lua", "codecompanion_py/install.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / rel)
+    (root / ".venv").write_text("")
+    return root
+
+
+def test_from_a_shell_a_failed_install_prints_why_and_exits_1(unbuildable):
+    out = subprocess.run(
+        [nvim_binary(), "-l", "build.lua"], cwd=unbuildable, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(f"creating {unbuildable / '.venv'} with ")
+    assert lines[1].startswith("  ")  # the tool's own output, indented
+    assert f"could not create {unbuildable / '.venv'}:" in lines
+
+
+def test_from_a_shell_a_python_that_does_not_run_fails_the_install(unbuildable):
+    argv = [nvim_binary(), "--cmd", "let g:codecompanion_py_build_python = '/no/such/python'", "-l", "build.lua"]
+    out = subprocess.run(argv, cwd=unbuildable, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "/no/such/python" in out.stdout and "ENOENT" in out.stdout, out.stdout
+
+
+def test_in_the_background_a_failed_install_is_notified_and_fires_the_event(isolated, unbuildable):
+    init = isolated / "init.lua"
+    init.write_text(RECORD_MESSAGES)
+    with neovim(init, isolated) as (session, _):
+        session.nvim.command(f"luafile {unbuildable / 'build.lua'}")
+        assert session.build_state() == "running"
+        session.nvim.command(f"luafile {unbuildable / 'build.lua'}")  # a second one is turned away
+        built = session.wait_event("CodeCompanionPyBuilt", timeout=30)
+        assert session.build_state() == "failed"
+        python = str(unbuildable / ".venv" / "bin" / "python")
+        assert built["data"]["ok"] is False and built["data"]["python"] == python
+        assert built["data"]["message"].startswith(f"could not create {unbuildable / '.venv'}:")
+        messages = session.lua("return _G.cc_messages")
+        levels = session.lua("return vim.log.levels")
+        assert messages[0] == {"msg": "CodeCompanion: an install is already running", "level": levels["WARN"]}
+        assert messages[1]["msg"].startswith("CodeCompanion: creating ") and messages[1]["level"] == levels["INFO"]
+        assert messages[-1] == {"msg": "CodeCompanion: " + built["data"]["message"], "level": levels["ERROR"]}
+        assert len(messages) == 3  # a tool's output is not notified
+
+
+def test_in_lazy_a_failed_install_is_the_tasks_error(isolated, unbuildable):
+    init = isolated / "init.lua"
+    init.write_text(LAZY_INIT.split("vim.opt.runtimepath")[0].replace("@DIR@", lua_str(unbuildable)))
+    with neovim(init, isolated) as (session, _):
+        wait(lambda: session.build_state() == "failed", 30, "the build to fail")
+        log = session.lua("return _G.build_log")
+        trace = vim_levels(session, "TRACE")
+        assert log[0]["msg"].startswith("creating ") and log[0]["level"] == vim_levels(session, "INFO")
+        assert all(entry["level"] == trace for entry in log[1:-1]), log
+        assert log[-1]["msg"].startswith(f"error: could not create {unbuildable / '.venv'}:\n"), log
+        assert session.events()[-1]["event"] == "CodeCompanionPyBuilt"

@@ -167,3 +167,21 @@ def test_buffer_and_now_with_the_default_picker(editor, tmp_path):
         editor.nvim.input("<CR>")
         editor.wait_event("CodeCompanionChatDone")
         assert context_sent(server, 0) == ["Context: a.txt (1 lines)\n```text\nalpha\n```"]
+
+
+def test_file_offers_the_project_files_the_engine_lists(editor, tmp_path):
+    """/file's picker lists what the engine's `files.list` finds under the cwd (here a walk:
+    no repository, tool directories skipped) and inserts the pick."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("print(1)\n")
+    (tmp_path / "notes.md").write_text("hi\n")
+    (tmp_path / "node_modules").mkdir()
+    (tmp_path / "node_modules" / "dep.js").write_text("\n")
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.lua("vim.ui.select = function(items, opts, on_choice) _G.cc_offered = items; on_choice(items[2], 2) end")
+        editor.nvim.command(f"cd {tmp_path}")
+        editor.nvim.command("CodeCompanionChat")
+        run_slash(editor, "Read /fil", "/file")
+        editor.wait_for(lambda: editor.lines()[-1] == "Read #{file:src/main.py}", what="the file inserted")
+        assert editor.lua("return _G.cc_offered") == ["notes.md", "src/main.py"]

@@ -13,7 +13,8 @@ from tests.chat import test_acp_session as acp
 from tests.chat.test_acp_session import FakeEditor, texts
 from tests.e2e import conftest as e2e
 from tests.e2e.test_chat import chunk, usage
-from tests.e2e.test_tools import CALCULATOR, setup_with_tools, text_reply
+from tests.e2e.lua_tools import calculator_callback
+from tests.e2e.test_tools import setup_with_tools, text_reply
 
 editor, nvim_home = e2e.editor, e2e.nvim_home  # the fixtures: a real headless Neovim with the plugin
 agent_chat = acp.agent_chat  # the fixture: a chat with the scripted agent, without Neovim
@@ -48,7 +49,7 @@ def test_numbers_msgpack_cannot_carry_do_not_cut_the_chat(editor, value):
         return call_reply("calculator", arguments)
 
     with ServerThread(ScriptedServer(respond)) as server:
-        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", ""))
+        setup_with_tools(editor, server.url, calculator_callback())
         editor.nvim.command("CodeCompanionChat Use the @{calculator} tool")
         buf = editor.nvim.current.buffer.number
         editor.wait_for(lambda: done_in(editor, buf), timeout=30, what="the chat to finish")
@@ -278,7 +279,7 @@ def test_control_characters_in_a_reply_its_reasoning_and_a_call_id_keep_the_chat
         return sse_reply(frames)
 
     with ServerThread(ScriptedServer(respond)) as server:
-        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", ""))
+        setup_with_tools(editor, server.url, calculator_callback())
         editor.nvim.command("CodeCompanionChat Use the @{calculator} tool")
         buf = editor.nvim.current.buffer.number
         editor.wait_for(lambda: done_in(editor, buf), timeout=30, what="the chat to finish")

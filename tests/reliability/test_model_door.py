@@ -20,7 +20,8 @@ from codecompanion_py.demo.server import Reply, Request, ScriptedServer, ServerT
 from codecompanion_py.ui import ops
 from tests.e2e import conftest as e2e
 from tests.e2e.test_chat import chunk, usage
-from tests.e2e.test_tools import CALCULATOR, setup_with_tools, text_reply
+from tests.e2e.lua_tools import calculator_callback
+from tests.e2e.test_tools import setup_with_tools, text_reply
 
 pytestmark = pytest.mark.nvim
 editor, nvim_home = e2e.editor, e2e.nvim_home  # the fixtures: a real headless Neovim with the plugin
@@ -66,7 +67,7 @@ def test_deep_tool_arguments_are_refused_and_another_streaming_chat_completes(ed
         return deep_call(levels)
 
     with ServerThread(ScriptedServer(respond)) as server:
-        setup_with_tools(editor, server.url, CALCULATOR.replace("__OPTS__", ""))
+        setup_with_tools(editor, server.url, calculator_callback())
         editor.nvim.command("CodeCompanionChat stream slowly please")
         slow_buf = editor.nvim.current.buffer.number
         assert slow_started.wait(15)

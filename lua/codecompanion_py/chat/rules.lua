@@ -131,8 +131,9 @@ function M.load(config, names)
     entries = found,
   })
   if not ok or type(answer) ~= "table" then
-    local why = ok and "no answer from the engine" or tostring(answer)
-    table.insert(problems, ("the rules were not read: %s"):format(why))
+    if answer ~= require("codecompanion_py.rpc").GONE then -- an engine that stopped says so itself
+      table.insert(problems, ("the rules were not read: %s"):format(ok and "no answer from the engine" or answer))
+    end
     return {}, problems
   end
   vim.list_extend(problems, answer.problems or {})

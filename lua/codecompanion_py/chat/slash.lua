@@ -20,32 +20,16 @@ local pickers = require("codecompanion_py.pickers")
 
 local M = {}
 
-local MAX_FILES = 5000
 local OTHER_PATH = "Another path..."
-local SKIP = { [".git"] = true, node_modules = true, [".venv"] = true, __pycache__ = true }
 
--- The project's files, relative to the cwd: git's list when it is a repository, else a walk.
+-- The project's files, relative to the cwd, as the engine lists them (project_files.py).
+---@return string[]
 local function project_files()
-  local ok, result = pcall(function()
-    return vim.system({ "git", "ls-files", "--cached", "--others", "--exclude-standard" }, { text = true }):wait(3000)
-  end)
-  if ok and result.code == 0 and result.stdout ~= "" then
-    return vim.list_slice(vim.split(vim.trim(result.stdout), "\n", { plain = true }), 1, MAX_FILES)
+  local ok, files = pcall(require("codecompanion_py.rpc").request, "files.list", { cwd = vim.fn.getcwd() })
+  if not ok then
+    vim.notify("CodeCompanion: cannot list the project's files: " .. tostring(files), vim.log.levels.ERROR)
   end
-  local files = {}
-  for name, kind in vim.fs.dir(".", {
-    depth = 8,
-    skip = function(dir) return not SKIP[vim.fs.basename(dir)] end,
-  }) do
-    if kind == "file" then
-      table.insert(files, name)
-      if #files >= MAX_FILES then
-        break
-      end
-    end
-  end
-  table.sort(files)
-  return files
+  return ok and type(files) == "table" and files or {}
 end
 
 local function file_buffers()

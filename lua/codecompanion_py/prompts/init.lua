@@ -76,8 +76,9 @@ function M.items(refresh)
       type(vim.tbl_get(library, "markdown", "dirs")) == "table" and library.markdown.dirs or {}),
     config_aliases = next(aliases) and aliases or vim.empty_dict(),
   })
-  if not ok or type(answer) ~= "table" then
-    answer = { items = {}, problems = { "the prompts were not read: " .. tostring(ok and "no answer" or answer) } }
+  if not ok or type(answer) ~= "table" then -- an engine that did not start says so itself
+    local why = answer ~= require("codecompanion_py.rpc").GONE and tostring(ok and "no answer" or answer)
+    answer = { items = {}, problems = why and { "the prompts were not read: " .. why } or {} }
   end
   vim.list_extend(items, answer.items)
   vim.list_extend(M.problems, answer.problems)

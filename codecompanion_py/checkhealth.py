@@ -1,0 +1,101 @@
+"""The engine's part of `:checkhealth codecompanion_py`, ready to show.
+
+`health.report()` gathers the facts (the CLI prints them as a table or JSON); `sections()`
+words them as vim.health entries, so health.lua only adds what the editor alone knows
+(CodeCompanion.nvim beside us, ignored options, the engine's process) and hands each entry
+to `vim.health.<level>`. The first section is the Python host's: Lua puts its own lines
+about the engine's process before the engine's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+Level = Literal["ok", "warn", "error", "info"]
+
+HOST = "codecompanion_py: Python host"
+ADAPTERS = "codecompanion_py: adapters"
+AGENTS = "codecompanion_py: coding agents (ACP)"
+MCP = "codecompanion_py: MCP servers"
+KEYS = "codecompanion_py: environment variables (values are never shown)"
+
+
+class Entry(msgspec.Struct, omit_defaults=True):
+    """One line of a section: `vim.health.<level>(text, advice)`."""
+
+    level: Level
+    text: str
+    advice: list[str] | None = None
+
+
+class Section(msgspec.Struct):
+    """`vim.health.start(title)` and its entries."""
+
+    title: str
+    entries: list[Entry]
+
+
+def sections(report: Mapping[str, Any], mcp_servers: Sequence[Mapping[str, Any]]) -> list[Section]:
+    """`report` (health.report's) and the MCP servers' status as :checkhealth sections."""
+    host = [Entry("ok", f"Python {report['python']} ({report['executable']})")]
+    host += [
+        Entry("error", f"{pkg} is not installed") if version is None else Entry("ok", f"{pkg} {version}")
+        for pkg, version in sorted(report["versions"].items())
+    ]
+    adapters = [Entry("info", "available: " + ", ".join(report["adapters"]))]
+    adapters += [Entry("error", f"adapter {name}: {why}") for name, why in sorted(report["adapter_errors"].items())]
+    agents = [_agent(name, agent) for name, agent in sorted(report["agents"].items())]
+    keys = [
+        Entry("ok", f"{key}: set") if present is True else Entry("info", f"{key}: not set")
+        for key, present in sorted(report["keys"].items())
+    ]
+    out = [Section(HOST, host), Section(ADAPTERS, adapters), Section(AGENTS, agents)]
+    if mcp_servers:
+        out.append(Section(MCP, [_server(server) for server in mcp_servers]))
+    out.append(Section(KEYS, keys))
+    return out
+
+
+def for_lua(report: Mapping[str, Any], mcp_servers: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """`sections()` as plain tables for the editor."""
+    result: list[dict[str, Any]] = msgspec.to_builtins(sections(report, mcp_servers))
+    return result
+
+
+def _agent(name: str, agent: Mapping[str, Any]) -> Entry:
+    """Its command (for a bridge agent, the CLI the bridge drives), where it was found and
+    the version it reports, or why there is none."""
+    command = f"`{agent['command']}`"
+    if agent.get("bridge"):
+        command += f" (through `codecompanion-py acp-bridge {agent['bridge']}`)"
+    path = agent.get("path")
+    error = agent.get("version_error")
+    if not agent["found"]:
+        hint = f" ({agent['install']})" if agent.get("install") else ""
+        return Entry("info", f"{name}: {command} not on PATH{hint}")
+    if agent.get("version"):
+        return Entry("ok", f"{name}: {command} {agent['version']} ({path or agent['command']})")
+    if error and error.startswith("cannot run"):
+        return Entry("warn", f"{name}: {command} is on PATH but {error}")
+    if error:
+        return Entry("ok", f"{name}: {command} found ({path or ''}); version unknown: {error}")
+    return Entry("ok", f"{name}: {command} found")
+
+
+def _server(server: Mapping[str, Any]) -> Entry:
+    if server.get("running"):
+        counts = (len(server["tools"]), len(server["prompts"]), len(server["resources"]))
+        state = "running, {} tools, {} prompts, {} resources".format(*counts)
+    else:
+        state = "not started (servers start when a chat first needs them)"
+    line = f"{server['name']} ({server['transport']}): {state}"
+    last_exit = server.get("last_exit")
+    if isinstance(last_exit, str):
+        return Entry("warn", f"{line}; it last stopped: {last_exit}")
+    return Entry("ok", line)
+
+
+__all__ = ["Entry", "Level", "Section", "for_lua", "sections"]
