@@ -63,7 +63,7 @@ def bench_server(chunks: int, line_every: int = 16, wire: str = "openai", pace: 
             "19",
             sys.executable,
             "-m",
-            "codecompanion_py.demo.server",
+            "codecompanion_py.demo.bench_server",
             "--bench-chunks",
             str(chunks),
             "--line-every",
@@ -661,7 +661,8 @@ def bench_long_chats(turns=(1, 50, 200, 1_000)) -> dict:
     reading the request, in one process (issue 18's "long chats")."""
     from codecompanion_py.adapters import Adapters
     from codecompanion_py.chat.session import ChatSession
-    from codecompanion_py.demo.server import Reply, ScriptedServer, openai_stream_frames
+    from codecompanion_py.demo.bench_server import openai_stream_frames
+    from codecompanion_py.demo.server import Reply, ScriptedServer
 
     class NullSink:
         def push(self, op) -> None:
@@ -768,18 +769,16 @@ def main() -> None:
         report["memory"] = bench_memory(editor)
     finally:
         editor.close()
-    print("4. import time ...", flush=True)
-    report["import"] = bench_import()
-    print("5. tools ...", flush=True)
-    report["tools"] = bench_tools()
-    print("6. ACP agent ...", flush=True)
-    report["acp"] = bench_acp()
-    print("7. long chats ...", flush=True)
-    report["long_chats"] = bench_long_chats()
-    print("8. big files ...", flush=True)
-    report["big_files"] = bench_big_files()
-    print("10. cold start ...", flush=True)
-    report["cold_start"] = bench_cold_start()
+    for key, title, bench in (
+        ("import", "4. import time", bench_import),
+        ("tools", "5. tools", bench_tools),
+        ("acp", "6. ACP agent", bench_acp),
+        ("long_chats", "7. long chats", bench_long_chats),
+        ("big_files", "8. big files", bench_big_files),
+        ("cold_start", "10. cold start", bench_cold_start),
+    ):
+        print(f"{title} ...", flush=True)
+        report[key] = bench()
 
     t, r, p, i = report["throughput"], report["render"], report["responsiveness"], report["import"]
     print()

@@ -1,6 +1,12 @@
+import shutil
+import ssl
+import subprocess
 from pathlib import Path
 
 import pytest
+
+from codecompanion_py.client import HttpClient
+from codecompanion_py.demo.server import Reply, ScriptedServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -11,6 +17,50 @@ def fixture_bytes():
         return (FIXTURES / name).read_bytes()
 
     return read
+
+
+@pytest.fixture
+async def client():
+    """An HttpClient without retries, closed after the test: these tests check what each
+    failure says (tests/reliability tests retrying). A module may define its own."""
+    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
+    yield http
+    await http.aclose()
+
+
+@pytest.fixture
+async def scripted_server():
+    """`await scripted_server(*replies)`: a started `ScriptedServer` answering with `replies`
+    in turn; every server started so is closed after the test."""
+    servers: list[ScriptedServer] = []
+
+    async def start(*replies: Reply) -> ScriptedServer:
+        server = ScriptedServer.sequence(list(replies))
+        await server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        await server.close()
+
+
+@pytest.fixture(scope="session")
+def tls_server_context(tmp_path_factory) -> ssl.SSLContext:
+    """A server's TLS context, its certificate for 127.0.0.1 made by openssl (so no client
+    trusts it unless told not to verify)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: no certificate for the TLS test")
+    folder = tmp_path_factory.mktemp("tls")
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import shutil
 import ssl
-import subprocess
 from collections.abc import Awaitable, Callable
 
 import httpx
@@ -220,31 +218,14 @@ async def test_a_gzip_body_is_decoded_by_httpx():
         assert (await http.get(server.url)).text == "data: hello\n\n"
 
 
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory):
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed: no certificate for the TLS test")
-    folder = tmp_path_factory.mktemp("tls")
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return key, cert
-
-
-async def test_tls_is_verified_unless_turned_off(certificate):
-    key, cert = certificate
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
+async def test_tls_is_verified_unless_turned_off(tls_server_context):
 
     async def handler(reader, writer):
         await read_request(reader)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecret")
         await writer.drain()
 
-    async with RawServer(handler, context) as server:
+    async with RawServer(handler, tls_server_context) as server:
         async with client() as http:
             with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
                 await http.get(server.url)

@@ -121,7 +121,9 @@ The demo edits `{file}` in the small project that `make demo` creates and opens 
 
 
 @dataclass
-class ToolCall:
+class ScriptedCall:
+    """A tool call the scripted provider makes in one of its replies."""
+
     id: str
     name: str
     arguments: dict[str, Any]
@@ -133,7 +135,7 @@ class Step:
 
     kind: str
     text: str
-    calls: list[ToolCall] = field(default_factory=list)
+    calls: list[ScriptedCall] = field(default_factory=list)
 
 
 def _text_of(content: Any) -> str:
@@ -212,7 +214,7 @@ def next_step(body: dict[str, Any]) -> Step:
             return _edit(results["read_file"], ident)
         return Step("report", "The tools ran. Send another message to run the demo's loop again.")
     if last.get("role") == "user" and set(TOOLS) <= offered_tools(body):
-        return Step("read", _READ_TEXT, [ToolCall(ident, "read_file", {"filepath": DEMO_FILE})])
+        return Step("read", _READ_TEXT, [ScriptedCall(ident, "read_file", {"filepath": DEMO_FILE})])
     return Step("plain", reply_text(body))
 
 
@@ -232,7 +234,7 @@ def _edit(result: str, ident: str) -> Step:
         arguments["content"] = APPENDED
         arguments["explanation"] = "a comment line at the end"
     edit_text = _EDIT_TEXT.format(file=DEMO_FILE, lines=lines, change=change)
-    return Step("edit", edit_text, [ToolCall(ident, "insert_edit_into_file", arguments)])
+    return Step("edit", edit_text, [ScriptedCall(ident, "insert_edit_into_file", arguments)])
 
 
 def _report(result: str) -> Step:

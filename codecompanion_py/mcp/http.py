@@ -28,7 +28,8 @@ from ..client import ERROR_BODY_LIMIT, html_title, read_at_most, where
 from ..errors import ConnectionClosed, ResponseTooLarge, RpcError
 from ..outbound import http_client
 from ..scrubber import clip, scrub_secrets, secrets_in, url_credentials
-from ..stream.sse import SSEDecoder, size_text
+from ..stream.lines import size_text
+from ..stream.sse import SSEDecoder
 from .door import MAX_MESSAGE_BYTES
 
 Handler = Callable[[str, Any], Awaitable[Any]]

@@ -37,8 +37,9 @@ from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, Respo
 from ..events import FinalEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolCallEvent, UsageEvent
 from ..messages import Message, ReasoningPart, TextPart, Usage, valid_utf8
 from .assembler import ToolCallAssembler
+from .lines import size_text
 from .ndjson import NDJSONDecoder
-from .sse import ServerSentEvent, SSEDecoder, size_text
+from .sse import ServerSentEvent, SSEDecoder
 
 _DONE = b"[DONE]"
 _TOOL_REASONS = frozenset(("tool_calls", "function_call", "tool_use"))

@@ -18,10 +18,8 @@ Framing follows the WHATWG HTML spec, "Interpreting an event stream":
 inside a UTF-8 multibyte sequence, so characters split across network chunks come out
 intact and the payload can go straight to msgspec. ``[DONE]`` is not special-cased.
 
-Each chunk is handled with ``bytes.split``; between calls the decoder keeps only the
-pieces of an incomplete last line (as a list, so a long line arriving in many small
-chunks is joined once instead of being re-copied on every call) and the fields of the
-frame in progress.
+Each chunk is split into lines by a `LineSplitter` (which keeps the pieces of an
+incomplete last line between calls); the decoder keeps the fields of the frame in progress.
 
 ``max_line`` (bytes, 0 for none) caps both one line and the data of one frame: a server
 that sends a line without end (or a frame without its blank line) cannot grow the decoder
@@ -30,9 +28,9 @@ past it; ``feed`` raises ``ResponseTooLarge`` instead.
 
 from __future__ import annotations
 
-from ..errors import ResponseTooLarge
+from .lines import LineSplitter, line_too_long
 
-__all__ = ["SSEDecoder", "ServerSentEvent", "line_too_long", "size_text"]
+__all__ = ["SSEDecoder", "ServerSentEvent"]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -61,8 +59,7 @@ class SSEDecoder:
     """Feed the response body in chunks cut anywhere; get back the completed frames."""
 
     __slots__ = (
-        "_pending",
-        "_pending_size",
+        "_lines",
         "_data",
         "_data_size",
         "_event",
@@ -78,8 +75,7 @@ class SSEDecoder:
         self._reset()
 
     def _reset(self) -> None:
-        self._pending: list[bytes] = []  # pieces of the incomplete last line, no CR or LF in them
-        self._pending_size = 0
+        self._lines = LineSplitter(self._limit)  # its pending pieces hold no CR or LF
         self._data: list[bytes] = []  # the data lines of the frame in progress
         self._data_size = 0
         self._event: str | None = None
@@ -101,32 +97,14 @@ class SSEDecoder:
                 and chunk[-2:] == b"\n\n"
                 and chunk.find(b"\n", 6) == len(chunk) - 2
                 and not self._data
-                and not self._pending
+                and not self._lines.pending
             ):
                 event = self._event
                 self._event = None
                 return [ServerSentEvent(chunk[6:-2], event, self._id)]
-            lines = chunk.split(b"\n")
-            if len(lines) == 1:  # no line ending in this chunk (or an empty chunk)
-                if chunk:
-                    self._pending.append(chunk)
-                    self._pending_size += len(chunk)
-                    if self._limit and self._pending_size > self._limit:
-                        raise line_too_long(self._limit)
+            lines = self._lines.split(chunk)
+            if not lines:  # no line ending in this chunk (or an empty chunk)
                 return []
-            pending = self._pending
-            if pending:
-                if self._limit and self._pending_size + len(lines[0]) > self._limit:
-                    raise line_too_long(self._limit)
-                pending.append(lines[0])
-                lines[0] = b"".join(pending)
-                pending.clear()
-            last = lines.pop()
-            self._pending_size = len(last)
-            if last:
-                pending.append(last)
-                if self._limit and len(last) > self._limit:
-                    raise line_too_long(self._limit)
 
         events: list[ServerSentEvent] = []
         data = self._data
@@ -174,7 +152,7 @@ class SSEDecoder:
         self._after_cr = False
         self._special = self._at_start
         try:
-            events = self.feed(b"\n\n") if self._pending or self._data else []
+            events = self.feed(b"\n\n") if self._lines.pending or self._data else []
         finally:
             self._reset()
         return events
@@ -182,7 +160,7 @@ class SSEDecoder:
     def _head(self, chunk: bytes) -> bytes:
         """Drop a BOM opening the stream, or an LF completing a CRLF cut after its CR."""
         if self._at_start:
-            pending = self._pending
+            pending = self._lines.pending
             if pending:  # a BOM prefix held back from earlier chunks
                 pending.append(chunk)
                 chunk = b"".join(pending)
@@ -203,7 +181,7 @@ class SSEDecoder:
 
     def _split_cr(self, chunk: bytes) -> list[bytes]:
         """The complete lines of a chunk holding a CR (CRLF or lone-CR line endings)."""
-        pending = self._pending
+        pending = self._lines.pending
         if pending:
             pending.append(chunk)
             chunk = b"".join(pending)
@@ -211,23 +189,7 @@ class SSEDecoder:
         if chunk[-1] == 0x0D:
             self._after_cr = self._special = True
         lines = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-        last = lines.pop()
-        self._pending_size = len(last)
-        if last:
-            pending.append(last)
-        if self._limit and (self._pending_size > self._limit or (lines and len(lines[0]) > self._limit)):
+        self._lines.keep_last(lines)
+        if self._limit and lines and len(lines[0]) > self._limit:
             raise line_too_long(self._limit)
         return lines
-
-
-def line_too_long(limit: int, *, frame: bool = False) -> ResponseTooLarge:
-    what = "the data of one event" if frame else "a line"
-    return ResponseTooLarge(f"{what} in the response is longer than {size_text(limit)}")
-
-
-def size_text(limit: int) -> str:
-    """`16 MiB`, `512 KiB` or `100 bytes`: a cap as the user configured it."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if limit >= 1 << shift and limit % (1 << shift) == 0:
-            return f"{limit >> shift} {unit}"
-    return f"{limit} bytes"

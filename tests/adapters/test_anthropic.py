@@ -8,21 +8,17 @@ import pytest
 
 from codecompanion_py.adapters import call_handler, extend, resolve
 from codecompanion_py.adapters.request import build_request
-from codecompanion_py.client import HttpClient
-from codecompanion_py.demo.server import Reply, ScriptedServer
-from codecompanion_py.events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent
+from codecompanion_py.demo.server import Reply
+from codecompanion_py.events import ErrorEvent, ReasoningEvent, TokenEvent
 from codecompanion_py.messages import ImagePart, Message, ReasoningPart, TextPart, ToolResultPart, ToolSpec
-from codecompanion_py.stream.iterators import HttpStreamIterator, replay_body, replay_stream
+from codecompanion_py.stream.iterators import replay_body
+
+from ..streaming import ask, final_of, in_pieces
 
 
 @pytest.fixture
 def anthropic():
     return resolve("anthropic")
-
-
-def final_of(events):
-    assert isinstance(events[-1], FinalEvent), events[-1]
-    return events[-1]
 
 
 def test_thinking_then_text_with_signature_and_merged_usage(anthropic, fixture_bytes):
@@ -135,26 +131,15 @@ async def test_request_headers_body_and_extended_thinking(anthropic, monkeypatch
     assert "extended_thinking" not in body and "thinking_budget" not in body
 
 
-async def test_streams_over_real_http_and_401_names_the_variable(fixture_bytes, monkeypatch):
+async def test_streams_over_real_http_and_401_names_the_variable(fixture_bytes, monkeypatch, scripted_server, client):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret")
-    body = fixture_bytes("anthropic/thinking_streaming.txt")
-    crlf_tiny = [body.replace(b"\n", b"\r\n")[i : i + 11] for i in range(0, len(body) * 2, 11)]
-    server = ScriptedServer.sequence(
-        [
-            Reply(headers={"content-type": "text/event-stream"}, chunks=[c for c in crlf_tiny if c]),
-            Reply(status=401, chunks=[fixture_bytes("anthropic/error_401.json")]),
-        ]
+    crlf = fixture_bytes("anthropic/thinking_streaming.txt").replace(b"\n", b"\r\n")
+    server = await scripted_server(
+        in_pieces(crlf, 11), Reply(status=401, chunks=[fixture_bytes("anthropic/error_401.json")])
     )
-    await server.start()
-    client = HttpClient()
-    try:
-        adapter = extend("anthropic", {"url": server.url + "/v1/messages"})
-        events = await replay_stream(HttpStreamIterator(adapter, [Message.of("user", "hi")], client=client))
-        assert final_of(events).message.text == "Hello there! 👋"
-        assert json.loads(server.requests[0].body)["messages"][0]["role"] == "user"
-        errors = await replay_stream(HttpStreamIterator(adapter, [Message.of("user", "hi")], client=client))
-        assert "Anthropic rejected the API key (HTTP 401): invalid x-api-key" in errors[0].message
-        assert "ANTHROPIC_API_KEY" in errors[0].message and "sk-ant-secret" not in errors[0].message
-    finally:
-        await client.aclose()
-        await server.close()
+    adapter = extend("anthropic", {"url": server.url + "/v1/messages"})
+    assert final_of(await ask(adapter, client)).message.text == "Hello there! 👋"
+    assert json.loads(server.requests[0].body)["messages"][0]["role"] == "user"
+    errors = await ask(adapter, client)
+    assert "Anthropic rejected the API key (HTTP 401): invalid x-api-key" in errors[0].message
+    assert "ANTHROPIC_API_KEY" in errors[0].message and "sk-ant-secret" not in errors[0].message

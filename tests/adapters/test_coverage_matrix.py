@@ -1,8 +1,9 @@
 """Every adapter × every case, from fixtures written from each provider's documented wire
 format: text, tool calls (parallel), reasoning, usage, an error mid-stream and HTTP error
-bodies. Each fixture goes through the handlers (`replay_body`) and through a real HTTP
-server on 127.0.0.1, and `codecompanion-py replay` parses a streamed and a whole body for
-every adapter. `test_the_matrix_is_complete` fails when an adapter loses a case."""
+bodies, listed with what each must parse to in `coverage_matrix.json`. Each fixture goes
+through the handlers (`replay_body`) and through a real HTTP server on 127.0.0.1, and
+`codecompanion-py replay` parses a streamed and a whole body for every adapter.
+`test_the_matrix_is_complete` fails when an adapter loses a case."""
 
 from __future__ import annotations
 
@@ -18,11 +19,11 @@ import pytest
 
 from codecompanion_py import adapters, cli
 from codecompanion_py.adapters import resolve
-from codecompanion_py.client import HttpClient
-from codecompanion_py.demo.server import Reply, ScriptedServer
+from codecompanion_py.demo.server import Reply
 from codecompanion_py.events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent, ToolCallEvent, UsageEvent
-from codecompanion_py.messages import Message
-from codecompanion_py.stream.iterators import HttpStreamIterator, replay_body, replay_stream
+from codecompanion_py.stream.iterators import replay_body
+
+from ..streaming import ask, in_pieces
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -123,314 +124,18 @@ class Case(NamedTuple):
         return f"{self.adapter}:{self.fixture.split('/')[-1]}"
 
 
-WEATHER = "get_weather"
+# The cases and HTTP error bodies of each provider, with what each must parse to.
+MATRIX = json.loads((Path(__file__).parent / "coverage_matrix.json").read_text(encoding="utf-8"))["providers"]
 CASES = [
-    # --- Anthropic Messages
     Case(
-        "anthropic",
-        "anthropic/thinking_streaming.txt",
-        text="Hello there! 👋",
-        reasoning="The user wants a greeting. Keep it short.",
-        usage=(42, 30, 72),
-    ),
-    Case(
-        "anthropic",
-        "anthropic/tools_streaming.txt",
-        text="Checking both cities.",
-        calls=(
-            ("toolu_01NR", WEATHER, {"location": "London"}),
-            ("toolu_02XY", WEATHER, {"location": "Paris"}),
-            ("toolu_03NA", "list_files", {}),
-        ),
-        usage=(400, 65, 465),
-    ),
-    Case(
-        "anthropic",
-        "anthropic/tools_no_streaming.json",
-        text="Let me check.",
-        reasoning="Need the weather.",
-        calls=(("toolu_A", WEATHER, {"location": "Rome"}),),
-        usage=(50, 20, 70),
-    ),
-    Case("anthropic", "anthropic/error_streaming.txt", error="Overloaded (overloaded_error)", partial="Partial"),
-    # --- OpenAI Chat Completions
-    Case("openai", "openai/text_streaming.txt", text="The capital of France is Paris — café ☕.", usage=(14, 8, 22)),
-    Case(
-        "openai",
-        "openai/tools_streaming.txt",
-        calls=(
-            ("call_q2Uy", WEATHER, {"city": "London"}),
-            ("call_b51i", "get_time", {"zone": "UTC"}),
-            ("call_n0args", "list_files", {}),
-        ),
-        usage=(364, 40, 404),
-    ),
-    Case("openai", "openai/text_no_streaming.json", text="Hello! How can I help?", usage=(9, 7, 16)),
-    Case(
-        "openai",
-        "openai/tools_no_streaming.json",
-        calls=(("call_A", WEATHER, {"city": "Paris"}), ("call_B", WEATHER, {"city": "Rome"})),
-        usage=(50, 30, 80),
-    ),
-    Case("openai", "openai/error_streaming.txt", error="Token limit reached", partial="Partial answer"),
-    # --- OpenAI Responses
-    Case(
-        "openai_responses",
-        "openai_responses/reasoning_tools_streaming.txt",
-        text="Looking it up.",
-        reasoning="Need the capital lookup.",
-        calls=(("call_kL0P", "get_capital", {"country": "France"}), ("call_2", "get_time", {})),
-        usage=(40, 25, 65),
-    ),
-    Case(
-        "openai_responses",
-        "openai_responses/tools_no_streaming.json",
-        reasoning="Two lookups needed.",
-        calls=(("call_41", WEATHER, {"city": "Oslo"}), ("call_42", WEATHER, {"city": "Bergen"})),
-        usage=(60, 70, 130),
-    ),
-    Case(
-        "openai_responses",
-        "openai_responses/incomplete_no_streaming.json",
-        text="Cut sho",
-        usage=(5, 16, 21),
-        finish="length",
-    ),
-    Case(
-        "openai_responses",
-        "openai_responses/error_streaming.txt",
-        error="You exceeded your current quota.",
-        partial="Partial",
-    ),
-    # --- Gemini
-    Case(
-        "gemini",
-        "gemini/text_streaming.txt",
-        text="The capital of France is Paris.\n",
-        reasoning="Considering the question.",
-        usage=(13, 20, 33),
-    ),
-    Case(
-        "gemini",
-        "gemini/tools_streaming.txt",
-        calls=(
-            (None, WEATHER, {"city": "London"}),
-            (None, WEATHER, {"city": "Paris"}),
-            (None, "write_file", {"path": "a.py", "content": 'def f():\n    return "x"\n'}),
-        ),
-        usage=(29, 232, 261),
-    ),
-    Case("gemini", "gemini/text_no_streaming.json", text="Hi there", usage=(4, 2, 6)),
-    Case(
-        "gemini",
-        "gemini/tools_no_streaming.json",
-        calls=((None, WEATHER, {"city": "Lisbon"}), (None, WEATHER, {"city": "Porto"})),
-        usage=(40, 30, 70),
-    ),
-    Case(
-        "gemini",
-        "gemini/error_streaming.txt",
-        error="The model is overloaded. Please try again later. (UNAVAILABLE)",
-        partial="Partial",
-    ),
-    # --- Ollama (NDJSON)
-    Case("ollama", "ollama/text_streaming.ndjson", text="Dynamic", reasoning="Let me think.", usage=(577, 90, 667)),
-    Case(
-        "ollama",
-        "ollama/tools_streaming.ndjson",
-        calls=(
-            (None, "weather", {"location": "London, UK", "units": "celsius"}),
-            (None, "weather", {"location": "Paris, FR", "units": "fahrenheit"}),
-        ),
-        usage=(200, 30, 230),
-    ),
-    Case("ollama", "ollama/text_no_streaming.json", text="Hello! How are you today?", usage=(26, 298, 324)),
-    Case(
-        "ollama",
-        "ollama/error_streaming.ndjson",
-        error="an error was encountered while running the model: unexpected EOF",
-        partial="Part",
-    ),
-    # --- Mistral: whole tool calls in one chunk, thinking as typed content parts
-    Case("mistral", "mistral/text_streaming.txt", text="Bonjour ! Ça va ?", usage=(10, 8, 18)),
-    Case(
-        "mistral",
-        "mistral/tools_streaming.txt",
-        calls=(
-            ("D681PevKs", "retrieve_payment_status", {"transaction_id": "T1001"}),
-            ("K9wWdRy2m", "retrieve_payment_date", {"transaction_id": "T1001"}),
-        ),
-        usage=(167, 48, 215),
-    ),
-    Case(
-        "mistral",
-        "mistral/reasoning_streaming.txt",
-        text="The answer is 4.",
-        reasoning="Simple arithmetic: 2+2=4.",
-        usage=(12, 28, 40),
-    ),
-    Case("mistral", "mistral/text_no_streaming.json", text="Bonjour !", usage=(9, 4, 13)),
-    Case(
-        "mistral",
-        "mistral/error_streaming.txt",
-        error="Service tier capacity exceeded for this model.",
-        partial="Partial",
-    ),
-    # --- DeepSeek: reasoning_content, keep-alive comments, usage in the finishing chunk
-    Case(
-        "deepseek",
-        "deepseek/reasoning_streaming.txt",
-        text="9.8 is greater.",
-        reasoning="9.11 vs 9.8: compare tenths, 1 < 8.",
-        usage=(15, 48, 63),
-    ),
-    Case(
-        "deepseek",
-        "deepseek/tools_streaming.txt",
-        calls=(
-            ("call_0_8a0c2d6e-9f7c-4a27-9d58-0d7f8c1b2a11", WEATHER, {"location": "Hangzhou"}),
-            ("call_1_5b3f7e0a-2c4d-4e6f-8a9b-0c1d2e3f4a5b", WEATHER, {"location": "Beijing"}),
-        ),
-        usage=(120, 38, 158),
-    ),
-    Case(
-        "deepseek",
-        "deepseek/reasoning_no_streaming.json",
-        text="9.8 is greater.",
-        reasoning="Compare tenths: 1 < 8.",
-        usage=(15, 30, 45),
-    ),
-    Case(
-        "deepseek", "deepseek/error_streaming.txt", error="Server overloaded, please retry shortly", partial="Partial"
-    ),
-    # --- OpenRouter: processing comments, `reasoning`, usage chunk with no choices, documented error event
-    Case(
-        "openrouter",
-        "openrouter/reasoning_streaming.txt",
-        text="Hi there!",
-        reasoning="Greeting; reply warmly.",
-        usage=(13, 16, 29),
-    ),
-    Case(
-        "openrouter",
-        "openrouter/tools_streaming.txt",
-        calls=(("call_Xy12", "read_file", {"path": "a.py"}), ("call_Zw34", "read_file", {"path": "b.py"})),
-        usage=(80, 36, 116),
-    ),
-    Case("openrouter", "openrouter/text_no_streaming.json", text="Routed hello.", usage=(11, 4, 15)),
-    Case("openrouter", "openrouter/error_streaming.txt", error="Provider disconnected unexpectedly", partial="Partial"),
-    # --- Azure OpenAI: a first chunk with no choices (prompt filter results)
-    Case("azure_openai", "azure_openai/text_streaming.txt", text="Hello from Azure.", usage=(12, 5, 17)),
-    Case(
-        "azure_openai",
-        "azure_openai/tools_streaming.txt",
-        calls=(("call_az1", WEATHER, {"city": "Seattle"}), ("call_az2", WEATHER, {"city": "Dublin"})),
-        usage=(90, 44, 134),
-    ),
-    Case("azure_openai", "azure_openai/text_no_streaming.json", text="Hello from Azure.", usage=(12, 5, 17)),
-    Case(
-        "azure_openai",
-        "azure_openai/error_streaming.txt",
-        error="The server had an error processing your request. Sorry about that!",
-        partial="Partial",
-    ),
-    # --- GitHub Models
-    Case("githubmodels", "githubmodels/text_streaming.txt", text="Hello from GitHub Models.", usage=(10, 6, 16)),
-    Case(
-        "githubmodels",
-        "githubmodels/tools_streaming.txt",
-        calls=(("call_gh1", "search_code", {"query": "def main"}), ("call_gh2", "list_files", {})),
-        usage=(70, 30, 100),
-    ),
-    Case("githubmodels", "githubmodels/text_no_streaming.json", text="Hello from GitHub Models.", usage=(10, 6, 16)),
-    Case(
-        "githubmodels",
-        "githubmodels/error_streaming.txt",
-        error="The model produced an invalid response. Please try again.",
-        partial="Partial",
-    ),
-    # --- xAI: reasoning_content (grok-3-mini), whole function calls in one chunk
-    Case(
-        "xai",
-        "xai/reasoning_streaming.txt",
-        text="101 × 3 = 303",
-        reasoning="The user asks 101*3 = 303.",
-        usage=(14, 7, 341),
-    ),
-    Case(
-        "xai",
-        "xai/tools_streaming.txt",
-        calls=(
-            ("call_53167418", "get_temperature", {"location": "San Francisco", "unit": "celsius"}),
-            ("call_53167419", "get_ceiling", {"location": "San Francisco"}),
-        ),
-        usage=(300, 60, 360),
-    ),
-    Case("xai", "xai/text_no_streaming.json", text="Hi, I'm Grok.", usage=(9, 6, 200)),
-    Case("xai", "xai/error_streaming.txt", error="The service is currently unavailable", partial="Partial"),
-    # --- Hugging Face router (and TGI's string error events)
-    Case("huggingface", "huggingface/text_streaming.txt", text="Hello from the router.", usage=(17, 6, 23)),
-    Case(
-        "huggingface",
-        "huggingface/tools_streaming.txt",
-        calls=(("call_hf_a", "grep", {"pattern": "TODO"}), ("call_hf_b", "grep", {"pattern": "FIXME"})),
-        usage=(150, 40, 190),
-    ),
-    Case(
-        "huggingface",
-        "huggingface/reasoning_streaming.txt",
-        text="Yes.",
-        reasoning="Think about it: yes.",
-        usage=(8, 12, 20),
-    ),
-    Case("huggingface", "huggingface/text_no_streaming.json", text="Hello from the router.", usage=(17, 6, 23)),
-    Case(
-        "huggingface",
-        "huggingface/error_streaming.txt",
-        error="Request failed during generation: Server error: CUDA out of memory",
-        partial="Partial",
-    ),
-    # --- Novita
-    Case("novita", "novita/text_streaming.txt", text="Hello from Novita.", usage=(10, 5, 15)),
-    Case(
-        "novita",
-        "novita/tools_streaming.txt",
-        calls=(("call_nv_1", WEATHER, {"city": "Tokyo"}), ("call_nv_2", WEATHER, {"city": "Osaka"})),
-        usage=(140, 36, 176),
-    ),
-    Case(
-        "novita",
-        "novita/reasoning_streaming.txt",
-        text="Sure.",
-        reasoning="Short question, short answer.",
-        usage=(6, 14, 20),
-    ),
-    Case("novita", "novita/text_no_streaming.json", text="Hello from Novita.", usage=(10, 5, 15)),
-    Case("novita", "novita/error_streaming.txt", error="backend timeout", partial="Partial"),
-    # --- Kimi: `functions.name:N` ids, usage inside the finishing choice
-    Case(
-        "kimi",
-        "kimi/reasoning_streaming.txt",
-        text="你好! Hello.",
-        reasoning="The user greets me; answer briefly.",
-        usage=(19, 13, 32),
-    ),
-    Case(
-        "kimi",
-        "kimi/tools_streaming.txt",
-        calls=(
-            ("functions.get_weather:0", WEATHER, {"city": "Beijing"}),
-            ("functions.get_time:1", "get_time", {"zone": "Asia/Shanghai"}),
-        ),
-        usage=(200, 41, 241),
-    ),
-    Case("kimi", "kimi/text_no_streaming.json", text="1+1 = 2.", usage=(20, 7, 27)),
-    Case(
-        "kimi",
-        "kimi/error_streaming.txt",
-        error="The engine is currently overloaded, please try again later",
-        partial="Partial",
-    ),
+        adapter,
+        entry["fixture"],
+        **{k: v for k, v in entry.items() if k not in ("fixture", "calls", "usage")},
+        calls=tuple((call_id, name, arguments) for call_id, name, arguments in entry.get("calls", ())),
+        usage=tuple(entry["usage"]) if "usage" in entry else None,
+    )
+    for adapter, provider in MATRIX.items()
+    for entry in provider["cases"]
 ]
 
 
@@ -479,29 +184,6 @@ def test_through_the_handlers(case):
 
 
 @pytest.fixture
-async def client():
-    # No retries: these tests check what each error says; tests/reliability tests retrying.
-    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
-    yield http
-    await http.aclose()
-
-
-@pytest.fixture
-async def serve():
-    servers: list[ScriptedServer] = []
-
-    async def start(*replies: Reply) -> ScriptedServer:
-        server = ScriptedServer.sequence(list(replies))
-        await server.start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        await server.close()
-
-
-@pytest.fixture
 def point_at(monkeypatch, tmp_path):
     """An adapter as its user configures it (key in its environment variable, or from a
     `gh` on PATH for GitHub Models), sending to the local server through its real URL template."""
@@ -534,20 +216,10 @@ def point_at(monkeypatch, tmp_path):
 
 
 def reply_for(fixture: str, status: int = 200, size: int = 23, headers: dict[str, str] | None = None) -> Reply:
-    body = (FIXTURES / fixture).read_bytes()
     kind = {".txt": "text/event-stream", ".ndjson": "application/x-ndjson"}.get(
         Path(fixture).suffix, "application/json"
     )
-    # Small network chunks that split frames, lines and UTF-8 sequences anywhere.
-    return Reply(
-        status=status,
-        headers={"content-type": kind, **(headers or {})},
-        chunks=[body[i : i + size] for i in range(0, len(body), size)],
-    )
-
-
-async def ask(adapter, client) -> list[Any]:
-    return await replay_stream(HttpStreamIterator(adapter, [Message.of("user", "hi")], client=client))
+    return in_pieces((FIXTURES / fixture).read_bytes(), size, kind, status=status, headers=headers or {})
 
 
 def check_sent(name: str, request, *, streamed: bool) -> None:
@@ -577,8 +249,8 @@ def check_sent(name: str, request, *, streamed: bool) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-async def test_through_a_real_server(case, serve, client, point_at):
-    server = await serve(reply_for(case.fixture, size=7 if case.adapter == "kimi" else 23))
+async def test_through_a_real_server(case, scripted_server, client, point_at):
+    server = await scripted_server(reply_for(case.fixture, size=7 if case.adapter == "kimi" else 23))
     events = await ask(point_at(case.adapter, server.url, stream=case.streamed), client)
     check(case, events)
     check_sent(case.adapter, server.requests[0], streamed=case.streamed)
@@ -587,201 +259,19 @@ async def test_through_a_real_server(case, serve, client, point_at):
 # --- 3. HTTP error bodies: each provider's own, and every status in its shape --------
 
 HTTP_ERRORS = [  # (adapter, fixture, status, the whole message, error kind)
-    (
-        "anthropic",
-        "anthropic/error_401.json",
-        401,
-        "Anthropic rejected the API key (HTTP 401): invalid x-api-key; check the ANTHROPIC_API_KEY environment variable",
-        "AuthenticationError",
-    ),
-    (
-        "anthropic",
-        "anthropic/error_413.json",
-        413,
-        "Anthropic: request too large (HTTP 413): Request exceeds the maximum allowed number of bytes; the conversation "
-        "or its attachments are too large: remove some context or start a new chat",
-        "HTTPStatusError",
-    ),
-    (
-        "anthropic",
-        "anthropic/error_529.json",
-        529,
-        "Anthropic: overloaded (HTTP 529): Overloaded; this is on the provider's side: try again later",
-        "HTTPStatusError",
-    ),
-    (
-        "openai",
-        "openai/error_401.json",
-        401,
-        "OpenAI rejected the API key (HTTP 401): Incorrect API key provided: sk-abc***xyz. You can find your API key at "
-        "https://platform.openai.com/account/api-keys; check the OPENAI_API_KEY environment variable",
-        "AuthenticationError",
-    ),
-    (
-        "openai",
-        "openai/error_429.json",
-        429,
-        "OpenAI: rate limited (HTTP 429): Rate limit reached for gpt-4.1 in organization org-abc on tokens per min (TPM): "
-        "Limit 30000, Used 29000, Requested 2000. Please try again in 2s; retry after 2s",
-        "RateLimitError",
-    ),
-    (
-        "openai_responses",
-        "openai_responses/error_400.json",
-        400,
-        "OpenAI Responses: bad request (HTTP 400): Unsupported parameter: 'temperature' is not supported with this model.",
-        "HTTPStatusError",
-    ),
-    (
-        "gemini",
-        "gemini/error_404.json",
-        404,
-        "Gemini: not found (HTTP 404): models/nonexistent-model is not found for API version v1beta, or is not supported "
-        "for generateContent; check the model name 'gemini-2.5-flash' and the URL "
-        "{url}/v1beta/models/gemini-2.5-flash:streamGenerateContent",
-        "HTTPStatusError",
-    ),
-    (
-        "gemini",
-        "gemini/error_400_key.json",
-        400,  # Gemini answers a bad key with 400
-        "Gemini rejected the API key (HTTP 400): API key not valid. Please pass a valid API key. (API_KEY_INVALID); "
-        "check the GEMINI_API_KEY environment variable",
-        "AuthenticationError",
-    ),
-    (
-        "gemini",
-        "gemini/error_429.json",
-        429,  # the delay is in a RetryInfo detail, not a Retry-After header
-        "Gemini: rate limited (HTTP 429): You exceeded your current quota, please check your plan and billing details. "
-        "(retry in 34s)",
-        "RateLimitError",
-    ),
-    (
-        "ollama",
-        "ollama/error_404.json",
-        404,
-        "Ollama: not found (HTTP 404): model \"nope\" not found, try pulling it first; check the model name 'llama3.1' "
-        "and the URL {url}/api/chat",
-        "HTTPStatusError",
-    ),
-    (
-        "ollama",
-        "ollama/error_400.json",
-        400,
-        "Ollama: bad request (HTTP 400): registry.ollama.ai/library/llama3.1:latest does not support tools",
-        "HTTPStatusError",
-    ),
-    (
-        "mistral",
-        "mistral/error_401.json",
-        401,
-        "Mistral rejected the API key (HTTP 401): Unauthorized; check the MISTRAL_API_KEY environment variable",
-        "AuthenticationError",
-    ),
-    (
-        "mistral",
-        "mistral/error_422.json",
-        422,
-        "Mistral: invalid parameters (HTTP 422): messages: Field required",
-        "HTTPStatusError",
-    ),
-    (
-        "deepseek",
-        "deepseek/error_402.json",
-        402,
-        "DeepSeek: payment required (HTTP 402): Insufficient Balance; check the credits or balance of the DeepSeek account",
-        "HTTPStatusError",
-    ),
-    (
-        "openrouter",
-        "openrouter/error_429.json",
-        429,  # the upstream provider's error, not just "Provider returned error"
-        "OpenRouter: rate limited (HTTP 429): Provider returned error (Venice: qwen/qwen3-coder:free is temporarily "
-        "rate-limited upstream. Please retry shortly.)",
-        "RateLimitError",
-    ),
-    (
-        "openrouter",
-        "openrouter/error_402.json",
-        402,
-        "OpenRouter: payment required (HTTP 402): Insufficient credits. Add more using "
-        "https://openrouter.ai/settings/credits; check the credits or balance of the OpenRouter account",
-        "HTTPStatusError",
-    ),
-    (
-        "azure_openai",
-        "azure_openai/error_404.json",
-        404,
-        "Azure OpenAI: not found (HTTP 404): The API deployment for this resource does not exist. If you created the "
-        "deployment within the last 5 minutes, please wait a moment and try again; check the model name 'gpt-4.1' and "
-        "the URL {url}/openai/deployments/gpt-4.1/chat/completions",
-        "HTTPStatusError",
-    ),
-    (
-        "azure_openai",
-        "azure_openai/error_401.json",
-        401,
-        "Azure OpenAI rejected the API key (HTTP 401): Access denied due to invalid subscription key or wrong API "
-        "endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint "
-        "for your resource; check the AZURE_OPENAI_API_KEY environment variable",
-        "AuthenticationError",
-    ),
-    (
-        "githubmodels",
-        "githubmodels/error_401.json",
-        401,
-        "GitHub Models rejected the API key (HTTP 401): Bad credentials; check the GitHub CLI login (`gh auth token`; "
-        "run `gh auth login`)",
-        "AuthenticationError",
-    ),
-    (
-        "githubmodels",
-        "githubmodels/error_429.json",
-        429,
-        "GitHub Models: rate limited (HTTP 429): Rate limit of 15 per 60s exceeded for UserByModelByMinute. Please wait "
-        "42 seconds before retrying; retry after 42s",
-        "RateLimitError",
-    ),
-    (
-        "xai",
-        "xai/error_400.json",
-        400,  # xAI answers a bad key with 400
-        "xAI rejected the API key (HTTP 400): Incorrect API key provided: xa***ys. You can obtain an API key from "
-        "https://console.x.ai; check the XAI_API_KEY environment variable",
-        "AuthenticationError",
-    ),
-    (
-        "huggingface",
-        "huggingface/error_401.json",
-        401,
-        "Hugging Face rejected the API key (HTTP 401): Invalid credentials in Authorization header; check the "
-        "HUGGINGFACE_API_KEY environment variable",
-        "AuthenticationError",
-    ),
-    (
-        "novita",
-        "novita/error_403.json",
-        403,
-        "Novita refused access (HTTP 403): This API key is not allowed to use the model deepseek/deepseek-v3.1; check "
-        "the NOVITA_API_KEY environment variable and that it may use this model",
-        "AuthenticationError",
-    ),
-    (
-        "kimi",
-        "kimi/error_401.json",
-        401,
-        "Kimi rejected the API key (HTTP 401): Invalid Authentication; check the MOONSHOT_API_KEY environment variable",
-        "AuthenticationError",
-    ),
+    (adapter, error["fixture"], error["status"], error["message"], error["kind"])
+    for adapter, provider in MATRIX.items()
+    for error in provider["http_errors"]
 ]
 RETRY_AFTER = {"openai/error_429.json": "2", "githubmodels/error_429.json": "42"}
 
 
 @pytest.mark.parametrize("adapter, fixture, status, expected, kind", HTTP_ERRORS, ids=[e[1] for e in HTTP_ERRORS])
-async def test_provider_error_bodies_over_http(adapter, fixture, status, expected, kind, serve, client, point_at):
+async def test_provider_error_bodies_over_http(
+    adapter, fixture, status, expected, kind, scripted_server, client, point_at
+):
     retry = RETRY_AFTER.get(fixture)
-    server = await serve(reply_for(fixture, status, headers={"retry-after": retry} if retry else None))
+    server = await scripted_server(reply_for(fixture, status, headers={"retry-after": retry} if retry else None))
     events = await ask(point_at(adapter, server.url), client)
     assert len(events) == 1 and isinstance(events[0], ErrorEvent)
     assert events[0].message == expected.format(url=server.url)
@@ -789,32 +279,25 @@ async def test_provider_error_bodies_over_http(adapter, fixture, status, expecte
     assert key_for(adapter) not in events[0].message
 
 
+ERROR_TYPES = {  # status: (Anthropic's error type, Gemini's status)
+    400: ("invalid_request_error", "INVALID_ARGUMENT"),
+    401: ("authentication_error", "UNAUTHENTICATED"),
+    403: ("permission_error", "PERMISSION_DENIED"),
+    404: ("not_found_error", "NOT_FOUND"),
+    413: ("request_too_large", "INVALID_ARGUMENT"),
+    429: ("rate_limit_error", "RESOURCE_EXHAUSTED"),
+    500: ("api_error", "INTERNAL"),
+    503: ("api_error", "UNAVAILABLE"),
+}
+
+
 def native_error(adapter: str, status: int, message: str) -> dict[str, Any]:
     """An error body in the shape each provider documents."""
     if adapter == "anthropic":
-        kinds = {
-            400: "invalid_request_error",
-            401: "authentication_error",
-            403: "permission_error",
-            404: "not_found_error",
-            413: "request_too_large",
-            429: "rate_limit_error",
-            500: "api_error",
-            503: "api_error",
-        }
-        return {"type": "error", "error": {"type": kinds[status], "message": message}, "request_id": "req_01"}
+        kind = ERROR_TYPES[status][0]
+        return {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_01"}
     if adapter == "gemini":
-        kinds = {
-            400: "INVALID_ARGUMENT",
-            401: "UNAUTHENTICATED",
-            403: "PERMISSION_DENIED",
-            404: "NOT_FOUND",
-            413: "INVALID_ARGUMENT",
-            429: "RESOURCE_EXHAUSTED",
-            500: "INTERNAL",
-            503: "UNAVAILABLE",
-        }
-        return {"error": {"code": status, "message": message, "status": kinds[status]}}
+        return {"error": {"code": status, "message": message, "status": ERROR_TYPES[status][1]}}
     if adapter in ("ollama", "huggingface"):
         return {"error": message}
     if adapter == "mistral":
@@ -864,7 +347,7 @@ def expected_wording(adapter: str, status: int, detail: str, url: str) -> str:
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)
-async def test_every_status_has_a_clear_provider_specific_message(adapter, serve, client, point_at):
+async def test_every_status_has_a_clear_provider_specific_message(adapter, scripted_server, client, point_at):
     """400/401/403/404/413/429/5xx for each provider, over HTTP, in the provider's own error
     shape: the provider, what the status means, its message, what to check; a key the
     server echoes back is masked, and no key ever appears."""
@@ -880,7 +363,7 @@ async def test_every_status_has_a_clear_provider_specific_message(adapter, serve
         )
         for s in STATUSES
     ]
-    server = await serve(*replies)
+    server = await scripted_server(*replies)
     kinds = {401: "AuthenticationError", 403: "AuthenticationError", 429: "RateLimitError"}
     for status in STATUSES:
         events = await ask(point_at(adapter, server.url), client)
@@ -891,12 +374,12 @@ async def test_every_status_has_a_clear_provider_specific_message(adapter, serve
         assert key not in events[0].message
 
 
-async def test_an_unset_key_is_named_as_unset_and_html_pages_are_summarised(serve, client, monkeypatch):
+async def test_an_unset_key_is_named_as_unset_and_html_pages_are_summarised(scripted_server, client, monkeypatch):
     """openai_compatible sends no key when its variable is unset: a 401 says which variable
     to set; a gateway's HTML error page becomes its title, not markup."""
     monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
     page = b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body><h1>nginx</h1></body></html>"
-    server = await serve(
+    server = await scripted_server(
         Reply(status=401, chunks=[b'{"error":{"message":"Missing Authentication header"}}']),
         Reply(status=502, headers={"content-type": "text/html"}, chunks=[page]),
     )
@@ -918,21 +401,10 @@ async def test_an_unset_key_is_named_as_unset_and_html_pages_are_summarised(serv
 CONCATENATED = FIXTURES / "openai/concatenated_args_streaming.txt"
 
 
-@pytest.mark.parametrize(
-    "adapter",
-    [
-        "openai",
-        "mistral",
-        "deepseek",
-        "openrouter",
-        "azure_openai",
-        "githubmodels",
-        "xai",
-        "huggingface",
-        "novita",
-        "kimi",
-    ],
-)
+OWN_WIRE = ("anthropic", "openai_responses", "gemini", "ollama")  # the rest speak OpenAI's Chat Completions
+
+
+@pytest.mark.parametrize("adapter", [a for a in ADAPTERS if a not in OWN_WIRE])
 def test_concatenated_arguments_are_split_for_every_openai_wire_provider(adapter):
     final = replay_body(resolve(adapter), CONCATENATED.read_bytes())[-1]
     assert isinstance(final, FinalEvent), final

@@ -6,17 +6,12 @@ import msgspec
 from codecompanion_py.adapters import call_handler, extend, resolve
 from codecompanion_py.adapters.http.gemini import unescape_gemini_content
 from codecompanion_py.adapters.request import build_request
-from codecompanion_py.client import HttpClient
-from codecompanion_py.demo.server import Reply, ScriptedServer
-from codecompanion_py.events import FinalEvent, ReasoningEvent, TokenEvent
+from codecompanion_py.demo.server import Reply
+from codecompanion_py.events import ReasoningEvent, TokenEvent
 from codecompanion_py.messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec
-from codecompanion_py.stream.iterators import HttpStreamIterator, replay_body, replay_stream
+from codecompanion_py.stream.iterators import replay_body
 
-
-def final_of(events):
-    assert isinstance(events[-1], FinalEvent), events[-1]
-    return events[-1]
-
+from ..streaming import ask, final_of, in_pieces
 
 # --- Gemini ---------------------------------------------------------------------------
 
@@ -155,50 +150,22 @@ def test_ollama_history_round_trip():
     ]
 
 
-async def test_ollama_over_real_http_with_ollama_host(fixture_bytes, monkeypatch):
-    body = fixture_bytes("ollama/text_streaming.ndjson")
-    server = ScriptedServer.sequence(
-        [
-            Reply(
-                headers={"content-type": "application/x-ndjson"},
-                chunks=[body[i : i + 9] for i in range(0, len(body), 9)],
-            ),
-            Reply(status=404, chunks=[fixture_bytes("ollama/error_404.json")]),
-        ]
+async def test_ollama_over_real_http_with_ollama_host(fixture_bytes, monkeypatch, scripted_server, client):
+    server = await scripted_server(
+        in_pieces(fixture_bytes("ollama/text_streaming.ndjson"), 9, "application/x-ndjson"),
+        Reply(status=404, chunks=[fixture_bytes("ollama/error_404.json")]),
     )
-    await server.start()
     monkeypatch.setenv("OLLAMA_HOST", server.url.removeprefix("http://"))  # host:port, as Ollama allows
-    client = HttpClient()
-    try:
-        events = await replay_stream(HttpStreamIterator(resolve("ollama"), [Message.of("user", "hi")], client=client))
-        assert final_of(events).message.text == "Dynamic"
-        sent = server.requests[0]
-        assert sent.path == "/api/chat" and sent.json()["stream"] is True and sent.json()["model"] == "llama3.1"
-        missing = await replay_stream(HttpStreamIterator(resolve("ollama"), [Message.of("user", "hi")], client=client))
-        assert 'not found (HTTP 404): model "nope" not found' in missing[0].message
-    finally:
-        await client.aclose()
-        await server.close()
+    assert final_of(await ask(resolve("ollama"), client)).message.text == "Dynamic"
+    sent = server.requests[0]
+    assert sent.path == "/api/chat" and sent.json()["stream"] is True and sent.json()["model"] == "llama3.1"
+    missing = await ask(resolve("ollama"), client)
+    assert 'not found (HTTP 404): model "nope" not found' in missing[0].message
 
 
-async def test_gemini_over_real_http(fixture_bytes, monkeypatch):
+async def test_gemini_over_real_http(fixture_bytes, monkeypatch, scripted_server, client):
     monkeypatch.setenv("GEMINI_API_KEY", "k")
-    body = fixture_bytes("gemini/text_streaming.txt")
-    server = ScriptedServer.sequence(
-        [
-            Reply(
-                headers={"content-type": "text/event-stream"},
-                chunks=[body[i : i + 13] for i in range(0, len(body), 13)],
-            )
-        ]
-    )
-    await server.start()
-    client = HttpClient()
-    try:
-        adapter = extend("gemini", {"url": server.url + "/v1beta/models/${model}:${method}"})
-        events = await replay_stream(HttpStreamIterator(adapter, [Message.of("user", "hi")], client=client))
-        assert final_of(events).message.text == "The capital of France is Paris.\n"
-        assert server.requests[0].path == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
-    finally:
-        await client.aclose()
-        await server.close()
+    server = await scripted_server(in_pieces(fixture_bytes("gemini/text_streaming.txt"), 13))
+    adapter = extend("gemini", {"url": server.url + "/v1beta/models/${model}:${method}"})
+    assert final_of(await ask(adapter, client)).message.text == "The capital of France is Paris.\n"
+    assert server.requests[0].path == "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"

@@ -5,11 +5,11 @@ import pytest
 
 from codecompanion_py.adapters import call_handler, extend, resolve
 from codecompanion_py.adapters.request import build_request
-from codecompanion_py.client import HttpClient
-from codecompanion_py.demo.server import Reply, ScriptedServer
 from codecompanion_py.events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent
 from codecompanion_py.messages import ImagePart, Message, TextPart, ToolResultPart, ToolSpec
-from codecompanion_py.stream.iterators import HttpStreamIterator, replay_body, replay_stream
+from codecompanion_py.stream.iterators import replay_body
+
+from ..streaming import ask, in_pieces
 
 
 @pytest.fixture
@@ -93,24 +93,9 @@ async def test_request_asks_for_encrypted_reasoning_and_streams(responses, monke
     assert body["stream"] is True
 
 
-async def test_over_real_http(fixture_bytes, monkeypatch):
+async def test_over_real_http(fixture_bytes, monkeypatch, scripted_server, client):
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-    body = fixture_bytes("openai_responses/reasoning_tools_streaming.txt")
-    server = ScriptedServer.sequence(
-        [
-            Reply(
-                headers={"content-type": "text/event-stream"},
-                chunks=[body[i : i + 50] for i in range(0, len(body), 50)],
-            )
-        ]
-    )
-    await server.start()
-    client = HttpClient()
-    try:
-        adapter = extend("openai_responses", {"url": server.url + "/v1/responses"})
-        events = await replay_stream(HttpStreamIterator(adapter, [Message.of("user", "hi")], client=client))
-        assert events[-1].message.tool_calls[0].id == "call_kL0P"
-        assert server.requests[0].path == "/v1/responses"
-    finally:
-        await client.aclose()
-        await server.close()
+    server = await scripted_server(in_pieces(fixture_bytes("openai_responses/reasoning_tools_streaming.txt"), 50))
+    events = await ask(extend("openai_responses", {"url": server.url + "/v1/responses"}), client)
+    assert events[-1].message.tool_calls[0].id == "call_kL0P"
+    assert server.requests[0].path == "/v1/responses"

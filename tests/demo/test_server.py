@@ -14,14 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from codecompanion_py.demo.server import (
-    Reply,
-    ScriptedServer,
-    ServerThread,
-    json_reply,
-    openai_stream_frames,
-    sse_reply,
-)
+from codecompanion_py.demo.bench_server import openai_stream_frames
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, json_reply, sse_reply
 from tests.waiting import async_wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -310,7 +304,7 @@ def test_server_thread_serves_sync_callers():
 def test_bench_cli_serves_an_openai_stream():
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # READY must be flushed by itself
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codecompanion_py.demo.server", "--bench-chunks", "25"],
+        [sys.executable, "-m", "codecompanion_py.demo.bench_server", "--bench-chunks", "25"],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,

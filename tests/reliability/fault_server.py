@@ -16,7 +16,7 @@ for 64 MiB without holding it), and a write loop stops as soon as the client lea
 `sent` counts the body bytes each reply got out, so a test can see that a reader gave up.
 
 `FaultServer` has `start()`/`close()` like the demo's `ScriptedServer`, so `ServerThread`
-runs it on its own loop for synchronous tests (the CLI).
+runs it on its own loop for synchronous tests (the CLI); it records the same `Request`s.
 """
 
 from __future__ import annotations
@@ -30,19 +30,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from codecompanion_py.demo.connection import Request, stop_serving
+
 HOST = "127.0.0.1"
 _HEAD_LIMIT = 64 * 1024
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    headers: dict[str, str]  # lower-cased names
-    body: bytes
-
-    def json(self) -> Any:
-        return json.loads(self.body) if self.body else None
 
 
 @dataclass
@@ -116,13 +107,7 @@ class FaultServer:
         if self._server is None:
             return
         server, self._server = self._server, None
-        server.close()
-        current = asyncio.current_task()
-        tasks = [t for t in self._tasks if t is not current]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await server.wait_closed()
+        await stop_serving(server, self._tasks)
 
     async def __aenter__(self) -> FaultServer:
         await self.start()

@@ -266,21 +266,10 @@ async def test_an_http_server_that_never_answers_the_end_of_its_session_does_not
     """Stopping an HTTP server ends its session with a DELETE, which had no time limit: a
     server that never answered it held up whatever stopped it (closing, a restart) for good."""
 
-    async def respond(request):
-        if request.method == "DELETE":
-            await asyncio.Event().wait()  # never answered
-        if request.method != "POST":
-            return Reply(status=405)
-        message = request.json()
-        if "id" not in message:
-            return Reply(status=202)
-        if message["method"] == "initialize":
-            reply = json_answer(message["id"], {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}})
-            reply.headers["mcp-session-id"] = "s-1"
-            return reply
-        return json_answer(message["id"], {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
+    async def never_answered(request):
+        await asyncio.Event().wait()
 
-    local = ScriptedServer(respond)
+    local = http_mcp(None, session="s-1", on_delete=never_answered)
     await local.start()
     servers = McpServers({"servers": {"web": {"url": f"{local.url}/mcp"}}})
     try:

@@ -16,7 +16,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from codecompanion_py.adapters import extend
 from codecompanion_py.chat.session import ChatSession
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread
@@ -25,12 +24,12 @@ from codecompanion_py.events import ErrorEvent
 from codecompanion_py.mcp.client import McpServer
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.tools.registry import ToolSettings
-from codecompanion_py.tools.workspace import Workspace
 from tests.e2e.conftest import editor, nvim_home  # noqa: F401 (the real Neovim fixtures)
 from tests.e2e.test_mcp import setup, tool_messages
 from tests.e2e.test_tools import text_reply, tool_call_reply
 from tests.tools.test_orchestrator import call, orchestrator
 
+from ..streaming import chat_at
 from .fault_server import Fault, FaultServer
 from .test_hostile_input import Editor, Recorder
 from .test_secrets import ask, openai_at
@@ -58,10 +57,14 @@ def json_answer(message_id, result) -> Reply:
     return Reply(headers={"content-type": "application/json"}, chunks=[body])
 
 
-def http_mcp(on_call, instructions: str = ""):
-    """A streamable-HTTP MCP server: one tool `t`, each call answered by on_call(request)."""
+def http_mcp(on_call, instructions: str = "", *, session: str = "", on_delete=None):
+    """A streamable-HTTP MCP server: one tool `t`, each call answered by on_call(request);
+    `session` is the mcp-session-id it hands out, `on_delete(request)` answers the DELETE
+    that ends a session (a 405 without it)."""
 
-    def respond(request):
+    async def respond(request):
+        if request.method == "DELETE" and on_delete is not None:
+            return await on_delete(request)
         if request.method != "POST":
             return Reply(status=405)
         message = request.json()
@@ -69,7 +72,10 @@ def http_mcp(on_call, instructions: str = ""):
             return Reply(status=202)
         if message["method"] == "initialize":
             result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}}
-            return json_answer(message["id"], {**result, **({"instructions": instructions} if instructions else {})})
+            reply = json_answer(message["id"], {**result, **({"instructions": instructions} if instructions else {})})
+            if session:
+                reply.headers["mcp-session-id"] = session
+            return reply
         if message["method"] == "tools/list":
             return json_answer(message["id"], {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
         return on_call(request, message)
@@ -85,37 +91,32 @@ def secret_free(text: str, secret: str) -> bool:
 # --- 1. secrets ------------------------------------------------------------------------------
 
 
-async def test_a_provider_error_cut_inside_the_key_shows_no_part_of_it(monkeypatch):
+async def error_for_a_body_around_the_cut(client, status: int, content_type: str, before: str) -> ErrorEvent:
+    """What the user is shown for a body that holds the key across its 300th character."""
+    body = (before + KEY + " and more").encode()
+    assert body.index(KEY.encode()) < 300 < body.index(KEY.encode()) + len(KEY)
+    fault = Fault(status=status, headers={"content-type": content_type}, body=[body], framing="length")
+    async with FaultServer.sequence(fault) as server:
+        got = await ask(openai_at(server.url), client)
+    assert isinstance(got[-1], ErrorEvent), got[-1]
+    return got[-1]
+
+
+async def test_a_provider_error_cut_inside_the_key_shows_no_part_of_it(monkeypatch, client):
     """A plain-text 404 body echoing the key, the key across the 300-character cut."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    body = ("no such route; you sent " + "." * 260 + KEY + " and more").encode()
-    assert body.index(KEY.encode()) < 300 < body.index(KEY.encode()) + len(KEY)
-    fault = Fault(status=404, headers={"content-type": "text/plain"}, body=[body], framing="length")
-    client = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
-    try:
-        async with FaultServer.sequence(fault) as server:
-            got = await ask(openai_at(server.url), client)
-    finally:
-        await client.aclose()
-    assert isinstance(got[-1], ErrorEvent) and "HTTP 404" in got[-1].message
-    assert secret_free(got[-1].message, KEY), got[-1].message
+    error = await error_for_a_body_around_the_cut(client, 404, "text/plain", "no such route; you sent " + "." * 260)
+    assert "HTTP 404" in error.message
+    assert secret_free(error.message, KEY), error.message
 
 
-async def test_an_answer_that_is_no_stream_cut_inside_the_key_shows_no_part_of_it(monkeypatch):
+async def test_an_answer_that_is_no_stream_cut_inside_the_key_shows_no_part_of_it(monkeypatch, client):
     """A 200 that is broken JSON, not an event stream: its first 300 characters are shown,
     the key across that cut (the stream's own path, scrubbed after the cut was made)."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    body = ('{"echo": "you sent ' + "." * 265 + KEY + " and more").encode()
-    assert body.index(KEY.encode()) < 300 < body.index(KEY.encode()) + len(KEY)
-    fault = Fault(status=200, headers={"content-type": "application/json"}, body=[body], framing="length")
-    client = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
-    try:
-        async with FaultServer.sequence(fault) as server:
-            got = await ask(openai_at(server.url), client)
-    finally:
-        await client.aclose()
-    assert isinstance(got[-1], ErrorEvent) and "not an event stream" in got[-1].message, got[-1].message
-    assert secret_free(got[-1].message, KEY), got[-1].message
+    error = await error_for_a_body_around_the_cut(client, 200, "application/json", '{"echo": "you sent ' + "." * 265)
+    assert "not an event stream" in error.message, error.message
+    assert secret_free(error.message, KEY), error.message
 
 
 async def test_an_http_servers_401_echoing_the_authorization_header_shows_no_token(tmp_path):
@@ -288,16 +289,8 @@ async def chat_with(tmp_path, servers: dict, prompt: str) -> ChatSession:
     llm = ScriptedServer.sequence([text_reply("ok")])
     await llm.start()
     client = HttpClient(retries=0)
-    session = ChatSession(
-        1,
-        extend("openai_compatible", {"env": {"url": llm.url}}),
-        client=client,
-        sink=Recorder(),
-        system_prompt=None,
-        tools=ToolSettings.from_config({"opts": {"default_tools": ["read_file"]}}),
-        workspace=Workspace(tmp_path),
-        mcp=McpServers({"servers": servers}),
-    )
+    tools = ToolSettings.from_config({"opts": {"default_tools": ["read_file"]}})
+    session = chat_at(llm.url, tmp_path, client, Recorder(), tools=tools, mcp=McpServers({"servers": servers}))
     try:
         task = session.submit(prompt)
         assert task is not None
@@ -369,16 +362,8 @@ async def test_progress_in_a_chat_is_one_line_updated_in_place(tmp_path):
     llm = ScriptedServer.sequence([tool_call_reply(("f", "bad_flood", {"count": 3000})), text_reply("done")])
     await llm.start()
     client = HttpClient(retries=0)
-    session = ChatSession(
-        1,
-        extend("openai_compatible", {"env": {"url": llm.url}}),
-        client=client,
-        sink=Recorder(),
-        system_prompt=None,
-        workspace=Workspace(tmp_path),
-        editor=Editor("accept"),
-        mcp=McpServers({"servers": {"bad": hostile()}}),
-    )
+    servers = McpServers({"servers": {"bad": hostile()}})
+    session = chat_at(llm.url, tmp_path, client, Recorder(), editor=Editor("accept"), mcp=servers)
     try:
         task = session.submit("@{mcp:bad} flood")
         assert task is not None

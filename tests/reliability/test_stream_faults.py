@@ -23,13 +23,20 @@ from codecompanion_py.events import ErrorEvent, FinalEvent, TokenEvent, ToolCall
 from codecompanion_py.messages import Message, ToolSpec
 from codecompanion_py.stream.iterators import HttpStreamIterator
 from codecompanion_py.tools.registry import ToolSettings
-from codecompanion_py.tools.workspace import Workspace
 
 from ..chat.test_session import Recorder
+from ..streaming import chat_at
 from .fault_server import Fault, FaultServer, events, sse, stream
 
 KEY = "sk-reliability-0123456789abcdef"
 READ = {"path": "a.py"}
+
+
+def read_call(arguments: str) -> dict:
+    """The Responses API's item for a call of read_file with `arguments` (so far)."""
+    return {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "read_file", "arguments": arguments}
+
+
 TOOLS = [ToolSpec(name="read_file", parameters={"type": "object", "properties": {"path": {"type": "string"}}})]
 
 
@@ -151,28 +158,12 @@ STREAMS: dict[str, dict[str, tuple[list[bytes], list[bytes]]]] = {
         ),
         "tool_call": (
             events(
-                {
-                    "type": "response.output_item.added",
-                    "output_index": 0,
-                    "item": {
-                        "type": "function_call",
-                        "id": "fc_1",
-                        "call_id": "call_1",
-                        "name": "read_file",
-                        "arguments": "",
-                    },
-                },
+                {"type": "response.output_item.added", "output_index": 0, "item": read_call("")},
                 {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": json.dumps(READ)},
                 {
                     "type": "response.output_item.done",
                     "output_index": 0,
-                    "item": {
-                        "type": "function_call",
-                        "id": "fc_1",
-                        "call_id": "call_1",
-                        "name": "read_file",
-                        "arguments": json.dumps(READ),
-                    },
+                    "item": read_call(json.dumps(READ)),
                 },
             ),
             events(RESPONSES_DONE),
@@ -188,13 +179,6 @@ KEY_ENV = {
     "openai_responses": "OPENAI_API_KEY",
 }
 CASES = [(adapter, kind) for adapter in STREAMS for kind in ("text", "tool_call")]
-
-
-@pytest.fixture
-async def client():
-    http = HttpClient(read_timeout=5, connect_timeout=2, retries=0)
-    yield http
-    await http.aclose()
 
 
 @pytest.fixture
@@ -297,19 +281,9 @@ class Editor:
 async def chat_over(server: FaultServer, tmp_path) -> tuple[ChatSession, Editor, HttpClient]:
     (tmp_path / "a.py").write_text("print('a')\n")
     client = HttpClient(retries=0)
-    adapter = extend("openai_compatible", {"env": {"url": server.url}})
     settings = ToolSettings.from_config({"opts": {"default_tools": ["read_file"]}})
     editor = Editor()
-    session = ChatSession(
-        1,
-        adapter,
-        client=client,
-        sink=Recorder(),
-        system_prompt=None,
-        tools=settings,
-        editor=editor,
-        workspace=Workspace(tmp_path),
-    )
+    session = chat_at(server.url, tmp_path, client, Recorder(), tools=settings, editor=editor)
     return session, editor, client
 
 

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import gzip
 import json
-import shutil
 import socket
 import ssl
 import subprocess
@@ -182,25 +181,9 @@ async def test_a_redirect_carrying_a_password_is_not_followed_nor_repeated(tmp_p
     assert "hunter22" not in result.content
 
 
-@pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> ssl.SSLContext:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl makes the test certificate")
-    folder = tmp_path_factory.mktemp("tls")
-    key, cert = folder / "key.pem", folder / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    return context
-
-
-async def test_https_to_plain_http_is_refused_and_allow_insecure_reaches_the_page(tmp_path, certificate):
+async def test_https_to_plain_http_is_refused_and_allow_insecure_reaches_the_page(tmp_path, tls_server_context):
     async with serve(answering(reply(b"plain secret"))) as plain:
-        async with serve(answering(moved(f"{plain.url}/x"), reply(b"over tls")), tls=certificate) as site:
+        async with serve(answering(moved(f"{plain.url}/x"), reply(b"over tls")), tls=tls_server_context) as site:
             # a certificate nobody vouches for: refused, until the user's allow_insecure
             with pytest.raises(ConfigError, match="could not fetch"):
                 await asyncio.wait_for(web.page_text(f"{site.url}/a"), BOUND)

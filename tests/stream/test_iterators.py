@@ -8,7 +8,7 @@ import pytest
 
 from codecompanion_py.adapters import extend, resolve
 from codecompanion_py.client import HttpClient
-from codecompanion_py.demo.server import Reply, ScriptedServer, json_reply, sse_reply
+from codecompanion_py.demo.server import Reply, json_reply, sse_reply
 from codecompanion_py.events import ErrorEvent, FinalEvent, ReasoningEvent, TokenEvent, ToolCallEvent, ToolResultEvent
 from codecompanion_py.messages import Message
 from codecompanion_py.stream.iterators import (
@@ -20,6 +20,7 @@ from codecompanion_py.stream.iterators import (
     replay_stream,
 )
 
+from ..streaming import ask
 from ..waiting import async_wait_until
 
 
@@ -44,21 +45,6 @@ async def test_mock_scenarios_are_stable():
 
 
 @pytest.fixture
-async def server_for():
-    servers = []
-
-    async def start(*replies: Reply) -> ScriptedServer:
-        server = ScriptedServer.sequence(list(replies))
-        await server.start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        await server.close()
-
-
-@pytest.fixture
 async def client():
     # No retries: these tests check what each failure says; tests/reliability tests retrying.
     http = HttpClient(read_timeout=0.5, connect_timeout=1, retries=0)
@@ -70,17 +56,13 @@ def compatible(url: str, **overrides):
     return extend("openai_compatible", {"env": {"url": url}, **overrides})
 
 
-async def stream_events(adapter, client, text="hi"):
-    return await replay_stream(HttpStreamIterator(adapter, [Message.of("user", text)], client=client))
-
-
-async def test_http_stream_in_tiny_network_chunks_matches_the_recorded_parse(server_for, client, fixture_bytes):
+async def test_http_stream_in_tiny_network_chunks_matches_the_recorded_parse(scripted_server, client, fixture_bytes):
     body = fixture_bytes("openai/tools_streaming.txt")
     tiny = Reply(
         headers={"content-type": "text/event-stream"}, chunks=[body[i : i + 7] for i in range(0, len(body), 7)]
     )
-    server = await server_for(tiny)
-    events = await stream_events(compatible(server.url), client)
+    server = await scripted_server(tiny)
+    events = await ask(compatible(server.url), client)
     recorded = replay_body(resolve("openai"), body)
     final, expected = events[-1], recorded[-1]
     assert isinstance(final, FinalEvent)
@@ -92,11 +74,11 @@ async def test_http_stream_in_tiny_network_chunks_matches_the_recorded_parse(ser
     assert "authorization" not in sent.headers  # no key configured for openai_compatible
 
 
-async def test_a_chunks_events_come_as_one_batch_and_the_batches_end_with_the_stream(server_for, client):
+async def test_a_chunks_events_come_as_one_batch_and_the_batches_end_with_the_stream(scripted_server, client):
     frames = [{"choices": [{"index": 0, "delta": {"content": f"t{i} "}}]} for i in range(5)]
     whole = sse_reply(frames)
     whole = Reply(headers=whole.headers, chunks=[b"".join(whole.chunks)])  # the whole reply in one chunk
-    server = await server_for(whole, sse_reply(frames, delay=0.01))
+    server = await scripted_server(whole, sse_reply(frames, delay=0.01))
 
     async def batches():
         stream = HttpStreamIterator(compatible(server.url), [Message.of("user", "hi")], client=client)
@@ -132,31 +114,31 @@ def test_joined_tokens_keeps_the_order_and_the_text():
     assert joined_tokens([]) == []
 
 
-async def test_api_key_header_is_sent(server_for, client, monkeypatch):
+async def test_api_key_header_is_sent(scripted_server, client, monkeypatch):
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "k-123")
-    server = await server_for(sse_reply([{"choices": [{"index": 0, "delta": {"content": "ok"}}]}]))
-    await stream_events(compatible(server.url), client)
+    server = await scripted_server(sse_reply([{"choices": [{"index": 0, "delta": {"content": "ok"}}]}]))
+    await ask(compatible(server.url), client)
     assert server.requests[0].headers["authorization"] == "Bearer k-123"
 
 
-async def test_a_gzip_compressed_stream_is_inflated(server_for, client):
+async def test_a_gzip_compressed_stream_is_inflated(scripted_server, client):
     frames = b"".join(
         b"data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": f"w{i} "}}]}).encode() + b"\n\n"
         for i in range(50)
     )
     body = gzip.compress(frames + b"data: [DONE]\n\n")
     pieces = [body[i : i + 100] for i in range(0, len(body), 100)]
-    server = await server_for(
+    server = await scripted_server(
         Reply(headers={"content-type": "text/event-stream", "content-encoding": "gzip"}, chunks=pieces)
     )
-    events = await stream_events(compatible(server.url), client)
+    events = await ask(compatible(server.url), client)
     assert "".join(e.content for e in events if isinstance(e, TokenEvent)) == "".join(f"w{i} " for i in range(50))
 
 
-async def test_non_streaming_request_and_body(server_for, client, fixture_bytes):
-    server = await server_for(json_reply(json.loads(fixture_bytes("openai/text_no_streaming.json"))))
+async def test_non_streaming_request_and_body(scripted_server, client, fixture_bytes):
+    server = await scripted_server(json_reply(json.loads(fixture_bytes("openai/text_no_streaming.json"))))
     adapter = compatible(server.url, opts={"stream": False})
-    events = await stream_events(adapter, client)
+    events = await ask(adapter, client)
     assert events[-1].message.text == "Hello! How can I help?"
     assert "stream" not in server.requests[0].json()
 
@@ -178,46 +160,46 @@ async def test_non_streaming_request_and_body(server_for, client, fixture_bytes)
         (503, "upstream overloaded", "server error (HTTP 503): upstream overloaded"),
     ],
 )
-async def test_http_errors_carry_the_provider_message(server_for, client, status, body, expected):
+async def test_http_errors_carry_the_provider_message(scripted_server, client, status, body, expected):
     chunks = [json.dumps(body).encode() if isinstance(body, dict) else body.encode()]
-    server = await server_for(Reply(status=status, chunks=chunks))
-    events = await stream_events(compatible(server.url), client)
+    server = await scripted_server(Reply(status=status, chunks=chunks))
+    events = await ask(compatible(server.url), client)
     assert len(events) == 1 and isinstance(events[0], ErrorEvent)
     assert expected in events[0].message
     assert events[0].status == status
 
 
-async def test_401_names_the_environment_variable_never_the_key(server_for, client, monkeypatch):
+async def test_401_names_the_environment_variable_never_the_key(scripted_server, client, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live-secret")
-    server = await server_for(Reply(status=401, chunks=[b'{"error":{"message":"bad key"}}']))
+    server = await scripted_server(Reply(status=401, chunks=[b'{"error":{"message":"bad key"}}']))
     adapter = resolve("openai")
     adapter.url = server.url + "/v1/chat/completions"
-    events = await stream_events(adapter, client)
+    events = await ask(adapter, client)
     assert "check the OPENAI_API_KEY environment variable" in events[0].message
     assert "sk-live-secret" not in events[0].message
 
 
 async def test_connection_refused_is_a_clear_error(client):
-    events = await stream_events(compatible("http://127.0.0.1:9"), client)
+    events = await ask(compatible("http://127.0.0.1:9"), client)
     assert isinstance(events[0], ErrorEvent) and "cannot connect to http://127.0.0.1:9" in events[0].message
 
 
-async def test_a_silent_server_times_out(server_for, client):
-    server = await server_for(
+async def test_a_silent_server_times_out(scripted_server, client):
+    server = await scripted_server(
         Reply(
             headers={"content-type": "text/event-stream"},
             chunks=[b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'],
             hang=True,
         )
     )
-    events = await stream_events(compatible(server.url), client)
+    events = await ask(compatible(server.url), client)
     assert [type(e) for e in events] == [TokenEvent, ErrorEvent]
     assert "no data from the server for 0.5s" in events[-1].message
 
 
-async def test_cancelling_closes_the_connection_promptly(server_for, client):
+async def test_cancelling_closes_the_connection_promptly(scripted_server, client):
     slow = sse_reply([{"choices": [{"index": 0, "delta": {"content": f"w{i} "}}]} for i in range(500)], delay=0.01)
-    server = await server_for(slow)
+    server = await scripted_server(slow)
     stream = HttpStreamIterator(compatible(server.url), [Message.of("user", "go")], client=client)
     seen = []
 
@@ -239,25 +221,25 @@ async def test_cancelling_closes_the_connection_promptly(server_for, client):
     assert stream.partial_message().text.startswith("w0 w1 w2 w3 w4")
 
 
-async def test_missing_key_fails_before_any_request(server_for, client, monkeypatch):
+async def test_missing_key_fails_before_any_request(scripted_server, client, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    server = await server_for()
+    server = await scripted_server()
     adapter = resolve("openai")
     adapter.url = server.url
-    events = await stream_events(adapter, client)
+    events = await ask(adapter, client)
     assert "OPENAI_API_KEY" in events[0].message and not server.requests
 
 
-async def test_on_exit_is_told_how_the_request_ended(server_for, client):
+async def test_on_exit_is_told_how_the_request_ended(scripted_server, client):
     statuses = []
-    server = await server_for(
+    server = await scripted_server(
         sse_reply([{"choices": [{"index": 0, "delta": {"content": "ok"}}]}]), Reply(status=500, chunks=[b"boom"])
     )
     adapter = compatible(
         server.url, handlers={"lifecycle": {"on_exit": lambda self, data: statuses.append(data["status"])}}
     )
-    await stream_events(adapter, client)
-    await stream_events(adapter, client)
+    await ask(adapter, client)
+    await ask(adapter, client)
     assert statuses == ["success", "error"]
 
 

@@ -13,6 +13,7 @@ unchanged, on later turns when tools are used; other providers never see them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,7 +22,15 @@ import msgspec
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import bound_handler
 from .openai import build_tools as _openai_tools
-from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
+from .wire import (
+    alternating_turns,
+    frame_decoder,
+    handler_table,
+    provider_opts,
+    setting,
+    setup_stream_flag,
+    whole_response,
+)
 
 PROVIDER_KEY = "anthropic"
 _STOP_REASONS = {
@@ -44,22 +53,24 @@ class _Usage(msgspec.Struct):
     cache_read_input_tokens: int | None = None
 
 
-class _Block(msgspec.Struct):
-    type: str
+class _Content(msgspec.Struct, kw_only=True):
+    """What a content block and a delta to one both carry: text, or thinking and its signature."""
+
     text: str | None = None
     thinking: str | None = None
     signature: str | None = None
+
+
+class _Block(_Content, kw_only=True):
+    type: str
     data: str | None = None
     id: str | None = None
     name: str | None = None
     input: Any = None
 
 
-class _Delta(msgspec.Struct):
+class _Delta(_Content, kw_only=True):
     type: str | None = None
-    text: str | None = None
-    thinking: str | None = None
-    signature: str | None = None
     partial_json: str | None = None
     stop_reason: str | None = None
 
@@ -116,19 +127,9 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     system = [{"type": "text", "text": m.text} for m in messages if m.role == "system" and m.text]
-    turns: list[dict[str, Any]] = []
     format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
-    for message in messages:
-        if message.role == "system":
-            continue
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message, format_response, format_calls)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:  # the API wants user and assistant turns to alternate
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+    parts_of = functools.partial(_blocks, format_response, format_calls)  # positional: the cheapest call
+    turns = alternating_turns(messages, "assistant", "content", parts_of)
     if self.opts.get("cache_prompt", True):
         _mark_cache_points(system, turns)
     body: dict[str, Any] = {"messages": turns}
@@ -138,7 +139,7 @@ def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
 
 
 def _blocks(
-    message: Message, format_response: Callable[..., Any], format_calls: Callable[..., Any]
+    format_response: Callable[..., Any], format_calls: Callable[..., Any], message: Message
 ) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     calls = [p for p in message.parts if isinstance(p, ToolCall)]
@@ -307,46 +308,29 @@ def parse_tokens(self: Any, data: Any) -> int | None:
     return _usage(usage).total_tokens or None if usage else None
 
 
-HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup_stream_flag},
-    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
-
 ADAPTER: dict[str, Any] = {
     "name": "anthropic",
     "formatted_name": "Anthropic",
     "url": "https://api.anthropic.com/v1/messages",
     "env": {"api_key": "ANTHROPIC_API_KEY"},
     "headers": {"content-type": "application/json", "x-api-key": "${api_key}", "anthropic-version": "2023-06-01"},
-    "opts": {
-        "stream": True,
-        "tools": True,
-        "vision": True,
-        "cache_prompt": True,
-        "required_env": ["api_key"],
-        "models_url": "https://api.anthropic.com/v1/models",
-    },
+    "opts": provider_opts(
+        cache_prompt=True, required_env=["api_key"], models_url="https://api.anthropic.com/v1/models"
+    ),
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {
-            "order": 1,
-            "mapping": "parameters",
-            "type": "enum",
-            "default": "claude-sonnet-4-5",
-            "choices": ["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-7-sonnet-latest"],
-        },
-        "max_tokens": {"order": 2, "mapping": "parameters", "type": "integer", "default": 8192},
-        "temperature": {"order": 3, "mapping": "parameters", "type": "number", "optional": True, "default": None},
-        "extended_thinking": {
-            "order": 4,
-            "mapping": "parameters",
-            "type": "boolean",
-            "default": False,
-            "desc": "Let the model think before it answers (shown as reasoning).",
-        },
-        "thinking_budget": {"order": 5, "mapping": "parameters", "type": "integer", "default": 4096},
+        "model": setting(
+            1,
+            "enum",
+            "claude-sonnet-4-5",
+            choices=["claude-opus-4-1", "claude-sonnet-4-5", "claude-haiku-4-5", "claude-3-7-sonnet-latest"],
+        ),
+        "max_tokens": setting(2, "integer", 8192),
+        "temperature": setting(3, "number", optional=True),
+        "extended_thinking": setting(
+            4, "boolean", False, desc="Let the model think before it answers (shown as reasoning)."
+        ),
+        "thinking_budget": setting(5, "integer", 4096),
     },
-    "handlers": HANDLERS,
+    "handlers": handler_table(globals(), setup=setup_stream_flag),
 }

@@ -57,7 +57,7 @@ from ...errors import AdapterError, AuthenticationError, CodeCompanionError, Con
 from ...messages import ImagePart, Message, ReasoningPart, ToolCall, ToolResultPart, ToolSpec
 from ..base import deep_merge
 from . import openai, openai_responses
-from .wire import parse_inline
+from .wire import handler_table, setup_stream_flag
 
 PROVIDER_KEY = "copilot"
 TOKEN_URL = "https://api.github.com/copilot_internal/v2/token"
@@ -69,6 +69,7 @@ CHAT, RESPONSES = "chat/completions", "responses"
 _TOKEN_ENV = ("GH_COPILOT_TOKEN", "GITHUB_COPILOT_TOKEN")
 _EDITOR_VERSION = "Neovim/0.11.0"
 _PLUGIN_VERSION = f"codecompanion-py/{__version__}"
+_EDITOR_HEADERS = {"Editor-Version": _EDITOR_VERSION, "Editor-Plugin-Version": _PLUGIN_VERSION}
 _MODELS_API_VERSION = "2025-10-01"  # sent with the models request, as other Copilot clients do
 _LOGIN_HINT = "your GitHub Copilot login (copilot.vim / copilot.lua)"
 TOKEN_TIMEOUT = 20.0  # seconds without data from the token endpoint before giving up
@@ -165,24 +166,24 @@ def _exchanged(key: str, done: asyncio.Future[dict[str, Any]]) -> None:
         _tokens[key] = done.result()
 
 
-async def _exchange(adapter: Any, url: str, github: str) -> dict[str, Any]:
-    headers = {
-        "Authorization": f"Bearer {github}",
-        "Accept": "application/json",
-        "User-Agent": _PLUGIN_VERSION,
-        "Editor-Version": _EDITOR_VERSION,
-        "Editor-Plugin-Version": _PLUGIN_VERSION,
-    }
-    request = HttpRequest(
+def _get_json(url: str, headers: dict[str, str], provider: str, read_timeout: float) -> HttpRequest:
+    """A GET of one of GitHub's JSON bodies, sent as the editor's plugin (`headers` added);
+    a refusal tells the user how to sign in again."""
+    return HttpRequest(
         url=url,
         body=b"",
-        headers=headers,
+        headers={**headers, "Accept": "application/json", **_EDITOR_HEADERS},
         method="GET",
         stream=False,
-        provider="Copilot token exchange",
+        provider=provider,
         auth_hint=_LOGIN_HINT,
-        read_timeout=TOKEN_TIMEOUT,
+        read_timeout=read_timeout,
     )
+
+
+async def _exchange(adapter: Any, url: str, github: str) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {github}", "User-Agent": _PLUGIN_VERSION}
+    request = _get_json(url, headers, "Copilot token exchange", TOKEN_TIMEOUT)
     try:
         async with _client(adapter) as client:
             data = await client.fetch_json(request)
@@ -230,21 +231,9 @@ async def model_entries(adapter: Any) -> dict[str, dict[str, Any]]:
     headers = {
         "Authorization": f"Bearer {exchanged['token']}",
         "Copilot-Integration-Id": "vscode-chat",
-        "Editor-Version": _EDITOR_VERSION,
-        "Editor-Plugin-Version": _PLUGIN_VERSION,
         "X-GitHub-Api-Version": _MODELS_API_VERSION,
-        "Accept": "application/json",
     }
-    request = HttpRequest(
-        url=f"{api}/models",
-        body=b"",
-        headers=headers,
-        method="GET",
-        stream=False,
-        provider="Copilot",
-        auth_hint=_LOGIN_HINT,
-        read_timeout=MODELS_TIMEOUT,
-    )
+    request = _get_json(f"{api}/models", headers, "Copilot", MODELS_TIMEOUT)
     entries: dict[str, dict[str, Any]] = {}
     try:
         async with _client(adapter) as client:
@@ -303,7 +292,7 @@ def setup(self: Any) -> bool:
     if _supports(self).get("streaming") is False:
         self.opts["stream"] = False  # a model Copilot does not stream: ask for the whole body
     if _responses(self):
-        return openai_responses.HANDLERS["lifecycle"]["setup"](self)
+        return setup_stream_flag(self)  # the Responses API's own setup
     return openai.setup(self)
 
 
@@ -455,18 +444,6 @@ def format_response(self: Any, tool_call: ToolCall | ToolResultPart, output: str
     return openai.format_response(self, tool_call, output)
 
 
-HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup, "on_exit": on_exit},
-    "request": {
-        "build_parameters": build_parameters,
-        "build_messages": build_messages,
-        "build_tools": build_tools,
-        "build_body": build_body,
-    },
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
-
 ADAPTER: dict[str, Any] = deep_merge(
     openai.ADAPTER,
     {
@@ -478,8 +455,7 @@ ADAPTER: dict[str, Any] = deep_merge(
         "headers": {
             "Authorization": "Bearer ${api_key}",
             "Copilot-Integration-Id": "vscode-chat",
-            "Editor-Version": _EDITOR_VERSION,
-            "Editor-Plugin-Version": _PLUGIN_VERSION,
+            **_EDITOR_HEADERS,
             "X-Initiator": "user",
         },
         "opts": {"models_url": "${api}/models", "required_env": ["api_key"], "auth_hint": _LOGIN_HINT},
@@ -492,4 +468,4 @@ ADAPTER: dict[str, Any] = deep_merge(
         },
     },
 )
-ADAPTER["handlers"] = HANDLERS
+ADAPTER["handlers"] = handler_table(globals())

@@ -22,7 +22,7 @@ from ...errors import AdapterError
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
 from ..handlers import bound_handler
 from .openai import build_tools as _openai_tools
-from .wire import parse_inline
+from .wire import alternating_turns, handler_table, provider_opts, setting
 
 PROVIDER_KEY = "gemini"
 _FINISH = {
@@ -155,19 +155,12 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     system = [{"text": m.text} for m in messages if m.role == "system" and m.text]
     calls_by_id = {c.id: c for m in messages for c in m.tool_calls}
-    contents: list[dict[str, Any]] = []
     format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
-    for message in messages:
-        if message.role == "system":
-            continue
-        role = "model" if message.role == "assistant" else "user"
-        parts = [p for part in message.parts for p in _to_parts(part, calls_by_id, format_response, format_calls)]
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
+
+    def parts_of(message: Message) -> list[dict[str, Any]]:
+        return [p for part in message.parts for p in _to_parts(part, calls_by_id, format_response, format_calls)]
+
+    contents = alternating_turns(messages, "model", "parts", parts_of)
     body: dict[str, Any] = {"contents": contents}
     if system:
         body["systemInstruction"] = {"parts": system}
@@ -290,44 +283,29 @@ def parse_tokens(self: Any, data: Any) -> int | None:
     return _usage(usage).total_tokens if usage else None
 
 
-HANDLERS: dict[str, Any] = {
-    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
-
 ADAPTER: dict[str, Any] = {
     "name": "gemini",
     "formatted_name": "Gemini",
     "url": "https://generativelanguage.googleapis.com/v1beta/models/${model}:${method}",
     "env": {"api_key": "GEMINI_API_KEY", "model": "schema.model.default", "method": _method},
     "headers": {"Content-Type": "application/json", "x-goog-api-key": "${api_key}"},
-    "opts": {
-        "stream": True,
-        "tools": True,
-        "vision": True,
-        "required_env": ["api_key"],
-        "models_url": "https://generativelanguage.googleapis.com/v1beta/models?pageSize=200",
-    },
+    "opts": provider_opts(
+        required_env=["api_key"], models_url="https://generativelanguage.googleapis.com/v1beta/models?pageSize=200"
+    ),
     "features": {"text": True, "tokens": True},
     "schema": {
         # the model is part of the url, not the body
-        "model": {
-            "order": 1,
-            "type": "enum",
-            "default": "gemini-2.5-flash",
-            "choices": ["gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"],
-        },
-        "temperature": {"order": 2, "mapping": "parameters", "type": "number", "optional": True, "default": None},
-        "max_tokens": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
-        "show_thoughts": {
-            "order": 4,
-            "mapping": "parameters",
-            "type": "boolean",
-            "default": True,
-            "desc": "Ask for thought summaries, shown as reasoning.",
-        },
-        "thinking_budget": {"order": 5, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
+        "model": setting(
+            1,
+            "enum",
+            "gemini-2.5-flash",
+            mapping=None,
+            choices=["gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"],
+        ),
+        "temperature": setting(2, "number", optional=True),
+        "max_tokens": setting(3, "integer", optional=True),
+        "show_thoughts": setting(4, "boolean", True, desc="Ask for thought summaries, shown as reasoning."),
+        "thinking_budget": setting(5, "integer", optional=True),
     },
-    "handlers": HANDLERS,
+    "handlers": handler_table(globals()),
 }

@@ -17,8 +17,8 @@ import msgspec
 
 from ...messages import ImagePart, Message, ToolCall, ToolResultPart, Usage
 from ..handlers import bound_handler
-from .openai import build_tools
-from .wire import frame_decoder, parse_inline
+from .openai import build_tools as openai_tools
+from .wire import frame_decoder, handler_table, provider_opts, setting
 
 DEFAULT_HOST = "http://localhost:11434"
 
@@ -126,33 +126,19 @@ def parse_tokens(self: Any, data: Any) -> int | None:
     return (line.prompt_eval_count or 0) + (line.eval_count or 0) if line.done else None
 
 
-HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup},
-    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
-
 ADAPTER: dict[str, Any] = {
     "name": "ollama",
     "formatted_name": "Ollama",
     "url": "${url}/api/chat",
     "env": {"url": host},
     "headers": {"Content-Type": "application/json"},
-    "opts": {"stream": True, "tools": True, "vision": True, "stream_format": "ndjson", "models_url": "${url}/api/tags"},
+    "opts": provider_opts(stream_format="ndjson", models_url="${url}/api/tags"),
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {"order": 1, "mapping": "parameters", "type": "enum", "default": "llama3.1", "choices": []},
-        "temperature": {"order": 2, "mapping": "parameters", "type": "number", "optional": True, "default": None},
-        "num_ctx": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
-        "think": {
-            "order": 4,
-            "mapping": "parameters",
-            "type": "boolean",
-            "optional": True,
-            "default": None,
-            "desc": "Ask a thinking model to show its reasoning.",
-        },
+        "model": setting(1, "enum", "llama3.1", choices=[]),
+        "temperature": setting(2, "number", optional=True),
+        "num_ctx": setting(3, "integer", optional=True),
+        "think": setting(4, "boolean", optional=True, desc="Ask a thinking model to show its reasoning."),
     },
-    "handlers": HANDLERS,
+    "handlers": handler_table(globals(), build_tools=openai_tools),
 }

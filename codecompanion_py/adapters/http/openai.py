@@ -30,7 +30,7 @@ from ...messages import (
     validate_tool_specs,
 )
 from ..handlers import bound_handler, get_handler
-from .wire import frame_decoder, parse_inline, setup_stream_flag
+from .wire import frame_decoder, handler_table, provider_opts, setting, setup_stream_flag
 
 # --- wire types: only the fields we read --------------------------------------------
 
@@ -56,17 +56,21 @@ class _Delta(msgspec.Struct):
     tool_calls: list[_ToolCallDelta] | None = None
 
 
-class _TokenDetails(msgspec.Struct):
+class TokenDetails(msgspec.Struct):
+    """Usage details of either OpenAI API (Chat Completions, Responses)."""
+
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
 
 
-class _Usage(msgspec.Struct):
+class ChatUsage(msgspec.Struct):
+    """Usage as Chat Completions names it (the Responses API's is read into these fields)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
-    prompt_tokens_details: _TokenDetails | None = None
-    completion_tokens_details: _TokenDetails | None = None
+    prompt_tokens_details: TokenDetails | None = None
+    completion_tokens_details: TokenDetails | None = None
 
 
 class _Error(msgspec.Struct):
@@ -79,13 +83,13 @@ class _Choice(msgspec.Struct):
     delta: _Delta | None = None
     message: _Delta | None = None
     finish_reason: str | None = None
-    usage: _Usage | None = None  # Kimi (Moonshot) reports usage in the last choice
+    usage: ChatUsage | None = None  # Kimi (Moonshot) reports usage in the last choice
     error: _Error | str | None = None  # OpenRouter: an upstream failure, with finish_reason "error"
 
 
 class _Chunk(msgspec.Struct):
     choices: list[_Choice] | None = None
-    usage: _Usage | None = None
+    usage: ChatUsage | None = None
     error: _Error | str | None = None
 
 
@@ -93,7 +97,7 @@ decode = frame_decoder(_Chunk)
 _decode_chunk = msgspec.json.Decoder(_Chunk).decode
 
 
-def usage_from(raw: _Usage) -> Usage:
+def usage_from(raw: ChatUsage) -> Usage:
     prompt_details = raw.prompt_tokens_details
     completion_details = raw.completion_tokens_details
     return Usage(
@@ -410,62 +414,33 @@ def wire_id(self: Any, call_id: str) -> str:
     return "".join(chars)
 
 
-HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup},
-    "request": {
-        "build_parameters": build_parameters,
-        "build_messages": build_messages,
-        "build_tools": build_tools,
-        "build_body": build_body,
-    },
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
-
 _MODELS = ["gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano", "gpt-4o", "gpt-4o-mini", "o3", "o4-mini", "gpt-5", "gpt-5-mini"]
+
+MODELS_URL = "https://api.openai.com/v1/models"
+
+
+def openai_account() -> dict[str, Any]:
+    """The `env` and `headers` of a request to api.openai.com with the user's OpenAI key,
+    whichever of its APIs."""
+    return {
+        "env": {"api_key": "OPENAI_API_KEY"},
+        "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
+    }
+
 
 ADAPTER: dict[str, Any] = {
     "name": "openai",
     "formatted_name": "OpenAI",
     "url": "https://api.openai.com/v1/chat/completions",
-    "env": {"api_key": "OPENAI_API_KEY"},
-    "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
-    "opts": {
-        "stream": True,
-        "tools": True,
-        "vision": True,
-        "stream_format": "sse",
-        "required_env": ["api_key"],
-        "models_url": "https://api.openai.com/v1/models",
-    },
+    **openai_account(),
+    "opts": provider_opts(stream_format="sse", required_env=["api_key"], models_url=MODELS_URL),
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {
-            "order": 1,
-            "mapping": "parameters",
-            "type": "enum",
-            "default": "gpt-4.1",
-            "choices": _MODELS,
-            "desc": "ID of the model to use.",
-        },
-        "temperature": {
-            "order": 2,
-            "mapping": "parameters",
-            "type": "number",
-            "optional": True,
-            "default": None,
-            "desc": "Sampling temperature, 0 to 2.",
-        },
-        "top_p": {"order": 3, "mapping": "parameters", "type": "number", "optional": True, "default": None},
-        "max_tokens": {"order": 4, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
-        "reasoning_effort": {
-            "order": 5,
-            "mapping": "parameters",
-            "type": "string",
-            "optional": True,
-            "default": None,
-            "choices": ["minimal", "low", "medium", "high"],
-        },
+        "model": setting(1, "enum", "gpt-4.1", choices=_MODELS, desc="ID of the model to use."),
+        "temperature": setting(2, "number", optional=True, desc="Sampling temperature, 0 to 2."),
+        "top_p": setting(3, "number", optional=True),
+        "max_tokens": setting(4, "integer", optional=True),
+        "reasoning_effort": setting(5, "string", optional=True, choices=["minimal", "low", "medium", "high"]),
     },
-    "handlers": HANDLERS,
+    "handlers": handler_table(globals()),
 }

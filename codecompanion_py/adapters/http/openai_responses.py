@@ -18,9 +18,10 @@ from typing import Any
 
 import msgspec
 
-from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
+from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec
+from .openai import MODELS_URL, ChatUsage, TokenDetails, openai_account, usage_from
 from .openai import build_tools as _openai_tools
-from .wire import frame_decoder, parse_inline, setup_stream_flag, whole_response
+from .wire import frame_decoder, handler_table, provider_opts, setting, setup_stream_flag, whole_response
 
 PROVIDER_KEY = "openai_responses"
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
@@ -46,17 +47,13 @@ class _Item(msgspec.Struct):
     encrypted_content: str | None = None
 
 
-class _Details(msgspec.Struct):
-    cached_tokens: int | None = None
-    reasoning_tokens: int | None = None
+class _Usage(ChatUsage):
+    """The Responses API's usage, read into Chat Completions' fields for `usage_from`."""
 
-
-class _Usage(msgspec.Struct):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-    input_tokens_details: _Details | None = None
-    output_tokens_details: _Details | None = None
+    prompt_tokens: int = msgspec.field(default=0, name="input_tokens")
+    completion_tokens: int = msgspec.field(default=0, name="output_tokens")
+    prompt_tokens_details: TokenDetails | None = msgspec.field(default=None, name="input_tokens_details")
+    completion_tokens_details: TokenDetails | None = msgspec.field(default=None, name="output_tokens_details")
 
 
 class _Error(msgspec.Struct):
@@ -94,16 +91,6 @@ class _Event(msgspec.Struct):
 
 
 decode = frame_decoder(_Event)
-
-
-def _usage(raw: _Usage) -> Usage:
-    return Usage(
-        prompt_tokens=raw.input_tokens,
-        completion_tokens=raw.output_tokens,
-        total_tokens=raw.total_tokens or raw.input_tokens + raw.output_tokens,
-        cached_tokens=raw.input_tokens_details.cached_tokens if raw.input_tokens_details else None,
-        reasoning_tokens=raw.output_tokens_details.reasoning_tokens if raw.output_tokens_details else None,
-    )
 
 
 # --- request --------------------------------------------------------------------------
@@ -220,7 +207,7 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
             return {"status": "error", "output": error.message}
         result["finish_reason"] = _finish(response)
         result["done"] = True  # the stream's end marker
-        result["usage"] = _usage(response.usage) if response.usage else None
+        result["usage"] = usage_from(response.usage) if response.usage else None
     elif kind == "error":
         error = event.error or _Error(message=event.message or "", code=event.code)
         return {"status": "error", "output": error.message or error.code or "unknown error"}
@@ -257,7 +244,7 @@ def _whole_response(event: _Event, tools: Any) -> dict[str, Any]:
         text,
         reasoning,
         finish_reason=_finish(event),
-        usage=_usage(event.usage) if event.usage else None,
+        usage=usage_from(event.usage) if event.usage else None,
         reasoning_end=reasoning_end,
     )
 
@@ -265,47 +252,22 @@ def _whole_response(event: _Event, tools: Any) -> dict[str, Any]:
 def parse_tokens(self: Any, data: Any) -> int | None:
     event = decode(data)
     usage = event.usage or (event.response.usage if event.response else None)
-    return _usage(usage).total_tokens if usage else None
+    return usage_from(usage).total_tokens if usage else None
 
-
-HANDLERS: dict[str, Any] = {
-    "lifecycle": {"setup": setup_stream_flag},
-    "request": {"build_parameters": build_parameters, "build_messages": build_messages, "build_tools": build_tools},
-    "response": {"parse_chat": parse_chat, "parse_inline": parse_inline, "parse_tokens": parse_tokens},
-    "tools": {"format_calls": format_calls, "format_response": format_response},
-}
 
 ADAPTER: dict[str, Any] = {
     "name": "openai_responses",
     "formatted_name": "OpenAI Responses",
     "url": "https://api.openai.com/v1/responses",
-    "env": {"api_key": "OPENAI_API_KEY"},
-    "headers": {"Content-Type": "application/json", "Authorization": "Bearer ${api_key}"},
-    "opts": {
-        "stream": True,
-        "tools": True,
-        "vision": True,
-        "required_env": ["api_key"],
-        "models_url": "https://api.openai.com/v1/models",
-    },
+    **openai_account(),
+    "opts": provider_opts(required_env=["api_key"], models_url=MODELS_URL),
     "features": {"text": True, "tokens": True},
     "schema": {
-        "model": {
-            "order": 1,
-            "mapping": "parameters",
-            "type": "enum",
-            "default": "gpt-5-mini",
-            "choices": ["gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-4.1", "o3", "o4-mini"],
-        },
-        "reasoning_effort": {
-            "order": 2,
-            "mapping": "parameters",
-            "type": "string",
-            "optional": True,
-            "default": "medium",
-            "choices": ["minimal", "low", "medium", "high"],
-        },
-        "max_tokens": {"order": 3, "mapping": "parameters", "type": "integer", "optional": True, "default": None},
+        "model": setting(
+            1, "enum", "gpt-5-mini", choices=["gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-4.1", "o3", "o4-mini"]
+        ),
+        "reasoning_effort": setting(2, "string", "medium", optional=True, choices=["minimal", "low", "medium", "high"]),
+        "max_tokens": setting(3, "integer", optional=True),
     },
-    "handlers": HANDLERS,
+    "handlers": handler_table(globals(), setup=setup_stream_flag),
 }
