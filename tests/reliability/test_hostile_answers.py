@@ -12,8 +12,8 @@ from codecompanion_py.demo.server import Reply, Request, ScriptedServer, ServerT
 from tests.chat import test_acp_session as acp
 from tests.chat.test_acp_session import FakeEditor, texts
 from tests.e2e import conftest as e2e
-from tests.e2e.test_chat import chunk, usage
 from tests.e2e.lua_tools import calculator_callback
+from tests.e2e.test_chat import chunk, usage
 from tests.e2e.test_tools import setup_with_tools, text_reply
 
 editor, nvim_home = e2e.editor, e2e.nvim_home  # the fixtures: a real headless Neovim with the plugin

@@ -19,8 +19,8 @@ from codecompanion_py import messages
 from codecompanion_py.demo.server import Reply, Request, ScriptedServer, ServerThread, sse_reply
 from codecompanion_py.ui import ops
 from tests.e2e import conftest as e2e
-from tests.e2e.test_chat import chunk, usage
 from tests.e2e.lua_tools import calculator_callback
+from tests.e2e.test_chat import chunk, usage
 from tests.e2e.test_tools import setup_with_tools, text_reply
 
 pytestmark = pytest.mark.nvim
