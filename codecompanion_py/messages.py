@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, cast
 
 import msgspec
 
@@ -62,18 +62,29 @@ def valid_utf8(data: bytes) -> bytes:
 _TOO_DEEP = "tool call {name}: arguments nested too deep (more than {limit} levels)"
 
 
-def deeper_than(value: Any, limit: int) -> bool:
-    """Whether lists and objects in `value` nest more than `limit` levels (no recursion)."""
+def nests_within(
+    value: Any,
+    limit: int,
+    *,
+    kinds: tuple[type, ...] = (Mapping, list, tuple),
+    leaf: Callable[[Any], bool] | None = None,
+    leaf_kinds: tuple[type, ...] = (),
+) -> bool:
+    """Whether containers of `kinds` in `value` nest at most `limit` levels, and `leaf` holds
+    for each value of `leaf_kinds` in it (one walk, no recursion)."""
+    wanted = kinds + leaf_kinds
     level: list[tuple[Any, int]] = [(value, 1)]
     while level:
         item, depth = level.pop()
-        children = item.values() if isinstance(item, Mapping) else item if isinstance(item, (list, tuple)) else None
-        if children is None:
+        if not isinstance(item, kinds):
+            if leaf is not None and not leaf(item):
+                return False
             continue
         if depth > limit:
-            return True
-        level.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list, tuple)))
-    return False
+            return False
+        children = item.values() if isinstance(item, Mapping) else cast("Iterable[Any]", item)
+        level.extend((child, depth + 1) for child in children if isinstance(child, wanted))
+    return True
 
 
 def ensure_json_compatible(value: Any, where: str) -> None:
@@ -155,7 +166,7 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True, tag="tool_call", tag_f
             parsed = msgspec.json.decode(text)
             if not isinstance(parsed, dict):
                 raise AdapterError(f"tool call {name}: arguments must be a JSON object, got {type(parsed).__name__}")
-            if deeper_than(parsed, MAX_ARGUMENT_DEPTH):
+            if not nests_within(parsed, MAX_ARGUMENT_DEPTH):
                 raise AdapterError(_TOO_DEEP.format(name=name, limit=MAX_ARGUMENT_DEPTH))
             return cls(id=id, name=name, arguments=parsed)
         except msgspec.DecodeError as exc:

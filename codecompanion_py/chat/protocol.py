@@ -22,6 +22,7 @@ from ..adapters.base import HTTPAdapter
 from ..messages import Message
 from ..tools.approvals import Approvals
 from ..tools.workspace import Workspace
+from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession, SettingEntry
 from ..ui.view import EventView
 from .context import ContextItem
@@ -162,3 +163,15 @@ class Session(Protocol):
     async def list_sessions(self) -> list[AgentSession]: ...
 
     def resume(self, session_id: str) -> None: ...
+
+
+def refuse_turn(session: Session, text: str, while_busy: str) -> bool:
+    """Whether a turn for `text` cannot start now, said in the chat: one runs (`while_busy`
+    says what to do), or there is nothing to send."""
+    if session.busy:
+        session.view.push(ops.Error(message=while_busy))
+        return True
+    if not text.strip():
+        session.view.push(ops.Done(status="empty"))
+        return True
+    return False

@@ -44,7 +44,7 @@ from .context import ContextItem
 from .debug import debug_text
 from .history import Record
 from .mcp_tools import ChatMcpTools
-from .protocol import PromptSetup, SavedState
+from .protocol import PromptSetup, SavedState, refuse_turn
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI programming assistant working inside the Neovim text editor. "
@@ -257,11 +257,7 @@ class ChatSession:
     ) -> asyncio.Task[None] | None:
         """Start a turn for the user's `text` with the context shared with it (and without
         the context items the user removed); refused (with an error op) while one runs."""
-        if self.busy:
-            self.view.push(ops.Error(message="a request is already running; press q to stop it"))
-            return None
-        if not text.strip():
-            self.view.push(ops.Done(status="empty"))
+        if refuse_turn(self, text, "a request is already running; press q to stop it"):
             return None
         pages = [item for item in context if item.kind == "fetch"]  # read in the turn, not here
         self.remove_context([*removed, *(page.id for page in pages if page.update == "all")])

@@ -29,7 +29,7 @@ from ..acp.jsonrpc import METHOD_NOT_FOUND, Connection
 from ..adapters.base import DEFAULT_CMD_TIMEOUT, resolve_env_string
 from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError, ConnectionClosed, RpcError
-from ..messages import deeper_than
+from ..messages import nests_within
 from ..processes import safe_env
 from ..scrubber import KNOWN, clip, credential_values, scrub_secrets, secrets_in, url_credentials
 from .door import (
@@ -196,7 +196,7 @@ class McpServer:
         listed = await self._list("tools") if "tools" in self.capabilities else []
         self.tools, size = [], 0  # what goes with every request is bounded: MAX_TOOLS_BYTES
         for tool in listed:
-            if deeper_than(tool.get("inputSchema"), MAX_SCHEMA_DEPTH):
+            if not nests_within(tool.get("inputSchema"), MAX_SCHEMA_DEPTH):
                 continue  # left out too
             size += len(msgspec.json.encode(tool))
             if size > MAX_TOOLS_BYTES or len(self.tools) == MAX_TOOLS:

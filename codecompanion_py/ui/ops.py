@@ -18,6 +18,7 @@ from typing import Any, Literal, Union, get_args
 import msgspec
 
 from ..events import PlanEntry, ToolLocation, ToolProgress
+from ..messages import nests_within
 
 LUA_DEPTH = 24
 """How deep a batch may nest when it reaches Lua. Neovim closes a channel whose message
@@ -98,6 +99,13 @@ class Reasoning(_Op, tag="reasoning", frozen=True):
     text: str
 
 
+class Show(_Op, tag="show", frozen=True):
+    """A block of text (fenced unless it is fenced already), under `title` if given."""
+
+    text: str
+    title: str | None = None
+
+
 class ShowToolCall(_Op, tag="tool_call", frozen=True):
     """A tool call of the LLM, shown as one line with its arguments."""
 
@@ -128,13 +136,6 @@ class Plan(_Op, tag="plan", frozen=True):
     """The agent's plan as a checklist, updated in place."""
 
     entries: tuple[PlanEntry, ...] = ()
-
-
-class Show(_Op, tag="show", frozen=True):
-    """A block of text (fenced unless it is fenced already), under `title` if given."""
-
-    text: str
-    title: str | None = None
 
 
 class Call(_Op, tag="call", frozen=True):
@@ -282,21 +283,12 @@ def for_lua(value: Any) -> Any:
 
 def _fits(value: Any) -> bool:
     """Whether `value` nests at most `LUA_DEPTH` levels and has no integer msgpack refuses
-    (one walk, no recursion: this runs for every batch)."""
-    level: list[tuple[Any, int]] = [(value, 1)]
-    while level:
-        item, depth = level.pop()
-        if isinstance(item, int):
-            if not _INT_MIN <= item <= _INT_MAX:
-                return False
-            continue
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        if depth > LUA_DEPTH:
-            return False
-        level.extend((child, depth + 1) for child in children if isinstance(child, (dict, list, int)))
-    return True
+    (this runs for every batch)."""
+    return nests_within(value, LUA_DEPTH, kinds=(dict, list), leaf=_int_fits, leaf_kinds=(int,))
+
+
+def _int_fits(value: int) -> bool:
+    return _INT_MIN <= value <= _INT_MAX
 
 
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1

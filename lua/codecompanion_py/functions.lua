@@ -46,8 +46,19 @@ local function revive(value)
   return value
 end
 
--- Data to send back: functions become references (a handler may put one in `self`).
-local function to_data(value, path)
+-- `value` as data the engine can take: functions become references (a handler may put one in
+-- `self`). `prepare`, when given, may first replace each value; `keys` are the path's parts
+-- (names may hold dots: CodeCompanion's own docs name an adapter "llama.cpp").
+---@param value any
+---@param path string
+---@param keys? string[]
+---@param prepare? fun(value: any, path: string, keys: string[]): any
+---@return any
+function M.to_data(value, path, keys, prepare)
+  keys = keys or {}
+  if prepare then
+    value = prepare(value, path, keys)
+  end
   if type(value) == "function" then
     return M.ref(value, path)
   end
@@ -56,10 +67,13 @@ local function to_data(value, path)
   end
   local out = {}
   for k, v in pairs(value) do
-    out[k] = to_data(v, path .. "." .. tostring(k))
+    local name = tostring(k)
+    local sub = vim.list_extend(vim.list_slice(keys), { name })
+    out[k] = M.to_data(v, path == "" and name or (path .. "." .. name), sub, prepare)
   end
   return out
 end
+local to_data = M.to_data
 
 -- What CodeCompanion gives a system_prompt function: the engine sends what it knows
 -- (default_system_prompt, adapter, cwd), Neovim adds the rest.

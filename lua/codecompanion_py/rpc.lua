@@ -200,37 +200,23 @@ end
 -- Functions cannot cross the RPC. Adapter factories (`adapters.http.NAME = function() ... end`)
 -- are called here, as CodeCompanion calls them; Lua-defined tools stay in tools.lua (the
 -- engine gets their description); every other function becomes a reference the engine can
--- call back (functions.lua). Functions only Lua uses (keymap callbacks...) travel as
--- references too, which the engine never calls.
--- `keys` are the path's parts: names may hold dots (CodeCompanion's own docs name an adapter
--- "llama.cpp"), so where a value sits is read from them, not from the dotted `path`.
-local function to_data(value, path, keys)
+-- call back (functions.to_data). Functions only Lua uses (keymap callbacks...) travel as
+-- references too, which the engine never calls. Where a value sits is read from `keys`.
+local function prepare(value, path, keys)
   local depth = #keys
   if depth == 4 and keys[2] == "chat" and keys[3] == "tools" and keys[4] ~= "opts" and keys[4] ~= "groups"
       and type(value) == "table" then
-    value = require("codecompanion_py.tools").register(keys[4], value)
+    return require("codecompanion_py.tools").register(keys[4], value)
   end
-  if type(value) == "function" then
-    if depth == 3 and keys[1] == "adapters" and (keys[2] == "http" or keys[2] == "acp") then
-      local ok, result = pcall(value)
-      if not ok then
-        vim.notify(("CodeCompanion: %s failed: %s"):format(path, result), vim.log.levels.ERROR)
-        return nil
-      end
-      return to_data(result, path, keys)
+  if type(value) == "function" and depth == 3 and keys[1] == "adapters" and (keys[2] == "http" or keys[2] == "acp") then
+    local ok, result = pcall(value)
+    if not ok then
+      vim.notify(("CodeCompanion: %s failed: %s"):format(path, result), vim.log.levels.ERROR)
+      return nil
     end
-    return require("codecompanion_py.functions").ref(value, path)
+    return result
   end
-  if type(value) ~= "table" then
-    return value
-  end
-  local out = {}
-  for k, v in pairs(value) do
-    local name = tostring(k)
-    local sub = vim.list_extend(vim.list_slice(keys), { name })
-    out[k] = to_data(v, path == "" and name or (path .. "." .. name), sub)
-  end
-  return out
+  return value
 end
 
 -- Where the engine saves chats (codecompanion_py/chat/history.py).
@@ -250,7 +236,7 @@ function M.payload_for_config()
       config[key] = value
     end
   end
-  local data = to_data(config, "", {})
+  local data = require("codecompanion_py.functions").to_data(config, "", {}, prepare)
   local v = vim.version()
   local sysname = vim.uv.os_uname().sysname
   -- facts for the default system prompt (config.py's EDITOR_KEY)

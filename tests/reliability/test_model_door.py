@@ -123,7 +123,7 @@ def test_two_calls_merged_under_one_index_go_through_the_same_checks():
 def test_deep_values_reach_lua_as_json_text_below_the_cap():
     value = json.loads(nested(200))
     batch = ops.encode([ops.Call(id=1, method="approve", args={"raw": value}), ops.fire("ToolStarted", {"v": value})])
-    assert not messages.deeper_than(batch, ops.LUA_DEPTH)
+    assert messages.nests_within(batch, ops.LUA_DEPTH)
     text = json.dumps(batch)
     assert text.count('\\"a\\"') > 150  # the deep part is there, as text
     shallow = [ops.Call(id=2, method="approve", args={"raw": {"a": {"b": [1, 2]}}})]

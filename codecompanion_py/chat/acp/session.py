@@ -38,7 +38,7 @@ from ...ui.view import EventView
 from ..context import ContextItem
 from ..debug import debug_text
 from ..history import Record
-from ..protocol import PromptSetup, SavedState
+from ..protocol import PromptSetup, SavedState, refuse_turn
 from .prompt import prompt_blocks
 from .requests import AgentRequests
 from .state import MODE_OPTION, AgentState
@@ -125,11 +125,7 @@ class AcpChatSession:
     def submit(
         self, text: str, context: Sequence[ContextItem] = (), removed: Sequence[str] = ()
     ) -> asyncio.Task[None] | None:
-        if self.busy:
-            self.view.push(ops.Error(message="the agent is still working; press q to stop it"))
-            return None
-        if not text.strip():
-            self.view.push(ops.Done(status="empty"))
+        if refuse_turn(self, text, "the agent is still working; press q to stop it"):
             return None
         self.task = asyncio.get_running_loop().create_task(self._turn(text, context))
         self.task.add_done_callback(self._end_unstarted)

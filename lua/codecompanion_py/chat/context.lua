@@ -84,16 +84,22 @@ function capture.buffer(chat, arg)
   return buffer_item(buf, "buffer")
 end
 
--- `#{file:path}` (what /file inserts): a file read from disk. An agent reads it itself (the
--- ACP chat sends it as a resource), so there it is not captured here.
-function capture.file(chat, arg)
-  if chat.adapter and chat.adapter.type == "acp" then
-    return {}
+-- A capture of a named file, `read(arg, path)`, for an HTTP chat only: an agent reads it itself
+-- (the ACP chat sends it as a resource).
+local function named_file(kind, read)
+  return function(chat, arg)
+    if chat.adapter and chat.adapter.type == "acp" then
+      return {}
+    end
+    if not arg then
+      return nil, ("name the %s: #{%s:path}"):format(kind, kind)
+    end
+    return read(arg, vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p"))
   end
-  if not arg then
-    return nil, "name the file: #{file:path}"
-  end
-  local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
+end
+
+-- `#{file:path}` (what /file inserts): a file read from disk.
+capture.file = named_file("file", function(_, path)
   local content, why = require("codecompanion_py.files").read_text(path)
   if not content then
     return nil, why
@@ -106,18 +112,11 @@ function capture.file(chat, arg)
     filetype = vim.filetype.match({ filename = path }) or "",
     content = content:gsub("\n$", ""),
   }
-end
+end)
 
 -- `#{image:path}` (what /image inserts): the engine reads the file and sends it in the
 -- provider's image format; an agent gets it from the message itself.
-function capture.image(chat, arg)
-  if chat.adapter and chat.adapter.type == "acp" then
-    return {}
-  end
-  if not arg then
-    return nil, "name the image: #{image:path}"
-  end
-  local path = vim.fn.fnamemodify(require("codecompanion_py.files").expand(arg), ":p")
+capture.image = named_file("image", function(arg, path)
   if vim.fn.filereadable(path) == 0 then
     return nil, arg .. " is not a readable file"
   end
@@ -132,7 +131,7 @@ function capture.image(chat, arg)
     return nil, arg .. " is not an image (png, jpg, jpeg, gif or webp)"
   end
   return { kind = "image", label = vim.fn.fnamemodify(path, ":~:."), path = path }
-end
+end)
 
 -- `#{fetch:url}` (what /fetch inserts): the engine reads the page when the message goes
 -- (cached for a while); an agent fetches what it needs itself.
