@@ -77,7 +77,7 @@ def nests_within(
     while level:
         item, depth = level.pop()
         if not isinstance(item, kinds):
-            if leaf is not None and not leaf(item):
+            if leaf is not None and isinstance(item, leaf_kinds) and not leaf(item):
                 return False
             continue
         if depth > limit:

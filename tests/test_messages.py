@@ -130,3 +130,14 @@ def test_events_encode_as_ndjson_lines_with_type():
     assert msgspec.json.decode(msgspec.json.encode(event))["arguments"] == {"a": 1}
     final = FinalEvent(message=Message.of("assistant", "done"))
     assert msgspec.json.decode(msgspec.json.encode(final))["type"] == "final"
+
+
+def test_one_nesting_walker_serves_tool_arguments_and_lua_batches():
+    from codecompanion_py.messages import nests_within
+    from codecompanion_py.ui import ops
+
+    assert nests_within("text", 1) and nests_within([[1]], 2) and not nests_within([[1]], 1)
+    assert nests_within({"a": ({"b": 1},)}, 3) and not nests_within({"a": ({"b": 1},)}, 2)
+    assert ops.for_lua("a prompt's text") == "a prompt's text"  # a bare value, not a table
+    assert ops.for_lua({"n": 2**70}) == {"n": str(2**70)}  # wider than msgpack: its text
+    assert ops.for_lua([1, "x", {"y": True}]) == [1, "x", {"y": True}]
