@@ -3,15 +3,15 @@
 A `BridgeAdapter` translates, the bridge (`server.py`) does everything else: it serves ACP
 on stdio, answers `initialize` from the adapter's static answers, starts and stops the
 native process and moves lines both ways. Callbacks are plain synchronous functions that
-take the adapter's state and return one of the small frozen results below, each carrying
-the new state; the bridge keeps that state and hands it to the next callback.
+take the adapter's state and return an `Outcome`: the new state, and the messages to emit,
+the reply to the request, the data to write and the run to start, each when given. The
+bridge keeps that state and hands it to the next callback.
 
 Required:
     init(opts) -> state
     command(opts) -> argv list | ONE_SHOT | ADAPTER_MANAGED
-    translate_outbound(message, state) -> Write | Skip | Pending | Reply | Messages |
-        MessagesAndReply | MessagesAndWrite | ReplyAndWrite | Error | OneShot
-    translate_inbound(line, state) -> Messages | MessagesAndWrite | SkipAndWrite | Partial | Skip
+    translate_outbound(message, state) -> Outcome      any part; a reply only for a request
+    translate_inbound(line, state) -> Outcome          messages, write (to the line's process)
 
 Optional (defaults in brackets):
     capabilities() [{}]                   agentCapabilities for initialize
@@ -19,13 +19,14 @@ Optional (defaults in brackets):
     modes() [[]]                          added to session setup answers as `modes`
     config_options() [[]]                 added to session setup and config answers
     env(opts) [{}]                        the child's extra environment (see below)
-    post_connect(state) [Skip]            runs right after the native process started,
-                                          before the write that needed it; Write to send a handshake
+    post_connect(state) [Outcome(state)]  runs right after the native process started,
+                                          before the write that needed it; write to send a handshake
     handle_adapter_message(msg, state)    output and exits of ADAPTER_MANAGED processes, and
-                                          NativeExited when the persistent process dies [Skip]
+                                          NativeExited when the persistent process dies:
+                                          messages [Outcome(state)]
     shutdown(state) [state]               the bridge is closing
-    list_sessions(params, state)          Ok(sessions) | Error; advertised only when overridden
-    fork_session(params, state)           Ok(result) | Error; advertised only when overridden
+    list_sessions(params, state)          Outcome with reply sessions | Failure; advertised only when overridden
+    fork_session(params, state)           Outcome with reply result | Failure; advertised only when overridden
 
 Messages are ACP JSON-RPC objects (dicts). The id of a client request the adapter sees
 is the bridge's own (unique for the bridge's life); a response the adapter emits with
@@ -55,7 +56,7 @@ from ..acp.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, Message
 
 class Launch(enum.Enum):
     ONE_SHOT = "one_shot"
-    """No persistent process: the adapter answers a prompt with `OneShot(fn)`, and `fn`
+    """No persistent process: the adapter answers a prompt with an Outcome whose `run`
     runs one process per prompt through its `OneShotContext`."""
     ADAPTER_MANAGED = "adapter_managed"
     """The adapter starts its own processes (`self.bridge.start_process`), whose lines
@@ -68,123 +69,62 @@ ADAPTER_MANAGED = Launch.ADAPTER_MANAGED
 Data = Union[bytes, str, Sequence[Union[bytes, str]]]
 
 
-# --- results (state last, always) ---------------------------------------------------------
+# --- what a callback returns ------------------------------------------------------------
+
+
+class Later(enum.Enum):
+    LATER = "later"
+
+
+LATER = Later.LATER
+"""`Outcome.reply` for a request answered afterwards: by a response message the adapter
+emits with the request's id, from any callback, or by the outcome's `run`."""
 
 
 @dataclass(frozen=True)
-class Write:
-    """Write `data` to the native process (started first if need be)."""
-
-    data: Data
-    state: Any
-
-
-@dataclass(frozen=True)
-class Skip:
-    """Nothing to send. A request answered with Skip gets `{}` (session/new: a fresh
-    session id), plus modes and config options where those belong."""
-
-    state: Any
-
-
-@dataclass(frozen=True)
-class Pending:
-    """The answer will come later: a response message the adapter emits with the request's
-    id, from any callback."""
-
-    state: Any
-
-
-@dataclass(frozen=True)
-class Reply:
-    """The request's result, now."""
-
-    result: Any
-    state: Any
-
-
-@dataclass(frozen=True)
-class Messages:
-    """ACP messages to emit (notifications, responses, requests to the client)."""
-
-    messages: Sequence[Message]
-    state: Any
-
-
-@dataclass(frozen=True)
-class MessagesAndReply:
-    """Emit `messages`, then answer the request with `result` (updates that must reach the
-    client before the answer, such as a session's available commands)."""
-
-    messages: Sequence[Message]
-    result: Any
-    state: Any
-
-
-@dataclass(frozen=True)
-class MessagesAndWrite:
-    """Emit `messages`, then write `data` to the native process."""
-
-    messages: Sequence[Message]
-    data: Data
-    state: Any
-
-
-@dataclass(frozen=True)
-class ReplyAndWrite:
-    """Answer the request with `result` now and write `data` to the native process (a
-    mode change the CLI takes on its input while the client goes on)."""
-
-    result: Any
-    data: Data
-    state: Any
-
-
-@dataclass(frozen=True)
-class Error:
-    """The request cannot be honoured: the client gets a JSON-RPC error."""
+class Failure:
+    """`Outcome.reply` for a request that cannot be honoured: the client gets a JSON-RPC
+    error. Anywhere else it is only logged."""
 
     reason: Any
-    state: Any
     code: int = INTERNAL_ERROR
 
 
 @dataclass(frozen=True)
-class OneShot:
-    """Run `await fn(context)` for this request (one native process per prompt). If the
-    request is still unanswered when `fn` returns, the bridge answers it with an error."""
+class Outcome:
+    """What a callback returns: the adapter's new `state` and what the bridge does for it,
+    in this order: emit `messages`, write `write`, start `run`, then answer the request
+    with `reply`. `Outcome(state)` does nothing; a line kept for later (part of something
+    longer) is just that.
 
-    fn: Callable[[OneShotContext], Awaitable[Any]]
+    `messages`: ACP messages to emit (notifications, responses, requests to the client).
+    `write`: data for the native process (started first if need be): the persistent one,
+        for a line from translate_inbound the process it came from, for a ONE_SHOT adapter
+        the newest running one.
+    `run`: `await run(context)` (one native process per prompt, see OneShotContext). When
+        it answers the request (reply LATER) and returns with the request still
+        unanswered, the bridge answers it with an error.
+    `reply`, for a client's request: None for the bridge's own answer (`{}`; session/new: a
+        fresh session id), a result, a `Failure`, or LATER; session setup and config
+        answers get the adapter's modes and config options. list_sessions and
+        fork_session reply with their result or a Failure. Elsewhere there is no request
+        to answer: reply stays None (a Failure is logged for a client's notification or
+        answer).
+
+    Not every callback takes every part (see the module's docstring); an outcome with a
+    part its callback cannot take is logged and dropped, its state with it."""
+
     state: Any
+    messages: Sequence[Message] = ()
+    reply: Any = None
+    write: Data | None = None
+    run: Callable[[OneShotContext], Awaitable[Any]] | None = None
 
-
-@dataclass(frozen=True)
-class SkipAndWrite:
-    """No ACP messages, but write `data` back to the native process (a control reply)."""
-
-    data: Data
-    state: Any
-
-
-@dataclass(frozen=True)
-class Partial:
-    """The line was kept for later (a part of something longer); nothing complete yet."""
-
-    state: Any
-
-
-@dataclass(frozen=True)
-class Ok:
-    """list_sessions / fork_session succeeded with `value`."""
-
-    value: Any
-    state: Any
-
-
-Outbound = Union[
-    Write, Skip, Pending, Reply, Messages, MessagesAndReply, MessagesAndWrite, ReplyAndWrite, Error, OneShot
-]
-Inbound = Union[Messages, MessagesAndWrite, SkipAndWrite, Partial, Skip]
+    def parts(self) -> frozenset[str]:
+        """The names of the parts given, beside state."""
+        given = {"messages": bool(self.messages), "reply": self.reply is not None}
+        given |= {"write": self.write is not None, "run": self.run is not None}
+        return frozenset(name for name, present in given.items() if present)
 
 
 @dataclass(frozen=True)
@@ -264,11 +204,12 @@ class RunResult:
 
 
 class OneShotContext(Protocol):
-    """What a `OneShot` function gets: run processes whose lines go through
+    """What an Outcome's `run` gets: run processes whose lines go through
     `translate_inbound`, read and replace the adapter's state, emit messages, cancel."""
 
     request_id: Any
-    """The bridge's id of the request answered with OneShot (None for a notification)."""
+    """The bridge's id of the request the run answers (reply LATER); None when it answers
+    none (a notification, a client's answer, or a request already replied to)."""
     method: str
     cancelled: bool
     state: Any
@@ -308,10 +249,10 @@ class BridgeAdapter:
     def command(self, opts: Mapping[str, Any]) -> list[str] | Launch:
         raise NotImplementedError
 
-    def translate_outbound(self, message: Message, state: Any) -> Outbound:
+    def translate_outbound(self, message: Message, state: Any) -> Outcome:
         raise NotImplementedError
 
-    def translate_inbound(self, line: str, state: Any) -> Inbound:
+    def translate_inbound(self, line: str, state: Any) -> Outcome:
         raise NotImplementedError
 
     # optional
@@ -331,20 +272,20 @@ class BridgeAdapter:
     def env(self, opts: Mapping[str, Any]) -> Mapping[str, str | None]:
         return {}
 
-    def post_connect(self, state: Any) -> Write | Skip:
-        return Skip(state)
+    def post_connect(self, state: Any) -> Outcome:
+        return Outcome(state)
 
-    def handle_adapter_message(self, message: Any, state: Any) -> Messages | Partial | Skip:
-        return Skip(state)
+    def handle_adapter_message(self, message: Any, state: Any) -> Outcome:
+        return Outcome(state)
 
     def shutdown(self, state: Any) -> Any:
         return state
 
-    def list_sessions(self, params: dict[str, Any], state: Any) -> Ok | Error:
-        return Error("session/list is not supported", state, METHOD_NOT_FOUND)
+    def list_sessions(self, params: dict[str, Any], state: Any) -> Outcome:
+        return Outcome(state, reply=Failure("session/list is not supported", METHOD_NOT_FOUND))
 
-    def fork_session(self, params: dict[str, Any], state: Any) -> Ok | Error:
-        return Error("session/fork is not supported", state, METHOD_NOT_FOUND)
+    def fork_session(self, params: dict[str, Any], state: Any) -> Outcome:
+        return Outcome(state, reply=Failure("session/fork is not supported", METHOD_NOT_FOUND))
 
 
 def overrides(adapter: BridgeAdapter, method: str) -> bool:

@@ -13,12 +13,13 @@ last session set up), in its own process group; each stdout line goes to
 `translate_inbound`, stderr to the log. When it dies, the requests waiting on it fail
 with its exit status and the end of its stderr, and it is not restarted: the bridge
 answers later requests with the same error. One-shot adapters run a process per
-prompt (`OneShot`). On end of input, SIGTERM, SIGINT or SIGHUP every native process group
-is stopped before the bridge exits.
+prompt (an Outcome's `run`). On end of input, SIGTERM, SIGINT or SIGHUP every native
+process group is stopped before the bridge exits.
 
 Around it: `answers.py` (what it answers from the adapter's static answers),
-`one_shot.py` (OneShot runs), `managed.py` (ADAPTER_MANAGED processes and the adapter's
-handle), `native.py` (a native process), `stdio.py` (serving on our own stdin and stdout).
+`one_shot.py` (an Outcome's run), `managed.py` (ADAPTER_MANAGED processes and the
+adapter's handle), `native.py` (a native process), `stdio.py` (serving on our own stdin and
+stdout). What the adapter returns is an `Outcome` (`contract.py`), read part by part.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import os
 import signal
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, get_args
+from typing import Any
 
 from ..acp.jsonrpc import (
     INTERNAL_ERROR,
@@ -51,9 +52,6 @@ from .native import NativeProcess
 from .one_shot import OneShotRun
 
 log = logging.getLogger("codecompanion_py.acp_bridge")
-
-_OUTBOUND = get_args(contract.Outbound)
-_INBOUND = get_args(contract.Inbound)
 
 
 class Bridge:
@@ -177,8 +175,8 @@ class Bridge:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = future
         try:
-            result = self._outbound(message)
-            return await self._answer(method, request_id, result, future)
+            outcome = self._outbound(message)
+            return await self._answer(method, request_id, outcome, future)
         finally:
             self._waiting.pop(request_id, None)
             if future.done() and not future.cancelled():
@@ -186,29 +184,31 @@ class Bridge:
 
     async def _on_notification(self, method: str, params: Any) -> None:
         try:
-            result = self._outbound(notification(method, params))
+            outcome = self._outbound(notification(method, params))
         except RpcError as error:
             log.warning("%s: %s: %s", self.adapter.name, method, error.message)
             return
-        await self._side_effects(result, method)
+        await self._side_effects(outcome, method)
 
     def _sessions_call(self, callback: str, method: str, params: Any) -> Any:
         args = params if isinstance(params, dict) else {}
         try:
-            result = getattr(self.adapter, callback)(args, self.state)
+            outcome = getattr(self.adapter, callback)(args, self.state)
         except Exception as error:
             log.exception("%s: %s failed", self.adapter.name, callback)
             raise RpcError(INTERNAL_ERROR, f"{type(error).__name__}: {error}") from None
-        if isinstance(result, contract.Error):
-            self.state = result.state
-            raise RpcError(result.code, str(result.reason))
-        if not isinstance(result, contract.Ok):
-            raise RpcError(INTERNAL_ERROR, f"{self.adapter.name}: {callback} returned {type(result).__name__}")
-        self.state = result.state
+        unfit = _unfit(outcome, frozenset({"reply"}))
+        if unfit is None and (outcome.reply is None or outcome.reply is contract.LATER):
+            unfit = "an outcome without a reply"
+        if unfit is not None:
+            raise RpcError(INTERNAL_ERROR, f"{self.adapter.name}: {callback} returned {unfit}")
+        self.state = outcome.state
+        value = outcome.reply
+        if isinstance(value, contract.Failure):
+            raise RpcError(value.code, str(value.reason))
         if method == "session/list":
-            value = result.value
             return {"sessions": list(value)} if isinstance(value, (list, tuple)) else value
-        return answers.with_extras(self.adapter, method, result.value)
+        return answers.with_extras(self.adapter, method, value)
 
     def _note_cwd(self, method: str, params: Any) -> None:
         if method in answers.SESSION_SETUP and isinstance(params, dict):
@@ -216,55 +216,47 @@ class Bridge:
             if isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd):
                 self.cwd = cwd
 
-    def _outbound(self, message: contract.Message) -> Any:
+    def _outbound(self, message: contract.Message) -> contract.Outcome:
         """translate_outbound, its state kept; its failures become RpcErrors."""
         try:
-            result = self.adapter.translate_outbound(message, self.state)
+            outcome = self.adapter.translate_outbound(message, self.state)
         except Exception as error:
             log.exception("%s: translate_outbound failed on %s", self.adapter.name, message.get("method", "a response"))
             raise RpcError(INTERNAL_ERROR, f"{type(error).__name__}: {error}") from None
-        if not isinstance(result, _OUTBOUND):
-            raise RpcError(INTERNAL_ERROR, f"{self.adapter.name}: translate_outbound returned {type(result).__name__}")
-        self.state = result.state
-        return result
+        if not isinstance(outcome, contract.Outcome):
+            raise RpcError(INTERNAL_ERROR, f"{self.adapter.name}: translate_outbound returned {type(outcome).__name__}")
+        self.state = outcome.state
+        return outcome
 
-    async def _answer(self, method: str, request_id: int, result: Any, future: asyncio.Future[Any]) -> Any:
-        if isinstance(result, contract.Error):
-            raise RpcError(result.code, str(result.reason))
-        if isinstance(result, contract.Skip):
-            return answers.with_extras(
-                self.adapter, method, {"sessionId": f"session-{uuid.uuid4().hex}"} if method == "session/new" else {}
-            )
-        if isinstance(result, contract.Reply):
-            return answers.with_extras(self.adapter, method, result.result)
-        if isinstance(result, contract.MessagesAndReply):
-            await self.emit(result.messages)
-            return answers.with_extras(self.adapter, method, result.result)
-        if isinstance(result, contract.ReplyAndWrite):
-            await self._write(result.data)
-            return answers.with_extras(self.adapter, method, result.result)
-        if isinstance(result, contract.OneShot):
-            self._start_run(result.fn, request_id, method, future)
-        elif isinstance(result, contract.Messages):
-            await self.emit(result.messages)
-        elif isinstance(result, contract.MessagesAndWrite):
-            await self.emit(result.messages)
-            await self._write(result.data)
-        elif isinstance(result, contract.Write):
-            await self._write(result.data)
-        return await future  # Pending, and everything answered by a message later
+    async def _answer(
+        self, method: str, request_id: int, outcome: contract.Outcome, future: asyncio.Future[Any]
+    ) -> Any:
+        """A client's request: the outcome's messages, write and run, then its reply."""
+        later = outcome.reply is contract.LATER
+        await self.emit(outcome.messages)
+        if outcome.write is not None:
+            await self._write(outcome.write)
+        if outcome.run is not None:
+            self._start_run(outcome.run, request_id if later else None, method, future if later else None)
+        if later:
+            return await future  # answered by a response message, or by the run
+        if isinstance(outcome.reply, contract.Failure):
+            raise RpcError(outcome.reply.code, str(outcome.reply.reason))
+        result = outcome.reply
+        if result is None:  # the bridge's own answer
+            result = {"sessionId": f"session-{uuid.uuid4().hex}"} if method == "session/new" else {}
+        return answers.with_extras(self.adapter, method, result)
 
-    async def _side_effects(self, result: Any, what: str) -> None:
+    async def _side_effects(self, outcome: contract.Outcome, what: str) -> None:
         """A translated notification or answer: no reply to make, only its effects."""
         try:
-            if isinstance(result, (contract.Messages, contract.MessagesAndReply, contract.MessagesAndWrite)):
-                await self.emit(result.messages)
-            if isinstance(result, (contract.Write, contract.MessagesAndWrite, contract.ReplyAndWrite)):
-                await self._write(result.data)
-            elif isinstance(result, contract.OneShot):
-                self._start_run(result.fn, None, what, None)
-            elif isinstance(result, contract.Error):
-                log.warning("%s: %s: %s", self.adapter.name, what, result.reason)
+            await self.emit(outcome.messages)
+            if outcome.write is not None:
+                await self._write(outcome.write)
+            if outcome.run is not None:
+                self._start_run(outcome.run, None, what, None)
+            if isinstance(outcome.reply, contract.Failure):
+                log.warning("%s: %s: %s", self.adapter.name, what, outcome.reply.reason)
         except RpcError as error:
             log.warning("%s: %s: %s", self.adapter.name, what, error.message)
 
@@ -304,43 +296,46 @@ class Bridge:
         if self.closing:
             return
         try:
-            result = self._outbound(answer)
+            outcome = self._outbound(answer)
         except RpcError as error:
             log.warning("%s: the answer to %s: %s", self.adapter.name, method, error.message)
             return
-        await self._side_effects(result, f"the answer to {method}")
+        await self._side_effects(outcome, f"the answer to {method}")
 
     async def adapter_message(self, message: Any) -> None:
         try:
-            result = self.adapter.handle_adapter_message(message, self.state)
+            outcome = self.adapter.handle_adapter_message(message, self.state)
         except Exception:
             log.exception("%s: handle_adapter_message failed", self.adapter.name)
             return
-        if not isinstance(result, (contract.Messages, contract.Partial, contract.Skip)):
-            log.error("%s: handle_adapter_message returned %s", self.adapter.name, type(result).__name__)
-            return
-        self.state = result.state
-        if isinstance(result, contract.Messages):
-            await self.emit(result.messages)
+        if self._kept(outcome, "handle_adapter_message", frozenset({"messages"})):
+            await self.emit(outcome.messages)
+
+    def _kept(self, outcome: Any, callback: str, takes: frozenset[str]) -> bool:
+        """Whether a callback's outcome is usable where no request waits on it (its state is
+        then kept); an unusable one is logged and dropped."""
+        unfit = _unfit(outcome, takes)
+        if unfit is not None:
+            log.error("%s: %s returned %s", self.adapter.name, callback, unfit)
+            return False
+        self.state = outcome.state
+        return True
 
     # --- the native side --------------------------------------------------------------
 
     async def inbound(self, line: str, source: NativeProcess) -> None:
         """One line of native output through translate_inbound, its results applied."""
         try:
-            result = self.adapter.translate_inbound(line, self.state)
+            outcome = self.adapter.translate_inbound(line, self.state)
         except Exception:
             log.exception("%s: translate_inbound failed on %.200r", self.adapter.name, line)
             return
-        if not isinstance(result, _INBOUND):
-            log.error("%s: translate_inbound returned %s", self.adapter.name, type(result).__name__)
+        if not self._kept(outcome, "translate_inbound", frozenset({"messages", "write"})):
             return
-        self.state = result.state
-        if isinstance(result, (contract.Messages, contract.MessagesAndWrite)):
-            await self.emit(result.messages)
-        if isinstance(result, (contract.MessagesAndWrite, contract.SkipAndWrite)):
+        await self.emit(outcome.messages)
+        if outcome.write is not None:
             try:
-                await source.write(result.data)
+                await source.write(outcome.write)
             except (ConnectionError, OSError) as error:
                 log.warning("%s: could not write back: %s", self.adapter.name, error)
 
@@ -348,7 +343,7 @@ class Bridge:
         if self.launch is contract.ADAPTER_MANAGED:
             raise RpcError(
                 INTERNAL_ERROR,
-                f"{self.adapter.name}: an adapter-managed adapter writes to its own processes, not through Write",
+                f"{self.adapter.name}: an adapter-managed adapter writes to its processes itself, not by Outcome.write",
             )
         if self.launch is contract.ONE_SHOT:
             running = [p for p in self.one_shots if p.returncode is None]
@@ -379,15 +374,13 @@ class Bridge:
             self.native = native
             self.spawn(self._read_native(native))
             try:
-                result = self.adapter.post_connect(self.state)
+                outcome = self.adapter.post_connect(self.state)
             except Exception:
                 log.exception("%s: post_connect failed", self.adapter.name)
-                result = None
-            if isinstance(result, (contract.Write, contract.Skip)):
-                self.state = result.state
-                if isinstance(result, contract.Write):
-                    with contextlib.suppress(ConnectionError, OSError):
-                        await native.write(result.data)
+                return native
+            if self._kept(outcome, "post_connect", frozenset({"write"})) and outcome.write is not None:
+                with contextlib.suppress(ConnectionError, OSError):
+                    await native.write(outcome.write)
             return native
 
     async def _read_native(self, native: NativeProcess) -> None:
@@ -431,6 +424,14 @@ class Bridge:
         task = self.spawn(run())
         self._runs.add(task)
         task.add_done_callback(self._runs.discard)
+
+
+def _unfit(outcome: Any, takes: frozenset[str]) -> str | None:
+    """Why `outcome` does not fit a callback that takes only the parts `takes` (None: it does)."""
+    if not isinstance(outcome, contract.Outcome):
+        return type(outcome).__name__
+    extra = sorted(outcome.parts() - takes)
+    return f"an outcome with {' and '.join(extra)}, which it cannot have" if extra else None
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

@@ -10,17 +10,7 @@ from typing import Any
 from codecompanion_py.acp.jsonrpc import INVALID_PARAMS
 from codecompanion_py.acp_bridge.claude_stream_json import ClaudeStreamJsonAdapter
 from codecompanion_py.acp_bridge.codex_exec import ARG_LIMIT, CodexExecAdapter, strip_shell
-from codecompanion_py.acp_bridge.contract import (
-    Error,
-    Messages,
-    MessagesAndWrite,
-    OneShot,
-    Reply,
-    ReplyAndWrite,
-    Skip,
-    SkipAndWrite,
-    Write,
-)
+from codecompanion_py.acp_bridge.contract import LATER, Failure, Outcome
 from codecompanion_py.acp_bridge.native import to_bytes
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -36,11 +26,11 @@ def feed(adapter: Any, state: Any, native_lines: list[str]) -> tuple[list[dict],
     written: list[dict] = []
     for line in native_lines:
         result = adapter.translate_inbound(line, state)
+        assert result.parts() <= {"messages", "write"}
         state = result.state
-        if isinstance(result, (Messages, MessagesAndWrite)):
-            emitted += result.messages
-        if isinstance(result, (MessagesAndWrite, SkipAndWrite)):
-            written.append(json.loads(to_bytes(result.data)))
+        emitted += result.messages
+        if result.write is not None:
+            written.append(json.loads(to_bytes(result.write)))
     return emitted, written, state
 
 
@@ -53,8 +43,16 @@ def text(messages: list[dict], kind: str = "agent_message_chunk") -> str:
     return "".join(u["content"]["text"] for u in updates(messages, kind))
 
 
-def written(result: Any) -> dict:
-    return json.loads(to_bytes(result.data))
+def written(result: Outcome) -> dict:
+    """What the outcome writes to the native process, which is all it does."""
+    assert result.parts() == {"write"}
+    return json.loads(to_bytes(result.write))
+
+
+def refusal(result: Outcome) -> Failure:
+    """The JSON-RPC error the outcome answers its request with."""
+    assert isinstance(result.reply, Failure) and result.parts() == {"reply"}
+    return result.reply
 
 
 PROMPT = {
@@ -81,7 +79,7 @@ def claude(**opts: Any) -> tuple[ClaudeStreamJsonAdapter, Any]:
 
 def prompted(adapter: ClaudeStreamJsonAdapter, state: Any) -> Any:
     result = adapter.translate_outbound(PROMPT, state)
-    assert isinstance(result, Write)
+    assert result.write is not None and result.reply is LATER
     return result.state
 
 
@@ -113,15 +111,16 @@ def test_claude_prompt_is_one_user_line():
         },
         state,
     )
-    assert isinstance(result, Write) and to_bytes(result.data).endswith(b"\n")
-    line = written(result)
+    assert result.parts() == {"write", "reply"} and result.reply is LATER  # answered by the turn's result
+    assert result.write is not None and to_bytes(result.write).endswith(b"\n")
+    line = json.loads(to_bytes(result.write))
     assert line["type"] == "user" and line["message"]["role"] == "user"
     content = line["message"]["content"]
     assert content[0] == {"type": "text", "text": "Look at"} and content[1]["text"] == "@file:///a.py"
     assert 'ref="file:///b.py"' in content[2]["text"] and "print(1)" in content[2]["text"]
     assert content[3]["source"] == {"type": "base64", "media_type": "image/png", "data": "iVBOR"}
     again = adapter.translate_outbound(PROMPT, result.state)
-    assert isinstance(again, Error) and "already running" in again.reason
+    assert "already running" in refusal(again).reason
 
 
 def test_claude_streamed_deltas_are_not_emitted_twice():
@@ -170,7 +169,6 @@ def test_claude_tool_call_permission_and_result():
         {"jsonrpc": "2.0", "id": ask["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow_always"}}},
         state,
     )
-    assert isinstance(chosen, Write)
     reply = written(chosen)
     assert reply["type"] == "control_response"
     assert reply["response"]["request_id"] == "0b7d6c2e-1f3a-4e5b-8c9d-perm"
@@ -179,7 +177,7 @@ def test_claude_tool_call_permission_and_result():
     assert decision["updatedPermissions"][0]["type"] == "addRules"
     state = chosen.state
     assert not state.permissions
-    assert isinstance(adapter.translate_outbound({"jsonrpc": "2.0", "id": ask["id"], "result": {}}, state), Skip)
+    assert adapter.translate_outbound({"jsonrpc": "2.0", "id": ask["id"], "result": {}}, state) == Outcome(state)
 
     emitted, _, state = feed(adapter, state, lines("claude_tool.jsonl")[3:])
     done = updates(emitted, "tool_call_update")[0]
@@ -258,14 +256,12 @@ def test_claude_todo_write_is_a_plan_and_subagent_text_stays_out():
 
 def test_claude_cancel_interrupts_and_the_turn_ends_cancelled():
     adapter, state = claude()
-    assert isinstance(
-        adapter.translate_outbound({"method": "session/cancel", "params": {"sessionId": "S"}}, state), Skip
-    )  # nothing running
+    nothing = adapter.translate_outbound({"method": "session/cancel", "params": {"sessionId": "S"}}, state)
+    assert nothing == Outcome(state)  # nothing running
     state = prompted(adapter, state)
     cancel = adapter.translate_outbound(
         {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "S"}}, state
     )
-    assert isinstance(cancel, Write)
     interrupt = written(cancel)
     assert interrupt["type"] == "control_request" and interrupt["request"] == {"subtype": "interrupt"}
     late = json.dumps(
@@ -328,7 +324,7 @@ def test_claude_line_whose_type_is_not_a_string_is_skipped():
     adapter, state = claude()
     state = prompted(adapter, state)
     for line in ('{"type":[]}', '{"type":{"a":1}}', '{"type":null}', '{"type":3}'):
-        assert isinstance(adapter.translate_inbound(line, state), Skip)
+        assert adapter.translate_inbound(line, state) == Outcome(state)
 
 
 def test_claude_mode_before_and_after_the_process_starts():
@@ -336,24 +332,22 @@ def test_claude_mode_before_and_after_the_process_starts():
     early = adapter.translate_outbound(
         {"id": 1, "method": "session/set_mode", "params": {"sessionId": "S", "modeId": "plan"}}, state
     )
-    assert isinstance(early, Reply) and early.result == {}
+    assert early.reply == {} and early.parts() == {"reply"}
     connected = adapter.post_connect(early.state)
-    assert isinstance(connected, Write)
     assert written(connected)["request"] == {"subtype": "set_permission_mode", "mode": "plan"}
     late = adapter.translate_outbound(
         {"id": 2, "method": "session/set_mode", "params": {"sessionId": "S", "modeId": "acceptEdits"}}, connected.state
     )
-    assert isinstance(late, ReplyAndWrite) and written(late)["request"]["mode"] == "acceptEdits"
-    assert isinstance(
-        adapter.translate_outbound({"id": 3, "method": "session/set_mode", "params": {"modeId": "yolo"}}, state), Error
-    )
-    assert isinstance(adapter.post_connect(state), Skip)
+    assert late.reply == {} and late.parts() == {"reply", "write"}  # answered now, written too
+    assert late.write is not None and json.loads(to_bytes(late.write))["request"]["mode"] == "acceptEdits"
+    refusal(adapter.translate_outbound({"id": 3, "method": "session/set_mode", "params": {"modeId": "yolo"}}, state))
+    assert adapter.post_connect(state).parts() == set()
 
 
 def test_claude_unknown_requests_are_method_not_found():
     adapter, state = claude()
     result = adapter.translate_outbound({"id": 4, "method": "session/load", "params": {}}, state)
-    assert isinstance(result, Error) and result.code == -32601
+    assert refusal(result).code == -32601
 
 
 # --- Codex exec --json --------------------------------------------------------------------
@@ -363,13 +357,13 @@ def codex(**opts: Any) -> tuple[CodexExecAdapter, Any, str]:
     adapter = CodexExecAdapter()
     state = adapter.init(opts)
     made = adapter.translate_outbound({"id": 1, "method": "session/new", "params": {"cwd": "/scratch/work"}}, state)
-    assert isinstance(made, Reply)
-    return adapter, made.state, made.result["sessionId"]
+    assert made.parts() == {"reply"}
+    return adapter, made.state, made.reply["sessionId"]
 
 
 def codex_prompt(
     adapter: CodexExecAdapter, state: Any, session: str, words: str = "Say hello", request_id: int = 7
-) -> OneShot:
+) -> Outcome:
     result = adapter.translate_outbound(
         {
             "jsonrpc": "2.0",
@@ -379,7 +373,7 @@ def codex_prompt(
         },
         state,
     )
-    assert isinstance(result, OneShot)
+    assert result.run is not None and result.reply is LATER  # the run answers it
     return result
 
 
@@ -466,14 +460,13 @@ def test_codex_sessions_modes_and_bad_requests():
     moded = adapter.translate_outbound(
         {"id": 2, "method": "session/set_mode", "params": {"sessionId": session, "modeId": "read-only"}}, state
     )
-    assert isinstance(moded, Reply)
+    assert moded.reply == {}
     argv, _ = adapter.argv(moded.state, moded.state.sessions[session], "hi")
     assert argv[argv.index("--sandbox") + 1] == "read-only"
-    assert isinstance(
+    refusal(
         adapter.translate_outbound(
             {"id": 3, "method": "session/set_mode", "params": {"sessionId": session, "modeId": "chaos"}}, state
-        ),
-        Error,
+        )
     )
     unknown = adapter.translate_outbound(
         {
@@ -483,7 +476,7 @@ def test_codex_sessions_modes_and_bad_requests():
         },
         state,
     )
-    assert isinstance(unknown, Error) and "unknown session" in unknown.reason
+    assert "unknown session" in refusal(unknown).reason
     running = codex_prompt(adapter, state, session).state
     busy = adapter.translate_outbound(
         {
@@ -493,8 +486,8 @@ def test_codex_sessions_modes_and_bad_requests():
         },
         running,
     )
-    assert isinstance(busy, Error) and "already running" in busy.reason
-    assert isinstance(adapter.translate_outbound({"id": 6, "method": "session/load", "params": {}}, state), Error)
+    assert "already running" in refusal(busy).reason
+    refusal(adapter.translate_outbound({"id": 6, "method": "session/load", "params": {}}, state))
     assert feed(adapter, running, ["garbage", "{}", '{"type":"item.completed","item":{"type":"mystery"}}'])[0] == []
 
 
@@ -505,7 +498,7 @@ def test_codex_set_mode_with_a_malformed_session_id_is_invalid_params():
         refused = adapter.translate_outbound(
             {"id": 2, "method": "session/set_mode", "params": {"sessionId": bad, "modeId": "read-only"}}, state
         )
-        assert isinstance(refused, Error) and refused.code == INVALID_PARAMS and "unknown session" in refused.reason
+        assert refusal(refused).code == INVALID_PARAMS and "unknown session" in refusal(refused).reason
 
 
 def test_codex_cancel_marks_the_turn_and_drops_late_items():
@@ -521,7 +514,7 @@ def test_codex_cancel_marks_the_turn_and_drops_late_items():
     run = Run()
     state = state.__class__(**{**state.__dict__, "running": run})
     cancelled = adapter.translate_outbound({"method": "session/cancel", "params": {"sessionId": session}}, state)
-    assert isinstance(cancelled, Skip) and run.cancelled and cancelled.state.cancelling
+    assert cancelled.parts() == set() and run.cancelled and cancelled.state.cancelling
     emitted, _, _ = feed(
         adapter,
         cancelled.state,

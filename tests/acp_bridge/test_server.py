@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from typing import Any
 
 import pytest
 
 from codecompanion_py.acp_bridge import load_adapter
-from codecompanion_py.acp_bridge.contract import BridgeAdapter, Error, Messages, Ok, Reply, Skip, overrides
+from codecompanion_py.acp_bridge.contract import LATER, BridgeAdapter, Failure, Outcome, overrides
 from codecompanion_py.acp_bridge.environment import SESSION_SECRETS, child_environment
-from codecompanion_py.acp_bridge.messages import prompt_text, request, response, text_chunk
+from codecompanion_py.acp_bridge.messages import prompt_text, request, response, session_update, text_chunk
 from codecompanion_py.acp_bridge.server import Bridge
 from codecompanion_py.errors import ConfigError
 from codecompanion_py.processes import group_alive
 
-from .user_adapters import EchoAdapter
+from .user_adapters import ECHO_CHILD, EchoAdapter
 
 
 class Wire:
@@ -104,20 +105,20 @@ class Bare(BridgeAdapter):
         if method == "wrong":
             return "not a result"
         if method == "refuse":
-            return Error("not in this mode", state, -32602)
+            return Outcome(state, reply=Failure("not in this mode", -32602))
         if method == "session/new":
-            return Reply({"sessionId": "bare-1", "modes": {"currentModeId": "b", "availableModes": []}}, state)
-        return Skip(state)
+            return Outcome(state, reply={"sessionId": "bare-1", "modes": {"currentModeId": "b", "availableModes": []}})
+        return Outcome(state)
 
     def translate_inbound(self, line: str, state: Any) -> Any:
-        return Skip(state)
+        return Outcome(state)
 
 
 class Forks(Bare):
     def fork_session(self, params: dict[str, Any], state: Any) -> Any:
         if params.get("sessionId") == "missing":
-            return Error("no such session", state, -32002)
-        return Ok({"sessionId": params["sessionId"] + "-fork"}, state)
+            return Outcome(state, reply=Failure("no such session", -32002))
+        return Outcome(state, reply={"sessionId": params["sessionId"] + "-fork"})
 
     def modes(self) -> list[dict[str, Any]]:
         return [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}]
@@ -158,7 +159,7 @@ async def test_session_list_and_fork_go_to_their_callbacks(serve):
 async def test_session_setup_answers_carry_modes_and_config_options(serve):
     _, wire = await serve(EchoAdapter())
     made = (await wire.call(1, "session/new", {"cwd": "/", "mcpServers": []}))["result"]
-    assert made["sessionId"].startswith("session-")  # Skip: the bridge made one up
+    assert made["sessionId"].startswith("session-")  # no reply: the bridge made one up
     assert made["configOptions"][0]["id"] == "shout"
     _, wire = await serve(Forks())
     made = (await wire.call(2, "session/new", {"cwd": "/", "mcpServers": []}))["result"]
@@ -202,20 +203,22 @@ class Asker(BridgeAdapter):
                     "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
                 },
             )
-            return Messages(
-                [text_chunk("s", "asking"), ask], {**state, "prompts": {**state["prompts"], question: message["id"]}}
+            return Outcome(
+                {**state, "prompts": {**state["prompts"], question: message["id"]}},
+                messages=[text_chunk("s", "asking"), ask],
+                reply=LATER,
             )
         if "method" not in message:  # the client's answer
             prompt_id = state["prompts"].get(message["id"])
             outcome = message.get("result", {}).get("outcome") if "result" in message else message.get("error")
-            return Messages(
-                [response(prompt_id, {"stopReason": "end_turn", "_meta": {"outcome": outcome}})],
+            return Outcome(
                 {**state, "answers": [*state["answers"], message]},
+                messages=[response(prompt_id, {"stopReason": "end_turn", "_meta": {"outcome": outcome}})],
             )
-        return Skip(state)
+        return Outcome(state)
 
     def translate_inbound(self, line: str, state: Any) -> Any:
-        return Skip(state)
+        return Outcome(state)
 
 
 async def test_requests_the_adapter_sends_reach_the_client_and_their_answers_come_back(serve):
@@ -241,6 +244,63 @@ async def test_requests_the_adapter_sends_reach_the_client_and_their_answers_com
     wire.send({"jsonrpc": "2.0", "id": question["id"], "error": {"code": -32603, "message": "no UI"}})
     answer = await wire.wait_for(lambda m: m.get("id") == "p2")
     assert answer["result"]["_meta"]["outcome"] == {"code": -32603, "message": "no UI"}
+
+
+class Composer(BridgeAdapter):
+    """One outcome with several parts: messages, a write and a reply; a persistent echo child."""
+
+    name = "composer"
+
+    def init(self, opts: Any) -> Any:
+        return {"prompt": None, "lines": []}
+
+    def command(self, opts: Any) -> list[str]:
+        return [sys.executable, "-c", ECHO_CHILD, "fake_cli_composer"]
+
+    def translate_outbound(self, message: dict[str, Any], state: Any) -> Outcome:
+        method = message.get("method")
+        if method == "session/new":  # an update that must reach the client before the answer
+            commands = session_update("c-1", "available_commands_update", availableCommands=[])
+            return Outcome(state, messages=[commands], reply={"sessionId": "c-1"})
+        if method == "session/prompt":
+            words = prompt_text(message["params"]["prompt"])
+            started = text_chunk("c-1", "started")
+            return Outcome({**state, "prompt": message["id"]}, messages=[started], write=words + "\n", reply=LATER)
+        return Outcome(state)
+
+    def translate_inbound(self, line: str, state: Any) -> Outcome:
+        state = {**state, "lines": [*state["lines"], line]}
+        if line == "WRONG":  # a reply answers no native line: logged, dropped with its state
+            return Outcome(state, reply={})
+        return Outcome({**state, "prompt": None}, messages=[response(state["prompt"], {"stopReason": "end_turn"})])
+
+    def list_sessions(self, params: dict[str, Any], state: Any) -> Outcome:
+        return Outcome(state, messages=[text_chunk("c-1", "no")])  # no reply, and messages it cannot have
+
+
+async def test_an_outcome_emits_its_messages_then_writes_then_replies(serve, caplog):
+    bridge, wire = await serve(Composer())
+    made = await wire.call(1, "session/new", {"cwd": "/", "mcpServers": []})
+    assert made["result"] == {"sessionId": "c-1"}
+    assert wire.received[0]["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    assert wire.received[1] is made
+
+    answered = await wire.call(2, "session/prompt", {"sessionId": "c-1", "prompt": [{"type": "text", "text": "hi"}]})
+    assert answered["result"] == {"stopReason": "end_turn"}  # from the child's line, not at once
+    assert wire.received[2]["params"]["update"]["content"]["text"] == "started"
+    assert bridge.state["lines"] == ["HI"]
+
+    wrong = {"sessionId": "c-1", "prompt": [{"type": "text", "text": "wrong"}]}
+    wire.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": wrong})  # never answered
+    for _ in range(500):
+        if "translate_inbound returned an outcome with reply, which it cannot have" in caplog.text:
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError(f"not logged: {caplog.text}")
+    assert bridge.state["lines"] == ["HI"]  # the unfit outcome's state was dropped
+    listed = await wire.call(4, "session/list", {})
+    assert "list_sessions returned an outcome with messages, which it cannot have" in listed["error"]["message"]
 
 
 async def test_a_missing_native_command_is_an_error_with_the_install_hint(serve, tmp_path):
