@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..acp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from .contract import LATER, BridgeAdapter, Failure, NativeExited, Outcome
+from .contract import LATER, BridgeAdapter, Failure, NativeExited, Reaction
 from .environment import executable_argv
 from .messages import error_response, json_object, outcome_of, request, response, session_update, text_chunk, usage_from
 
@@ -245,29 +245,29 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
     def modes(self) -> list[dict[str, Any]]:
         return MODES
 
-    def post_connect(self, state: ClaudeState) -> Outcome:
+    def post_connect(self, state: ClaudeState) -> Reaction:
         state = replace(state, started=True)
         if state.mode != state.initial_mode:  # chosen before the process was up
             data, state = self._control(state, {"subtype": "set_permission_mode", "mode": state.mode})
-            return Outcome(state, write=data)
-        return Outcome(state)
+            return Reaction(state, write=data)
+        return Reaction(state)
 
-    def handle_adapter_message(self, message: Any, state: ClaudeState) -> Outcome:
+    def handle_adapter_message(self, message: Any, state: ClaudeState) -> Reaction:
         if not isinstance(message, NativeExited):
-            return Outcome(state)
+            return Reaction(state)
         answers = [error_response(state.prompt_id, message.description)] if state.prompt_id is not None else []
         state = replace(state, prompt_id=None, cancelling=False, permissions={}, streamed=frozenset())
-        return Outcome(state, messages=answers)
+        return Reaction(state, messages=answers)
 
     # --- ACP -> Claude ----------------------------------------------------------------
 
-    def translate_outbound(self, message: dict[str, Any], state: ClaudeState) -> Outcome:
+    def translate_outbound(self, message: dict[str, Any], state: ClaudeState) -> Reaction:
         method = message.get("method")
         params = json_object(message.get("params"))
         if method is None:
             return self._answered(message, state)
         if method == "session/new":
-            return Outcome(
+            return Reaction(
                 state,
                 reply={
                     "sessionId": state.session_id,
@@ -277,10 +277,10 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             )
         if method == "session/prompt":
             if state.prompt_id is not None:
-                return Outcome(state, reply=Failure("a prompt is already running in this session", INVALID_PARAMS))
+                return Reaction(state, reply=Failure("a prompt is already running in this session", INVALID_PARAMS))
             content = user_content(params.get("prompt"))
             if not content:
-                return Outcome(state, reply=Failure("the prompt is empty", INVALID_PARAMS))
+                return Reaction(state, reply=Failure("the prompt is empty", INVALID_PARAMS))
             line = _line(
                 {
                     "type": "user",
@@ -289,7 +289,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
                     "session_id": state.cli_session_id or "default",
                 }
             )
-            return Outcome(
+            return Reaction(
                 replace(
                     state,
                     prompt_id=message["id"],
@@ -301,30 +301,30 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             )
         if method == "session/cancel":
             if state.prompt_id is None or state.cancelling:
-                return Outcome(state)
+                return Reaction(state)
             data, state = self._control(state, {"subtype": "interrupt"})
-            return Outcome(replace(state, cancelling=True), write=data)
+            return Reaction(replace(state, cancelling=True), write=data)
         if method == "session/set_mode":
             mode = params.get("modeId")
             if mode not in MODE_IDS:
-                return Outcome(state, reply=Failure(f"unknown mode {mode!r}", INVALID_PARAMS))
+                return Reaction(state, reply=Failure(f"unknown mode {mode!r}", INVALID_PARAMS))
             state = replace(state, mode=mode)
             if not state.started:
-                return Outcome(state, reply={})  # post_connect sends it
+                return Reaction(state, reply={})  # post_connect sends it
             data, state = self._control(state, {"subtype": "set_permission_mode", "mode": mode})
-            return Outcome(state, reply={}, write=data)
+            return Reaction(state, reply={}, write=data)
         if method in ("session/close", "session/delete"):
-            return Outcome(state, reply={})
+            return Reaction(state, reply={})
         if "id" in message:
-            return Outcome(state, reply=Failure(f"method not found: {method}", METHOD_NOT_FOUND))
-        return Outcome(state)  # other notifications
+            return Reaction(state, reply=Failure(f"method not found: {method}", METHOD_NOT_FOUND))
+        return Reaction(state)  # other notifications
 
-    def _answered(self, message: dict[str, Any], state: ClaudeState) -> Outcome:
+    def _answered(self, message: dict[str, Any], state: ClaudeState) -> Reaction:
         """The client answered one of our permission requests."""
         ask_id = message.get("id")
         pending = state.permissions.get(ask_id) if isinstance(ask_id, str) else None
         if pending is None:
-            return Outcome(state)
+            return Reaction(state)
         control_id, tool_input, suggestions = pending
         permissions = {k: v for k, v in state.permissions.items() if k != ask_id}
         state = replace(state, permissions=permissions)
@@ -342,7 +342,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             "type": "control_response",
             "response": {"subtype": "success", "request_id": control_id, "response": decision},
         }
-        return Outcome(state, write=_line(reply))
+        return Reaction(state, write=_line(reply))
 
     def _control(self, state: ClaudeState, body: dict[str, Any]) -> tuple[str, ClaudeState]:
         state = replace(state, counter=state.counter + 1)
@@ -350,16 +350,16 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
 
     # --- Claude -> ACP ----------------------------------------------------------------
 
-    def translate_inbound(self, line: str, state: ClaudeState) -> Outcome:
+    def translate_inbound(self, line: str, state: ClaudeState) -> Reaction:
         try:
             event = json.loads(line)
         except ValueError:
-            return Outcome(state)
+            return Reaction(state)
         if not isinstance(event, dict):
-            return Outcome(state)
+            return Reaction(state)
         kind = event.get("type")
         if not isinstance(kind, str):
-            return Outcome(state)
+            return Reaction(state)
         handler = {
             "stream_event": self._stream_event,
             "assistant": self._assistant,
@@ -368,31 +368,31 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             "system": self._system,
             "control_request": self._control_request,
         }.get(kind)
-        return handler(event, state) if handler else Outcome(state)
+        return handler(event, state) if handler else Reaction(state)
 
     def _sid(self, state: ClaudeState) -> str:
         return state.prompt_session or state.session_id
 
-    def _stream_event(self, event: dict[str, Any], state: ClaudeState) -> Outcome:
+    def _stream_event(self, event: dict[str, Any], state: ClaudeState) -> Reaction:
         inner = event.get("event")
         if not isinstance(inner, dict) or state.prompt_id is None:
-            return Outcome(state)
+            return Reaction(state)
         if inner.get("type") == "message_start":
             message = inner.get("message")
             ident = message.get("id") if isinstance(message, dict) else None
-            return Outcome(replace(state, stream_message=str(ident or "")))
+            return Reaction(replace(state, stream_message=str(ident or "")))
         if inner.get("type") != "content_block_delta" or event.get("parent_tool_use_id") or state.cancelling:
-            return Outcome(state)
+            return Reaction(state)
         delta = json_object(inner.get("delta"))
         if delta.get("type") == "text_delta" and delta.get("text"):
             chunk = text_chunk(self._sid(state), str(delta["text"]))
         elif delta.get("type") == "thinking_delta" and delta.get("thinking"):
             chunk = text_chunk(self._sid(state), str(delta["thinking"]), "agent_thought_chunk")
         else:
-            return Outcome(state)
-        return Outcome(replace(state, streamed=state.streamed | {state.stream_message}), messages=[chunk])
+            return Reaction(state)
+        return Reaction(replace(state, streamed=state.streamed | {state.stream_message}), messages=[chunk])
 
-    def _assistant(self, event: dict[str, Any], state: ClaudeState) -> Outcome:
+    def _assistant(self, event: dict[str, Any], state: ClaudeState) -> Reaction:
         message = json_object(event.get("message"))
         blocks = message.get("content")
         streamed = str(message.get("id") or "") in state.streamed
@@ -422,9 +422,9 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
                         )
                     )
         state = replace(state, tools=tools)
-        return Outcome(state, messages=out)
+        return Reaction(state, messages=out)
 
-    def _user(self, event: dict[str, Any], state: ClaudeState) -> Outcome:
+    def _user(self, event: dict[str, Any], state: ClaudeState) -> Reaction:
         message = json_object(event.get("message"))
         blocks = message.get("content")
         out = []
@@ -442,11 +442,11 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             if "tool_use_result" in event:
                 update["rawOutput"] = event["tool_use_result"]
             out.append(session_update(self._sid(state), "tool_call_update", **update))
-        return Outcome(state, messages=out)
+        return Reaction(state, messages=out)
 
-    def _result(self, event: dict[str, Any], state: ClaudeState) -> Outcome:
+    def _result(self, event: dict[str, Any], state: ClaudeState) -> Reaction:
         if state.prompt_id is None:
-            return Outcome(state)
+            return Reaction(state)
         prompt_id = state.prompt_id
         cancelling = state.cancelling
         state = replace(
@@ -464,7 +464,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             result = {"stopReason": "max_turn_requests"}
         elif event.get("is_error") or subtype != "success":
             detail = event.get("result") or ", ".join(map(str, event.get("errors") or [])) or subtype
-            return Outcome(state, messages=[error_response(prompt_id, f"Claude Code: {detail}")])
+            return Reaction(state, messages=[error_response(prompt_id, f"Claude Code: {detail}")])
         else:
             result = {"stopReason": _STOP_REASONS.get(str(event.get("stop_reason") or "end_turn"), "end_turn")}
         usage = usage_from(event.get("usage"), USAGE, total_of=("cachedReadTokens", "cachedWriteTokens"))
@@ -472,11 +472,11 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             result["usage"] = usage
         if isinstance(event.get("total_cost_usd"), (int, float)):
             result["_meta"] = {"claudeCode": {"costUsd": event["total_cost_usd"], "sessionId": state.cli_session_id}}
-        return Outcome(state, messages=[response(prompt_id, result)])
+        return Reaction(state, messages=[response(prompt_id, result)])
 
-    def _system(self, event: dict[str, Any], state: ClaudeState) -> Outcome:
+    def _system(self, event: dict[str, Any], state: ClaudeState) -> Reaction:
         if event.get("subtype") != "init":
-            return Outcome(state)
+            return Reaction(state)
         state = replace(state, cli_session_id=str(event.get("session_id") or "") or state.cli_session_id)
         commands = [
             {"name": str(c).lstrip("/"), "description": ""}
@@ -484,12 +484,12 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             if isinstance(c, str) and c
         ]
         if not commands:
-            return Outcome(state)
-        return Outcome(
+            return Reaction(state)
+        return Reaction(
             state, messages=[session_update(self._sid(state), "available_commands_update", availableCommands=commands)]
         )
 
-    def _control_request(self, event: dict[str, Any], state: ClaudeState) -> Outcome:
+    def _control_request(self, event: dict[str, Any], state: ClaudeState) -> Reaction:
         control_id = event.get("request_id")
         body = json_object(event.get("request"))
         if body.get("subtype") != "can_use_tool":
@@ -501,7 +501,7 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
                     "error": f"unsupported control request {body.get('subtype')!r}",
                 },
             }
-            return Outcome(state, write=_line(reply))
+            return Reaction(state, write=_line(reply))
         name, args = str(body.get("tool_name") or ""), body.get("input")
         call_id = str(body.get("tool_use_id") or f"permission-{control_id}")
         state = replace(state, counter=state.counter + 1)
@@ -514,4 +514,4 @@ class ClaudeStreamJsonAdapter(BridgeAdapter):
             "session/request_permission",
             {"sessionId": self._sid(state), "toolCall": tool_call, "options": PERMISSION_OPTIONS},
         )
-        return Outcome(state, messages=[ask])
+        return Reaction(state, messages=[ask])

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..acp.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND
-from .contract import LATER, ONE_SHOT, BridgeAdapter, Failure, Launch, OneShotContext, Outcome
+from .contract import LATER, ONE_SHOT, BridgeAdapter, Failure, Launch, OneShotContext, Reaction
 from .environment import executable_argv
 from .messages import error_response, json_object, prompt_text, response, session_update, text_chunk, usage_from
 
@@ -141,16 +141,16 @@ class CodexExecAdapter(BridgeAdapter):
 
     # --- ACP -> codex -----------------------------------------------------------------
 
-    def translate_outbound(self, message: dict[str, Any], state: CodexState) -> Outcome:
+    def translate_outbound(self, message: dict[str, Any], state: CodexState) -> Reaction:
         method = message.get("method")
         params = json_object(message.get("params"))
         if method is None:
-            return Outcome(state)  # we never ask the client anything
+            return Reaction(state)  # we never ask the client anything
         if method == "session/new":
             session_id = f"codex-{uuid.uuid4().hex}"
             cwd = params.get("cwd") if isinstance(params.get("cwd"), str) else None
             sessions = {**state.sessions, session_id: CodexSession(cwd, mode=state.default_mode)}
-            return Outcome(
+            return Reaction(
                 replace(state, sessions=sessions),
                 reply={
                     "sessionId": session_id,
@@ -160,36 +160,36 @@ class CodexExecAdapter(BridgeAdapter):
         if method == "session/set_mode":
             target, mode = params.get("sessionId"), params.get("modeId")
             if not isinstance(target, str) or target not in state.sessions:
-                return Outcome(state, reply=Failure(f"unknown session {target!r}", INVALID_PARAMS))
+                return Reaction(state, reply=Failure(f"unknown session {target!r}", INVALID_PARAMS))
             if mode not in MODE_IDS:
-                return Outcome(state, reply=Failure(f"unknown mode {mode!r}", INVALID_PARAMS))
+                return Reaction(state, reply=Failure(f"unknown mode {mode!r}", INVALID_PARAMS))
             sessions = {**state.sessions, target: replace(state.sessions[target], mode=mode)}
-            return Outcome(replace(state, sessions=sessions), reply={})
+            return Reaction(replace(state, sessions=sessions), reply={})
         if method == "session/prompt":
             return self._prompt(message, params, state)
         if method == "session/cancel":
             if state.prompt_id is None or state.cancelling:
-                return Outcome(state)
+                return Reaction(state)
             if state.running is not None:
                 state.running.cancel()
-            return Outcome(replace(state, cancelling=True))
+            return Reaction(replace(state, cancelling=True))
         if method in ("session/close", "session/delete"):
             sessions = {k: v for k, v in state.sessions.items() if k != params.get("sessionId")}
-            return Outcome(replace(state, sessions=sessions), reply={})
+            return Reaction(replace(state, sessions=sessions), reply={})
         if "id" in message:
-            return Outcome(state, reply=Failure(f"method not found: {method}", METHOD_NOT_FOUND))
-        return Outcome(state)
+            return Reaction(state, reply=Failure(f"method not found: {method}", METHOD_NOT_FOUND))
+        return Reaction(state)
 
-    def _prompt(self, message: dict[str, Any], params: Mapping[str, Any], state: CodexState) -> Outcome:
+    def _prompt(self, message: dict[str, Any], params: Mapping[str, Any], state: CodexState) -> Reaction:
         session_id = params.get("sessionId")
         session = state.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:
-            return Outcome(state, reply=Failure(f"unknown session {session_id!r}", INVALID_PARAMS))
+            return Reaction(state, reply=Failure(f"unknown session {session_id!r}", INVALID_PARAMS))
         if state.prompt_id is not None:
-            return Outcome(state, reply=Failure("a prompt is already running", INVALID_PARAMS))
+            return Reaction(state, reply=Failure("a prompt is already running", INVALID_PARAMS))
         text = prompt_text(params.get("prompt"))
         if not text.strip():
-            return Outcome(state, reply=Failure("the prompt is empty", INVALID_PARAMS))
+            return Reaction(state, reply=Failure("the prompt is empty", INVALID_PARAMS))
         argv, stdin = self.argv(state, session, text)
         request_id = message["id"]
         turn = replace(
@@ -222,25 +222,25 @@ class CodexExecAdapter(BridgeAdapter):
             context.state = current
             await context.emit(messages)
 
-        return Outcome(turn, run=run, reply=LATER)
+        return Reaction(turn, run=run, reply=LATER)
 
     # --- codex -> ACP -----------------------------------------------------------------
 
-    def translate_inbound(self, line: str, state: CodexState) -> Outcome:
+    def translate_inbound(self, line: str, state: CodexState) -> Reaction:
         try:
             event = json.loads(line)
         except ValueError:
-            return Outcome(state)
+            return Reaction(state)
         if not isinstance(event, dict) or state.prompt_session is None:
-            return Outcome(state)
+            return Reaction(state)
         kind = event.get("type")
         sid = state.prompt_session
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             session = state.sessions.get(sid)
             if session is None:
-                return Outcome(state)
+                return Reaction(state)
             sessions = {**state.sessions, sid: replace(session, thread_id=event["thread_id"])}
-            return Outcome(replace(state, sessions=sessions))
+            return Reaction(replace(state, sessions=sessions))
         if kind == "turn.completed":
             return self._finish(
                 state,
@@ -252,40 +252,40 @@ class CodexExecAdapter(BridgeAdapter):
             detail = error.get("message") if isinstance(error, dict) else error
             return self._fail(state, f"Codex: {detail or state.last_error or 'the turn failed'}")
         if kind == "error":
-            return Outcome(replace(state, last_error=f"Codex: {event.get('message') or 'error'}"))
+            return Reaction(replace(state, last_error=f"Codex: {event.get('message') or 'error'}"))
         if kind in ("item.started", "item.updated", "item.completed") and isinstance(event.get("item"), dict):
             if state.cancelling:
-                return Outcome(state)
+                return Reaction(state)
             return self._item(kind, event["item"], sid, state)
-        return Outcome(state)
+        return Reaction(state)
 
-    def _finish(self, state: CodexState, result: dict[str, Any], usage: dict[str, int] | None) -> Outcome:
+    def _finish(self, state: CodexState, result: dict[str, Any], usage: dict[str, int] | None) -> Reaction:
         if state.prompt_id is None:
-            return Outcome(state)
+            return Reaction(state)
         if usage and result["stopReason"] != "cancelled":
             result["usage"] = usage
-        return Outcome(replace(state, prompt_id=None, cancelling=False), messages=[response(state.prompt_id, result)])
+        return Reaction(replace(state, prompt_id=None, cancelling=False), messages=[response(state.prompt_id, result)])
 
-    def _fail(self, state: CodexState, detail: str) -> Outcome:
+    def _fail(self, state: CodexState, detail: str) -> Reaction:
         if state.prompt_id is None:
-            return Outcome(state)
+            return Reaction(state)
         if state.cancelling:
             return self._finish(state, {"stopReason": "cancelled"}, None)
-        return Outcome(replace(state, prompt_id=None), messages=[error_response(state.prompt_id, detail)])
+        return Reaction(replace(state, prompt_id=None), messages=[error_response(state.prompt_id, detail)])
 
-    def _item(self, kind: str, item: dict[str, Any], sid: str, state: CodexState) -> Outcome:
+    def _item(self, kind: str, item: dict[str, Any], sid: str, state: CodexState) -> Reaction:
         item_type = item.get("type")
         item_id = str(item.get("id") or "")
         done = kind == "item.completed"
         if item_type == "agent_message":
-            return self._chunk(state, sid, item.get("text"), "agent_message_chunk") if done else Outcome(state)
+            return self._chunk(state, sid, item.get("text"), "agent_message_chunk") if done else Reaction(state)
         if item_type == "reasoning":
-            return self._chunk(state, sid, item.get("text"), "agent_thought_chunk") if done else Outcome(state)
+            return self._chunk(state, sid, item.get("text"), "agent_thought_chunk") if done else Reaction(state)
         if item_type == "error":
             return (
                 self._chunk(state, sid, f"Warning: {item.get('message')}", "agent_thought_chunk")
                 if done
-                else Outcome(state)
+                else Reaction(state)
             )
         if item_type == "todo_list":
             entries = [
@@ -297,31 +297,31 @@ class CodexExecAdapter(BridgeAdapter):
                 for t in item.get("items") or []
                 if isinstance(t, dict)
             ]
-            return Outcome(state, messages=[session_update(sid, "plan", entries=entries)])
+            return Reaction(state, messages=[session_update(sid, "plan", entries=entries)])
         fields = self._tool_fields(item_type, item)
         if fields is None or not item_id:
-            return Outcome(state)
+            return Reaction(state)
         if item_id not in state.open_items:
             if not done:
-                return Outcome(
+                return Reaction(
                     replace(state, open_items=state.open_items | {item_id}),
                     messages=[session_update(sid, "tool_call", toolCallId=item_id, status="in_progress", **fields)],
                 )
             update, after = "tool_call", state  # finished as it was first seen: the whole call at once
         elif not done:
-            return Outcome(state)
+            return Reaction(state)
         else:
             update, after, fields = "tool_call_update", replace(state, open_items=state.open_items - {item_id}), {}
         status = self._status(item_type, item)
         output = self._output(item_type, item)
-        return Outcome(
+        return Reaction(
             after, messages=[session_update(sid, update, toolCallId=item_id, status=status, **fields, **output)]
         )
 
-    def _chunk(self, state: CodexState, sid: str, text: Any, kind: str) -> Outcome:
+    def _chunk(self, state: CodexState, sid: str, text: Any, kind: str) -> Reaction:
         if not isinstance(text, str) or not text:
-            return Outcome(state)
-        return Outcome(state, messages=[text_chunk(sid, text, kind)])
+            return Reaction(state)
+        return Reaction(state, messages=[text_chunk(sid, text, kind)])
 
     @staticmethod
     def _status(item_type: Any, item: dict[str, Any]) -> str:

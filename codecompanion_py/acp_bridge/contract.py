@@ -3,15 +3,15 @@
 A `BridgeAdapter` translates, the bridge (`server.py`) does everything else: it serves ACP
 on stdio, answers `initialize` from the adapter's static answers, starts and stops the
 native process and moves lines both ways. Callbacks are plain synchronous functions that
-take the adapter's state and return an `Outcome`: the new state, and the messages to emit,
+take the adapter's state and return an `Reaction`: the new state, and the messages to emit,
 the reply to the request, the data to write and the run to start, each when given. The
 bridge keeps that state and hands it to the next callback.
 
 Required:
     init(opts) -> state
     command(opts) -> argv list | ONE_SHOT | ADAPTER_MANAGED
-    translate_outbound(message, state) -> Outcome      any part; a reply only for a request
-    translate_inbound(line, state) -> Outcome          messages, write (to the line's process)
+    translate_outbound(message, state) -> Reaction      any part; a reply only for a request
+    translate_inbound(line, state) -> Reaction          messages, write (to the line's process)
 
 Optional (defaults in brackets):
     capabilities() [{}]                   agentCapabilities for initialize
@@ -19,14 +19,14 @@ Optional (defaults in brackets):
     modes() [[]]                          added to session setup answers as `modes`
     config_options() [[]]                 added to session setup and config answers
     env(opts) [{}]                        the child's extra environment (see below)
-    post_connect(state) [Outcome(state)]  runs right after the native process started,
+    post_connect(state) [Reaction(state)]  runs right after the native process started,
                                           before the write that needed it; write to send a handshake
     handle_adapter_message(msg, state)    output and exits of ADAPTER_MANAGED processes, and
                                           NativeExited when the persistent process dies:
-                                          messages [Outcome(state)]
+                                          messages [Reaction(state)]
     shutdown(state) [state]               the bridge is closing
-    list_sessions(params, state)          Outcome with reply sessions | Failure; advertised only when overridden
-    fork_session(params, state)           Outcome with reply result | Failure; advertised only when overridden
+    list_sessions(params, state)          Reaction with reply sessions | Failure; advertised only when overridden
+    fork_session(params, state)           Reaction with reply result | Failure; advertised only when overridden
 
 Messages are ACP JSON-RPC objects (dicts). The id of a client request the adapter sees
 is the bridge's own (unique for the bridge's life); a response the adapter emits with
@@ -56,7 +56,7 @@ from ..acp.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, Message
 
 class Launch(enum.Enum):
     ONE_SHOT = "one_shot"
-    """No persistent process: the adapter answers a prompt with an Outcome whose `run`
+    """No persistent process: the adapter answers a prompt with an Reaction whose `run`
     runs one process per prompt through its `OneShotContext`."""
     ADAPTER_MANAGED = "adapter_managed"
     """The adapter starts its own processes (`self.bridge.start_process`), whose lines
@@ -77,13 +77,13 @@ class Later(enum.Enum):
 
 
 LATER = Later.LATER
-"""`Outcome.reply` for a request answered afterwards: by a response message the adapter
-emits with the request's id, from any callback, or by the outcome's `run`."""
+"""`Reaction.reply` for a request answered afterwards: by a response message the adapter
+emits with the request's id, from any callback, or by the reaction's `run`."""
 
 
 @dataclass(frozen=True)
 class Failure:
-    """`Outcome.reply` for a request that cannot be honoured: the client gets a JSON-RPC
+    """`Reaction.reply` for a request that cannot be honoured: the client gets a JSON-RPC
     error. Anywhere else it is only logged."""
 
     reason: Any
@@ -91,10 +91,10 @@ class Failure:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Reaction:
     """What a callback returns: the adapter's new `state` and what the bridge does for it,
     in this order: emit `messages`, write `write`, start `run`, then answer the request
-    with `reply`. `Outcome(state)` does nothing; a line kept for later (part of something
+    with `reply`. `Reaction(state)` does nothing; a line kept for later (part of something
     longer) is just that.
 
     `messages`: ACP messages to emit (notifications, responses, requests to the client).
@@ -111,7 +111,7 @@ class Outcome:
         to answer: reply stays None (a Failure is logged for a client's notification or
         answer).
 
-    Not every callback takes every part (see the module's docstring); an outcome with a
+    Not every callback takes every part (see the module's docstring); a reaction with a
     part its callback cannot take is logged and dropped, its state with it."""
 
     state: Any
@@ -204,7 +204,7 @@ class RunResult:
 
 
 class OneShotContext(Protocol):
-    """What an Outcome's `run` gets: run processes whose lines go through
+    """What an Reaction's `run` gets: run processes whose lines go through
     `translate_inbound`, read and replace the adapter's state, emit messages, cancel."""
 
     request_id: Any
@@ -249,10 +249,10 @@ class BridgeAdapter:
     def command(self, opts: Mapping[str, Any]) -> list[str] | Launch:
         raise NotImplementedError
 
-    def translate_outbound(self, message: Message, state: Any) -> Outcome:
+    def translate_outbound(self, message: Message, state: Any) -> Reaction:
         raise NotImplementedError
 
-    def translate_inbound(self, line: str, state: Any) -> Outcome:
+    def translate_inbound(self, line: str, state: Any) -> Reaction:
         raise NotImplementedError
 
     # optional
@@ -272,20 +272,20 @@ class BridgeAdapter:
     def env(self, opts: Mapping[str, Any]) -> Mapping[str, str | None]:
         return {}
 
-    def post_connect(self, state: Any) -> Outcome:
-        return Outcome(state)
+    def post_connect(self, state: Any) -> Reaction:
+        return Reaction(state)
 
-    def handle_adapter_message(self, message: Any, state: Any) -> Outcome:
-        return Outcome(state)
+    def handle_adapter_message(self, message: Any, state: Any) -> Reaction:
+        return Reaction(state)
 
     def shutdown(self, state: Any) -> Any:
         return state
 
-    def list_sessions(self, params: dict[str, Any], state: Any) -> Outcome:
-        return Outcome(state, reply=Failure("session/list is not supported", METHOD_NOT_FOUND))
+    def list_sessions(self, params: dict[str, Any], state: Any) -> Reaction:
+        return Reaction(state, reply=Failure("session/list is not supported", METHOD_NOT_FOUND))
 
-    def fork_session(self, params: dict[str, Any], state: Any) -> Outcome:
-        return Outcome(state, reply=Failure("session/fork is not supported", METHOD_NOT_FOUND))
+    def fork_session(self, params: dict[str, Any], state: Any) -> Reaction:
+        return Reaction(state, reply=Failure("session/fork is not supported", METHOD_NOT_FOUND))
 
 
 def overrides(adapter: BridgeAdapter, method: str) -> bool:

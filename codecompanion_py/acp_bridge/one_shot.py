@@ -1,4 +1,4 @@
-"""One-shot runs: an Outcome's `run` runs with a `OneShotRun` as its context."""
+"""One-shot runs: an Reaction's `run` runs with a `OneShotRun` as its context."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 class OneShotRun:
-    """The `OneShotContext` of one Outcome's run: its processes are the bridge's (stopped
+    """The `OneShotContext` of one Reaction's run: its processes are the bridge's (stopped
     with it), their lines go through `translate_inbound`."""
 
     def __init__(self, bridge: Bridge, request_id: Any, method: str) -> None:

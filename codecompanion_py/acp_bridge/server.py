@@ -13,13 +13,13 @@ last session set up), in its own process group; each stdout line goes to
 `translate_inbound`, stderr to the log. When it dies, the requests waiting on it fail
 with its exit status and the end of its stderr, and it is not restarted: the bridge
 answers later requests with the same error. One-shot adapters run a process per
-prompt (an Outcome's `run`). On end of input, SIGTERM, SIGINT or SIGHUP every native
+prompt (an Reaction's `run`). On end of input, SIGTERM, SIGINT or SIGHUP every native
 process group is stopped before the bridge exits.
 
 Around it: `answers.py` (what it answers from the adapter's static answers),
-`one_shot.py` (an Outcome's run), `managed.py` (ADAPTER_MANAGED processes and the
+`one_shot.py` (an Reaction's run), `managed.py` (ADAPTER_MANAGED processes and the
 adapter's handle), `native.py` (a native process), `stdio.py` (serving on our own stdin and
-stdout). What the adapter returns is an `Outcome` (`contract.py`), read part by part.
+stdout). What the adapter returns is an `Reaction` (`contract.py`), read part by part.
 """
 
 from __future__ import annotations
@@ -216,20 +216,20 @@ class Bridge:
             if isinstance(cwd, str) and os.path.isabs(cwd) and os.path.isdir(cwd):
                 self.cwd = cwd
 
-    def _outbound(self, message: contract.Message) -> contract.Outcome:
+    def _outbound(self, message: contract.Message) -> contract.Reaction:
         """translate_outbound, its state kept; its failures become RpcErrors."""
         try:
             outcome = self.adapter.translate_outbound(message, self.state)
         except Exception as error:
             log.exception("%s: translate_outbound failed on %s", self.adapter.name, message.get("method", "a response"))
             raise RpcError(INTERNAL_ERROR, f"{type(error).__name__}: {error}") from None
-        if not isinstance(outcome, contract.Outcome):
+        if not isinstance(outcome, contract.Reaction):
             raise RpcError(INTERNAL_ERROR, f"{self.adapter.name}: translate_outbound returned {type(outcome).__name__}")
         self.state = outcome.state
         return outcome
 
     async def _answer(
-        self, method: str, request_id: int, outcome: contract.Outcome, future: asyncio.Future[Any]
+        self, method: str, request_id: int, outcome: contract.Reaction, future: asyncio.Future[Any]
     ) -> Any:
         """A client's request: the outcome's messages, write and run, then its reply."""
         later = outcome.reply is contract.LATER
@@ -247,7 +247,7 @@ class Bridge:
             result = {"sessionId": f"session-{uuid.uuid4().hex}"} if method == "session/new" else {}
         return answers.with_extras(self.adapter, method, result)
 
-    async def _side_effects(self, outcome: contract.Outcome, what: str) -> None:
+    async def _side_effects(self, outcome: contract.Reaction, what: str) -> None:
         """A translated notification or answer: no reply to make, only its effects."""
         try:
             await self.emit(outcome.messages)
@@ -343,7 +343,7 @@ class Bridge:
         if self.launch is contract.ADAPTER_MANAGED:
             raise RpcError(
                 INTERNAL_ERROR,
-                f"{self.adapter.name}: an adapter-managed adapter writes to its processes itself, not by Outcome.write",
+                f"{self.adapter.name}: an adapter-managed adapter writes to its processes itself (no Reaction.write)",
             )
         if self.launch is contract.ONE_SHOT:
             running = [p for p in self.one_shots if p.returncode is None]
@@ -428,7 +428,7 @@ class Bridge:
 
 def _unfit(outcome: Any, takes: frozenset[str]) -> str | None:
     """Why `outcome` does not fit a callback that takes only the parts `takes` (None: it does)."""
-    if not isinstance(outcome, contract.Outcome):
+    if not isinstance(outcome, contract.Reaction):
         return type(outcome).__name__
     extra = sorted(outcome.parts() - takes)
     return f"an outcome with {' and '.join(extra)}, which it cannot have" if extra else None

@@ -10,7 +10,7 @@ from typing import Any
 from codecompanion_py.acp.jsonrpc import INVALID_PARAMS
 from codecompanion_py.acp_bridge.claude_stream_json import ClaudeStreamJsonAdapter
 from codecompanion_py.acp_bridge.codex_exec import ARG_LIMIT, CodexExecAdapter, strip_shell
-from codecompanion_py.acp_bridge.contract import LATER, Failure, Outcome
+from codecompanion_py.acp_bridge.contract import LATER, Failure, Reaction
 from codecompanion_py.acp_bridge.native import to_bytes
 
 FIXTURES = Path(__file__).with_name("fixtures")
@@ -43,13 +43,13 @@ def text(messages: list[dict], kind: str = "agent_message_chunk") -> str:
     return "".join(u["content"]["text"] for u in updates(messages, kind))
 
 
-def written(result: Outcome) -> dict:
+def written(result: Reaction) -> dict:
     """What the outcome writes to the native process, which is all it does."""
     assert result.parts() == {"write"}
     return json.loads(to_bytes(result.write))
 
 
-def refusal(result: Outcome) -> Failure:
+def refusal(result: Reaction) -> Failure:
     """The JSON-RPC error the outcome answers its request with."""
     assert isinstance(result.reply, Failure) and result.parts() == {"reply"}
     return result.reply
@@ -177,7 +177,7 @@ def test_claude_tool_call_permission_and_result():
     assert decision["updatedPermissions"][0]["type"] == "addRules"
     state = chosen.state
     assert not state.permissions
-    assert adapter.translate_outbound({"jsonrpc": "2.0", "id": ask["id"], "result": {}}, state) == Outcome(state)
+    assert adapter.translate_outbound({"jsonrpc": "2.0", "id": ask["id"], "result": {}}, state) == Reaction(state)
 
     emitted, _, state = feed(adapter, state, lines("claude_tool.jsonl")[3:])
     done = updates(emitted, "tool_call_update")[0]
@@ -257,7 +257,7 @@ def test_claude_todo_write_is_a_plan_and_subagent_text_stays_out():
 def test_claude_cancel_interrupts_and_the_turn_ends_cancelled():
     adapter, state = claude()
     nothing = adapter.translate_outbound({"method": "session/cancel", "params": {"sessionId": "S"}}, state)
-    assert nothing == Outcome(state)  # nothing running
+    assert nothing == Reaction(state)  # nothing running
     state = prompted(adapter, state)
     cancel = adapter.translate_outbound(
         {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "S"}}, state
@@ -324,7 +324,7 @@ def test_claude_line_whose_type_is_not_a_string_is_skipped():
     adapter, state = claude()
     state = prompted(adapter, state)
     for line in ('{"type":[]}', '{"type":{"a":1}}', '{"type":null}', '{"type":3}'):
-        assert adapter.translate_inbound(line, state) == Outcome(state)
+        assert adapter.translate_inbound(line, state) == Reaction(state)
 
 
 def test_claude_mode_before_and_after_the_process_starts():
@@ -363,7 +363,7 @@ def codex(**opts: Any) -> tuple[CodexExecAdapter, Any, str]:
 
 def codex_prompt(
     adapter: CodexExecAdapter, state: Any, session: str, words: str = "Say hello", request_id: int = 7
-) -> Outcome:
+) -> Reaction:
     result = adapter.translate_outbound(
         {
             "jsonrpc": "2.0",

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from codecompanion_py.acp_bridge import load_adapter
-from codecompanion_py.acp_bridge.contract import LATER, BridgeAdapter, Failure, Outcome, overrides
+from codecompanion_py.acp_bridge.contract import LATER, BridgeAdapter, Failure, Reaction, overrides
 from codecompanion_py.acp_bridge.environment import SESSION_SECRETS, child_environment
 from codecompanion_py.acp_bridge.messages import prompt_text, request, response, session_update, text_chunk
 from codecompanion_py.acp_bridge.server import Bridge
@@ -105,20 +105,20 @@ class Bare(BridgeAdapter):
         if method == "wrong":
             return "not a result"
         if method == "refuse":
-            return Outcome(state, reply=Failure("not in this mode", -32602))
+            return Reaction(state, reply=Failure("not in this mode", -32602))
         if method == "session/new":
-            return Outcome(state, reply={"sessionId": "bare-1", "modes": {"currentModeId": "b", "availableModes": []}})
-        return Outcome(state)
+            return Reaction(state, reply={"sessionId": "bare-1", "modes": {"currentModeId": "b", "availableModes": []}})
+        return Reaction(state)
 
     def translate_inbound(self, line: str, state: Any) -> Any:
-        return Outcome(state)
+        return Reaction(state)
 
 
 class Forks(Bare):
     def fork_session(self, params: dict[str, Any], state: Any) -> Any:
         if params.get("sessionId") == "missing":
-            return Outcome(state, reply=Failure("no such session", -32002))
-        return Outcome(state, reply={"sessionId": params["sessionId"] + "-fork"})
+            return Reaction(state, reply=Failure("no such session", -32002))
+        return Reaction(state, reply={"sessionId": params["sessionId"] + "-fork"})
 
     def modes(self) -> list[dict[str, Any]]:
         return [{"id": "a", "name": "A"}, {"id": "b", "name": "B"}]
@@ -203,7 +203,7 @@ class Asker(BridgeAdapter):
                     "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
                 },
             )
-            return Outcome(
+            return Reaction(
                 {**state, "prompts": {**state["prompts"], question: message["id"]}},
                 messages=[text_chunk("s", "asking"), ask],
                 reply=LATER,
@@ -211,14 +211,14 @@ class Asker(BridgeAdapter):
         if "method" not in message:  # the client's answer
             prompt_id = state["prompts"].get(message["id"])
             outcome = message.get("result", {}).get("outcome") if "result" in message else message.get("error")
-            return Outcome(
+            return Reaction(
                 {**state, "answers": [*state["answers"], message]},
                 messages=[response(prompt_id, {"stopReason": "end_turn", "_meta": {"outcome": outcome}})],
             )
-        return Outcome(state)
+        return Reaction(state)
 
     def translate_inbound(self, line: str, state: Any) -> Any:
-        return Outcome(state)
+        return Reaction(state)
 
 
 async def test_requests_the_adapter_sends_reach_the_client_and_their_answers_come_back(serve):
@@ -257,25 +257,25 @@ class Composer(BridgeAdapter):
     def command(self, opts: Any) -> list[str]:
         return [sys.executable, "-c", ECHO_CHILD, "fake_cli_composer"]
 
-    def translate_outbound(self, message: dict[str, Any], state: Any) -> Outcome:
+    def translate_outbound(self, message: dict[str, Any], state: Any) -> Reaction:
         method = message.get("method")
         if method == "session/new":  # an update that must reach the client before the answer
             commands = session_update("c-1", "available_commands_update", availableCommands=[])
-            return Outcome(state, messages=[commands], reply={"sessionId": "c-1"})
+            return Reaction(state, messages=[commands], reply={"sessionId": "c-1"})
         if method == "session/prompt":
             words = prompt_text(message["params"]["prompt"])
             started = text_chunk("c-1", "started")
-            return Outcome({**state, "prompt": message["id"]}, messages=[started], write=words + "\n", reply=LATER)
-        return Outcome(state)
+            return Reaction({**state, "prompt": message["id"]}, messages=[started], write=words + "\n", reply=LATER)
+        return Reaction(state)
 
-    def translate_inbound(self, line: str, state: Any) -> Outcome:
+    def translate_inbound(self, line: str, state: Any) -> Reaction:
         state = {**state, "lines": [*state["lines"], line]}
         if line == "WRONG":  # a reply answers no native line: logged, dropped with its state
-            return Outcome(state, reply={})
-        return Outcome({**state, "prompt": None}, messages=[response(state["prompt"], {"stopReason": "end_turn"})])
+            return Reaction(state, reply={})
+        return Reaction({**state, "prompt": None}, messages=[response(state["prompt"], {"stopReason": "end_turn"})])
 
-    def list_sessions(self, params: dict[str, Any], state: Any) -> Outcome:
-        return Outcome(state, messages=[text_chunk("c-1", "no")])  # no reply, and messages it cannot have
+    def list_sessions(self, params: dict[str, Any], state: Any) -> Reaction:
+        return Reaction(state, messages=[text_chunk("c-1", "no")])  # no reply, and messages it cannot have
 
 
 async def test_an_outcome_emits_its_messages_then_writes_then_replies(serve, caplog):

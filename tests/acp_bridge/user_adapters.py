@@ -18,9 +18,9 @@ from codecompanion_py.acp_bridge.contract import (
     LATER,
     BridgeAdapter,
     Failure,
-    Outcome,
     ProcessExited,
     ProcessOutput,
+    Reaction,
 )
 from codecompanion_py.acp_bridge.messages import error_response, prompt_text, response, text_chunk
 
@@ -71,30 +71,30 @@ class EchoAdapter(BridgeAdapter):
     def env(self, opts: Any) -> dict[str, str]:
         return {"CLAUDECODE": "set-by-adapter-env", "ECHO_MARK": "from-env"}
 
-    def list_sessions(self, params: dict[str, Any], state: EchoState) -> Outcome:
-        return Outcome(
+    def list_sessions(self, params: dict[str, Any], state: EchoState) -> Reaction:
+        return Reaction(
             state, reply=[{"sessionId": "old-echo", "cwd": params.get("cwd", "/"), "title": "An earlier echo"}]
         )
 
     def translate_outbound(self, message: dict[str, Any], state: EchoState) -> Any:
         method = message.get("method")
         if method == "session/new":
-            return Outcome(state)  # the bridge makes up a session id
+            return Reaction(state)  # the bridge makes up a session id
         if method == "session/prompt":
             text = prompt_text(message["params"]["prompt"])
-            return Outcome(
+            return Reaction(
                 replace(state, prompt_id=message["id"], session=message["params"]["sessionId"]),
                 write=text + "\n",
                 reply=LATER,
             )
         if "id" in message and method:
-            return Outcome(state, reply=Failure(f"no {method}"))
-        return Outcome(state)
+            return Reaction(state, reply=Failure(f"no {method}"))
+        return Reaction(state)
 
     def translate_inbound(self, line: str, state: EchoState) -> Any:
         if state.prompt_id is None:
-            return Outcome(state)
-        return Outcome(
+            return Reaction(state)
+        return Reaction(
             replace(state, prompt_id=None),
             messages=[text_chunk(state.session, line), response(state.prompt_id, {"stopReason": "end_turn"})],
         )
@@ -116,34 +116,34 @@ class ManagedEcho(BridgeAdapter):
             session = f"managed-{len(state['processes']) + 1}"
             assert self.bridge is not None
             process = self.bridge.start_process([sys.executable, "-c", ECHO_CHILD, "fake_cli_managed"], tag=session)
-            return Outcome(
+            return Reaction(
                 {**state, "processes": {**state["processes"], session: process}}, reply={"sessionId": session}
             )
         if method == "session/prompt":
             session = message["params"]["sessionId"]
             process = state["processes"].get(session)
             if process is None:
-                return Outcome(state, reply=Failure(f"unknown session {session}"))
+                return Reaction(state, reply=Failure(f"unknown session {session}"))
             process.write(prompt_text(message["params"]["prompt"]) + "\n")
-            return Outcome({**state, "prompts": {**state["prompts"], session: message["id"]}}, reply=LATER)
+            return Reaction({**state, "prompts": {**state["prompts"], session: message["id"]}}, reply=LATER)
         if "id" in message and method:
-            return Outcome(state, reply=Failure(f"no {method}"))
-        return Outcome(state)
+            return Reaction(state, reply=Failure(f"no {method}"))
+        return Reaction(state)
 
     def translate_inbound(self, line: str, state: Any) -> Any:
-        return Outcome(state)
+        return Reaction(state)
 
     def handle_adapter_message(self, message: Any, state: dict[str, Any]) -> Any:
         session = message.process.tag
         prompts = dict(state["prompts"])
         prompt_id = prompts.pop(session, None)
         if isinstance(message, ProcessOutput) and prompt_id is not None:
-            return Outcome(
+            return Reaction(
                 {**state, "prompts": prompts},
                 messages=[text_chunk(session, message.line), response(prompt_id, {"stopReason": "end_turn"})],
             )
         if isinstance(message, ProcessExited):
             processes = {k: v for k, v in state["processes"].items() if k != session}
             answers = [error_response(prompt_id, message.description)] if prompt_id is not None else []
-            return Outcome({**state, "processes": processes, "prompts": prompts}, messages=answers)
-        return Outcome(state)
+            return Reaction({**state, "processes": processes, "prompts": prompts}, messages=answers)
+        return Reaction(state)
