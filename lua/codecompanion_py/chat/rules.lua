@@ -120,6 +120,16 @@ function M.load(config, names)
       table.insert(problems, ("there is no rule group %q"):format(name))
     end
   end
+  -- a file that is not there is left out here as the engine would: a chat in a project with
+  -- no rules files opens without waiting for the engine to start
+  local cwd = vim.fn.getcwd()
+  found = vim.tbl_filter(function(entry)
+    if entry.files ~= nil or entry.path:find("[%*%?%[{$]") then
+      return true
+    end
+    local path = vim.fs.normalize(entry.path)
+    return vim.uv.fs_stat(path:sub(1, 1) == "/" and path or (cwd .. "/" .. path)) ~= nil
+  end, found)
   if #found == 0 then
     return {}, problems
   end

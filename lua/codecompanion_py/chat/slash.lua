@@ -220,8 +220,9 @@ end
 -- `slash_commands.<name>.keymaps.modes`: keys that run the command in the chat.
 ---@param chat CodeCompanionChat
 function M.set_keymaps(chat)
-  for name, command in pairs(M.commands()) do
-    local modes = type(command.keymaps) == "table" and command.keymaps.modes or {}
+  -- only the user's commands have keymaps: the library is not read (nor the engine waited for) here
+  for name, spec in pairs(user_commands()) do
+    local modes = type(spec) == "table" and type(spec.keymaps) == "table" and spec.keymaps.modes or {}
     for mode, keys in pairs(modes) do
       for _, lhs in ipairs(type(keys) == "table" and keys or { keys }) do
         vim.keymap.set(mode, lhs, function() M.run(chat, name) end,
