@@ -115,3 +115,20 @@ def test_rule_entries_name_directories_globs_and_patterns_as_in_codecompanion(ed
             "Context: team/x.rules",
             "Context: top.md",
         ]
+
+
+def test_a_project_without_rules_files_opens_a_chat_without_waiting_for_the_engine(editor, tmp_path):
+    """The engine finds a group's files, but a plain name that is not there is left out in
+    Lua first: nothing is asked, so the chat opens while the engine still starts."""
+    project = tmp_path / "empty"
+    project.mkdir()
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.lua("""local rpc = require('codecompanion_py.rpc'); _G.asked = {}
+          local request = rpc.request
+          rpc.request = function(method, payload) table.insert(_G.asked, method); return request(method, payload) end""")
+        open_chat_in(editor, project)
+        assert editor.lua("return _G.asked") == []
+        (project / "AGENTS.md").write_text("Use tabs.\n")
+        open_chat_in(editor, project)
+        assert editor.lua("return _G.asked") == ["rules.read"]  # a file that is there: the engine reads it
