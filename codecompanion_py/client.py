@@ -26,7 +26,7 @@ status's body is read up to 256 KiB.
 Settings. `setup({adapters = {http = {opts = {...}}}})` (config.py) sets `retries`,
 `retry_max_wait`, `max_line_bytes` and `max_response_bytes` (beside `connect_timeout` and
 `read_timeout`) in the `Config` that `config.load()` returns; the engine builds its client
-with them (`settings=`), and a client given none takes the process's outbound defaults
+with them (`settings=`), and a client given none takes `ClientSettings()`'s defaults
 (outbound.py). Constructor arguments override them, and an adapter's `opts.retries`
 overrides `retries` for its requests. The httpx client itself, with the
 user's `proxy` and `allow_insecure`, comes from the one outbound door (outbound.py).
@@ -66,10 +66,10 @@ from .errors import (
     ResponseTooLarge,
     TransportError,
 )
-from .outbound import ClientSettings, defaults, environment_proxies, http_client
+from .outbound import ClientSettings, environment_proxies, http_client
 from .scrubber import scrub_secrets, secrets_in
 
-__all__ = ["ClientSettings", "HttpClient", "HttpRequest", "defaults", "environment_proxies"]
+__all__ = ["ClientSettings", "HttpClient", "HttpRequest", "environment_proxies"]
 
 DEFAULT_READ_TIMEOUT = 120.0
 ERROR_BODY_LIMIT = 256 * 1024  # what is read of an error status's body
@@ -138,7 +138,7 @@ class HttpClient:
         jitter: Callable[[], float] | None = None,
         settings: ClientSettings | None = None,
     ) -> None:
-        settings = settings or defaults()
+        settings = settings or ClientSettings()
         self.settings = settings
         self.read_timeout = read_timeout
         self.retries = settings.retries if retries is None else retries

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import msgspec
 from greenlet import getcurrent
 
-from . import calls, config, outbound, processes, project_files, prompt_library, prompt_trust, repository
+from . import calls, config, processes, project_files, prompt_library, prompt_trust, repository
 from .calls import Call
 from .chat.factory import SessionFactory
 from .chat.keeper import ChatKeeper
@@ -254,11 +254,10 @@ class Engine:
 
     async def _config_set(self, call: calls.ConfigSet) -> None:
         self.config = config.load(call.data)
-        outbound.configure(self.config.http)  # for web pages and MCP servers over HTTP
         if self.config.mcp != self.mcp.config:  # other servers: the running ones stop
             await self.mcp.close()
             self.mcp = McpServers(self.config.mcp)
-        self.mcp.cmd_timeout = self.config.adapters.cmd_timeout
+        self.mcp.cmd_timeout, self.mcp.http = self.config.adapters.cmd_timeout, self.config.http
         log.setLevel(self.config.log_level)
         for problem in self.config.problems:
             self.channel.notify(f"CodeCompanion: {problem}", "WARN")

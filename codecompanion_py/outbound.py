@@ -36,28 +36,14 @@ class ClientSettings:
     connect_timeout: float = 10.0  # seconds
 
 
-_defaults = ClientSettings()
-
-
-def configure(settings: ClientSettings) -> None:
-    """The settings of every client made from now on that is given none (the engine calls
-    this when it takes a config: web pages and MCP servers over HTTP read them here)."""
-    global _defaults
-    _defaults = settings
-
-
-def defaults() -> ClientSettings:
-    return _defaults
-
-
 def environment_proxies() -> bool:
     """A proxy set in the environment (`HTTPS_PROXY`, `ALL_PROXY`...), which httpx honours."""
     return any(scheme in ("http", "https", "all") for scheme in urllib.request.getproxies())
 
 
-def proxied(settings: ClientSettings | None = None) -> bool:
+def proxied(settings: ClientSettings) -> bool:
     """Whether requests go through a proxy (which then resolves names itself)."""
-    return bool((settings or _defaults).proxy) or environment_proxies()
+    return bool(settings.proxy) or environment_proxies()
 
 
 def http_client(
@@ -66,12 +52,11 @@ def http_client(
     connect_timeout: float | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     connect_guard: ConnectGuard | None = None,
-    settings: ClientSettings | None = None,
+    settings: ClientSettings,
 ) -> httpx.AsyncClient:
     """A client with the user's proxy, TLS check and connect timeout (`connect_timeout`
-    overrides the last; `settings`, else the process's defaults); `read_timeout` None waits
-    for data as long as it takes."""
-    settings = settings or _defaults
+    overrides the last; `settings` are the config's, `Config.http`); `read_timeout` None
+    waits for data as long as it takes."""
     connect = settings.connect_timeout if connect_timeout is None else connect_timeout
     if transport is None and not proxied(settings):
         transport = Http1Transport(verify=settings.verify, connect_guard=connect_guard)

@@ -80,18 +80,21 @@ def shown(url: httpx.URL) -> str:
     return str(url.copy_with(userinfo=b"")) if url.userinfo else str(url)
 
 
-async def page_text(url: str, *, cached: bool = False, elsewhere: bool = False) -> str:
+async def page_text(
+    url: str, *, settings: outbound.ClientSettings, cached: bool = False, elsewhere: bool = False
+) -> str:
     """The readable text of `url`; a `ConfigError` that says why when it cannot be had.
     `elsewhere`: redirects to other sites are followed too (a URL the user typed, whose
     site moved: `github.com` to `raw.githubusercontent.com`); every hop's address is still
-    checked. The LLM's fetches stay on the site its approval named."""
+    checked. The LLM's fetches stay on the site its approval named. `settings`: the
+    config's (`Config.http`: proxy, TLS check, connect timeout)."""
     target = checked_url(url)
     key = str(target)
     kept = _cache.get(key) if cached else None
     if kept is not None and time.monotonic() - kept[0] < CACHE_SECONDS:
         return kept[1]
     try:
-        text = await asyncio.wait_for(_fetch(target, elsewhere), DEADLINE)
+        text = await asyncio.wait_for(_fetch(target, elsewhere, settings), DEADLINE)
     except asyncio.TimeoutError:
         raise ConfigError(f"could not fetch {key}: no whole page within {DEADLINE:g} s") from None
     _cache[key] = (time.monotonic(), text)
@@ -101,11 +104,13 @@ async def page_text(url: str, *, cached: bool = False, elsewhere: bool = False) 
     return text
 
 
-async def _fetch(url: httpx.URL, elsewhere: bool) -> str:
+async def _fetch(url: httpx.URL, elsewhere: bool, settings: outbound.ClientSettings) -> str:
     # The guard resolves each name at connect time and connects only to what it checked.
-    async with outbound.http_client(read_timeout=DEADLINE, connect_guard=netguard.checked_addresses) as client:
+    async with outbound.http_client(
+        read_timeout=DEADLINE, connect_guard=netguard.checked_addresses, settings=settings
+    ) as client:
         for _ in range(MAX_REDIRECTS + 1):
-            await _check_destination(url)
+            await _check_destination(url, settings)
             try:
                 async with client.stream("GET", url, headers=_HEADERS) as response:
                     location = response.headers.get("location")
@@ -141,10 +146,10 @@ def _capped(text: str, cut: bool) -> str:
     return text + f"\n[... {'; '.join(notes)} ...]" if notes else text
 
 
-async def _check_destination(url: httpx.URL) -> None:
+async def _check_destination(url: httpx.URL, settings: outbound.ClientSettings) -> None:
     """Behind a proxy, which resolves names itself, the name is checked here as far as this
     machine can resolve it; without one, the transport's guard checks at connect time."""
-    if not outbound.proxied():
+    if not outbound.proxied(settings):
         return
     with contextlib.suppress(socket.gaierror):
         try:

@@ -58,3 +58,20 @@ def test_an_engine_gives_its_mcp_servers_the_configs_cmd_timeout():
         assert engine.mcp.cmd_timeout == 3.0
     finally:
         engine.shutdown()
+
+
+def test_two_engines_give_their_clients_and_mcp_servers_their_own_proxy():
+    """The HTTP settings are the config's, passed to whatever makes a client: no process-wide
+    default that the last config loaded would win."""
+    from codecompanion_py import outbound
+
+    first, second = Engine(RecordingChannel()), Engine(RecordingChannel())
+    try:
+        for engine, proxy in ((first, "http://127.0.0.1:3128"), (second, "http://127.0.0.1:8080")):
+            engine.dispatch("config.set", {"adapters": {"http": {"opts": {"proxy": proxy}}}}).result(10)
+        assert [e.mcp.http.proxy for e in (first, second)] == ["http://127.0.0.1:3128", "http://127.0.0.1:8080"]
+        assert [e.client.settings.proxy for e in (first, second)] == [e.mcp.http.proxy for e in (first, second)]
+        assert not hasattr(outbound, "configure")
+    finally:
+        first.shutdown()
+        second.shutdown()

@@ -357,8 +357,8 @@ class ChatSession:
         if not pages:
             return
         read = []
-        for page in pages:
-            text = await web.page_text(page.path or "", cached=True, elsewhere=True)  # the user's URL
+        for page in pages:  # a URL the user typed: redirects elsewhere are followed
+            text = await web.page_text(page.path or "", settings=self.client.settings, cached=True, elsewhere=True)
             read.append(msgspec.structs.replace(page, content=text, label=page.label or page.path or "a web page"))
         at = next((i for i, m in enumerate(self.history) if m is self._last_prompt), len(self.history))
         added: list[Message] = []
@@ -524,6 +524,7 @@ class ChatSession:
             workspace=self.workspace,
             chat_id=self.chat_id,
             reads=self.file_reads,
+            http=self.client.settings,
         )
         orchestrator = Orchestrator(
             self.tools, {n: self.tool_settings.config_of(n) for n in self.tools}, context, self.view

@@ -30,6 +30,7 @@ from ..adapters.base import DEFAULT_CMD_TIMEOUT, resolve_env_string
 from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError, ConnectionClosed, RpcError
 from ..messages import nests_within
+from ..outbound import ClientSettings
 from ..processes import safe_env
 from ..scrubber import KNOWN, clip, credential_values, scrub_secrets, secrets_in, url_credentials
 from .door import (
@@ -80,9 +81,11 @@ class McpServer:
         notice: Notice,
         editor: Any = None,
         cmd_timeout: float = DEFAULT_CMD_TIMEOUT,
+        http: ClientSettings | None = None,
     ) -> None:
         self.name = name
         self.cmd_timeout = cmd_timeout  # seconds a `cmd:` value may take (adapters.opts.cmd_timeout)
+        self.http = http or ClientSettings()  # over HTTP: the config's proxy and TLS check
         self.spec = spec
         self.cwd = cwd
         self.notice = notice  # (event, data): ready, closed, tools changed, progress
@@ -136,6 +139,7 @@ class McpServer:
                 on_request=self._on_request,
                 on_notification=self._on_notification,
                 name=self.name,
+                settings=self.http,
             )
         else:
             argv = [str(part) for part in self.spec.get("cmd") or ()]

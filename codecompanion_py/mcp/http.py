@@ -26,7 +26,7 @@ from ..acp.jsonrpc import PARSE_ERROR
 from ..acp.jsonrpc import _decode as decode  # one JSON reading for both transports
 from ..client import ERROR_BODY_LIMIT, html_title, read_at_most, where
 from ..errors import ConnectionClosed, ResponseTooLarge, RpcError
-from ..outbound import http_client
+from ..outbound import ClientSettings, http_client
 from ..scrubber import clip, scrub_secrets, secrets_in, url_credentials
 from ..stream.lines import size_text
 from ..stream.sse import SSEDecoder
@@ -39,7 +39,14 @@ _NOT_YET = object()
 
 class HttpConnection:
     def __init__(
-        self, url: str, headers: Mapping[str, str], *, on_request: Handler, on_notification: Handler, name: str
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        on_request: Handler,
+        on_notification: Handler,
+        name: str,
+        settings: ClientSettings,
     ) -> None:
         self.url = url
         self.headers = dict(headers)
@@ -50,7 +57,7 @@ class HttpConnection:
         self._on_request = on_request
         self._on_notification = on_notification
         self._ids = itertools.count(1)
-        self._http = http_client(read_timeout=None)  # the user's proxy and TLS check (outbound.py)
+        self._http = http_client(read_timeout=None, settings=settings)  # the user's proxy and TLS check
         self._closed: str | None = None
         self._listening: asyncio.Task[None] | None = None
         self.last_event_id: str | None = None

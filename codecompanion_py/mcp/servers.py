@@ -26,6 +26,7 @@ from ..adapters.base import DEFAULT_CMD_TIMEOUT
 from ..adapters.lua import LuaFunction
 from ..errors import CodeCompanionError, ConfigError
 from ..messages import ImagePart
+from ..outbound import ClientSettings
 from ..tools.contract import ToolDefinition, ToolRun
 from .client import McpServer, Notice
 from .door import (
@@ -85,9 +86,16 @@ def images_of(result: Mapping[str, Any]) -> list[ImagePart]:
 
 
 class McpServers:
-    def __init__(self, config: Mapping[str, Any] | None = None, *, cmd_timeout: float = DEFAULT_CMD_TIMEOUT) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        cmd_timeout: float = DEFAULT_CMD_TIMEOUT,
+        http: ClientSettings | None = None,
+    ) -> None:
         config = config if isinstance(config, Mapping) else {}
         self.cmd_timeout = cmd_timeout  # for the servers started from now on
+        self.http = http or ClientSettings()  # the config's proxy and TLS check, likewise
         self.config = dict(config)
         servers = config.get("servers") if isinstance(config.get("servers"), Mapping) else {}
         self.specs: dict[str, Any] = dict(servers or {})
@@ -116,7 +124,7 @@ class McpServers:
             if self.timeout_ms is not None and "timeout" not in spec:
                 spec["timeout"] = self.timeout_ms
             server = self.running[name] = McpServer(
-                name, spec, cwd=cwd, notice=notice, editor=editor, cmd_timeout=self.cmd_timeout
+                name, spec, cwd=cwd, notice=notice, editor=editor, cmd_timeout=self.cmd_timeout, http=self.http
             )
         server.notice, server.editor = notice, editor or server.editor  # the chat that asks now hears it
         return server

@@ -32,10 +32,11 @@ import msgspec
 
 from ..adapters import lua
 from ..adapters.handlers import get_handler
-from ..client import defaults, provider_message
+from ..client import provider_message
 from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, ResponseTooLarge, StreamError
 from ..events import FinalEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolCallEvent, UsageEvent
 from ..messages import Message, ReasoningPart, TextPart, Usage, valid_utf8
+from ..outbound import ClientSettings
 from .assembler import ToolCallAssembler
 from .lines import size_text
 from .ndjson import NDJSONDecoder
@@ -79,7 +80,7 @@ class StreamNormalizer:
         self._parse_tokens = get_handler(adapter, "parse_tokens")
         # A Lua handler is called per frame: each chunk is parsed where it can be (see lua.py).
         self._lua = lua.has_lua_handlers(adapter)
-        settings = defaults()
+        settings = ClientSettings()  # what a caller does not give: the defaults
         self.max_line = settings.max_line_bytes if max_line is None else max_line
         self.max_response = settings.max_response_bytes if max_response is None else max_response
         self._decoder: SSEDecoder | NDJSONDecoder = (

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..editor_port import Editor
 from ..events import ToolResultEvent
+from ..outbound import ClientSettings
 from .approvals import Approvals
 from .contract import ToolRun
 
@@ -56,6 +57,7 @@ class ToolsContext:
     chat_id: Any = None
     surface: Surface | None = None  # where `fire` goes
     reads: dict[str, str] = field(default_factory=dict)  # real path -> hash of what the LLM last read
+    http: ClientSettings = field(default_factory=ClientSettings)  # the config's, for fetch_webpage
     # `await invoke(run, fn, *args)` calls a tool's function, Lua or Python (set by the
     # orchestrator): for Python tools that call back into a Lua part (run_command's extensions).
     invoke: Callable[..., Any] | None = None

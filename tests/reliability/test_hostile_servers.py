@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from codecompanion_py import config, web
+from codecompanion_py import config, outbound, web
 from codecompanion_py.acp.jsonrpc import MAX_SERVING, Connection
 from codecompanion_py.adapters import extend
 from codecompanion_py.adapters.models import clear_cache, list_models
@@ -361,7 +361,7 @@ async def test_the_password_of_a_url_in_the_environment_is_scrubbed_from_a_page(
     )
     await page.start()
     try:
-        text = await web.page_text(f"{page.url}/config")
+        text = await web.page_text(f"{page.url}/config", settings=outbound.ClientSettings())
     finally:
         await page.close()
     assert text == "db at postgres://app:***@db; proxy me:***", text
@@ -390,7 +390,7 @@ async def test_keys_written_in_the_config_are_known_before_their_adapter_is_firs
     )
     await page.start()
     try:
-        text = await web.page_text(f"{page.url}/init.lua")
+        text = await web.page_text(f"{page.url}/init.lua", settings=outbound.ClientSettings())
     finally:
         await page.close()
     assert text == "keys: *** *** ***", text

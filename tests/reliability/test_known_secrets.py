@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from codecompanion_py import web
+from codecompanion_py import outbound, web
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
 from codecompanion_py.messages import Message, ReasoningPart, TextPart, ToolCall, cleaned
 from codecompanion_py.scrubber import KNOWN, scrub_secrets
@@ -96,7 +96,7 @@ async def test_a_page_that_echoes_a_key_arrives_without_it_even_where_it_is_cut(
     monkeypatch.setattr(web, "MAX_CHARS", 1000)
     body = ("x" * (1000 - 10) + KEY + " and again " + KEY).encode()  # the cap falls inside the first
     async with serve(answering(page(body))) as site:
-        text = await web.page_text(site.url + "/echo")
+        text = await web.page_text(site.url + "/echo", settings=outbound.ClientSettings())
     assert KEY[:6] not in text and "cut at 1000 characters" in text
 
 

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from codecompanion_py import cli, config, outbound
+from codecompanion_py import cli, config
 from codecompanion_py.adapters import extend
-from codecompanion_py.client import ClientSettings, HttpClient, HttpRequest
+from codecompanion_py.client import HttpClient, HttpRequest
 from codecompanion_py.demo.server import ServerThread
 from codecompanion_py.errors import ConfigError, ResponseTooLarge
 from codecompanion_py.events import ErrorEvent
@@ -33,12 +33,6 @@ def endless_line(total: int = 64 * MiB, prefix: bytes = b"data: ") -> object:
     yield prefix
     for _ in range(total // PIECE):
         yield b"x" * PIECE
-
-
-@pytest.fixture(autouse=True)
-def default_settings():
-    yield
-    outbound.configure(ClientSettings())
 
 
 @pytest.fixture

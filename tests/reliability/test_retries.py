@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from codecompanion_py import config, outbound
+from codecompanion_py import config
 from codecompanion_py.adapters import extend
 from codecompanion_py.chat.session import ChatSession
-from codecompanion_py.client import ClientSettings, HttpClient, HttpRequest
+from codecompanion_py.client import HttpClient, HttpRequest
 from codecompanion_py.errors import ConfigError, HTTPStatusError
 from codecompanion_py.events import ErrorEvent, FinalEvent, NoticeEvent, TokenEvent
 from codecompanion_py.messages import Message
@@ -50,12 +50,6 @@ async def retrying():
     yield make
     for http in made:
         await http.aclose()
-
-
-@pytest.fixture(autouse=True)
-def default_settings():
-    yield
-    outbound.configure(ClientSettings())  # a test may change the process defaults
 
 
 def compatible(url: str, **opts):

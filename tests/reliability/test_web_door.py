@@ -104,15 +104,17 @@ def plain_network(monkeypatch: pytest.MonkeyPatch) -> Any:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    outbound.configure(outbound.ClientSettings())
     web._cache.clear()
     yield
-    outbound.configure(outbound.ClientSettings())  # as the engine does with a config, a test may
     web._cache.clear()
 
 
-async def fetch_tool(tmp_path: Path, url: str) -> tuple[Any, Editor]:
+PLAIN = outbound.ClientSettings()  # no proxy from the config, the TLS check on
+
+
+async def fetch_tool(tmp_path: Path, url: str, settings: outbound.ClientSettings = PLAIN) -> tuple[Any, Editor]:
     session = chat(tmp_path, Editor(default="accept"))
+    session.orchestrator.context.http = settings  # the config's, as a chat gives its tools
     result = await asyncio.wait_for(session.run("fetch_webpage", url=url), BOUND)
     return result, session.editor
 
@@ -186,11 +188,11 @@ async def test_https_to_plain_http_is_refused_and_allow_insecure_reaches_the_pag
         async with serve(answering(moved(f"{plain.url}/x"), reply(b"over tls")), tls=tls_server_context) as site:
             # a certificate nobody vouches for: refused, until the user's allow_insecure
             with pytest.raises(ConfigError, match="could not fetch"):
-                await asyncio.wait_for(web.page_text(f"{site.url}/a"), BOUND)
-            outbound.configure(config.load({"adapters": {"http": {"opts": {"allow_insecure": True}}}}).http)
+                await asyncio.wait_for(web.page_text(f"{site.url}/a", settings=PLAIN), BOUND)
+            insecure = config.load({"adapters": {"http": {"opts": {"allow_insecure": True}}}}).http
             with pytest.raises(ConfigError, match="from https to plain http"):
-                await asyncio.wait_for(web.page_text(f"{site.url}/a"), BOUND)
-            assert await asyncio.wait_for(web.page_text(f"{site.url}/b"), BOUND) == "over tls"
+                await asyncio.wait_for(web.page_text(f"{site.url}/a", settings=insecure), BOUND)
+            assert await asyncio.wait_for(web.page_text(f"{site.url}/b", settings=insecure), BOUND) == "over tls"
     assert plain.requests == []
 
 
@@ -247,7 +249,7 @@ async def test_a_name_that_resolves_to_a_forbidden_address_is_refused(resolver):
         port = site.url.rsplit(":", 1)[1]
         for name, shown in (("rebind", "169.254.169.254, a cloud metadata service"), ("split", "fe80::1")):
             with pytest.raises(ConfigError, match="not fetched") as refused:
-                await asyncio.wait_for(web.page_text(f"http://{name}.example.test:{port}/"), BOUND)
+                await asyncio.wait_for(web.page_text(f"http://{name}.example.test:{port}/", settings=PLAIN), BOUND)
             assert shown in str(refused.value)
     assert site.requests == []
 
@@ -256,7 +258,10 @@ async def test_a_name_is_reached_at_the_address_that_was_checked(resolver):
     async with serve(answering(reply(b"local docs"))) as site:
         port = site.url.rsplit(":", 1)[1]
         resolver["docs.example.test"] = ["::1", "127.0.0.1"]  # nothing listens on the first: the next is tried
-        assert await asyncio.wait_for(web.page_text(f"http://docs.example.test:{port}/"), BOUND) == "local docs"
+        assert (
+            await asyncio.wait_for(web.page_text(f"http://docs.example.test:{port}/", settings=PLAIN), BOUND)
+            == "local docs"
+        )
     assert site.hosts == [f"docs.example.test:{port}"]
 
 
@@ -275,7 +280,7 @@ async def test_a_trickling_page_ends_with_a_clear_error_at_the_deadline(monkeypa
 
     async with serve(trickle) as site:
         with pytest.raises(ConfigError, match="no whole page within 1 s"):
-            await asyncio.wait_for(web.page_text(f"{site.url}/slow"), BOUND)
+            await asyncio.wait_for(web.page_text(f"{site.url}/slow", settings=PLAIN), BOUND)
 
 
 async def test_only_text_is_read(tmp_path):
@@ -309,7 +314,7 @@ async def test_a_huge_or_compressed_page_is_read_to_the_cap_and_the_text_cut_say
     )
     assert len(result.content) < web.MAX_CHARS + 200
     async with serve(answering(page)) as site:
-        text = await asyncio.wait_for(web.page_text(f"{site.url}/big"), BOUND)
+        text = await asyncio.wait_for(web.page_text(f"{site.url}/big", settings=PLAIN), BOUND)
     assert "all work and no play" in text  # decompressed, then reduced to text
 
 
@@ -347,15 +352,16 @@ async def test_providers_web_pages_and_mcp_over_http_all_go_through_the_users_pr
 
     async with serve(recording_proxy) as proxy:
         loaded = config.load({"adapters": {"http": {"opts": {"proxy": proxy.url}}}})
-        outbound.configure(loaded.http)  # the engine's part: web pages and MCP servers read it there
         # port 9 (discard) answers nobody: only the proxy can have given these
-        result, _ = await fetch_tool(tmp_path, "http://127.0.0.1:9/page")
+        result, _ = await fetch_tool(tmp_path, "http://127.0.0.1:9/page", loaded.http)
         assert result.status == "success" and result.content.endswith("from the proxy")
 
         async def nothing(method: str, params: Any) -> None:
             return None
 
-        mcp = HttpConnection("http://127.0.0.1:9/mcp", {}, on_request=nothing, on_notification=nothing, name="s")
+        mcp = HttpConnection(
+            "http://127.0.0.1:9/mcp", {}, on_request=nothing, on_notification=nothing, name="s", settings=loaded.http
+        )
         try:
             answer = await asyncio.wait_for(mcp.request("initialize", {"capabilities": {}}), BOUND)
         finally:
@@ -400,7 +406,7 @@ async def test_urls_that_can_never_be_fetched_are_refused_before_anyone_is_asked
 async def test_the_fetch_cache_keeps_a_bounded_number_of_pages():
     async with serve(answering(reply(b"page"))) as site:
         for n in range(web.CACHE_PAGES + 8):
-            await asyncio.wait_for(web.page_text(f"{site.url}/{n}", cached=True), BOUND)
+            await asyncio.wait_for(web.page_text(f"{site.url}/{n}", settings=PLAIN, cached=True), BOUND)
     assert len(web._cache) == web.CACHE_PAGES
 
 

@@ -28,7 +28,7 @@ def setup(self: ToolRun, tools: Any) -> None:
 async def fetch(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     url = self.url
     try:
-        text = await web.page_text(url)
+        text = await web.page_text(url, settings=self.context.http)
     except CodeCompanionError as error:
         raise ToolError(str(error)) from None
     return {"status": "success", "data": f"Content of {url}:\n\n{text}"}
