@@ -23,26 +23,31 @@ end, {
   end,
 })
 
+-- What a command over a range passes on.
+local function ranged(cmd)
+  return { args = cmd.args, range = cmd.range, line1 = cmd.line1, line2 = cmd.line2 }
+end
+
 vim.api.nvim_create_user_command("CodeCompanion", function(cmd)
-  require("codecompanion_py.inline").run({ args = cmd.args, range = cmd.range, line1 = cmd.line1, line2 = cmd.line2 })
+  require("codecompanion_py.inline").run(ranged(cmd))
 end, {
   nargs = "*",
   range = true,
   desc = "Inline assistant: [adapter=NAME] [model=NAME] [placement=replace|add|before|new|chat] <prompt>",
 })
 
+vim.api.nvim_create_user_command("CodeCompanionCmd", function(cmd)
+  require("codecompanion_py.inline").cmd(cmd.args)
+end, { nargs = "*", desc = "Ask for an Ex command: it is put on the command line, never run by itself" })
+
 vim.api.nvim_create_user_command("CodeCompanionActions", function(cmd)
-  require("codecompanion_py.palette").open({ args = cmd.args, range = cmd.range, line1 = cmd.line1, line2 = cmd.line2 })
+  require("codecompanion_py.palette").open(ranged(cmd))
 end, {
   nargs = "?",
   range = true,
   desc = "The action palette: chats, the prompt library, workflows; `Refresh` re-reads prompt files",
   complete = function() return { "Refresh" } end,
 })
-
-vim.api.nvim_create_user_command("CodeCompanionCmd", function(cmd)
-  require("codecompanion_py.inline").cmd(cmd.args)
-end, { nargs = "*", desc = "Ask for an Ex command: it is put on the command line, never run by itself" })
 
 vim.api.nvim_create_user_command("CodeCompanionHistory", function(cmd)
   require("codecompanion_py.history").pick(cmd.fargs[1])
