@@ -3,7 +3,7 @@
 A `BridgeAdapter` translates, the bridge (`server.py`) does everything else: it serves ACP
 on stdio, answers `initialize` from the adapter's static answers, starts and stops the
 native process and moves lines both ways. Callbacks are plain synchronous functions that
-take the adapter's state and return an `Reaction`: the new state, and the messages to emit,
+take the adapter's state and return a `Reaction`: the new state, and the messages to emit,
 the reply to the request, the data to write and the run to start, each when given. The
 bridge keeps that state and hands it to the next callback.
 
@@ -56,7 +56,7 @@ from ..acp.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, Message
 
 class Launch(enum.Enum):
     ONE_SHOT = "one_shot"
-    """No persistent process: the adapter answers a prompt with an Reaction whose `run`
+    """No persistent process: the adapter answers a prompt with a Reaction whose `run`
     runs one process per prompt through its `OneShotContext`."""
     ADAPTER_MANAGED = "adapter_managed"
     """The adapter starts its own processes (`self.bridge.start_process`), whose lines
@@ -204,7 +204,7 @@ class RunResult:
 
 
 class OneShotContext(Protocol):
-    """What an Reaction's `run` gets: run processes whose lines go through
+    """What a Reaction's `run` gets: run processes whose lines go through
     `translate_inbound`, read and replace the adapter's state, emit messages, cancel."""
 
     request_id: Any

@@ -1,4 +1,4 @@
-"""One-shot runs: an Reaction's `run` runs with a `OneShotRun` as its context."""
+"""One-shot runs: a Reaction's `run` runs with a `OneShotRun` as its context."""
 
 from __future__ import annotations
 

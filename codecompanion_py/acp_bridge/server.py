@@ -13,13 +13,13 @@ last session set up), in its own process group; each stdout line goes to
 `translate_inbound`, stderr to the log. When it dies, the requests waiting on it fail
 with its exit status and the end of its stderr, and it is not restarted: the bridge
 answers later requests with the same error. One-shot adapters run a process per
-prompt (an Reaction's `run`). On end of input, SIGTERM, SIGINT or SIGHUP every native
+prompt (a Reaction's `run`). On end of input, SIGTERM, SIGINT or SIGHUP every native
 process group is stopped before the bridge exits.
 
 Around it: `answers.py` (what it answers from the adapter's static answers),
-`one_shot.py` (an Reaction's run), `managed.py` (ADAPTER_MANAGED processes and the
+`one_shot.py` (a Reaction's run), `managed.py` (ADAPTER_MANAGED processes and the
 adapter's handle), `native.py` (a native process), `stdio.py` (serving on our own stdin and
-stdout). What the adapter returns is an `Reaction` (`contract.py`), read part by part.
+stdout). What the adapter returns is a `Reaction` (`contract.py`), read part by part.
 """
 
 from __future__ import annotations
