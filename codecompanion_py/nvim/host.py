@@ -58,6 +58,9 @@ class Host:
         if name == "notify":
             method, payload = _call(args)
             self.engine.dispatch(method, payload)
+        elif name == "nvim_error_event":  # Lua failed in what the engine sent it: say what failed
+            message = str(args[1]) if len(args) > 1 else str(args)
+            self.engine.channel.notify(f"CodeCompanion: a Lua error while showing the engine's work: {message}")
         else:
             self.engine.channel.notify(f"CodeCompanion: the engine got an unknown RPC notification {name!r}")
 

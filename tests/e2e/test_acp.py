@@ -321,3 +321,47 @@ def test_a_real_claude_agent_writes_a_file_and_its_tool_line_is_updated_in_place
         assert not [note for note in editor.lua("return _G.cc_notes") if "now using" in note]
         editor.nvim.command(f"bwipeout! {chat}")
         editor.wait_for(lambda: not processes(b"claude-agent-acp"), what="claude stopped with its chat")
+
+
+def test_ga_switches_an_http_chat_to_an_agent_and_back(editor, project):
+    """An agent lists its models once it runs: its empty list must not break the picker."""
+    from tests.e2e.test_chat_surface import reply
+
+    with ServerThread(ScriptedServer.sequence([reply("from the provider"), reply("again")])) as llm:
+        editor.nvim.command(f"cd {project}")
+        editor.setup(f"""{{
+          adapters = {{
+            http = {{ testllm = function() return require("codecompanion_py.adapters").extend("openai_compatible",
+              {{ env = {{ url = "{llm.url}" }}, schema = {{ model = {{ default = "m", choices = {{ "m" }} }} }} }}) end }},
+            acp = {{ fake = {{ formatted_name = "Fake Agent",
+              commands = {{ default = {{ "{sys.executable}", "{FAKE_AGENT}" }} }}, defaults = {{ timeout = 10000 }} }} }},
+          }},
+          interactions = {{ chat = {{ adapter = "testllm" }} }},
+        }}""")
+        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+        editor.nvim.command("CodeCompanionChat hello")
+        editor.wait_event("CodeCompanionChatDone")
+
+        def switched_to(name: str) -> int:
+            return sum(
+                e["event"] == "CodeCompanionChatAdapter" and e["data"]["adapter"]["name"] == name
+                for e in editor.events()
+            )
+
+        def switch_to(name: str) -> None:
+            before = switched_to(name)
+            editor.lua("_G.cc_pick = ...", name)
+            editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(_G.cc_pick) end")
+            editor.nvim.input("ga")
+            editor.wait_for(lambda: switched_to(name) > before, what=f"the chat on {name}")
+
+        switch_to("fake")
+        editor.type_prompt("stream please")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        switch_to("testllm")
+        editor.type_prompt("and you?")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=3)
+        assert "again" in editor.text()
+        assert not [n for n in editor.lua("return _G.cc_notes") if "error" in n.lower() or "unknown" in n.lower()]

@@ -248,10 +248,11 @@ function M.choose_model(chat, op)
   if http_opts.show_model_choices == false then
     return use(nil) -- adapters.http.opts.show_model_choices = false: the adapter's default model
   end
-  if #op.models <= 1 then
-    return use(op.models[1])
+  local models = op.models or {} -- none (an agent not yet started): its default, chosen once it runs
+  if #models <= 1 then
+    return use(models[1])
   end
-  vim.ui.select(op.models, { prompt = "Model" }, function(model)
+  vim.ui.select(models, { prompt = "Model" }, function(model)
     if model then
       use(model)
     end
