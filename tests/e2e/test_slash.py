@@ -185,3 +185,18 @@ def test_file_offers_the_project_files_the_engine_lists(editor, tmp_path):
         run_slash(editor, "Read /fil", "/file")
         editor.wait_for(lambda: editor.lines()[-1] == "Read #{file:src/main.py}", what="the file inserted")
         assert editor.lua("return _G.cc_offered") == ["notes.md", "src/main.py"]
+
+
+def test_a_help_tag_is_found_as_help_finds_it(editor):
+    """`/help shiftwidth` shares the option's section, as `:help shiftwidth` opens it."""
+    editor.lua("require('codecompanion').setup({})")
+    items, problems = editor.lua(
+        "return { require('codecompanion_py.chat.context').capture({ adapter = {} }, '#{help:shiftwidth}') }"
+    )
+    assert problems == [] and len(items) == 1
+    assert items[0]["label"] == "Vim help *'shiftwidth'* (options.txt)"
+    assert "Number of spaces" in items[0]["content"] and "local to buffer" in items[0]["content"]
+    items, problems = editor.lua(
+        "return { require('codecompanion_py.chat.context').capture({ adapter = {} }, '#{help:nvim_buf_set_lines()}') }"
+    )
+    assert items[0]["label"] == "Vim help *nvim_buf_set_lines()* (api.txt)"  # an exact tag stays itself

@@ -150,19 +150,27 @@ function capture.help(_, arg)
   if not arg then
     return nil, "name a help tag: #{help:tag}"
   end
-  local file
+  local files = {} -- tag -> its help file
   for _, tags in ipairs(api.nvim_get_runtime_file("doc/tags", true)) do
     for _, line in ipairs(vim.fn.readfile(tags)) do
       local tag, name = line:match("^([^\t]+)\t([^\t]+)\t")
-      if tag == arg then
-        file = vim.fs.joinpath(vim.fs.dirname(tags), name)
-        break
+      if tag and not files[tag] then
+        files[tag] = vim.fs.joinpath(vim.fs.dirname(tags), name)
       end
     end
-    if file then
+  end
+  -- the tag itself, else as `:help` finds a word: the option, the command, the function
+  for _, tag in ipairs({ arg, "'" .. arg .. "'", ":" .. arg, arg .. "()" }) do
+    if files[tag] then
+      arg = tag
       break
     end
   end
+  if not files[arg] then -- else the best completion, as `:help` completes
+    local ok, found = pcall(vim.fn.getcompletion, arg, "help")
+    arg = ok and found[1] or arg
+  end
+  local file = files[arg]
   if not file then
     return nil, ("there is no help tag %q"):format(arg)
   end
