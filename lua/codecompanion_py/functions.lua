@@ -68,7 +68,7 @@ function M.to_data(value, path, keys, prepare)
   local out = {}
   for k, v in pairs(value) do
     local name = tostring(k)
-    local sub = vim.list_extend(vim.list_slice(keys), { name })
+    local sub = prepare and vim.list_extend(vim.list_slice(keys), { name }) or keys -- only `prepare` reads them
     out[k] = M.to_data(v, path == "" and name or (path .. "." .. name), sub, prepare)
   end
   return out

@@ -4,6 +4,8 @@ buffer's bytes, 'modified' and undo checked; an edit during the review; a stoppe
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from codecompanion_py.demo.server import ScriptedServer, ServerThread, sse_reply
@@ -26,6 +28,20 @@ def open_code(editor, tmp_path, lines=CODE):
     path.write_text("\n".join(lines) + "\n")
     editor.nvim.command(f"edit {path}")
     return editor.nvim.current.buffer
+
+
+@contextlib.contextmanager
+def rewrite_streaming(editor, tmp_path):
+    """`:1,2CodeCompanion rewrite` of the code buffer, from a reply that stops after its first
+    line and never ends: the buffer, while the request still runs."""
+    slow = sse_reply([chunk("PLACEMENT: replace\n"), chunk("def add(a, b):\n")], delay=0.2)
+    slow.hang = True
+    with ServerThread(ScriptedServer.sequence([slow])) as server:
+        setup(editor, server.url, chat_config(""))
+        buf = open_code(editor, tmp_path)
+        editor.nvim.command("1,2CodeCompanion rewrite")
+        editor.wait_for(lambda: buf[:][:1] == ["def add(a, b):"] and len(buf[:]) == 3, what="streaming in")
+        yield buf
 
 
 def diff_marks(editor, buf) -> int:
@@ -120,13 +136,7 @@ def test_hunk_by_hunk_and_an_edit_during_the_review(editor, tmp_path):
 
 
 def test_q_stops_a_request_and_leaves_the_buffer_as_it_was(editor, tmp_path):
-    slow = sse_reply([chunk("PLACEMENT: replace\n"), chunk("def add(a, b):\n")], delay=0.2)
-    slow.hang = True
-    with ServerThread(ScriptedServer.sequence([slow])) as server:
-        setup(editor, server.url, chat_config(""))
-        buf = open_code(editor, tmp_path)
-        editor.nvim.command("1,2CodeCompanion rewrite")
-        editor.wait_for(lambda: buf[:][:1] == ["def add(a, b):"] and len(buf[:]) == 3, what="streaming in")
+    with rewrite_streaming(editor, tmp_path) as buf:
         editor.nvim.input("q")
         editor.wait_event("CodeCompanionInlineFinished")
         editor.wait_for(lambda: buf[:] == CODE, what="put back")

@@ -24,7 +24,7 @@ import pytest
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
 from tests.e2e import conftest as e2e
 from tests.e2e.test_chat_surface import chat_config, notes, setup
-from tests.e2e.test_inline import CODE, answer, open_code
+from tests.e2e.test_inline import CODE, answer, open_code, rewrite_streaming
 
 pytestmark = [pytest.mark.nvim, pytest.mark.skipif(sys.platform == "win32", reason="POSIX Neovim")]
 
@@ -318,16 +318,7 @@ def test_closing_a_buffer_keeps_the_hunks_accepted_before(editor, tmp_path):
 
 
 def test_closing_a_buffer_while_the_inline_assistant_writes_to_it_stops_the_request(editor, tmp_path):
-    from codecompanion_py.demo.server import sse_reply
-    from tests.e2e.test_chat import chunk
-
-    slow = sse_reply([chunk("PLACEMENT: replace\n"), chunk("def add(a, b):\n")], delay=0.2)
-    slow.hang = True
-    with ServerThread(ScriptedServer.sequence([slow])) as server:
-        setup(editor, server.url, chat_config(""))
-        buf = open_code(editor, tmp_path)
-        editor.nvim.command("1,2CodeCompanion rewrite")
-        editor.wait_for(lambda: buf[:][:1] == ["def add(a, b):"] and len(buf[:]) == 3, what="streaming in")
+    with rewrite_streaming(editor, tmp_path) as buf:
         editor.nvim.command("let v:errmsg = ''")
         editor.nvim.command(f"bwipeout! {buf.number}")
         finished = editor.wait_event("CodeCompanionInlineFinished", timeout=20)

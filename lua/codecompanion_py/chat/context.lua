@@ -150,25 +150,24 @@ function capture.help(_, arg)
   if not arg then
     return nil, "name a help tag: #{help:tag}"
   end
-  local files = {} -- tag -> its help file
+  -- the tag itself, else as `:help` finds a word: the option, the command, the function, then
+  -- the best completion
+  local ok, completed = pcall(vim.fn.getcompletion, arg, "help")
+  local candidates = { arg, "'" .. arg .. "'", ":" .. arg, arg .. "()", ok and completed[1] or nil }
+  local files = {} -- candidate tag -> its help file, from the first tags file that has it
   for _, tags in ipairs(api.nvim_get_runtime_file("doc/tags", true)) do
     for _, line in ipairs(vim.fn.readfile(tags)) do
       local tag, name = line:match("^([^\t]+)\t([^\t]+)\t")
-      if tag and not files[tag] then
+      if tag and not files[tag] and vim.list_contains(candidates, tag) then
         files[tag] = vim.fs.joinpath(vim.fs.dirname(tags), name)
       end
     end
   end
-  -- the tag itself, else as `:help` finds a word: the option, the command, the function
-  for _, tag in ipairs({ arg, "'" .. arg .. "'", ":" .. arg, arg .. "()" }) do
+  for _, tag in ipairs(candidates) do
     if files[tag] then
       arg = tag
       break
     end
-  end
-  if not files[arg] then -- else the best completion, as `:help` completes
-    local ok, found = pcall(vim.fn.getcompletion, arg, "help")
-    arg = ok and found[1] or arg
   end
   local file = files[arg]
   if not file then
