@@ -21,6 +21,9 @@ line on stderr names the model and why. `--url` for an adapter that appends a pa
 its base url (`${url}/v1/chat/completions`): a url that already ends in that path, or
 the start of it (`http://host/v1`), is trimmed, with a warning on stderr.
 
+`chat --adapter demo` with no server of its own (no `--url`, no CODECOMPANION_DEMO_URL)
+starts the demo's scripted server on 127.0.0.1 for that one reply.
+
 `health` prints a table (exit status 1 when something is broken), `--json` the report.
 
 Mistakes on the command line (an unknown adapter, a file that cannot be read or is not a
@@ -31,9 +34,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
@@ -46,7 +51,7 @@ from .adapters import BUILTIN
 from .adapters.base import HTTPAdapter, prepare, substitute
 from .adapters.models import fetch_models
 from .client import HttpClient
-from .errors import CodeCompanionError
+from .errors import CodeCompanionError, TransportError
 from .events import ErrorEvent, FinalEvent, StreamEvent, TokenEvent, ToolCallEvent
 from .messages import Message
 from .stream.iterators import HttpStreamIterator, looks_streamed, replay_body
@@ -157,6 +162,8 @@ async def _choose_model(adapter: HTTPAdapter, client: HttpClient) -> None:
         return
     try:
         url, names = await server_models(adapter, client)
+    except TransportError:
+        raise  # the server cannot be reached: the chat would fail the same way, so say it once
     except (CodeCompanionError, ValueError) as error:
         _note(f"model {default} (the adapter's default: the server's model list could not be read: {error})")
         return
@@ -168,35 +175,76 @@ async def _choose_model(adapter: HTTPAdapter, client: HttpClient) -> None:
     _note(f"model {names[0]} (the first{others} listed at {url}; choose another with --model)")
 
 
+@contextlib.asynccontextmanager
+async def _demo_server(adapter: HTTPAdapter, args: argparse.Namespace) -> AsyncIterator[None]:
+    """The `demo` adapter with no server of its own (no --url, no CODECOMPANION_DEMO_URL):
+    its scripted server on 127.0.0.1 for this one reply, so the example works as written."""
+    from .adapters.http.demo import URL_ENV
+
+    if args.adapter != "demo" or args.url or os.environ.get(URL_ENV):
+        yield
+        return
+    from .demo.provider import respond
+    from .demo.server import ScriptedServer
+
+    server = ScriptedServer(respond)
+    await server.start()
+    adapter.env["url"] = server.url
+    _note(f"the demo adapter's scripted server answers on {server.url} (no network, no key)")
+    try:
+        yield
+    finally:
+        await server.close()
+
+
 async def _chat(args: argparse.Namespace) -> int:
     adapter = _http_adapter(args.adapter, model=args.model)
     if args.url:
         _set_url(adapter, args.url)
     if args.no_stream:
         adapter.opts["stream"] = False
+    async with _demo_server(adapter, args):
+        return await _stream_reply(adapter, args)
+
+
+async def _stream_reply(adapter: HTTPAdapter, args: argparse.Namespace) -> int:
     client = HttpClient()
-    status = 0
     try:
         if not args.model:
-            await _choose_model(adapter, client)
+            try:
+                await _choose_model(adapter, client)
+            except TransportError as error:
+                print(f"error: {error}", file=sys.stderr)
+                return 1
         stream = HttpStreamIterator(adapter, [Message.of("user", args.prompt)], client=client)
-        async for event in stream:
-            if args.events:
-                write_events([event], sys.stdout)
-                sys.stdout.flush()
-            elif isinstance(event, TokenEvent):
-                sys.stdout.write(event.content)
-                sys.stdout.flush()
-            elif isinstance(event, ToolCallEvent) and event.is_final:
-                sys.stdout.write(f"\n[tool call {event.name} {_encode(event.arguments or {}).decode()}]")
-            elif isinstance(event, FinalEvent):
-                sys.stdout.write("\n")
-            if isinstance(event, ErrorEvent):
-                if not args.events:
-                    print(f"\nerror: {event.message}", file=sys.stderr)
-                status = 1
+        try:
+            status = await _print_events(stream, args)
+        finally:
+            await stream.close()  # its response too, when the reader left early (`| head`)
     finally:
         await client.aclose()
+    return status
+
+
+async def _print_events(stream: HttpStreamIterator, args: argparse.Namespace) -> int:
+    status = 0
+    wrote = False
+    async for event in stream:
+        if args.events:
+            write_events([event], sys.stdout)
+            sys.stdout.flush()
+        elif isinstance(event, TokenEvent):
+            sys.stdout.write(event.content)
+            sys.stdout.flush()
+            wrote = True
+        elif isinstance(event, ToolCallEvent) and event.is_final:
+            sys.stdout.write(f"\n[tool call {event.name} {_encode(event.arguments or {}).decode()}]")
+        elif isinstance(event, FinalEvent):
+            sys.stdout.write("\n")
+        if isinstance(event, ErrorEvent):
+            if not args.events:
+                sys.stderr.write(("\n" if wrote else "") + f"error: {event.message}\n")
+            status = 1
     return status
 
 
@@ -239,12 +287,17 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codecompanion-py", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     chat = commands.add_parser("chat", help="send one prompt and stream the reply")
-    chat.add_argument("--adapter", default="openai")
+    chat.add_argument(
+        "--adapter",
+        default="openai",
+        metavar="NAME",
+        help=f"an HTTP adapter: {', '.join(BUILTIN.names('http'))} (default: %(default)s)",
+    )
     chat.add_argument("--url", help="the endpoint (or base url for adapters with an env.url)")
-    chat.add_argument("--model")
+    chat.add_argument("--model", help="default: the server's first model where it decides, else the adapter's")
     chat.add_argument("--events", action="store_true", help="print canonical events as NDJSON")
     chat.add_argument("--no-stream", action="store_true", help="ask for one JSON response")
-    chat.add_argument("prompt")
+    chat.add_argument("prompt", help="the message to send")
     replay = commands.add_parser("replay", help="parse a recorded raw response body")
     replay.add_argument("--adapter", required=True)
     replay.add_argument("file")
@@ -259,26 +312,32 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.command == "chat":
-            return asyncio.run(_chat(args))
-        if args.command == "replay":
-            return _replay(args)
-        if args.command == "acp-bridge":
-            return _acp_bridge(args)
-        report = health.report()
-        if args.json:
-            print(_encode(report).decode())
-        else:
-            sys.stdout.write(health.format_table(report))
-        return 1 if health.broken(report) else 0
+        status = _run(args)
+        sys.stdout.flush()  # here, not at exit, so a reader that left is handled below
+        return status
     except (CodeCompanionError, UsageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # the reader (e.g. `| head`) went away: not an error of ours
-        sys.stderr.close()
+    except BrokenPipeError:  # the reader (`| head`) went away: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit flush has nowhere to fail
         return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "chat":
+        return asyncio.run(_chat(args))
+    if args.command == "replay":
+        return _replay(args)
+    if args.command == "acp-bridge":
+        return _acp_bridge(args)
+    report = health.report()
+    if args.json:
+        print(_encode(report).decode())
+    else:
+        sys.stdout.write(health.format_table(report))
+    return 1 if health.broken(report) else 0
 
 
 if __name__ == "__main__":

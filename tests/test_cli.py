@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -184,6 +185,66 @@ def test_chat_errors_go_to_stderr_with_exit_status():
     assert result.returncode == 1 and "cannot connect" in result.stderr
     unknown = run("chat", "--adapter", "nope", "hi")
     assert unknown.returncode == 2 and "unknown adapter 'nope'" in unknown.stderr
+
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+def readme_command(start):
+    """The first line of the README that starts with `start`, less its trailing comment."""
+    line = next(line for line in README.read_text().splitlines() if line.startswith(start))
+    return line.split("  #")[0].strip()
+
+
+def as_user(env=None):
+    """The environment of a shell where the package is installed and no demo server runs."""
+    env = {**(env or os.environ), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("CODECOMPANION_DEMO_URL", None)
+    return env
+
+
+def test_the_readmes_first_cli_example_runs_as_written():
+    command = readme_command("codecompanion-py chat")
+    assert command == 'codecompanion-py chat --adapter demo "hello"'
+    result = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60, env=as_user())
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Hello from the **demo** adapter") and "> hello" in result.stdout
+    assert "the demo adapter's scripted server answers on http://127.0.0.1:" in result.stderr
+
+
+def test_a_reader_that_leaves_early_ends_the_command_quietly():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codecompanion_py.cli", "chat", "--adapter", "demo", "--events", "hello"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=as_user(),
+    )
+    first = json.loads(proc.stdout.readline())  # as `| head -1`: one line, then the pipe closes
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert first == {"type": "token", "content": "Hello"}
+    assert proc.returncode == 0
+    assert "Traceback" not in err.decode() and "BrokenPipe" not in err.decode()
+
+
+def test_an_unreachable_server_is_reported_once():
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{free.getsockname()[1]}"
+    result = run("chat", "--adapter", "openai_compatible", "--url", url, "hi")  # no --model: asks for models first
+    assert result.returncode == 1
+    assert result.stderr.count("cannot connect") == 1, result.stderr
+    assert result.stderr.startswith("error: OpenAI Compatible: cannot connect to") and result.stdout == ""
+
+
+def test_chat_help_lists_the_adapters_and_the_default():
+    from codecompanion_py.adapters import BUILTIN
+
+    result = run("chat", "--help")
+    text = " ".join(result.stdout.split())  # argparse wraps the list
+    names = BUILTIN.names("http")
+    assert "demo" in names and "openai_compatible" in names
+    assert f"an HTTP adapter: {', '.join(names)} (default: openai)" in text
 
 
 def one_line_error(result, *parts):

@@ -12,6 +12,10 @@ left window), so the file tools stay confined to it, with the `files` tools on i
 chat (`tools.opts.default_tools`) and a first message typed under `## Me`: `<CR>` sends
 it, and the demo adapter reads `hello.py`, edits it, lets the user review the change in its
 buffer and says how to undo.
+
+One line, on the terminal and in Neovim, says which adapter the chat uses and why. The
+temporary directory goes when Neovim exits, when the launcher fails, and when it is sent
+SIGTERM or SIGHUP (a closed terminal); only SIGKILL leaves it behind.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 
@@ -39,6 +46,12 @@ vim.g.loaded_ruby_provider = 0
 vim.g.loaded_node_provider = 0
 require("codecompanion_py").setup({setup})
 """
+# Said once Neovim has drawn its screen, so the line is seen (not wiped by the first draw).
+NOTICE_TEMPLATE = """\
+vim.api.nvim_create_autocmd("VimEnter", {{ once = true, callback = function()
+  vim.schedule(function() vim.api.nvim_echo({{ {{ {notice} }} }}, true, {{}}) end)
+end }})
+"""
 
 
 def nvim_binary() -> str:
@@ -49,8 +62,9 @@ def nvim_binary() -> str:
     return found
 
 
-def write_init(path: Path, setup_lua: str = "{}") -> Path:
-    path.write_text(INIT_TEMPLATE.format(repo=_lua_str(str(REPO)), python=_lua_str(sys.executable), setup=setup_lua))
+def write_init(path: Path, setup_lua: str = "{}", notice: str = "") -> Path:
+    text = INIT_TEMPLATE.format(repo=_lua_str(str(REPO)), python=_lua_str(sys.executable), setup=setup_lua)
+    path.write_text(text + (NOTICE_TEMPLATE.format(notice=_lua_str(notice)) if notice else ""))
     return path
 
 
@@ -77,20 +91,28 @@ def update_remote_plugins(init: Path, env: dict[str, str]) -> None:
     )
 
 
-def choose_adapter() -> tuple[str, str | None]:
-    """The adapter name, and a Lua definition when it needs settings."""
+class Choice(NamedTuple):
+    """The adapter the demo chat uses: its name, a Lua definition when it needs settings,
+    and one line that says why (a real provider costs money and reaches the network)."""
+
+    name: str
+    definition: str | None = None
+    why: str = "make demo: the offline demo adapter (no key, no network)"
+
+
+def choose_adapter() -> Choice:
     for key, name in (("OPENAI_API_KEY", "openai"), ("ANTHROPIC_API_KEY", "anthropic"), ("GEMINI_API_KEY", "gemini")):
         if os.environ.get(key):
-            return name, None
+            return Choice(name, None, f"make demo: {name}, as {key} is set (unset it for the offline demo)")
     from ..adapters.http.ollama import host
 
     try:
         model = httpx.get(f"{host()}/api/tags", timeout=0.5).json()["models"][0]["name"]
     except Exception:  # no Ollama here: fall through to the demo
-        return "demo", None
+        return Choice("demo")
     schema = f"{{ model = {{ default = {_lua_str(model)} }} }}"
     definition = f'require("codecompanion_py.adapters").extend("ollama", {{ schema = {schema} }})'
-    return "ollama", definition
+    return Choice("ollama", definition, f"make demo: ollama {model}, as Ollama answers (stop it for the offline demo)")
 
 
 # The demo chat's file tools: the `files` group (read, search, create, edit, delete).
@@ -131,16 +153,43 @@ def run_nvim(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> i
         signal.signal(signal.SIGINT, previous)
 
 
-def main() -> None:
-    home = Path(tempfile.mkdtemp(prefix="codecompanion-demo-"))
+@contextmanager
+def _exit_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP end the launcher as an exception would, so its cleanup runs."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def run_demo(home: Path, args: list[str]) -> int:
+    """The demo in `home`: its init, project and server, and Neovim's exit code."""
+    choice = choose_adapter()
+    print(choice.why, file=sys.stderr)
     # The engine runs as the plugin's own host job, as after the README's install, from the
     # Python running this launcher (no :UpdateRemotePlugins, whose first call blocks Neovim).
-    init = write_init(home / "init.lua", setup_lua(*choose_adapter(), python=sys.executable))
+    setup = setup_lua(choice.name, choice.definition, python=sys.executable)
+    init = write_init(home / "init.lua", setup, notice=choice.why if choice.name != "demo" else "")
     env = runtime_env(home)
     project = make_project(home / "project")
     with serve() as server:
         env[URL_ENV] = server.url
-        code = run_nvim(nvim_argv(init, sys.argv[1:]), env, cwd=project)
+        return run_nvim(nvim_argv(init, args), env, cwd=project)
+
+
+def main() -> None:
+    home = Path(tempfile.mkdtemp(prefix="codecompanion-demo-"))
+    try:
+        with _exit_on_signals():
+            code = run_demo(home, sys.argv[1:])
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     raise SystemExit(code)
 
 

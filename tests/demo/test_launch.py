@@ -1,3 +1,5 @@
+import os
+import signal
 import subprocess
 import sys
 
@@ -24,9 +26,11 @@ def test_a_key_in_the_environment_picks_its_provider(monkeypatch):
     for key in KEYS:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("GEMINI_API_KEY", "k")
-    assert choose_adapter() == ("gemini", None)
+    assert choose_adapter()[:2] == ("gemini", None)
     monkeypatch.setenv("OPENAI_API_KEY", "k")
-    assert choose_adapter() == ("openai", None)
+    choice = choose_adapter()
+    assert choice[:2] == ("openai", None)
+    assert choice.why == "make demo: openai, as OPENAI_API_KEY is set (unset it for the offline demo)"
 
 
 def test_a_local_ollama_is_used_with_its_first_model_else_the_demo(monkeypatch):
@@ -35,12 +39,13 @@ def test_a_local_ollama_is_used_with_its_first_model_else_the_demo(monkeypatch):
     tags = json_reply({"models": [{"name": "qwen3:8b"}, {"name": "llama3.1"}]})
     with ServerThread(ScriptedServer.sequence([tags])) as server:
         monkeypatch.setenv("OLLAMA_HOST", server.url)
-        name, definition = choose_adapter()
+        name, definition, why = choose_adapter()
         assert name == "ollama" and '"qwen3:8b"' in definition
+        assert why == "make demo: ollama qwen3:8b, as Ollama answers (stop it for the offline demo)"
         assert server.requests[0].path == "/api/tags"
         assert 'adapter = "ollama"' in setup_lua(name, definition)
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:9")
-    assert choose_adapter() == ("demo", None)
+    assert choose_adapter() == ("demo", None, "make demo: the offline demo adapter (no key, no network)")
 
 
 # --- the demo adapter and its server --------------------------------------------------
@@ -83,16 +88,18 @@ def test_the_launcher_runs_neovim_in_the_demo_project_with_the_server_url_and_st
 ):
     for key in KEYS:
         monkeypatch.delenv(key, raising=False)
-    monkeypatch.setattr(launch, "choose_adapter", lambda: ("demo", None))
+    monkeypatch.setattr(launch, "choose_adapter", lambda: launch.Choice("demo"))
     monkeypatch.setattr(launch, "update_remote_plugins", lambda init, env: None)
     monkeypatch.setattr(launch, "nvim_binary", lambda: "nvim")
-    monkeypatch.setattr(launch.tempfile, "mkdtemp", lambda prefix: str(tmp_path))
+    home = tmp_path / "home"
+    monkeypatch.setattr(launch.tempfile, "mkdtemp", lambda prefix: str(home.mkdir() or home))
     monkeypatch.setattr(sys, "argv", ["launch"])
     seen = {}
 
     def fake_nvim(argv, env, cwd):
         seen["argv"], seen["url"], seen["cwd"] = argv, env[URL_ENV], cwd
         seen["file"] = (cwd / "hello.py").read_text()
+        seen["init"] = (home / "init.lua").read_text()
         answer = httpx.post(
             env[URL_ENV] + "/v1/chat/completions",
             json={"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]},
@@ -104,22 +111,72 @@ def test_the_launcher_runs_neovim_in_the_demo_project_with_the_server_url_and_st
     with pytest.raises(SystemExit) as exited:
         launch.main()
     assert exited.value.code == 3
-    assert seen["cwd"] == tmp_path / "project" and seen["file"] == HELLO_PY
+    assert seen["cwd"] == home / "project" and seen["file"] == HELLO_PY
     nvim, u, init, first, chat, c, suggest = seen["argv"]
     assert (nvim, u, init, first, chat, c) == (
         "nvim",
         "-u",
-        str(tmp_path / "init.lua"),
+        str(home / "init.lua"),
         "hello.py",
         "+CodeCompanionChat",
         "-c",
     )
     assert suggest == 'lua vim.api.nvim_buf_set_lines(0, 2, 3, false, { "Tidy up hello.py" })'
-    init_lua = (tmp_path / "init.lua").read_text()
+    init_lua = seen["init"]
     assert 'adapter = "demo"' in init_lua and 'default_tools = { "files" }' in init_lua
+    assert "nvim_echo" not in init_lua  # the offline demo needs no word of explanation
+    assert not home.exists()
     assert "Hello from the **demo** adapter" in seen["reply"]
     with pytest.raises(httpx.ConnectError):
         httpx.get(seen["url"] + "/v1/models")
+
+
+def launch_with(monkeypatch, tmp_path, fake_nvim, choice=None):
+    """`launch.main()` in a temporary home of this test; its exit code and the home."""
+    monkeypatch.setattr(launch, "choose_adapter", lambda: choice or launch.Choice("demo"))
+    monkeypatch.setattr(launch, "nvim_binary", lambda: "nvim")
+    home = tmp_path / "home"
+    monkeypatch.setattr(launch.tempfile, "mkdtemp", lambda prefix: str(home.mkdir() or home))
+    monkeypatch.setattr(sys, "argv", ["launch"])
+    monkeypatch.setattr(launch, "run_nvim", fake_nvim)
+    with pytest.raises(BaseException) as exited:
+        launch.main()
+    return exited.value, home
+
+
+def test_the_launcher_removes_its_directory_when_neovim_fails_to_start(monkeypatch, tmp_path):
+    def missing(argv, env, cwd):
+        raise FileNotFoundError("nvim")
+
+    error, home = launch_with(monkeypatch, tmp_path, missing)
+    assert isinstance(error, FileNotFoundError) and not home.exists()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_the_launcher_removes_its_directory_when_it_is_signalled(monkeypatch, tmp_path, sig):
+    def signalled(argv, env, cwd):
+        os.kill(os.getpid(), sig)  # as `kill` from another terminal, or the terminal closing
+        return 0
+
+    before = signal.getsignal(sig)
+    exited, home = launch_with(monkeypatch, tmp_path, signalled)
+    assert isinstance(exited, SystemExit) and exited.code == 128 + sig
+    assert not home.exists()
+    assert signal.getsignal(sig) == before  # the launcher's handler is not left behind
+
+
+def test_a_real_provider_is_named_on_the_terminal_and_in_neovim(monkeypatch, tmp_path, capfd):
+    why = "make demo: openai, as OPENAI_API_KEY is set (unset it for the offline demo)"
+    seen = {}
+
+    def fake_nvim(argv, env, cwd):
+        seen["init"] = (cwd.parent / "init.lua").read_text()
+        return 0
+
+    exited, _ = launch_with(monkeypatch, tmp_path, fake_nvim, launch.Choice("openai", None, why))
+    assert exited.code == 0
+    assert capfd.readouterr().err == why + "\n"
+    assert f'nvim_echo({{ {{ "{why}" }} }}, true, {{}})' in seen["init"]
 
 
 def test_the_users_arguments_replace_hello_py_with_their_paths_made_absolute(monkeypatch, tmp_path):
