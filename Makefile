@@ -5,7 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # Real ACP agents for the integration tests, from npm into .venv/agents, once: Codex (about
-# 220 MB) and Claude Code (about 85 MB). `make test AGENTS=0` (or AGENTS=0 in the
+# 225 MB) and Claude Code (about 60 MB), with their dependencies and the MCP server below
+# about 330 MB on disk. `make test AGENTS=0` (or AGENTS=0 in the
 # environment) does not install them; without them, or without npm, their tests are
 # skipped with the reason.
 AGENTS ?= 1
@@ -35,7 +36,7 @@ agents: $(STAMP)
 	elif command -v npm >/dev/null 2>&1; then \
 		echo "installing two real ACP agents for the integration tests into $(VENV)/agents, once:"; \
 		echo "  $(AGENT_PACKAGES)"; \
-		echo "  about 300 MB from the npm registry (Codex about 220 MB, Claude Code about 85 MB)"; \
+		echo "  about 330 MB on disk with their dependencies (Codex about 225 MB, Claude Code about 60 MB)"; \
 		echo "  to skip them (their tests are then skipped): make test AGENTS=0"; \
 		npm install --silent --no-audit --no-fund --prefix $(VENV)/agents $(AGENT_PACKAGES) && touch $(AGENTS_STAMP) \
 			|| echo "npm could not install the agents: the real-agent tests will be skipped"; \
@@ -47,8 +48,9 @@ agents: $(STAMP)
 			|| echo "npm could not install the MCP server: its tests will be skipped"; \
 	fi
 
+# -rs: each skipped test is listed with its reason (a missing agent, npm or tool).
 test: $(STAMP) agents
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -rs
 
 # luacheck when it is installed (Debian's lua-check); Neovim's own LuaJIT always compiles
 # every file and refuses global writes and unknown globals.
