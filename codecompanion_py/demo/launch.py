@@ -46,10 +46,12 @@ vim.g.loaded_ruby_provider = 0
 vim.g.loaded_node_provider = 0
 require("codecompanion_py").setup({setup})
 """
-# Said once Neovim has drawn its screen, so the line is seen (not wiped by the first draw).
+# Said once Neovim has drawn its screen (the first draw would wipe it), cut to the room the
+# last line has (`v:echospace`) so it never asks for ENTER; the terminal has it whole.
 NOTICE_TEMPLATE = """\
 vim.api.nvim_create_autocmd("VimEnter", {{ once = true, callback = function()
-  vim.schedule(function() vim.api.nvim_echo({{ {{ {notice} }} }}, true, {{}}) end)
+  local line = {notice}
+  vim.schedule(function() vim.api.nvim_echo({{ {{ vim.fn.strcharpart(line, 0, vim.v.echospace) }} }}, true, {{}}) end)
 end }})
 """
 

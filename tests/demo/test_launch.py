@@ -176,7 +176,7 @@ def test_a_real_provider_is_named_on_the_terminal_and_in_neovim(monkeypatch, tmp
     exited, _ = launch_with(monkeypatch, tmp_path, fake_nvim, launch.Choice("openai", None, why))
     assert exited.code == 0
     assert capfd.readouterr().err == why + "\n"
-    assert f'nvim_echo({{ {{ "{why}" }} }}, true, {{}})' in seen["init"]
+    assert f'local line = "{why}"' in seen["init"] and "vim.v.echospace" in seen["init"]
 
 
 def test_the_users_arguments_replace_hello_py_with_their_paths_made_absolute(monkeypatch, tmp_path):

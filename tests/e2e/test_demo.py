@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 
+import pynvim
 import pytest
 
-from codecompanion_py.demo.launch import make_project, nvim_argv, setup_lua
+from codecompanion_py.demo.launch import make_project, nvim_argv, nvim_binary, setup_lua, write_init
 from codecompanion_py.demo.provider import HELLO_PY, TIDY_GREET, serve
+from tests.waiting import wait_until
 
 from .test_tools import RECORD_UI
 
@@ -141,3 +143,24 @@ def test_question_mark_lists_the_chats_keymaps_by_codecompanions_names(demo):
     editor.wait_for(lambda: editor.lua(floats()) == [], what="the keymap window closed")
     assert editor.nvim.current.buffer.number == chat and editor.lines(chat) == ["## Me", "", "Tidy up hello.py"]
     assert editor.event_names().count("CodeCompanionChatStopped") == 0
+
+
+def messages(nvim) -> str:
+    return nvim.exec_lua("return vim.fn.execute('messages')")
+
+
+def test_the_demos_provider_line_shows_once_neovim_is_up_and_never_asks_for_enter(tmp_path):
+    """A real provider picked from the environment is named in Neovim, in a window narrower
+    than the line: cut to fit, no hit-enter prompt."""
+    why = "make demo: ollama qwen2.5-coder:32b-instruct, as Ollama answers (stop it for the offline demo)"
+    init = write_init(tmp_path / "init.lua", notice=why)
+    nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "-u", str(init)])
+    try:
+        nvim.ui_attach(40, 10, rgb=True)  # a UI: Neovim runs VimEnter, as in a terminal
+        # get_mode answers during a hit-enter prompt too, where any other request would wait
+        wait_until(lambda: nvim.api.get_mode()["mode"] == "r" or "make demo" in messages(nvim), 15, lambda: "the line")
+        assert not nvim.api.get_mode()["blocking"]  # no "Press ENTER"
+        shown = messages(nvim).strip()
+        assert why.startswith(shown) and len(shown) == nvim.eval("v:echospace") < len(why)
+    finally:
+        nvim.close()
