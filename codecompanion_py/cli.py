@@ -213,8 +213,11 @@ async def _stream_reply(adapter: HTTPAdapter, args: argparse.Namespace) -> int:
         if not args.model:
             try:
                 await _choose_model(adapter, client)
-            except TransportError as error:
-                print(f"error: {error}", file=sys.stderr)
+            except TransportError as error:  # where the chat's own request would have said it
+                if args.events:
+                    write_events([ErrorEvent(message=str(error), kind=type(error).__name__)], sys.stdout)
+                else:
+                    print(f"error: {error}", file=sys.stderr)
                 return 1
         stream = HttpStreamIterator(adapter, [Message.of("user", args.prompt)], client=client)
         try:

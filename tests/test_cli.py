@@ -235,6 +235,10 @@ def test_an_unreachable_server_is_reported_once():
     assert result.returncode == 1
     assert result.stderr.count("cannot connect") == 1, result.stderr
     assert result.stderr.startswith("error: OpenAI Compatible: cannot connect to") and result.stdout == ""
+    events = run("chat", "--adapter", "openai_compatible", "--url", url, "--events", "hi")
+    assert events.returncode == 1 and events.stderr == ""
+    [error] = lines(events.stdout)  # one error event, as a failed request gives
+    assert error["type"] == "error" and error["kind"] == "TransportError" and "cannot connect" in error["message"]
 
 
 def test_chat_help_lists_the_adapters_and_the_default():
