@@ -21,6 +21,10 @@ line on stderr names the model and why. `--url` for an adapter that appends a pa
 its base url (`${url}/v1/chat/completions`): a url that already ends in that path, or
 the start of it (`http://host/v1`), is trimmed, with a warning on stderr.
 
+A server that cannot be reached is told once (an `error:` line, or with `--events` an
+error event), exit status 1; a reader that leaves early (`| head`) ends the command
+quietly, exit status 0.
+
 `chat --adapter demo` with no server of its own (no `--url`, no CODECOMPANION_DEMO_URL)
 starts the demo's scripted server on 127.0.0.1 for that one reply.
 
