@@ -302,6 +302,21 @@ async def test_read_file_a_line_range(project):
     assert result.content.endswith("crlf.txt, lines 1-1 of 3 (0-based):\n```\ntwo\n```")
 
 
+@pytest.mark.parametrize(
+    ("start", "end", "shown"),
+    [(0, -1, "lines 1-3 of 3"), (1, 1, "line 2 of 3"), (1, 2, "lines 2-3 of 3")],
+)
+async def test_read_file_shows_the_user_lines_counted_from_1(project, start, end, shown):
+    """The LLM reads the range as its parameters count it (from 0); the chat's line counts as
+    a person does."""
+    session = chat(project.root)
+    result = await session.run(
+        "read_file", filepath="crlf.txt", start_line_number_base_zero=start, end_line_number_base_zero=end
+    )
+    assert result.content.startswith(f"crlf.txt, lines {start}-{2 if end < 0 else end} of 3 (0-based):")
+    assert session.surface.shown() == [f"Read crlf.txt, {shown}"]
+
+
 async def test_read_file_of_a_crlf_file_shows_no_carriage_returns(project):
     result = await chat(project.root).run("read_file", filepath="crlf.txt")
     assert result.status == "success"
@@ -616,7 +631,7 @@ async def test_file_search_lists_project_files_only(listed):
     result = await chat(listed.root).run("file_search", query="**/*")
     # not listed: .git/, the ignored file, the FIFO, the dangling link, and the links out
     assert listing(result) == PROJECT_FILES
-    assert result.content.startswith(f"{len(PROJECT_FILES)} files match `**/*`:")
+    assert result.content.startswith(f"{len(PROJECT_FILES)} files matching `**/*`:")
 
 
 @pytest.mark.parametrize(
@@ -631,7 +646,7 @@ async def test_file_search_finds_nothing_outside_ignored_or_special(listed, quer
 @pytest.mark.parametrize("limit", [1, -1])
 async def test_file_search_max_results_says_more_files_match(listed, limit):
     result = await chat(listed.root).run("file_search", query="*.txt", max_results=limit)  # 2 match
-    assert result.content == "More than 1 files match `*.txt`:\ncrlf.txt\n(only the first 1 are listed)"
+    assert result.content == "More than 1 file matching `*.txt`:\ncrlf.txt\n(only the first 1 are listed)"
 
 
 async def test_grep_search_returns_matching_lines_of_project_text_files_only(listed):
@@ -661,7 +676,7 @@ async def test_grep_search_never_returns_content_from_outside_ignored_or_binary_
 async def test_grep_search_leaves_out_protected_files_and_says_so(listed):
     result = await chat(listed.root, Editor(default="reject"), Approvals(yolo=True)).run("grep_search", query="TOKEN")
     assert result.status == "success" and "abc123" not in result.content
-    assert result.content.startswith("No matches for `TOKEN`.\n(1 matching lines in protected files")
+    assert result.content.startswith("No matches for `TOKEN`.\n(1 matching line in protected files")
 
 
 async def test_grep_search_does_not_block_on_the_fifo(listed):
