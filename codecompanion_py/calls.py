@@ -69,6 +69,7 @@ class ChatOpen(ChatCall, frozen=True, kw_only=True):
 
 class ChatSubmit(ChatCall, frozen=True, kw_only=True):
     text: str = ""
+    typed: str = ""  # what the user typed, when `prompt_decorator` made `text` of it: the title's source
     settings: dict[str, Any] | None = None  # the settings header
     context: list[ContextItem] = []
     removed: list[str] = []

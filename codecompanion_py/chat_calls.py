@@ -94,6 +94,7 @@ class ChatCalls:
             await session.apply_settings(call.settings)
         task = session.submit(call.text, call.context, [i for i in call.removed if i])
         if task is not None:  # saved as it goes, and once the turn ends, however it ends
+            self._keeper.typed(session.chat_id, call.typed or call.text)
             self._keeper.watch(session, task)
             task.add_done_callback(lambda _task: self._keeper.after_turn(session))
 

@@ -29,11 +29,7 @@ local function telescope(items, opts, on_choice)
         local entry = state.get_selected_entry()
         chosen = true
         actions.close(prompt_bufnr)
-        if entry then
-          on_choice(entry.value, entry.index)
-        else
-          on_choice(nil, nil)
-        end
+        on_choice(entry and entry.value, entry and entry.index) -- nil, nil: nothing was chosen
       end)
       actions.close:enhance({ post = function() if not chosen then on_choice(nil, nil) end end })
       return true
@@ -55,6 +51,8 @@ local function installed(name)
   return (pcall(require, MODULES[name]))
 end
 
+local told = {} -- pickers named in the config but not installed: said once a session
+
 -- The provider for `wanted` (a name, or nil to find one).
 ---@param wanted? string
 ---@return string
@@ -63,8 +61,11 @@ function M.provider(wanted)
     return wanted
   end
   if wanted and SELECT[wanted] then
-    vim.notify(("CodeCompanion: the picker %s is not installed; using vim.ui.select"):format(wanted),
-      vim.log.levels.WARN)
+    if not told[wanted] then
+      told[wanted] = true
+      vim.notify(('CodeCompanion: provider "%s" is not installed: using the default picker'):format(wanted),
+        vim.log.levels.WARN)
+    end
     return "default"
   end
   for _, name in ipairs(M.ORDER) do

@@ -226,7 +226,7 @@ def test_slash_mcp_starts_a_server_whose_prompt_and_resource_go_into_the_chat(ed
         body = llm.requests[0].json()
         assert any(t["function"]["name"] == "fake_echo" for t in body["tools"])  # started by /mcp: its tools joined
         editor.nvim.command("checkhealth codecompanion_py")
-        assert "fake (stdio): running, 6 tools, 1 prompts, 1 resources" in editor.text()
+        assert "fake (stdio): running, 6 tools, 1 prompt, 1 resource" in editor.text()
 
 
 def test_a_changed_tool_list_is_read_again_and_a_slow_call_shows_progress_until_q_cancels_it(editor, tmp_path):

@@ -36,6 +36,7 @@ def test_the_palette_lists_and_runs_a_builtin_prompt_on_a_selection(editor, tmp_
         setup(editor, server.url, chat_config(""))
         editor.lua(PICK_NAMED)
         editor.lua("_G.cc_pick = 'Explain code'")
+        editor.nvim.command(f"cd {tmp_path}")
         editor.nvim.command(f"edit {tmp_path / 'calc.py'}")
         editor.nvim.command("1,2CodeCompanionActions")
         editor.wait_event("CodeCompanionChatDone")
@@ -45,7 +46,7 @@ def test_the_palette_lists_and_runs_a_builtin_prompt_on_a_selection(editor, tmp_
         assert any(label.startswith("Commit message") for label in offered)
         sent = messages(server, 0)
         assert any(m["role"] == "system" and "You explain code" in m["content"] for m in sent)
-        assert sent[-1]["content"].startswith("Explain this code from buffer")
+        assert sent[-1]["content"].startswith("Explain this code from calc.py (lines 1-2):")  # its name, not "buffer 1"
         assert "````python\ndef add(a, b):\n    return a - b\n````" in sent[-1]["content"]
 
         # without a selection, prompts for visual mode are not offered

@@ -102,8 +102,8 @@ local function refuse_while_streaming(chat)
   return require("codecompanion_py.chat.object").busy(chat, "a request is running; press q to stop it")
 end
 
--- What the user typed under the last header, after callbacks and the prompt decorator; nil
--- when nothing goes.
+-- What the user typed under the last header, after callbacks and the prompt decorator (and
+-- as typed, when decorated: a saved chat's title); nil when nothing goes.
 local function message_of(chat)
   local text, listed = shared.split(buffer.user_text(chat.bufnr))
   if text == "" then
@@ -119,7 +119,7 @@ local function message_of(chat)
       return vim.notify("CodeCompanion: interactions.chat.opts.prompt_decorator failed: " .. tostring(result),
         vim.log.levels.ERROR)
     end
-    text = result
+    return result, listed, text
   end
   return text, listed
 end
@@ -139,7 +139,7 @@ function M.submit(buf)
   if not chat or refuse_while_streaming(chat) then
     return
   end
-  local text, listed = message_of(chat)
+  local text, listed, typed = message_of(chat)
   if not text then
     return
   end
@@ -152,7 +152,7 @@ function M.submit(buf)
     return -- a failed open is retried with the next submit
   end
   local payload = { chat_id = buf, text = text, settings = require("codecompanion_py.chat.settings").read(buf),
-    context = vim.tbl_map(shared.wire, context), removed = removed }
+    context = vim.tbl_map(shared.wire, context), removed = removed, typed = typed }
   if not rpc.notify("chat.submit", payload) then
     return
   end

@@ -124,6 +124,7 @@ function M.start(item, context)
   end
   local chat = run.chat(vim.tbl_extend("force", item, { opts = vim.tbl_extend("force", item.opts,
     { auto_submit = true }) }), first, context)
+  if not chat then return nil end -- a helper failed, and said so
   local flow = {
     item = item,
     chat = chat,
