@@ -40,9 +40,7 @@ end
 local SELECT = {
   default = function(items, opts, on_choice) vim.ui.select(items, opts, on_choice) end,
   telescope = telescope,
-  fzf_lua = function(items, opts, on_choice)
-    require("fzf-lua.providers.ui_select").ui_select(items, opts, on_choice)
-  end,
+  fzf_lua = function(...) require("fzf-lua.providers.ui_select").ui_select(...) end,
   mini_pick = function(items, opts, on_choice) require("mini.pick").ui_select(items, opts, on_choice) end,
   snacks = function(items, opts, on_choice) require("snacks").picker.select(items, opts, on_choice) end,
 }
@@ -69,9 +67,7 @@ function M.provider(wanted)
     return "default"
   end
   for _, name in ipairs(M.ORDER) do
-    if installed(name) then
-      return name
-    end
+    if installed(name) then return name end
   end
   return "default"
 end

@@ -11,6 +11,7 @@ local render = require("codecompanion_py.chat.render")
 local shared = require("codecompanion_py.chat.shared")
 local window = require("codecompanion_py.chat.window")
 local open = require("codecompanion_py.chat.open")
+local words = require("codecompanion_py.words")
 
 local M = {}
 
@@ -276,7 +277,7 @@ function M.remove_context(chat, kind)
   if vim.bo[chat.bufnr].modifiable then
     buffer.show_context(chat)
   end
-  vim.notify(("CodeCompanion: removed %d %s from the chat"):format(#ids, kind))
+  vim.notify(("CodeCompanion: removed %s from the chat"):format(words.count(#ids, (kind:gsub("s$", "")))))
 end
 
 -- The chats, oldest first.
