@@ -276,26 +276,6 @@ def test_a_missing_python_engine_is_reported_and_nothing_is_locked(editor):
     assert "CodeCompanionChatSubmitted" not in editor.event_names()
 
 
-def test_an_engine_that_cannot_start_is_told_once_per_command(editor):
-    """`:CodeCompanionChat hello` opens a chat, then sends: two calls, one message (without the
-    Lua traceback Neovim adds); the next command says it again."""
-    editor.lua("vim.g.python3_host_prog = '/nonexistent/python3'")
-    editor.lua("_G.notes = {}; vim.notify = function(msg) table.insert(_G.notes, msg) end")
-    editor.nvim.command("CodeCompanionChat hello")
-    [told] = editor.lua("return _G.notes")
-    assert "the Python engine is not available" in told and "stack traceback" not in told
-    editor.nvim.input("<CR>")
-    editor.wait_for(lambda: len(editor.lua("return _G.notes")) == 2, what="the second command's message")
-    # the engine's own host, while an install runs: told once too
-    editor.lua("""for _, a in ipairs(vim.api.nvim_get_autocmds({ event = 'FuncUndefined' })) do
-      vim.api.nvim_clear_autocmds({ event = 'FuncUndefined', group = a.group }) end
-      vim.g.codecompanion_py_build = 'running'; _G.notes = {}""")
-    editor.nvim.command("CodeCompanionChat hello")
-    assert editor.lua("return _G.notes") == [
-        "CodeCompanion: the Python engine is still being installed; try again when the install says it is done"
-    ]
-
-
 FIXTURES = __import__("pathlib").Path(__file__).parents[1] / "fixtures"
 
 

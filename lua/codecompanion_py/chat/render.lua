@@ -142,6 +142,14 @@ function M.show(chat, op)
   buffer.show(chat, op.text or "", op.title)
 end
 
+-- A retry's line, in place of the last; without text the reply has come: its blank line is the reply's.
+---@param chat CodeCompanionChat
+---@param op { text?: string }
+function M.pending(chat, op)
+  buffer.set_block(chat, "pending", { op.text and ("> " .. op.text) or "" })
+  chat.block, chat.blocks.pending = op.text and "block", op.text and chat.blocks.pending
+end
+
 ---@param chat CodeCompanionChat
 ---@param op table
 function M.call(chat, op)

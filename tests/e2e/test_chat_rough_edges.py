@@ -1,0 +1,69 @@
+"""Small things a new user meets in the chat buffer, each in real Neovim: a failure to start
+the engine told once, a retry's line that the reply takes away, the error's place, the token
+count in sight on a narrow window, `?` listing the keys of this kind of chat, and the cursor
+after what a slash command inserts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, sse_reply
+
+from .test_chat import chunk, setup_local, usage
+
+pytestmark = pytest.mark.nvim
+
+
+def test_an_engine_that_cannot_start_is_told_once_per_command(editor):
+    """`:CodeCompanionChat hello` opens a chat, then sends: two calls, one message (without the
+    Lua traceback Neovim adds); the next command says it again."""
+    editor.lua("vim.g.python3_host_prog = '/nonexistent/python3'")
+    editor.lua("_G.notes = {}; vim.notify = function(msg) table.insert(_G.notes, msg) end")
+    editor.nvim.command("CodeCompanionChat hello")
+    [told] = editor.lua("return _G.notes")
+    assert "the Python engine is not available" in told and "stack traceback" not in told
+    editor.nvim.input("<CR>")
+    editor.wait_for(lambda: len(editor.lua("return _G.notes")) == 2, what="the second command's message")
+    # the engine's own host, while an install runs: told once too
+    editor.lua("""for _, a in ipairs(vim.api.nvim_get_autocmds({ event = 'FuncUndefined' })) do
+      vim.api.nvim_clear_autocmds({ event = 'FuncUndefined', group = a.group }) end
+      vim.g.codecompanion_py_build = 'running'; _G.notes = {}""")
+    editor.nvim.command("CodeCompanionChat hello")
+    assert editor.lua("return _G.notes") == [
+        "CodeCompanion: the Python engine is still being installed; try again when the install says it is done"
+    ]
+
+
+def busy(wait_ms: int) -> Reply:
+    return Reply(
+        status=503,
+        headers={"content-type": "application/json", "retry-after-ms": str(wait_ms)},
+        chunks=[json.dumps({"error": {"message": "busy"}}).encode()],
+    )
+
+
+def test_a_retry_shows_one_line_while_it_waits_and_the_reply_takes_it_away(editor):
+    ok = sse_reply([chunk("Hello"), chunk(" there"), chunk(finish="stop"), usage(12)])
+    with ServerThread(ScriptedServer.sequence([busy(600), busy(600), ok, busy(10), busy(10), busy(10)])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat hi")
+        editor.wait_for(lambda: "1 of 2" in editor.text(), what="the first retry's line")
+        editor.wait_for(lambda: "2 of 2" in editor.text(), what="the second retry's line")
+        assert "1 of 2" not in editor.text()  # in place of the first
+        editor.wait_event("CodeCompanionChatDone")
+        assert editor.lines() == ["## Me", "", "hi", "", "## CodeCompanion (testllm)", "", "Hello there", "",
+                                  "## Me", "", ""]  # fmt: skip
+        # retries that end in an error: the last stays beside it
+        editor.type_prompt("again")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        reply = editor.lines()[editor.lines().index("again") + 2 :]
+        assert reply[:5] == [
+            "## CodeCompanion (testllm)",
+            "",
+            "> testllm: server error (HTTP 503): retrying in 0.0 s, 2 of 2",
+            "",
+            "> **Error:** testllm: server error (HTTP 503): busy; this is on the provider's side: try again later",
+        ]
