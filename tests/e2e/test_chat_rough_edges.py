@@ -67,3 +67,32 @@ def test_a_retry_shows_one_line_while_it_waits_and_the_reply_takes_it_away(edito
             "",
             "> **Error:** testllm: server error (HTTP 503): busy; this is on the provider's side: try again later",
         ]
+
+
+def reply_lines(editor, prompt: str) -> list[str]:
+    """The lines from the reply's header (after `prompt`) to the next `## Me`."""
+    lines = editor.lines()
+    start = len(lines) - lines[::-1].index(prompt) + 1
+    return lines[start : lines.index("## Me", start)]
+
+
+def test_an_error_follows_its_header_or_the_partial_reply_after_one_blank_line(editor):
+    denied = Reply(
+        status=401,
+        headers={"content-type": "application/json"},
+        chunks=[json.dumps({"error": {"message": "Incorrect API key provided"}}).encode()],
+    )
+    cut_off = sse_reply([chunk("Partial answer")], done=False)  # no end: the reply was cut off
+    with ServerThread(ScriptedServer.sequence([denied, cut_off])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat hi")
+        editor.wait_event("CodeCompanionChatDone")
+        header, blank, error, after = reply_lines(editor, "hi")
+        assert (header, blank, after) == ("## CodeCompanion (testllm)", "", "")
+        assert error.startswith("> **Error:** testllm rejected the API key (HTTP 401)")
+        editor.type_prompt("again")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        header, blank, text, blank2, error, after = reply_lines(editor, "again")
+        assert (blank, text, blank2, after) == ("", "Partial answer", "", "")
+        assert error.startswith("> **Error:** ") and "cut off" in error

@@ -217,7 +217,7 @@ function M.done(chat, op)
     return buffer.unlock(chat)
   end
   if op.status == "error" and op.message then
-    append(chat, "\n\n> **Error:** " .. op.message:gsub("\n", " "))
+    paragraph(chat, "> **Error:** " .. op.message:gsub("\n", " ")) -- one blank line above, whatever came before
   end
   done_marks(chat, op)
   chat.status = "idle"
