@@ -96,3 +96,30 @@ def test_an_error_follows_its_header_or_the_partial_reply_after_one_blank_line(e
         header, blank, text, blank2, error, after = reply_lines(editor, "again")
         assert (blank, text, blank2, after) == ("", "Partial answer", "", "")
         assert error.startswith("> **Error:** ") and "cut off" in error
+
+
+SCREEN = """
+vim.cmd("redraw!")
+local rows = {}
+for row = 1, vim.o.lines do
+  local cells = {}
+  for col = 1, vim.o.columns do table.insert(cells, vim.fn.screenstring(row, col)) end
+  table.insert(rows, table.concat(cells))
+end
+return rows
+"""
+
+
+def test_the_token_count_is_in_sight_in_a_narrow_window(editor):
+    """The count sits on the blank line below the reply: at the end of a last line as wide as
+    the window it was cut off at the window's edge."""
+    ok = sse_reply([chunk("A line that fills the narrow window."), chunk(finish="stop"), usage(12)])
+    with ServerThread(ScriptedServer.sequence([ok])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("set columns=80 lines=20")
+        editor.nvim.command("CodeCompanionChat hi")
+        editor.wait_event("CodeCompanionChatDone")
+        editor.nvim.command("vertical resize 36")
+        screen = [row[-36:] for row in editor.lua(SCREEN)]
+        last = screen.index("A line that fills the narrow window.")
+        assert screen[last + 1].strip() == "(12 tokens)" and screen[last + 2].rstrip() == "## Me"
