@@ -123,3 +123,49 @@ def test_the_token_count_is_in_sight_in_a_narrow_window(editor):
         screen = [row[-36:] for row in editor.lua(SCREEN)]
         last = screen.index("A line that fills the narrow window.")
         assert screen[last + 1].strip() == "(12 tokens)" and screen[last + 2].rstrip() == "## Me"
+
+
+def keymap_list(editor) -> list[str]:
+    """`?` in the chat: the lines of the float it opens (closed again with q)."""
+    chat = editor.nvim.current.window
+    editor.nvim.input("?")
+    win = editor.wait_for(
+        lambda: next((w for w in editor.nvim.api.list_wins() if editor.nvim.api.win_get_config(w)["relative"]), None),
+        what="the keymap list",
+    )
+    listing = editor.nvim.api.buf_get_lines(editor.nvim.api.win_get_buf(win), 0, -1, False)
+    editor.nvim.input("q")
+    editor.wait_for(lambda: editor.nvim.current.window == chat, what="the list closed")
+    return [" ".join(line.split()) for line in listing]
+
+
+def test_question_mark_lists_the_keys_of_this_kind_of_chat(editor, tmp_path):
+    from .test_acp import open_agent_chat
+
+    with ServerThread(ScriptedServer.sequence([])) as server:
+        setup_local(editor, server.url)
+        editor.nvim.command("CodeCompanionChat")
+        editor.wait_for(
+            lambda: editor.lua(
+                "return require('codecompanion_py.chat').chats[vim.api.nvim_get_current_buf()].engine_ready"
+            ),
+            what="the chat open in the engine",
+        )
+        http = keymap_list(editor)
+    assert "gr Regenerate the last response" in http and "gs Toggle the system prompt on/off" in http
+    assert not any(line.startswith(("gao ", "gas ")) for line in http)
+    assert "ga Change adapter and model" in http and "q Stop the current request" in http
+
+    open_agent_chat(editor, tmp_path, "")
+    editor.wait_for(
+        lambda: (
+            editor.lua("return require('codecompanion_py.chat').chats[vim.api.nvim_get_current_buf()].adapter.type")
+            == "acp"
+        ),
+        what="the agent chat open in the engine",
+    )
+    agent = keymap_list(editor)
+    assert "gao Pick the agent's mode, model or another option" in agent
+    assert "gas Resume an earlier session of the agent" in agent
+    assert not any(line.startswith(("gr ", "gs ")) for line in agent)
+    assert "ga Change adapter and model" in agent and "q Stop the current request" in agent
