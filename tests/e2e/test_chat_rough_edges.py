@@ -169,3 +169,25 @@ def test_question_mark_lists_the_keys_of_this_kind_of_chat(editor, tmp_path):
     assert "gas Resume an earlier session of the agent" in agent
     assert not any(line.startswith(("gr ", "gs ")) for line in agent)
     assert "ga Change adapter and model" in agent and "q Stop the current request" in agent
+
+
+def test_a_slash_command_leaves_the_cursor_after_what_it_inserted(editor, tmp_path):
+    """Run from its keymap, in insert mode or normal, `/file` puts the cursor after the
+    reference it inserts: what the user types next follows it."""
+    from tests.e2e.test_chat_surface import chat_config, setup
+
+    (tmp_path / "notes.md").write_text("hi\n")
+    keymaps = 'slash_commands = { file = { keymaps = { modes = { i = "<C-f>", n = "gF" } } } }'
+    setup(editor, "http://127.0.0.1:9", chat_config(keymaps))
+    editor.lua("vim.ui.select = function(items, opts, on_choice) on_choice(items[1], 1) end")
+    editor.nvim.command(f"cd {tmp_path}")
+    editor.nvim.command("CodeCompanionChat")
+    editor.nvim.command("normal! G")
+    editor.nvim.input("ARead <C-f>")
+    editor.wait_for(lambda: editor.lines()[-1] == "Read #{file:notes.md}", what="the reference inserted")
+    editor.nvim.input(" first<Esc>")
+    editor.wait_for(lambda: editor.lines()[-1] == "Read #{file:notes.md} first", what="typed after it")
+    editor.nvim.input("0gF")  # normal mode, at the start of the line
+    editor.wait_for(lambda: editor.lines()[-1].startswith("#{file:notes.md}Read"), what="the second reference")
+    editor.nvim.input("a, <Esc>")
+    editor.wait_for(lambda: editor.lines()[-1] == "#{file:notes.md}, Read #{file:notes.md} first", what="typed")
