@@ -191,3 +191,26 @@ def test_a_slash_command_leaves_the_cursor_after_what_it_inserted(editor, tmp_pa
     editor.wait_for(lambda: editor.lines()[-1].startswith("#{file:notes.md}Read"), what="the second reference")
     editor.nvim.input("a, <Esc>")
     editor.wait_for(lambda: editor.lines()[-1] == "#{file:notes.md}, Read #{file:notes.md} first", what="typed")
+
+
+def test_an_adapter_that_cannot_open_is_told_once_and_the_message_stays(editor):
+    """The chat's open fails, and its prompt, sent in the same command, ends quietly: no
+    second message that the chat is not open."""
+    editor.setup("{}")
+    editor.lua("""_G.notes = {}; vim.notify = function(msg) table.insert(_G.notes, msg) end
+      local chat = require("codecompanion_py.chat")
+      local apply = chat.apply
+      _G.ops = {}
+      chat.apply = function(id, ops)
+        for _, op in ipairs(ops) do table.insert(_G.ops, op.op) end
+        return apply(id, ops)
+      end""")
+    for count in (1, 2):  # and again with the next message
+        if count == 1:
+            editor.nvim.command("CodeCompanionChat adapter=does_not_exist hello")
+        else:
+            editor.nvim.input("<CR>")
+        editor.wait_for(lambda: editor.lua("return _G.ops").count("done") == count, what="the message to end")
+        notes = editor.lua("return _G.notes")
+        assert len(notes) == count and all("unknown adapter 'does_not_exist'" in n for n in notes), notes
+        assert editor.nvim.current.buffer.options["modifiable"] and editor.lines()[-1] == "hello"
