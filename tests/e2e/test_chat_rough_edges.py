@@ -210,7 +210,7 @@ def test_an_adapter_that_cannot_open_is_told_once_and_the_message_stays(editor):
             editor.nvim.command("CodeCompanionChat adapter=does_not_exist hello")
         else:
             editor.nvim.input("<CR>")
-        editor.wait_for(lambda: editor.lua("return _G.ops").count("done") == count, what="the message to end")
+        editor.wait_for(lambda n=count: editor.lua("return _G.ops").count("done") == n, what="the message to end")
         notes = editor.lua("return _G.notes")
         assert len(notes) == count and all("unknown adapter 'does_not_exist'" in n for n in notes), notes
         assert editor.nvim.current.buffer.options["modifiable"] and editor.lines()[-1] == "hello"
