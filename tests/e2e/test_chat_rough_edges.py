@@ -190,7 +190,16 @@ def test_a_slash_command_leaves_the_cursor_after_what_it_inserted(editor, tmp_pa
     editor.nvim.input("0gF")  # normal mode, at the start of the line
     editor.wait_for(lambda: editor.lines()[-1].startswith("#{file:notes.md}Read"), what="the second reference")
     editor.nvim.input("a, <Esc>")
-    editor.wait_for(lambda: editor.lines()[-1] == "#{file:notes.md}, Read #{file:notes.md} first", what="typed")
+    line = "#{file:notes.md}, Read #{file:notes.md} first"
+    editor.wait_for(lambda: editor.lines()[-1] == line, what="typed")
+    # completed from the menu, while typing
+    editor.nvim.options["completeopt"] = "menuone,noinsert"
+    editor.nvim.input("A and /fil<C-x><C-o>")
+    editor.wait_for(lambda: editor.nvim.call("pumvisible") == 1, what="the completion menu")
+    editor.nvim.input("<C-y>")
+    editor.wait_for(lambda: editor.lines()[-1] == line + " and #{file:notes.md}", what="the third reference")
+    editor.nvim.input(" last<Esc>")
+    editor.wait_for(lambda: editor.lines()[-1] == line + " and #{file:notes.md} last", what="typed after it")
 
 
 def test_an_adapter_that_cannot_open_is_told_once_and_the_message_stays(editor):

@@ -243,7 +243,7 @@ local function inserter(chat, row, col)
     local lines = vim.split(text, "\n", { plain = true })
     api.nvim_buf_set_text(buf, row - 1, col, row - 1, col, lines)
     local last_row, last_col = row + #lines - 1, (#lines == 1 and col or 0) + #lines[#lines]
-    last_col = api.nvim_get_mode().mode == "i" and last_col or math.max(0, last_col - 1)
+    last_col = api.nvim_get_mode().mode:sub(1, 1) == "i" and last_col or math.max(0, last_col - 1)
     for _, win in ipairs(vim.fn.win_findbuf(buf)) do
       pcall(api.nvim_win_set_cursor, win, { last_row, last_col })
     end
