@@ -106,6 +106,13 @@ class Show(_Op, tag="show", frozen=True):
     title: str | None = None
 
 
+class Pending(_Op, tag="pending", frozen=True):
+    """One line of what the reply waits for (a retry), in place of the last; without `text`
+    the reply has started and the line goes."""
+
+    text: str | None = None
+
+
 class ShowToolCall(_Op, tag="tool_call", frozen=True):
     """A tool call of the LLM, shown as one line with its arguments."""
 
@@ -238,6 +245,7 @@ Op = Union[
     AgentTool,
     Plan,
     Show,
+    Pending,
     Call,
     Fire,
     Error,
