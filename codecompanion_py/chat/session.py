@@ -11,7 +11,6 @@ ops reach the user (batched RPC in Neovim, a list in tests).
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -52,7 +51,6 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 Status = Literal["success", "error", "stopped"]
-_request_ids = itertools.count(1)
 _NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
 
 
@@ -375,7 +373,7 @@ class ChatSession:
                 await model.call_async(self.editor, self.adapter)
         except CodeCompanionError as error:
             return "error", str(error), None
-        info = {"id": next(_request_ids), "adapter": self.adapter_info(), "interaction": "chat"}
+        info = ops.request_info(self.adapter_info(), "chat")
         view = self.view
         view.fire("RequestStarted", info)
         specs = [definition.spec() for definition in self.tools.values()]
