@@ -122,7 +122,9 @@ class ChatSession:
         return self._registry() if callable(self._registry) else self._registry
 
     def adapter_info(self) -> AdapterInfo:
-        return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name, model=self.adapter.model)
+        adapter = self.adapter
+        name, shown, model = adapter.name, adapter.formatted_name, adapter.model
+        return AdapterInfo(name=name, formatted_name=shown, model=model, vision=adapter.vision)
 
     async def switch(self, name: str, model: str | None, *, agent: bool) -> bool:
         if agent:
@@ -257,6 +259,11 @@ class ChatSession:
         the context items the user removed); refused (with an error op) while one runs."""
         if refuse_turn(self, text, "a request is already running; press q to stop it"):
             return None
+        images = [item.label or item.path for item in context if item.kind == "image"]
+        if images and not self.adapter.vision:  # CodeCompanion's `opts.vision`
+            said = f"{self.adapter.formatted_name} ({self.adapter.model}) does not read images (its opts.vision): "
+            self.view.push(ops.Error(message=said + f"remove {', '.join(map(str, images))} or pick another with `ga`"))
+            return None  # gives the message back to edit
         pages = [item for item in context if item.kind == "fetch"]  # read in the turn, not here
         self.remove_context([*removed, *(page.id for page in pages if page.update == "all")])
         try:
@@ -380,7 +387,7 @@ class ChatSession:
         system = None if self.system_prompt_on else self._system_message
         stream = HttpStreamIterator(
             self.adapter,
-            [m for m in self.history if m is not system],
+            shared_context.seen_by(self.adapter.vision, [m for m in self.history if m is not system]),
             client=self.client,
             settings=self.settings,
             tools=specs or None,

@@ -42,6 +42,8 @@ class AdapterInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     model: str | None = None
     """None when the backend has not said (an agent before its session starts)."""
     type: Literal["http", "acp"] = "http"
+    vision: bool = True
+    """Whether it reads images (an adapter's `opts.vision`): `/image` is offered only then."""
 
 
 _request_ids = itertools.count(1)
