@@ -54,7 +54,9 @@ class ChatCalls:
         saved = self._keeper.begin(chat_id, call.history_id, call.resume_id)
         workspace, history = workspace_of(call.cwd), (saved.messages if saved else None)
         try:
-            session = self._factory.open(chat_id, spec, call.model or None, sink, workspace, history)
+            session = self._factory.open(
+                chat_id, spec, call.model or None, sink, workspace, history, command=call.command or None
+            )
         except ConfigError as error:
             if saved is None:
                 self._refused.add(chat_id)

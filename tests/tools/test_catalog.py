@@ -150,8 +150,10 @@ class Chat:
         return batch.results[0]
 
 
-def chat(root: Path, editor: Editor | None = None, approvals: Approvals | None = None) -> Chat:
-    settings = ToolSettings()
+def chat(
+    root: Path, editor: Editor | None = None, approvals: Approvals | None = None, settings: ToolSettings | None = None
+) -> Chat:
+    settings = settings or ToolSettings()
     tools = enabled_definitions(settings, CATALOG)
     context = ToolsContext(
         chat=ChatHandle(), editor=editor or Editor(), approvals=approvals or Approvals(), workspace=Workspace(root)
@@ -457,6 +459,43 @@ async def test_edit_rejected_leaves_the_file_alone(project):
     )
     assert result.status == "rejected"
     assert (project.root / "notes.txt").read_bytes() == NOTES
+
+
+class Reviewing(Editor):
+    """An editor with the diff review after a write: every review kept, every buffer saved."""
+
+    reviews_edits = True
+
+    async def call(self, method: str, args: dict[str, Any]) -> Any:
+        if method in ("review", "buffer.set"):
+            self.calls.append((method, dict(args)))
+            return {"result": "accepted"} if method == "review" else {"saved": True}
+        return await super().call(method, args)
+
+
+@pytest.mark.parametrize(
+    "rule, in_buffer, asked",
+    [
+        ({"buffer": False, "file": False}, False, False),  # CodeCompanion's default: reviewed after
+        ({"buffer": False, "file": False}, True, False),
+        ({"buffer": True, "file": False}, True, True),
+        ({"buffer": True, "file": False}, False, False),
+        ({"file": True}, False, True),
+        ({"file": True}, True, False),
+        (True, True, True),
+    ],
+)
+async def test_require_approval_before_as_a_table_asks_for_buffers_and_files_apart(project, rule, in_buffer, asked):
+    buffer = {"bufnr": 3, "lines": ["hello", "needle in notes"], "modified": False, "changedtick": 7, "eol": True}
+    editor = Reviewing(buffers={str(project.root / "notes.txt"): buffer} if in_buffer else {})
+    settings = ToolSettings.from_config({"insert_edit_into_file": {"opts": {"require_approval_before": rule}}})
+    result = await chat(project.root, editor, settings=settings).run(
+        "insert_edit_into_file", filepath="notes.txt", edits=[{"oldText": "hello", "newText": "HELLO"}]
+    )
+    assert result.status == "success", result.content
+    methods = [method for method, _ in editor.calls]
+    assert ("approve" in methods) == asked
+    assert ("review" in methods) == (not asked)  # asked before with the diff, or reviewed after: once
 
 
 async def test_edit_through_an_inside_symlink_edits_its_target_and_keeps_the_link(project):

@@ -20,8 +20,8 @@ M.chats = {}
 ---@type integer|nil the buffer of the chat used last (Toggle and Add act on it)
 M.last = nil
 
-M.open, M.toggle, M.add, M.command, M.refresh_cache = open.open, open.toggle, open.add, open.command,
-  open.refresh_cache
+M.open, M.toggle, M.add, M.command, M.refresh_cache, M.changes = open.open, open.toggle, open.add, open.command,
+  open.refresh_cache, open.changes
 M.show = buffer.show
 M.user_header = config.user_header
 

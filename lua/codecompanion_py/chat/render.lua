@@ -12,6 +12,7 @@ local highlight = require("codecompanion_py.chat.highlight")
 ---@field formatted_name? string
 ---@field model? string
 ---@field type? string
+---@field vision? boolean false when the model reads no images
 
 ---@type table<string, fun(chat: CodeCompanionChat, op: table)>
 local M = {}

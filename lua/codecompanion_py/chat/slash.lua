@@ -70,6 +70,7 @@ M.COMMANDS = {
   file = { description = "Share a file of the project", run = pick_path("file", "File", project_files) },
   image = {
     description = "Share an image",
+    vision = true, -- offered when the model reads images (the adapter's `opts.vision`)
     run = function(_, insert, provider)
       local images = vim.tbl_filter(function(path)
         local ext = path:match("%.(%w+)$")
@@ -193,6 +194,7 @@ function M.commands()
         description = spec.description or base.description or name,
         agent = base.agent,
         http = base.http,
+        vision = base.vision,
         enabled = spec.enabled,
         keymaps = spec.keymaps,
         run = type(callback) == "function" and function(chat) callback(chat) end or base.run,
@@ -207,7 +209,8 @@ end
 
 local function available(chat, command)
   local agent_chat = chat.adapter and chat.adapter.type == "acp"
-  if not command.run or (command.agent and not agent_chat) or (command.http and agent_chat) then
+  if not command.run or (command.agent and not agent_chat) or (command.http and agent_chat)
+      or (command.vision and chat.adapter and chat.adapter.vision == false) then
     return false
   end
   if type(command.enabled) == "function" then
@@ -256,7 +259,8 @@ end
 function M.run(chat, name)
   local command = M.commands()[name]
   if not command or not available(chat, command) then
-    return vim.notify("CodeCompanion: /" .. name .. " is not available in this chat", vim.log.levels.WARN)
+    local why = command and command.vision and chat.adapter.vision == false and ": its model does not read images" or ""
+    return vim.notify("CodeCompanion: /" .. name .. " is not available in this chat" .. why, vim.log.levels.WARN)
   end
   command.run(chat, inserter(chat, unpack(api.nvim_win_get_cursor(0))), command.provider)
 end
