@@ -58,6 +58,7 @@ class ConfigSet(Call, frozen=True, kw_only=True):
 class ChatOpen(ChatCall, frozen=True, kw_only=True):
     adapter: AdapterSpec | None = None
     model: str | None = None
+    command: str | None = None  # `command=`: which of an agent's `commands` starts it
     cwd: str | None = None
     history_id: str | None = None  # a saved chat the user picked
     resume_id: str | None = None  # the saved chat it wrote to in an engine that stopped
@@ -69,6 +70,7 @@ class ChatOpen(ChatCall, frozen=True, kw_only=True):
 
 class ChatSubmit(ChatCall, frozen=True, kw_only=True):
     text: str = ""
+    typed: str = ""  # what the user typed, when `prompt_decorator` made `text` of it: the title's source
     settings: dict[str, Any] | None = None  # the settings header
     context: list[ContextItem] = []
     removed: list[str] = []

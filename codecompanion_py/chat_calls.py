@@ -39,6 +39,7 @@ class ChatCalls:
         self._config = config
         self._keeper = keeper
         self._factory = factory
+        self._refused: set[Any] = set()  # chats whose last open failed, which said why
 
     def session(self, chat_id: Any) -> Session:
         session = self.sessions.get(chat_id)
@@ -53,9 +54,12 @@ class ChatCalls:
         saved = self._keeper.begin(chat_id, call.history_id, call.resume_id)
         workspace, history = workspace_of(call.cwd), (saved.messages if saved else None)
         try:
-            session = self._factory.open(chat_id, spec, call.model or None, sink, workspace, history)
+            session = self._factory.open(
+                chat_id, spec, call.model or None, sink, workspace, history, command=call.command or None
+            )
         except ConfigError as error:
             if saved is None:
+                self._refused.add(chat_id)
                 raise
             # a saved chat whose adapter is gone from the config: the default one carries it on
             session = self._factory.open(chat_id, self._config().chat_adapter, None, sink, workspace, history)
@@ -77,6 +81,7 @@ class ChatCalls:
         if old is not None:
             await old.close()
         self.sessions[chat_id] = session
+        self._refused.discard(chat_id)
         self._announce(session)
 
     def _announce(self, session: Session, *, model_changed: bool = True) -> None:
@@ -88,12 +93,24 @@ class ChatCalls:
         if model_changed:
             session.view.fire("ChatModel", {"adapter": info, "id": session.chat_id, "model": info.model})
 
+    def _after_refused_open(self, chat_id: Any) -> bool:
+        """Whether the chat's open failed: Lua sends it with each message (and /compact) until
+        one succeeds, so its error was just told; the message ends quietly, kept in the
+        unlocked buffer, rather than with a second error ("not open")."""
+        if chat_id in self.sessions or chat_id not in self._refused:
+            return False
+        self._channel.render(chat_id, [ops.Done(status="empty")])
+        return True
+
     async def submit(self, call: calls.ChatSubmit) -> None:
+        if self._after_refused_open(call.chat_id):
+            return
         session = self.session(call.chat_id)
         if call.settings is not None:  # the settings header: checked before anything is sent
             await session.apply_settings(call.settings)
         task = session.submit(call.text, call.context, [i for i in call.removed if i])
         if task is not None:  # saved as it goes, and once the turn ends, however it ends
+            self._keeper.typed(session.chat_id, call.typed or call.text)
             self._keeper.watch(session, task)
             task.add_done_callback(lambda _task: self._keeper.after_turn(session))
 
@@ -167,6 +184,8 @@ class ChatCalls:
         self._channel.notify("CodeCompanion: tool approvals cleared for this chat", "INFO")
 
     async def compact(self, call: calls.ChatCall) -> None:
+        if self._after_refused_open(call.chat_id):
+            return
         session = self.session(call.chat_id)
         task = session.compact()
         if task is not None:
@@ -182,6 +201,7 @@ class ChatCalls:
 
     async def close(self, call: calls.ChatCall) -> None:
         session = self.sessions.pop(call.chat_id, None)
+        self._refused.discard(call.chat_id)
         self._keeper.forget(call.chat_id)
         if session is not None:
             await session.close()

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from .words import count
+
 Level = Literal["ok", "warn", "error", "info"]
 
 HOST = "codecompanion_py: Python host"
@@ -87,8 +89,9 @@ def _agent(name: str, agent: Mapping[str, Any]) -> Entry:
 
 def _server(server: Mapping[str, Any]) -> Entry:
     if server.get("running"):
-        counts = (len(server["tools"]), len(server["prompts"]), len(server["resources"]))
-        state = "running, {} tools, {} prompts, {} resources".format(*counts)
+        state = "running, " + ", ".join(
+            count(len(server[kind]), kind[:-1]) for kind in ("tools", "prompts", "resources")
+        )
     else:
         state = "not started (servers start when a chat first needs them)"
     line = f"{server['name']} ({server['transport']}): {state}"

@@ -106,6 +106,8 @@ class NoticeEvent(_Event, tag="notice", frozen=True):
 
     text: str
     title: str | None = None
+    until_reply: bool = False
+    """Shown only until the reply starts (a retry's wait), each in place of the one before."""
 
 
 class UsageEvent(_Event, tag="usage", frozen=True):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ from .adapters.base import HTTPAdapter
 from .client import HttpClient
 from .editor_port import Editor
 from .errors import CodeCompanionError
-from .events import ErrorEvent, FinalEvent, TokenEvent
+from .events import ErrorEvent, FinalEvent, NoticeEvent, StreamEvent, TokenEvent
 from .messages import Message
 from .processes import hidden_character
 from .stream.iterators import HttpStreamIterator
@@ -123,6 +123,27 @@ class InlineParser:
         self.out.append(ops.Text(text=line if last else line + "\n"))
 
 
+class RequestEvents:
+    """CodeCompanion's RequestStarted, RequestStreaming (once the reply begins: a retry's notice
+    is no reply) and RequestFinished for one inline or cmd request, which spinner plugins
+    follow as they follow a chat's."""
+
+    def __init__(self, adapter: HTTPAdapter, interaction: Literal["inline", "cmd"], push: Callable[[ops.Op], Any]):
+        info = ops.AdapterInfo(name=adapter.name, formatted_name=adapter.formatted_name, model=adapter.model)
+        self.info = ops.request_info(info, interaction)
+        self._push = push
+        self._streaming = False
+        push(ops.fire("RequestStarted", self.info))
+
+    def saw(self, event: StreamEvent) -> None:
+        if not self._streaming and not isinstance(event, (NoticeEvent, ErrorEvent)):
+            self._streaming = True
+            self._push(ops.fire("RequestStreaming", self.info))
+
+    def finished(self, status: Literal["success", "error", "stopped"]) -> None:
+        self._push(ops.fire("RequestFinished", {**self.info, "status": status}))
+
+
 @dataclass
 class InlineRequest:
     prompt: str
@@ -177,6 +198,7 @@ class InlineSession:
         push = self.sink.push
         info = {"adapter": {"name": self.adapter.name, "model": self.adapter.model}, "placement": request.placement}
         push(ops.fire("InlineStarted", info))
+        requested = RequestEvents(self.adapter, "inline", push)
         parser = InlineParser(forced=request.placement)
         status: Literal["success", "error", "stopped"] = "success"
         message: str | None = None
@@ -186,6 +208,7 @@ class InlineSession:
         )
         try:
             async for event in stream:
+                requested.saw(event)
                 if isinstance(event, TokenEvent):
                     for op in parser.feed(event.content):
                         push(op)
@@ -202,24 +225,41 @@ class InlineSession:
             status, message = "error", str(error)
         finally:
             await stream.close()
+            requested.finished(status)
             push(ops.Done(status=status, message=message, tokens=tokens))
             push(ops.fire("InlineFinished", {**info, "placement": parser.placement, "status": status}))
 
 
-async def command_for(adapter: HTTPAdapter, client: HttpClient, prompt: str, editor: Editor | None = None) -> str:
-    """`:CodeCompanionCmd`: the LLM's one Ex command for `prompt` (never run here)."""
+async def command_for(
+    adapter: HTTPAdapter,
+    client: HttpClient,
+    prompt: str,
+    push: Callable[[ops.Op], Any],
+    editor: Editor | None = None,
+) -> str:
+    """`:CodeCompanionCmd`: the LLM's one Ex command for `prompt` (never run here); its request
+    events go to `push`."""
     messages = [Message.of("system", CMD_PROMPT), Message.of("user", prompt)]
+    requested = RequestEvents(adapter, "cmd", push)
     stream = HttpStreamIterator(adapter, messages, client=client, settings={}, tools=None, editor=editor)
     answer = ""
+    status: Literal["success", "error", "stopped"] = "error"
     try:
         async for event in stream:
+            requested.saw(event)
             if isinstance(event, FinalEvent):
                 answer = event.message.text
             elif isinstance(event, ErrorEvent):
                 raise CodeCompanionError(event.message)
+        command = one_command(answer)
+        status = "success"
+    except asyncio.CancelledError:
+        status = "stopped"
+        raise
     finally:
         await stream.close()
-    return one_command(answer)
+        requested.finished(status)
+    return command
 
 
 def one_command(answer: str) -> str:

@@ -67,5 +67,9 @@ class InlineCalls:
         config = self.config()
         spec = call.adapter or config.cmd_adapter or config.chat_adapter
         adapter = self.factory.http_adapter(spec, call.model or None, ":CodeCompanionCmd")
-        command = await command_for(adapter, self.client(), call.prompt)
+
+        def events(op: ops.Op) -> None:
+            self.channel.render(call.chat_id, [op])
+
+        command = await command_for(adapter, self.client(), call.prompt, events)
         self.channel.render(call.chat_id, [ops.Text(text=command), ops.Done(status="success")])

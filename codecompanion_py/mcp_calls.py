@@ -13,6 +13,7 @@ from .mcp.client import McpServer
 from .mcp.servers import McpServers
 from .ui import ops
 from .ui.sink import Channel
+from .words import count
 
 
 class McpCalls:
@@ -42,7 +43,7 @@ class McpCalls:
             await server.ensure()
             if session is not None:
                 session.attach_mcp(name)  # its tools load with the next message
-            self._channel.notify(f"CodeCompanion: MCP server {name} runs: {len(server.tools)} tools", "INFO")
+            self._channel.notify(f"CodeCompanion: MCP server {name} runs: {count(len(server.tools), 'tool')}", "INFO")
         elif action == "stop":
             self._channel.notify(f"CodeCompanion: MCP server {name} stopped", "INFO")
 

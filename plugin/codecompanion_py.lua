@@ -9,7 +9,7 @@ vim.api.nvim_create_user_command("CodeCompanionChat", function(cmd)
 end, {
   nargs = "*",
   range = true,
-  desc = "Open a CodeCompanion chat: [Toggle|Add|RefreshCache] [adapter=NAME] [model=NAME] [prompt]",
+  desc = "Open a CodeCompanion chat: [Toggle|Add|Changes|RefreshCache] [adapter=|model=|command=NAME] [prompt]",
   complete = function(arg, line)
     if arg:match("^adapter=") then
       local ok, names = pcall(require("codecompanion_py.rpc").request, "adapters")
@@ -18,7 +18,8 @@ end, {
       end
     end
     local first = not line:match("CodeCompanionChat%s+%S+%s")
-    local items = first and { "Toggle", "Add", "RefreshCache", "adapter=", "model=" } or { "adapter=", "model=" }
+    local items = { "adapter=", "model=", "command=" }
+    vim.list_extend(items, first and { "Toggle", "Add", "Changes", "RefreshCache" } or {})
     return vim.tbl_filter(function(item) return item:lower():find(arg:lower(), 1, true) == 1 end, items)
   end,
 })

@@ -335,7 +335,7 @@ def test_the_report_is_sent_as_sections_ready_for_vim_health():
     assert shown[checkhealth.ADAPTERS] == [("info", "available: openai"), ("error", "adapter mine: missing base")]
     assert ("warn", "gemini: `gemini` is on PATH but cannot run `gemini`: denied") in shown[checkhealth.AGENTS]
     assert shown[checkhealth.MCP] == [
-        ("ok", "fs (stdio): running, 2 tools, 0 prompts, 1 resources"),
+        ("ok", "fs (stdio): running, 2 tools, 0 prompts, 1 resource"),
         ("warn", "web (http): not started (servers start when a chat first needs them); it last stopped: exit 1"),
     ]
     assert shown[checkhealth.KEYS][0] == ("ok", "ANTHROPIC_API_KEY: set")

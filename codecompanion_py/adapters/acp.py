@@ -1,7 +1,7 @@
 """ACP adapters: coding agents the chat starts as subprocesses, described as data.
 
-    commands   {default = argv, yolo = argv}: how to start the agent; `yolo` (when given)
-               starts it with its own approvals turned off
+    commands   {default = argv, yolo = argv, ...}: how to start the agent; `yolo` (when given)
+               starts it with its own approvals turned off, `command=NAME` with another
     env        extra environment for the agent: values are environment variable names,
                `cmd:...` or `file:...`, as for HTTP adapters (unset names are left out),
                or Lua functions of the adapter (called through `editor` when it starts)
@@ -117,6 +117,14 @@ class AcpAdapter:
     install: str = ""
     editor: Any = None  # what Lua functions in `env` are called through (the chat's editor)
     cmd_timeout: float = DEFAULT_CMD_TIMEOUT  # seconds a `cmd:` env value may take
+
+    def select(self, command: str) -> None:
+        """Start with `commands[command]` (CodeCompanion's `command=`; YOLO mode too)."""
+        argv = self.commands.get(command)
+        if command == "selected" or not isinstance(argv, list):
+            names = ", ".join(sorted(n for n in self.commands if n != "selected"))
+            raise ConfigError(f"adapters.acp.{self.name} has no command {command!r}; it has {names}")
+        self.commands = {**self.commands, "default": argv, "yolo": argv}
 
     def command(self, yolo: bool = False) -> list[str]:
         argv = self.commands.get("yolo") if yolo else None

@@ -166,6 +166,18 @@ class HTTPAdapter:
         self.schema.setdefault("model", {"mapping": "parameters"})["default"] = model
 
     @property
+    def vision(self) -> bool:
+        """Whether the model reads images, as CodeCompanion decides it: `opts.vision` (off when
+        absent), and off for a model whose `schema.model.choices` entry has `opts` without
+        `has_vision`."""
+        choices = self.schema.get("model", {}).get("choices")
+        entry = choices.get(self.model) if isinstance(choices, Mapping) else None
+        model_opts = entry.get("opts") if isinstance(entry, Mapping) else None
+        if isinstance(model_opts, Mapping) and not model_opts.get("has_vision"):
+            return False
+        return bool(self.opts.get("vision"))
+
+    @property
     def streaming(self) -> bool:
         return bool(self.opts.get("stream", True))
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..errors import ConfigError, FileTooLarge, PathRefused
-from ..messages import ImagePart, Message, TextPart
+from ..messages import ImagePart, Message, TextPart, ToolResultPart
 from ..scrubber import KNOWN
 from ..tools.workspace import read_regular
 
@@ -99,6 +99,26 @@ def message_of(item: ContextItem) -> Message:
         label = TextPart(text=f"Context: the image {item.label or item.path}")
         return Message(role="user", parts=(label, image_part(item.path)), context_id=item.id)
     return Message(role="user", parts=(TextPart(text=text_of(item)),), context_id=item.id)
+
+
+def seen_by(vision: bool, history: list[Message]) -> list[Message]:
+    """The history for a model that reads images or not: images shared earlier (with another
+    model) become a line that says so, as CodeCompanion leaves them out for such a model."""
+    if vision:
+        return history
+    return [msgspec.structs.replace(m, parts=tuple(map(_unseen, m.parts))) if _has_image(m) else m for m in history]
+
+
+def _has_image(message: Message) -> bool:
+    return any(isinstance(p, ImagePart) or (isinstance(p, ToolResultPart) and p.images) for p in message.parts)
+
+
+def _unseen(part: Any) -> Any:
+    if isinstance(part, ToolResultPart):  # its `content` describes them
+        return msgspec.structs.replace(part, images=())
+    if isinstance(part, ImagePart):
+        return TextPart(text="[an image, left out: this model does not read images]")
+    return part
 
 
 def without(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:

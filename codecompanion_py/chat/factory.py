@@ -58,14 +58,19 @@ class SessionFactory:
         sink: Sink,
         workspace: Workspace,
         history: list[Message] | None = None,
+        *,
+        command: str | None = None,
     ) -> Session:
-        """A session for adapter `spec` that carries on `history`."""
+        """A session for adapter `spec` that carries on `history`; an agent started with its
+        `commands[command]` when that is given (CodeCompanion's `command=`)."""
         editor = SinkEditor(sink, self._pending)
         if isinstance(spec, Mapping) and set(spec) <= {"name", "model"} and self.is_agent(spec):
             model, spec = model or spec.get("model"), spec.get("name")  # an agent is named, no more
         if isinstance(spec, str) and self.is_agent(spec):
             agent = self._config().adapters.agent(spec)
             agent.editor = editor  # for Lua functions in its env
+            if command:
+                agent.select(command)
             if model:  # chosen once the agent's session says which models it has
                 agent.defaults["model"] = model
             return AcpChatSession(
@@ -77,6 +82,9 @@ class SessionFactory:
                 history=[m for m in history or [] if m.role in ("user", "assistant")],
                 mcp=self._mcp(),
             )
+        if command:
+            name = spec.get("name") if isinstance(spec, Mapping) else spec
+            raise ConfigError(f"command={command} picks how an agent starts; {name} is not an agent (adapter=NAME)")
         config = self._config()
         session = ChatSession(
             chat_id,

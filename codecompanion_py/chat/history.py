@@ -112,8 +112,12 @@ def new_id() -> str:
 
 
 def title_of(messages: Sequence[Message]) -> str:
-    first = next((m.text for m in messages if m.role == "user" and not m.context_id and m.text.strip()), "")
-    line = first.strip().splitlines()[0] if first.strip() else "(empty chat)"
+    return first_line(next((m.text for m in messages if m.role == "user" and not m.context_id and m.text.strip()), ""))
+
+
+def first_line(text: str) -> str:
+    """A title from a message: its first line, cut to TITLE_LENGTH."""
+    line = text.strip().splitlines()[0] if text.strip() else "(empty chat)"
     return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1] + "…"
 
 

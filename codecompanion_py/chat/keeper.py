@@ -38,6 +38,9 @@ class _Kept:
     created: float
     title: str | None = None  # the LLM's, once written
     titling: bool = False
+    # Without the LLM's: the first message as the user typed it (not as `prompt_decorator`
+    # made it), or the title it was saved with.
+    first_line: str | None = None
 
 
 class ChatKeeper:
@@ -76,7 +79,8 @@ class ChatKeeper:
                 self._notify(f"CodeCompanion: the chat's earlier turns cannot be restored: {error}", "WARN")
             self._kept[chat_id] = _Kept(history.new_id(), time.time())
             return None
-        self._kept[chat_id] = _Kept(record.id, record.created, title=record.title if record.titled else None)
+        title = record.title if record.titled else None
+        self._kept[chat_id] = _Kept(record.id, record.created, title=title, first_line=record.title)
         return record
 
     def saved_id(self, chat_id: Any) -> str | None:
@@ -84,14 +88,22 @@ class ChatKeeper:
         kept = self._kept.get(chat_id)
         return kept.id if kept is not None and self.store() is not None else None
 
+    def typed(self, chat_id: Any, text: str) -> None:
+        """The user sent `text` (before any `prompt_decorator`): the first is the chat's title
+        until an LLM writes one."""
+        kept = self._kept.get(chat_id)
+        if kept is not None and kept.first_line is None and text.strip():
+            kept.first_line = history.first_line(text)
+
     def forget(self, chat_id: Any) -> None:
         self._kept.pop(chat_id, None)
 
     def after_turn(self, session: Session) -> None:
-        """Save the chat; after its first turn, have its title written when that is on."""
-        self.save(session)
+        """Save the chat; after its first turn that got a reply, have its title written when
+        that is on."""
+        replied = self.save(session)
         kept = self._kept.get(session.chat_id)
-        if kept is not None and kept.title is None and not kept.titling and self._settings().make_titles:
+        if replied and kept is not None and kept.title is None and not kept.titling and self._settings().make_titles:
             adapter = self._title_adapter(session)
             if adapter is not None:
                 kept.titling = True
@@ -127,17 +139,24 @@ class ChatKeeper:
         for session in sessions:
             self.save(session)
 
-    def save(self, session: Session) -> None:
+    def save(self, session: Session) -> bool:
+        """Write the chat as it stands; False when it has no reply. Such a chat is not kept
+        once no request of it runs (they failed, or were stopped before any answer): the file
+        its first save made goes, so failures do not fill the history."""
         store, kept = self.store(), self._kept.get(session.chat_id)
-        if store is None or kept is None:
-            return
         messages = [m for m in session.snapshot() if m.role != "system"]
+        replied = any(m.role == "assistant" for m in messages)
+        if store is None or kept is None:
+            return replied
         if not any(m.role == "user" and not m.context_id for m in messages):
-            return
+            return replied
+        if not replied and not session.busy:
+            self._drop(store, kept)
+            return False
         info, state = session.adapter_info(), session.saved_state()
         record = Record(
             id=kept.id,
-            title=kept.title or history.title_of(messages),
+            title=kept.title or kept.first_line or history.title_of(messages),
             titled=kept.title is not None,
             adapter=info.name,
             model=info.model,
@@ -153,6 +172,15 @@ class ChatKeeper:
                 self._prune_soon(store)
         except OSError as error:
             self._notify(f"CodeCompanion: the chat could not be saved to {store.root}: {error}", "WARN")
+        return replied
+
+    def _drop(self, store: HistoryStore, kept: _Kept) -> None:
+        try:
+            store.delete(kept.id)
+        except (OSError, ValueError) as error:
+            self._notify(
+                f"CodeCompanion: a chat without a reply could not be removed from {store.root}: {error}", "WARN"
+            )
 
     def _prune_soon(self, store: HistoryStore) -> None:
         """A chat's first save may come while its first reply streams; reading the folder (up

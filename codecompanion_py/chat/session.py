@@ -11,7 +11,6 @@ ops reach the user (batched RPC in Neovim, a list in tests).
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -52,7 +51,6 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 Status = Literal["success", "error", "stopped"]
-_request_ids = itertools.count(1)
 _NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
 
 
@@ -124,7 +122,9 @@ class ChatSession:
         return self._registry() if callable(self._registry) else self._registry
 
     def adapter_info(self) -> AdapterInfo:
-        return AdapterInfo(name=self.adapter.name, formatted_name=self.adapter.formatted_name, model=self.adapter.model)
+        adapter = self.adapter
+        name, shown, model = adapter.name, adapter.formatted_name, adapter.model
+        return AdapterInfo(name=name, formatted_name=shown, model=model, vision=adapter.vision)
 
     async def switch(self, name: str, model: str | None, *, agent: bool) -> bool:
         if agent:
@@ -259,6 +259,11 @@ class ChatSession:
         the context items the user removed); refused (with an error op) while one runs."""
         if refuse_turn(self, text, "a request is already running; press q to stop it"):
             return None
+        images = [item.label or item.path for item in context if item.kind == "image"]
+        if images and not self.adapter.vision:  # CodeCompanion's `opts.vision`
+            said = f"{self.adapter.formatted_name} ({self.adapter.model}) does not read images (its opts.vision): "
+            self.view.push(ops.Error(message=said + f"remove {', '.join(map(str, images))} or pick another with `ga`"))
+            return None  # gives the message back to edit
         pages = [item for item in context if item.kind == "fetch"]  # read in the turn, not here
         self.remove_context([*removed, *(page.id for page in pages if page.update == "all")])
         try:
@@ -375,14 +380,14 @@ class ChatSession:
                 await model.call_async(self.editor, self.adapter)
         except CodeCompanionError as error:
             return "error", str(error), None
-        info = {"id": next(_request_ids), "adapter": self.adapter_info(), "interaction": "chat"}
+        info = ops.request_info(self.adapter_info(), "chat")
         view = self.view
         view.fire("RequestStarted", info)
         specs = [definition.spec() for definition in self.tools.values()]
         system = None if self.system_prompt_on else self._system_message
         stream = HttpStreamIterator(
             self.adapter,
-            [m for m in self.history if m is not system],
+            shared_context.seen_by(self.adapter.vision, [m for m in self.history if m is not system]),
             client=self.client,
             settings=self.settings,
             tools=specs or None,

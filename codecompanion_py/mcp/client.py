@@ -44,6 +44,7 @@ from .door import (
     CappedLines,
     result_capped,
     shown,
+    tool_names,
 )
 from .http import HttpConnection
 
@@ -119,6 +120,7 @@ class McpServer:
         if self.alive:
             if self._tools_changed:
                 await self._list_tools()
+                self._tools_loaded()
             return
         if self._starting is None or self._starting.done():
             self._starting = asyncio.get_running_loop().create_task(self._start())
@@ -182,7 +184,8 @@ class McpServer:
         await self._list_tools()
         self.prompts = (await self._list("prompts"))[:MAX_TOOLS] if "prompts" in self.capabilities else []
         self.resources = (await self._list("resources"))[:MAX_TOOLS] if "resources" in self.capabilities else []
-        self.notice("MCPServerReady", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
+        self.notice("MCPServerReady", {"server": self.name})
+        self._tools_loaded()
 
     async def _initialize(self, conn: Connection | HttpConnection, capabilities: dict[str, Any]) -> Mapping[str, Any]:
         """The handshake (`initialize`, then `notifications/initialized`): the server's answer."""
@@ -207,7 +210,12 @@ class McpServer:
                 break
             self.tools.append(tool)
         self.left_out = len(listed) - len(self.tools)
-        self.notice("MCPToolsLoaded", {"server": self.name, "tools": [shown(t["name"]) for t in self.tools]})
+
+    def _tools_loaded(self) -> None:
+        """CodeCompanion's event once the server's tools are listed (after it is ready), with
+        the names the LLM calls them by."""
+        names = tool_names(self.name, [str(t["name"]) for t in self.tools]).values()
+        self.notice("MCPServerToolsLoaded", {"server": self.name, "tools": list(names)})
 
     async def _list(self, kind: str) -> list[dict[str, Any]]:
         """`<kind>/list`, page after page (none asked for past MAX_TOOLS items or

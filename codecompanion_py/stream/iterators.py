@@ -219,7 +219,7 @@ class HttpStreamIterator(BaseStreamIterator):
         except Retrying as retry:
             self._attempt = retry.attempt
             self._wait = retry.delay
-            return NoticeEvent(text=scrub(retry.notice, request), title="retrying")
+            return NoticeEvent(text=scrub(retry.notice, request), until_reply=True)
         self._html = "text/html" in response.headers.get("content-type", "").lower()
         if response.headers.get("content-encoding", "identity").lower() != "identity":
             return response.aiter_bytes()  # a compressed stream (a proxy's gzip): httpx inflates it

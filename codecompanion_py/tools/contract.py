@@ -146,6 +146,9 @@ class ToolState:
     """The command line to run, as the approval shows it (run_command and its extensions)."""
     url: str
     """The page to fetch, as it will be requested and as the approval shows it (fetch_webpage)."""
+    summary: str
+    """The result's line in the chat, in a person's words where the LLM's differ (read_file:
+    lines counted from 1 for the user, from 0 as the tool's parameters count them)."""
 
 
 @dataclass

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import EditRefused
+from ..words import count
 from .lines import split_lines
 
 SHRINK_MIN_LINES = 20  # the large-shrink warning applies to files at least this long
@@ -242,7 +243,7 @@ def _closest_region(text: str, old_text: str) -> str:
     shown = range(best_at, best_at + min(size, HINT_MAX_LINES))
     width = len(str(shown[-1] + 1))
     region = "\n".join(f"{n + 1:>{width}} | {lines[n]}" for n in shown)
-    more = f"\n(and {size - HINT_MAX_LINES} more lines)" if size > HINT_MAX_LINES else ""
+    more = f"\n(and {count(size - HINT_MAX_LINES, 'more line')})" if size > HINT_MAX_LINES else ""
     span = f"line {best_at + 1}" if size == 1 else f"lines {best_at + 1}-{best_at + size}"
     return f"The most similar part of the file is {span}:\n{region}{more}\n"
 
@@ -334,12 +335,12 @@ def apply_mode(original: str, mode: str, content: str) -> EditOutcome:
     if mode == "overwrite":
         if content == original:
             raise EditRefused("content is identical to the file, so overwriting changes nothing")
-        new, note = content, f"overwrote the file ({_count(original)} lines before, {_count(content)} now)"
+        new, note = content, f"overwrote the file ({count(_count(original), 'line')} before, {_count(content)} now)"
     elif mode == "append":
         if not content:
             raise EditRefused("content is empty, so appending changes nothing")
         new = original + ("\n" if original and not original.endswith("\n") else "") + content
-        note = f"appended {_count(content)} line{'s' if _count(content) != 1 else ''}"
+        note = f"appended {count(_count(content), 'line')}"
     else:
         raise EditRefused(
             f"unknown mode {mode!r}; use mode append or overwrite with `content`, or mode edit with `edits`"

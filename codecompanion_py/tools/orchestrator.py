@@ -258,18 +258,18 @@ class Orchestrator:
     async def _needs_approval(self, run: ToolRun) -> bool:
         """CodeCompanion 19's rule: `require_approval_before` is a boolean, or a function of
         `(tool, tools)`; any other true value (such as `{ buffer = false, file = true }`)
-        leaves it to the tool's `handlers.prompt_condition`, which also has its say when
-        the answer is true. A tool that shows its change (an edit's diff) in the approval
-        asks as well when `require_confirmation_after` holds: its preview is that question."""
+        leaves it to the tool's `handlers.prompt_condition` (asked when it has none), which
+        also has its say when the answer is true. A tool that shows its change (an edit's
+        diff) and is not asked before is confirmed after (`require_confirmation_after`): in
+        the editor's review once it is written, or else by its preview asked before."""
         needed = await self._opt_value(run, APPROVAL)
+        if needed and "prompt_condition" in run.definition.handlers:
+            needed = await self._invoke(run, run.definition.handlers["prompt_condition"], self.context, run.opts)
         if not needed and run.definition.previews and await self._opt_value(run, CONFIRMATION):
             if run.review is not None and self.context.editor.reviews_edits:
                 run.reviewed_after = not self.context.approvals.yolo  # written, then reviewed
                 return False
-            needed = True  # no review after: the preview is the question before
-        if needed and "prompt_condition" in run.definition.handlers:
-            shown = await self._invoke(run, run.definition.handlers["prompt_condition"], self.context, run.opts)
-            return bool(shown)
+            return True  # no review after: the preview is the question before
         return bool(needed)
 
     async def _review(self, run: ToolRun) -> Outcome:

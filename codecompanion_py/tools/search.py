@@ -35,6 +35,7 @@ from typing import Any
 from ..errors import ToolError
 from ..processes.commands import safe_env
 from ..processes.run import ProcessResult, run_process_raw
+from ..words import count
 from .scan import WORKER, format_hit, normalize_glob, translate_glob
 
 GIT_TIMEOUT = 60.0
@@ -489,7 +490,7 @@ async def changed_files(root: Path, states: Sequence[str] = STATES, *, max_lines
             fence = _fence_for(shown)
             parts += [fence + language, *shown, fence]
         if omitted or result.truncated:
-            more = f"{omitted} more lines" if omitted else "more output"
+            more = count(omitted, "more line") if omitted else "more output"
             parts.append(f"[... {more} not shown (max_lines={max_lines}) ...]")
     return "\n".join(parts) + "\n"
 

@@ -12,6 +12,7 @@ autocmd data (`Fire.data`) is cleaned the same way by `fire()`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union, get_args
 
@@ -41,6 +42,17 @@ class AdapterInfo(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     model: str | None = None
     """None when the backend has not said (an agent before its session starts)."""
     type: Literal["http", "acp"] = "http"
+    vision: bool = True
+    """Whether it reads images (an adapter's `opts.vision`): `/image` is offered only then."""
+
+
+_request_ids = itertools.count(1)
+
+
+def request_info(adapter: AdapterInfo, interaction: Literal["chat", "inline", "cmd"]) -> dict[str, Any]:
+    """The data of CodeCompanion's RequestStarted, RequestStreaming and RequestFinished events
+    (Finished adds `status`), the `id` unique among every chat, inline and cmd request."""
+    return {"id": next(_request_ids), "adapter": adapter, "interaction": interaction}
 
 
 class OptionValue(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -104,6 +116,13 @@ class Show(_Op, tag="show", frozen=True):
 
     text: str
     title: str | None = None
+
+
+class Pending(_Op, tag="pending", frozen=True):
+    """One line of what the reply waits for (a retry), in place of the last; without `text`
+    the reply has started and the line goes."""
+
+    text: str | None = None
 
 
 class ShowToolCall(_Op, tag="tool_call", frozen=True):
@@ -238,6 +257,7 @@ Op = Union[
     AgentTool,
     Plan,
     Show,
+    Pending,
     Call,
     Fire,
     Error,

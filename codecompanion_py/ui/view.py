@@ -55,9 +55,14 @@ class EventView:
     def __init__(self, sink: Sink) -> None:
         self.sink = sink
         self._agent_tools: set[str] = set()  # ids of tool calls an agent runs itself
+        self._pending = False  # a retry's line is shown, which the reply takes away
 
     def show(self, event: StreamEvent) -> None:
         push = self.sink.push
+        if self._pending and event.__class__ is not NoticeEvent:
+            self._pending = False
+            if event.__class__ is not ErrorEvent:  # the last retry stays beside the error it ended in
+                push(ops.Pending())
         if isinstance(event, TokenEvent):  # a key the provider echoes, when it comes in one piece
             push(ops.Text(text=KNOWN.without_known(event.content)))
         elif isinstance(event, ReasoningEvent):
@@ -79,7 +84,11 @@ class EventView:
         elif isinstance(event, PlanEvent):
             push(ops.Plan(entries=event.entries))
         elif isinstance(event, NoticeEvent):
-            push(ops.Show(text=printable(event.text), title=event.title))
+            if event.until_reply:
+                self._pending = True
+                push(ops.Pending(text=printable(event.text).replace("\n", " ")))
+            else:
+                push(ops.Show(text=printable(event.text), title=event.title))
         elif isinstance(event, (UsageEvent, FinalEvent, ErrorEvent)):
             pass
         else:

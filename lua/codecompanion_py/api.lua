@@ -12,7 +12,7 @@ function M.setup(opts)
   require("codecompanion_py").setup(opts)
 end
 
--- chat({ params = { adapter, model }, args = "prompt", user_prompt = "...", subcommand = "toggle" | "add" | ... })
+-- chat({ params = { adapter, model, command }, args = "prompt", user_prompt = "...", subcommand = "toggle" | ... })
 ---@param args? table
 ---@return CodeCompanionChat|nil
 function M.chat(args)
@@ -24,6 +24,7 @@ function M.chat(args)
   return chat_module().open({
     adapter = params.adapter,
     model = params.model,
+    command = params.command,
     prompt = args.user_prompt or args.args,
     window = args.window_opts,
   })
@@ -43,6 +44,12 @@ function M.add(args)
   args = args or {}
   local row = vim.api.nvim_win_get_cursor(0)[1]
   return chat_module().add(vim.api.nvim_get_current_buf(), args.line1 or row, args.line2 or args.line1 or row)
+end
+
+-- The files the LLM edited this session, in the quickfix list.
+---@return nil
+function M.changes()
+  chat_module().changes()
 end
 
 -- The engine reads adapters and tools afresh.

@@ -7,7 +7,7 @@
 -- streams into the buffer and ends in the diff review (diff.lua). `q` stops a request that
 -- still runs: the buffer is left as it was. `#{buffer}`, `#{chat}` (the last chat's
 -- messages) and `#{clipboard}` in the prompt share those. Events: User
--- CodeCompanionInlineStarted and CodeCompanionInlineFinished.
+-- CodeCompanionInlineStarted/Finished and, as for a chat, CodeCompanionRequest*.
 --
 -- Cmd: the LLM's answer is one Ex command, put on the command line as text to edit or run;
 -- it is never run by itself, and never typed as keys.
@@ -342,6 +342,8 @@ function cmd_render.done(run)
     M.put_on_cmdline(command) -- for the user to edit or run
   end
 end
+
+cmd_render.fire = render.fire -- CodeCompanion's Request* events, `interaction = "cmd"`
 
 function cmd_render.error(run, op)
   M.runs[run.id] = nil

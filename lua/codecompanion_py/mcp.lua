@@ -4,6 +4,7 @@
 -- resource. The servers themselves live in the engine (codecompanion_py/mcp/).
 local rpc = require("codecompanion_py.rpc")
 local pickers = require("codecompanion_py.pickers")
+local words = require("codecompanion_py.words")
 
 local M = {}
 
@@ -15,7 +16,7 @@ function M.status()
 end
 
 local function label(server)
-  local state = server.running and ("running, %d tools"):format(#server.tools) or "stopped"
+  local state = server.running and ("running, " .. words.count(#server.tools, "tool")) or "stopped"
   if not server.running and type(server.last_exit) == "string" then
     state = state .. " (" .. server.last_exit:gsub("\n.*", "") .. ")"
   end

@@ -4,6 +4,7 @@
 -- one). `:CodeCompanionActions Refresh` reads the markdown prompts again.
 local api = vim.api
 local prompts = require("codecompanion_py.prompts")
+local words = require("codecompanion_py.words")
 
 local M = {}
 
@@ -20,7 +21,7 @@ local function presets(context)
   if #open > 0 then
     table.insert(entries, {
       name = "Open chats ...",
-      description = ("%d open chat%s"):format(#open, #open == 1 and "" or "s"),
+      description = words.count(#open, "open chat"),
       run = function()
         table.sort(open, function(a, b) return a.bufnr < b.bufnr end)
         require("codecompanion_py.pickers").select(open, {
@@ -75,7 +76,7 @@ function M.open(cmd)
   cmd = cmd or {}
   if vim.trim(cmd.args or "") == "Refresh" then
     local items = prompts.items(true)
-    return vim.notify(("CodeCompanion: the prompt library has %d prompts"):format(#items))
+    return vim.notify("CodeCompanion: the prompt library has " .. words.count(#items, "prompt"))
   end
   local ranged = (cmd.range or 0) > 0
   local context = prompts.context(api.nvim_get_current_buf(), ranged and cmd.line1 or nil, ranged and cmd.line2 or nil,

@@ -29,11 +29,7 @@ local function telescope(items, opts, on_choice)
         local entry = state.get_selected_entry()
         chosen = true
         actions.close(prompt_bufnr)
-        if entry then
-          on_choice(entry.value, entry.index)
-        else
-          on_choice(nil, nil)
-        end
+        on_choice(entry and entry.value, entry and entry.index) -- nil, nil: nothing was chosen
       end)
       actions.close:enhance({ post = function() if not chosen then on_choice(nil, nil) end end })
       return true
@@ -44,9 +40,7 @@ end
 local SELECT = {
   default = function(items, opts, on_choice) vim.ui.select(items, opts, on_choice) end,
   telescope = telescope,
-  fzf_lua = function(items, opts, on_choice)
-    require("fzf-lua.providers.ui_select").ui_select(items, opts, on_choice)
-  end,
+  fzf_lua = function(...) require("fzf-lua.providers.ui_select").ui_select(...) end,
   mini_pick = function(items, opts, on_choice) require("mini.pick").ui_select(items, opts, on_choice) end,
   snacks = function(items, opts, on_choice) require("snacks").picker.select(items, opts, on_choice) end,
 }
@@ -54,6 +48,8 @@ local SELECT = {
 local function installed(name)
   return (pcall(require, MODULES[name]))
 end
+
+local told = {} -- pickers named in the config but not installed: said once a session
 
 -- The provider for `wanted` (a name, or nil to find one).
 ---@param wanted? string
@@ -63,14 +59,15 @@ function M.provider(wanted)
     return wanted
   end
   if wanted and SELECT[wanted] then
-    vim.notify(("CodeCompanion: the picker %s is not installed; using vim.ui.select"):format(wanted),
-      vim.log.levels.WARN)
+    if not told[wanted] then
+      told[wanted] = true
+      vim.notify(('CodeCompanion: provider "%s" is not installed: using the default picker'):format(wanted),
+        vim.log.levels.WARN)
+    end
     return "default"
   end
   for _, name in ipairs(M.ORDER) do
-    if installed(name) then
-      return name
-    end
+    if installed(name) then return name end
   end
   return "default"
 end

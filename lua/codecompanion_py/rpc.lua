@@ -248,6 +248,10 @@ function M.payload_for_config()
   return data
 end
 
+-- The failure told last in this turn of the event loop: a command that calls the engine twice
+-- (a chat opens, then sends its prompt) tells it once.
+local told
+
 -- Returns false, after telling the user, when the Python engine cannot be reached.
 ---@param method string a method of codecompanion_py/calls.py
 ---@param payload? table
@@ -268,12 +272,16 @@ function M.notify(method, payload)
         return false
       end
     end
-    local message = tostring(err)
+    local message = tostring(err):gsub("\nstack traceback:.*", "") -- Neovim's, of its own Lua: noise here
     if not message:find("^CodeCompanion: ") then
       message = "CodeCompanion: the Python engine is not available (" .. message
         .. "). Run :checkhealth codecompanion_py"
     end
-    vim.notify(message, vim.log.levels.ERROR)
+    if message ~= told then
+      told = message
+      vim.schedule(function() told = nil end)
+      vim.notify(message, vim.log.levels.ERROR)
+    end
   end
   return ok
 end

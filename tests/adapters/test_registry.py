@@ -102,6 +102,21 @@ def test_user_adapter_may_extend_the_builtin_of_the_same_name():
     assert adapter.formatted_name == "OpenAI"
 
 
+@pytest.mark.parametrize(
+    "name, vision", [("openai", True), ("anthropic", True), ("deepseek", False), ("xai", False), ("kimi", False)]
+)
+def test_vision_is_codecompanions_opts_vision_per_built_in(name, vision):
+    assert resolve(name).vision is vision
+
+
+def test_vision_is_off_when_absent_or_off_and_for_a_model_whose_choice_lacks_it():
+    choices = {"sees": {"opts": {"has_vision": True}}, "blind": {"opts": {"can_reason": True}}, "plain": {}}
+    adapter = extend("openai", {"schema": {"model": {"choices": choices}}})
+    assert [resolve(adapter, model=m).vision for m in ("sees", "blind", "plain")] == [True, False, True]
+    assert not extend("openai", {"opts": {"vision": False}}).vision
+    assert not HTTPAdapter.from_data({"name": "own", "url": "http://127.0.0.1:1"}).vision  # as CodeCompanion
+
+
 def test_unknown_adapter_keys_are_refused():
     with pytest.raises(ConfigError, match=r"unknown keys \['urll'\]"):
         HTTPAdapter.from_data({"name": "x", "urll": "typo"})

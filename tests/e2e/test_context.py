@@ -72,11 +72,11 @@ def test_each_kind_of_context_reaches_the_llm(editor, tmp_path):
         sent = "\n".join(context_sent(server, 1))
         assert "Context: calc.py lines 2-3\n```python\n    return a + b\n```" in sent
         assert "calc.py:2:5 WARN: always 3?\n    return a + b" in sent
-        assert "calc.py:4: the call" in sent
+        assert "calc.py:4: the call" in sent and "Context: the quickfix list (1 entry)" in sent
 
         send(editor, "#{buffer:notes.txt} #{diff}", 3)
         sent = "\n".join(context_sent(server, 2))
-        assert "Context: notes.txt (1 lines)\n```text\nremember the milk\n```" in sent
+        assert "Context: notes.txt (1 line)\n```text\nremember the milk\n```" in sent
         assert "-    return a - b\n+    return a + b" in sent or "[... cut here" in sent
 
         send(editor, "#{viewport} #{messages}", 4)
@@ -192,7 +192,7 @@ def test_slash_commands_complete_run_and_share_what_they_pick(editor, tmp_path):
         editor.nvim.input("<CR>")
         editor.wait_event("CodeCompanionChatDone")
         assert user_message(server, 0) == "Read #{file:src/app.py}"
-        assert context_sent(server, 0) == ["Context: src/app.py (1 lines)\n```python\nprint('hi')\n```"]
+        assert context_sent(server, 0) == ["Context: src/app.py (1 line)\n```python\nprint('hi')\n```"]
         start, items = editor.lua("local chat = require('codecompanion_py.chat') return { 0, chat.omnifunc(0, '/') }")
         words = [i["word"] for i in items]  # /mode and /resume: agents only
         assert words == [

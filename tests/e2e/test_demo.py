@@ -137,7 +137,7 @@ def test_question_mark_lists_the_chats_keymaps_by_codecompanions_names(demo):
     assert keys["<CR>"].endswith("(insert, normal)")
     assert "Stop the current request" in keys["q"] and "YOLO" in keys["gty"] and "Clear all messages" in keys["gx"]
     assert keys["<C-c>"].endswith("Close the chat buffer (insert, normal)")
-    assert "agent" in keys["gao"] and "agent" in keys["gas"]  # the agents' own, off CodeCompanion's keys
+    assert "gao" not in keys and "gas" not in keys  # an agent chat's own: not in this HTTP chat
 
     editor.nvim.input("q")  # closes the list; the chat is untouched
     editor.wait_for(lambda: editor.lua(floats()) == [], what="the keymap window closed")

@@ -99,3 +99,57 @@ def test_slash_image_picks_a_project_image_and_a_non_image_is_refused(editor, tm
         editor.wait_for(lambda: any("not an image" in n for n in notes(editor)), what="the refusal")
         assert len(server.requests) == 1
         assert editor.nvim.current.buffer.options["modifiable"] and editor.lines()[-1] == "and #{image:notes.txt}"
+
+
+def test_a_model_without_vision_is_offered_no_image_and_sent_none(editor, tmp_path):
+    """CodeCompanion's `opts.vision = false`: /image is not offered, `#{image:}` is refused with
+    the message kept, and an image shared before the switch to such a model is left out."""
+    (tmp_path / "shot.png").write_bytes(PNG)
+    body = (FIXTURES / "openai/text_streaming.txt").read_bytes()
+    replies = [Reply(headers={"content-type": "text/event-stream"}, chunks=[body]) for _ in range(2)]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        editor.setup(f"""{{ adapters = {{ http = {{
+            seeing = function() return require("codecompanion_py.adapters").extend("openai_compatible",
+              {{ env = {{ url = "{server.url}" }} }}) end,
+            blind = function() return require("codecompanion_py.adapters").extend("openai_compatible",
+              {{ env = {{ url = "{server.url}" }}, opts = {{ vision = false }} }}) end,
+          }} }}, interactions = {{ chat = {{ adapter = "seeing" }} }} }}""")
+        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+        editor.nvim.command(f"cd {tmp_path}")
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        editor.wait_event("CodeCompanionChatAdapter")
+        offered = "return vim.tbl_map(function(i) return i.word end, require('codecompanion_py.chat.slash').items(" + (
+            "require('codecompanion_py.chat').chats[...], '/ima'))"
+        )
+        assert editor.lua(offered, chat) == ["/image"]
+        editor.type_prompt("What is in #{image:shot.png}?")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone")
+        assert image_of("openai_compatible", server.requests[0].json()) == EXPECTED["openai_compatible"]
+
+        editor.lua(
+            "require('codecompanion_py.rpc').notify('chat.set_adapter', { chat_id = ..., adapter = 'blind' })", chat
+        )
+        editor.wait_event("CodeCompanionChatAdapter", count=2)
+        assert editor.lua(offered, chat) == []
+        editor.lua(
+            "require('codecompanion_py.chat.slash').run(require('codecompanion_py.chat').chats[...], 'image')", chat
+        )
+        assert any("/image is not available in this chat: its model does not read images" in n for n in notes(editor))
+
+        editor.type_prompt("and #{image:shot.png}")
+        editor.nvim.input("<CR>")
+        editor.wait_for(
+            lambda: any("does not read images (its opts.vision)" in n for n in notes(editor)), what="refused"
+        )
+        assert len(server.requests) == 1
+        assert editor.lines()[-1] == "and #{image:shot.png}"  # kept to edit
+
+        editor.nvim.command("normal! Gdd")
+        editor.type_prompt("describe it again")
+        editor.nvim.input("<CR>")
+        editor.wait_event("CodeCompanionChatDone", count=2)
+        sent = server.requests[1].json()["messages"]
+        assert "image_url" not in str(sent)  # the earlier image is left out for this model
+        assert "[an image, left out: this model does not read images]" in str(sent)

@@ -100,8 +100,18 @@ def test_a_real_mcp_servers_tool_runs_with_approval(editor, transport, request):
         [asked] = editor.lua("return _G.cc_prompts")
         assert "everything's MCP tool `echo`" in asked["prompt"]
         names = editor.event_names()
-        for event in ("MCPServerStart", "MCPToolsLoaded", "MCPServerReady", "ToolApprovalRequested", "ToolFinished"):
+        for event in ("MCPServerStart", "ToolApprovalRequested", "ToolFinished"):
             assert "CodeCompanion" + event in names
+        # CodeCompanion's names, order and data: ready, then the tools as the LLM calls them
+        mcp = [e for e in editor.events() if e["event"].startswith("CodeCompanionMCPServer")]
+        assert [e["event"] for e in mcp[:3]] == [  # again each time the server says its tools changed
+            "CodeCompanionMCPServerStart",
+            "CodeCompanionMCPServerReady",
+            "CodeCompanionMCPServerToolsLoaded",
+        ]
+        assert mcp[1]["data"]["server"] == "everything"
+        assert mcp[2]["data"]["server"] == "everything"
+        assert "everything_echo" in mcp[2]["data"]["tools"]
 
 
 def test_content_kinds_an_error_and_a_crash_that_the_chat_survives(editor):
@@ -226,7 +236,7 @@ def test_slash_mcp_starts_a_server_whose_prompt_and_resource_go_into_the_chat(ed
         body = llm.requests[0].json()
         assert any(t["function"]["name"] == "fake_echo" for t in body["tools"])  # started by /mcp: its tools joined
         editor.nvim.command("checkhealth codecompanion_py")
-        assert "fake (stdio): running, 6 tools, 1 prompts, 1 resources" in editor.text()
+        assert "fake (stdio): running, 6 tools, 1 prompt, 1 resource" in editor.text()
 
 
 def test_a_changed_tool_list_is_read_again_and_a_slow_call_shows_progress_until_q_cancels_it(editor, tmp_path):

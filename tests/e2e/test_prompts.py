@@ -1,9 +1,13 @@
 """The prompt library, the action palette and workflows in real Neovim against a local
 server: a built-in prompt run from the palette on a selection, a markdown prompt of the
 user's own (a nested, symlinked folder; a helper Lua file) run by alias and as a slash
-command, and a workflow of three steps that stops at its repeat limit."""
+command, a workflow of three steps that stops at its repeat limit, the Commit message prompt
+that sends nothing while nothing is staged, a buffer named by its file (by its number only
+without one), and a picker that is not installed said once."""
 
 from __future__ import annotations
+
+import subprocess
 
 import pytest
 
@@ -36,6 +40,7 @@ def test_the_palette_lists_and_runs_a_builtin_prompt_on_a_selection(editor, tmp_
         setup(editor, server.url, chat_config(""))
         editor.lua(PICK_NAMED)
         editor.lua("_G.cc_pick = 'Explain code'")
+        editor.nvim.command(f"cd {tmp_path}")
         editor.nvim.command(f"edit {tmp_path / 'calc.py'}")
         editor.nvim.command("1,2CodeCompanionActions")
         editor.wait_event("CodeCompanionChatDone")
@@ -45,7 +50,7 @@ def test_the_palette_lists_and_runs_a_builtin_prompt_on_a_selection(editor, tmp_
         assert any(label.startswith("Commit message") for label in offered)
         sent = messages(server, 0)
         assert any(m["role"] == "system" and "You explain code" in m["content"] for m in sent)
-        assert sent[-1]["content"].startswith("Explain this code from buffer")
+        assert sent[-1]["content"].startswith("Explain this code from calc.py (lines 1-2):")  # its name, not "buffer 1"
         assert "````python\ndef add(a, b):\n    return a - b\n````" in sent[-1]["content"]
 
         # without a selection, prompts for visual mode are not offered
@@ -126,3 +131,43 @@ def test_a_workflow_of_three_steps_stops_at_its_repeat_limit(editor):
             " vim.api.nvim_create_namespace('codecompanion_py_workflow'), 0, -1, { details = true }))"
         )
         assert marks == ["Workflow: stopped: step 2 did not get there in 2 repeats"]
+
+
+def test_the_commit_prompt_sends_nothing_while_nothing_is_staged(editor, tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.txt").write_text("hello\n")
+    with ServerThread(ScriptedServer.sequence([reply("feat: add a.txt")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.nvim.command(f"cd {tmp_path}")
+        editor.nvim.command("CodeCompanion /commit")
+        assert notes(editor) == ["CodeCompanion: Commit message: nothing is staged: stage changes with git add"]
+        assert editor.nvim.current.buffer.options["filetype"] != "codecompanion" and llm_requests(server) == []
+
+        subprocess.run(["git", "add", "a.txt"], cwd=tmp_path, check=True)
+        editor.nvim.command("CodeCompanion /commit")
+        editor.wait_event("CodeCompanionChatDone")
+        assert "+hello" in messages(server, 0)[-1]["content"]
+
+
+def test_a_buffer_without_a_file_is_named_by_its_number(editor):
+    with ServerThread(ScriptedServer.sequence([reply("It is one line.")])) as server:
+        setup(editor, server.url, chat_config(""))
+        editor.nvim.command("enew")
+        editor.nvim.current.buffer[:] = ["x = 1"]
+        number = editor.nvim.current.buffer.number
+        editor.nvim.command("1,1CodeCompanion /explain")
+        editor.wait_event("CodeCompanionChatDone")
+        assert messages(server, 0)[-1]["content"].startswith(f"Explain this code from buffer {number} (lines 1-1):")
+
+
+def test_a_picker_that_is_not_installed_is_said_once_and_the_default_picks(editor):
+    with ServerThread(ScriptedServer.sequence([])) as server:
+        setup(editor, server.url, chat_config("") + ' display = { action_palette = { provider = "telescope" } },')
+        if editor.lua("return (pcall(require, 'telescope'))"):
+            pytest.skip("telescope is installed here")
+        editor.lua(PICK_NAMED)
+        editor.lua("_G.cc_pick = 'nothing'")
+        editor.nvim.command("CodeCompanionActions")
+        editor.nvim.command("CodeCompanionActions")
+        assert len(editor.lua("return _G.cc_offered")) == 2  # vim.ui.select, both times
+        assert notes(editor) == ['CodeCompanion: provider "telescope" is not installed: using the default picker']

@@ -135,7 +135,7 @@ def test_gba_and_gbd_switch_how_a_buffer_is_followed(editor, tmp_path):
         assert any("a.txt</buf> is sent whole when it changes" in n for n in notes(editor))
         source[0] = "second"
         send(editor, "now?", 2)
-        assert context_sent(server, 1)[-1] == "Context: a.txt (1 lines) (updated)\n```text\nsecond\n```"
+        assert context_sent(server, 1)[-1] == "Context: a.txt (1 line) (updated)\n```text\nsecond\n```"
         assert not any("first" in t for t in context_sent(server, 1))  # replaced, not added
         lines = editor.lines(chat)
         row = len(lines) - lines[::-1].index("> - <buf>a.txt</buf> (all)")
@@ -166,7 +166,7 @@ def test_buffer_and_now_with_the_default_picker(editor, tmp_path):
         )
         editor.nvim.input("<CR>")
         editor.wait_event("CodeCompanionChatDone")
-        assert context_sent(server, 0) == ["Context: a.txt (1 lines)\n```text\nalpha\n```"]
+        assert context_sent(server, 0) == ["Context: a.txt (1 line)\n```text\nalpha\n```"]
 
 
 def test_file_offers_the_project_files_the_engine_lists(editor, tmp_path):

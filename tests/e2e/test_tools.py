@@ -256,7 +256,12 @@ def test_a_rejected_edit_changes_nothing_and_the_llm_hears_why(editor, project):
         assert "CodeCompanionFileEdited" not in editor.event_names()
 
 
-def test_an_edit_reviewed_after_it_is_written_partly_rejected_and_the_llm_told(editor, project):
+CC_EDIT_DEFAULTS = """insert_edit_into_file = { opts = {
+  require_approval_before = { buffer = false, file = false }, require_confirmation_after = true } },"""
+
+
+@pytest.mark.parametrize("tools_lua", ["", CC_EDIT_DEFAULTS], ids=["ours", "codecompanions-table"])
+def test_an_edit_reviewed_after_it_is_written_partly_rejected_and_the_llm_told(editor, project, tools_lua):
     (project / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a + b\n")
     edit = {
         "filepath": "calc.py",
@@ -268,7 +273,7 @@ def test_an_edit_reviewed_after_it_is_written_partly_rejected_and_the_llm_told(e
     replies = [tool_call_reply(("e1", "insert_edit_into_file", edit)), text_reply("Noted.")]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
         editor.nvim.command(f"cd {project}")
-        setup_with_tools(editor, server.url, answers=[])
+        setup_with_tools(editor, server.url, tools_lua, answers=[])
         editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
         calc = editor.wait_for(lambda: max(editor.nvim.call("bufnr", str(project / "calc.py")), 0), what="loaded")
         editor.wait_for(
@@ -291,6 +296,7 @@ def test_an_edit_reviewed_after_it_is_written_partly_rejected_and_the_llm_told(e
         assert "-    return a * b\n+    return a + b" in result["content"]
         reviewed = [e["data"] for e in editor.events() if e["event"] == "CodeCompanionToolReviewed"]
         assert reviewed and reviewed[0]["result"] == "partial"
+        assert editor.lua("return _G.cc_prompts") == []  # nothing asked before
 
 
 def test_q_cancels_a_running_command_and_the_history_stays_valid(editor, project):

@@ -358,7 +358,7 @@ async def test_reading_a_large_file_shows_one_line_in_the_chat(tmp_path):
     turn = await run_turn(root, call("read_file", {"filepath": "big.txt"}), answer())
     [output] = turn.outputs()
     assert output["status"] == "success"
-    assert output["text"] == "Read big.txt, lines 0-149999 of 150000 (0-based)"
+    assert output["text"] == "Read big.txt, lines 1-150000 of 150000"
     assert len(turn.tool_results(1)[0]) > 1_900_000  # the LLM gets the text
 
 
@@ -366,9 +366,9 @@ async def test_reading_a_large_file_shows_one_line_in_the_chat(tmp_path):
 
 ODD_FILES = {
     "binary": (b"\x89PNG\r\n\x1a\n\x00\x00IHDR", "error", "'odd' is a binary file (it contains NUL bytes)"),
-    "empty": (b"", "success", "Read odd, empty (0 lines)"),
-    "crlf": (b"one\r\ntwo\r\n", "success", "Read odd, lines 0-1 of 2 (0-based)"),
-    "no_final_newline": (b"one\ntwo", "success", "Read odd, lines 0-1 of 2 (0-based)"),
+    "empty": (b"", "success", "Read odd, empty"),
+    "crlf": (b"one\r\ntwo\r\n", "success", "Read odd, lines 1-2 of 2"),
+    "no_final_newline": (b"one\ntwo", "success", "Read odd, lines 1-2 of 2"),
     "invalid_utf8": (b"caf\xe9\n", "error", "'odd' is not valid UTF-8 text (bad byte at offset 3)"),
     "fifo": (None, "error", "'odd' is a named pipe (FIFO); only regular files can be used"),
 }

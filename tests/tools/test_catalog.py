@@ -150,8 +150,10 @@ class Chat:
         return batch.results[0]
 
 
-def chat(root: Path, editor: Editor | None = None, approvals: Approvals | None = None) -> Chat:
-    settings = ToolSettings()
+def chat(
+    root: Path, editor: Editor | None = None, approvals: Approvals | None = None, settings: ToolSettings | None = None
+) -> Chat:
+    settings = settings or ToolSettings()
     tools = enabled_definitions(settings, CATALOG)
     context = ToolsContext(
         chat=ChatHandle(), editor=editor or Editor(), approvals=approvals or Approvals(), workspace=Workspace(root)
@@ -302,6 +304,21 @@ async def test_read_file_a_line_range(project):
     assert result.content.endswith("crlf.txt, lines 1-1 of 3 (0-based):\n```\ntwo\n```")
 
 
+@pytest.mark.parametrize(
+    ("start", "end", "shown"),
+    [(0, -1, "lines 1-3 of 3"), (1, 1, "line 2 of 3"), (1, 2, "lines 2-3 of 3")],
+)
+async def test_read_file_shows_the_user_lines_counted_from_1(project, start, end, shown):
+    """The LLM reads the range as its parameters count it (from 0); the chat's line counts as
+    a person does."""
+    session = chat(project.root)
+    result = await session.run(
+        "read_file", filepath="crlf.txt", start_line_number_base_zero=start, end_line_number_base_zero=end
+    )
+    assert result.content.startswith(f"crlf.txt, lines {start}-{2 if end < 0 else end} of 3 (0-based):")
+    assert session.surface.shown() == [f"Read crlf.txt, {shown}"]
+
+
 async def test_read_file_of_a_crlf_file_shows_no_carriage_returns(project):
     result = await chat(project.root).run("read_file", filepath="crlf.txt")
     assert result.status == "success"
@@ -442,6 +459,43 @@ async def test_edit_rejected_leaves_the_file_alone(project):
     )
     assert result.status == "rejected"
     assert (project.root / "notes.txt").read_bytes() == NOTES
+
+
+class Reviewing(Editor):
+    """An editor with the diff review after a write: every review kept, every buffer saved."""
+
+    reviews_edits = True
+
+    async def call(self, method: str, args: dict[str, Any]) -> Any:
+        if method in ("review", "buffer.set"):
+            self.calls.append((method, dict(args)))
+            return {"result": "accepted"} if method == "review" else {"saved": True}
+        return await super().call(method, args)
+
+
+@pytest.mark.parametrize(
+    "rule, in_buffer, asked",
+    [
+        ({"buffer": False, "file": False}, False, False),  # CodeCompanion's default: reviewed after
+        ({"buffer": False, "file": False}, True, False),
+        ({"buffer": True, "file": False}, True, True),
+        ({"buffer": True, "file": False}, False, False),
+        ({"file": True}, False, True),
+        ({"file": True}, True, False),
+        (True, True, True),
+    ],
+)
+async def test_require_approval_before_as_a_table_asks_for_buffers_and_files_apart(project, rule, in_buffer, asked):
+    buffer = {"bufnr": 3, "lines": ["hello", "needle in notes"], "modified": False, "changedtick": 7, "eol": True}
+    editor = Reviewing(buffers={str(project.root / "notes.txt"): buffer} if in_buffer else {})
+    settings = ToolSettings.from_config({"insert_edit_into_file": {"opts": {"require_approval_before": rule}}})
+    result = await chat(project.root, editor, settings=settings).run(
+        "insert_edit_into_file", filepath="notes.txt", edits=[{"oldText": "hello", "newText": "HELLO"}]
+    )
+    assert result.status == "success", result.content
+    methods = [method for method, _ in editor.calls]
+    assert ("approve" in methods) == asked
+    assert ("review" in methods) == (not asked)  # asked before with the diff, or reviewed after: once
 
 
 async def test_edit_through_an_inside_symlink_edits_its_target_and_keeps_the_link(project):
@@ -616,7 +670,7 @@ async def test_file_search_lists_project_files_only(listed):
     result = await chat(listed.root).run("file_search", query="**/*")
     # not listed: .git/, the ignored file, the FIFO, the dangling link, and the links out
     assert listing(result) == PROJECT_FILES
-    assert result.content.startswith(f"{len(PROJECT_FILES)} files match `**/*`:")
+    assert result.content.startswith(f"{len(PROJECT_FILES)} files matching `**/*`:")
 
 
 @pytest.mark.parametrize(
@@ -631,7 +685,7 @@ async def test_file_search_finds_nothing_outside_ignored_or_special(listed, quer
 @pytest.mark.parametrize("limit", [1, -1])
 async def test_file_search_max_results_says_more_files_match(listed, limit):
     result = await chat(listed.root).run("file_search", query="*.txt", max_results=limit)  # 2 match
-    assert result.content == "More than 1 files match `*.txt`:\ncrlf.txt\n(only the first 1 are listed)"
+    assert result.content == "More than 1 file matching `*.txt`:\ncrlf.txt\n(only the first 1 are listed)"
 
 
 async def test_grep_search_returns_matching_lines_of_project_text_files_only(listed):
@@ -661,7 +715,7 @@ async def test_grep_search_never_returns_content_from_outside_ignored_or_binary_
 async def test_grep_search_leaves_out_protected_files_and_says_so(listed):
     result = await chat(listed.root, Editor(default="reject"), Approvals(yolo=True)).run("grep_search", query="TOKEN")
     assert result.status == "success" and "abc123" not in result.content
-    assert result.content.startswith("No matches for `TOKEN`.\n(1 matching lines in protected files")
+    assert result.content.startswith("No matches for `TOKEN`.\n(1 matching line in protected files")
 
 
 async def test_grep_search_does_not_block_on_the_fifo(listed):

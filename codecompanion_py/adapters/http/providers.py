@@ -9,7 +9,9 @@ Providers that speak OpenAI Chat Completions: each is data over the `openai` ada
 - `send_reasoning`: DeepSeek and Kimi thinking modes need `reasoning_content` back on
   assistant turns;
 - `tool_id_chars`: Mistral accepts only 9-alphanumeric tool-call ids, so ids minted by
-  other providers are mapped (the same way for a call and its result).
+  other providers are mapped (the same way for a call and its result);
+- `vision = false` where CodeCompanion has it: models that read no images (`/image` is
+  not offered).
 
 Reasoning deltas (`reasoning_content`, `reasoning`, `reasoning_text`), Mistral's list-shaped
 content, error objects inside 200 streams and Azure's first chunk with no choices are
@@ -62,7 +64,7 @@ ADAPTERS: dict[str, dict[str, Any]] = {
         "DEEPSEEK_API_KEY",
         "deepseek-chat",
         ["deepseek-chat", "deepseek-reasoner"],
-        opts={"send_reasoning": True},
+        opts={"send_reasoning": True, "vision": False},
     ),
     "kimi": _provider(
         "kimi",
@@ -70,7 +72,7 @@ ADAPTERS: dict[str, dict[str, Any]] = {
         "https://api.moonshot.ai/v1/chat/completions",
         "MOONSHOT_API_KEY",
         "kimi-k2-0905-preview",
-        opts={"send_reasoning": True},
+        opts={"send_reasoning": True, "vision": False},
     ),
     "mistral": _provider(
         "mistral",
@@ -107,6 +109,7 @@ ADAPTERS: dict[str, dict[str, Any]] = {
         "XAI_API_KEY",
         "grok-4",
         ["grok-4", "grok-code-fast-1", "grok-3-mini"],
+        opts={"vision": False},
     ),
     "huggingface": _provider(
         "huggingface",
@@ -114,6 +117,7 @@ ADAPTERS: dict[str, dict[str, Any]] = {
         "https://router.huggingface.co/v1/chat/completions",
         "HUGGINGFACE_API_KEY",
         "Qwen/Qwen3-Coder-480B-A35B-Instruct",
+        opts={"vision": False},
     ),
     "novita": _provider(
         "novita",
@@ -121,6 +125,7 @@ ADAPTERS: dict[str, dict[str, Any]] = {
         "https://api.novita.ai/v3/openai/chat/completions",
         "NOVITA_API_KEY",
         "deepseek/deepseek-v3.1",
+        opts={"vision": False},
     ),
     # The GitHub CLI's token, so a `gh auth login` is all the set-up needed.
     "githubmodels": _provider(
@@ -129,6 +134,6 @@ ADAPTERS: dict[str, dict[str, Any]] = {
         "https://models.github.ai/inference/chat/completions",
         "cmd:gh auth token",
         "openai/gpt-4.1",
-        opts={"auth_hint": "the GitHub CLI login (`gh auth token`; run `gh auth login`)"},
+        opts={"auth_hint": "the GitHub CLI login (`gh auth token`; run `gh auth login`)", "vision": False},
     ),
 }

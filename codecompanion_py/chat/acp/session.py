@@ -14,7 +14,6 @@ the chat says so).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, Literal
@@ -51,7 +50,6 @@ is stopped and the rest dropped, so it cannot fill the editor's memory (a provid
 is capped the same way, by `max_response_bytes`)."""
 
 Status = Literal["success", "error", "stopped"]
-_request_ids = itertools.count(1)
 
 
 class AcpChatSession:
@@ -302,7 +300,7 @@ class AcpChatSession:
         self._begun = asyncio.current_task()
         view = self.view
         view.push(ops.Begin(adapter=self.adapter_info()))
-        info: dict[str, Any] = {"id": next(_request_ids), "adapter": self.adapter_info(), "interaction": "chat"}
+        info = ops.request_info(self.adapter_info(), "chat")
         status: Status = "success"
         message: str | None = None
         tokens: int | None = None

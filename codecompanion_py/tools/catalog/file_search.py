@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...words import count
 from ..contract import ToolRun
 from ..search import DEFAULT_SEARCH_TIMEOUT, find_files
 from .schema import catalog_tool
@@ -19,7 +20,7 @@ async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler
     if not found:
         return {"status": "success", "data": f"No files match `{args['query']}`."}
     # when truncated, `found` is only the first `limit` of the matches: do not call that the count
-    head = f"More than {limit} files match" if truncated else f"{len(found)} files match"
+    head = f"More than {count(limit, 'file')} matching" if truncated else f"{count(len(found), 'file')} matching"
     more = f"\n(only the first {limit} are listed)" if truncated else ""
     return {"status": "success", "data": f"{head} `{args['query']}`:\n" + "\n".join(found) + more}
 

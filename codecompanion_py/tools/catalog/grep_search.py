@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from ...errors import PathRefused
+from ...words import count
 from ..contract import ToolRun
 from ..search import DEFAULT_SEARCH_TIMEOUT, grep
 from .schema import catalog_tool
@@ -30,8 +31,8 @@ async def search(self: ToolRun, args: dict[str, Any], input: Any, output_handler
     lines, hidden = _without_protected(self, lines)
     note = (
         (
-            f"\n({hidden} matching lines in protected files (.env*, keys, credentials, editor and hook "
-            "settings) are not shown; read_file can open such a file after the user agrees)"
+            f"\n({count(hidden, 'matching line')} in protected files (.env*, keys, credentials, editor and hook "
+            "settings) left out; read_file can open such a file after the user agrees)"
         )
         if hidden
         else ""

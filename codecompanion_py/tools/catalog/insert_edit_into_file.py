@@ -2,7 +2,8 @@
 
 The edit is computed in setup. With CodeCompanion's defaults it is written, then reviewed in
 the buffer (require_confirmation_after: the editor's diff review, the LLM told what was
-rejected); with require_approval_before the approval shows the exact diff first. The write
+rejected); with require_approval_before (`true`, or CodeCompanion's `{ buffer = ..., file = ... }`
+for a file open in a buffer or not) the approval shows the exact diff first. The write
 refuses if the file or buffer changed in between. Placeholders such as
 `... existing code ...` are refused (they would replace real code); an edit that deletes
 most of a file always asks, even in YOLO mode.
@@ -10,10 +11,11 @@ most of a file always asks, even in YOLO mode.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ...errors import ToolError
-from ..contract import ToolRun
+from ..contract import APPROVAL, ToolRun
 from ..edits import Edit, apply_edits, apply_mode, unified_diff
 from . import documents
 from .schema import FILEPATH, catalog_tool
@@ -76,6 +78,15 @@ async def write(self: ToolRun, args: dict[str, Any], input: Any, output_handler:
     return {"status": "success", "data": message + notes}
 
 
+def prompt_condition(self: ToolRun, tools: Any, opts: Any) -> bool:
+    """CodeCompanion's table form of `require_approval_before`: `buffer` decides for a file
+    open in a buffer, `file` for one that is not (a plain `true` asks for both)."""
+    rule = self.opts.get(APPROVAL)
+    if not isinstance(rule, Mapping):
+        return bool(rule)
+    return bool(rule.get("buffer" if self.document.buffer is not None else "file"))
+
+
 def prompt(self: ToolRun, tools: Any) -> str:
     explanation = self.args.get("explanation")
     return f"Apply this edit to {self.target.relative}?" + (f" ({explanation})" if explanation else "")
@@ -106,7 +117,7 @@ TOOL = catalog_tool(
     },
     ["filepath"],
     cmds=[write],
-    handlers={"setup": setup},
+    handlers={"setup": setup, "prompt_condition": prompt_condition},
     output={"prompt": prompt},
     # CodeCompanion 19's defaults: no question before, the diff to confirm (asked once).
     opts={"require_approval_before": False, "require_confirmation_after": True},

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
+from ...words import count
 from ..contract import ToolRun
 from ..lines import split_lines
 from . import documents
@@ -23,7 +24,7 @@ async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: 
     end = len(lines) - 1 if end is None or int(end) < 0 else min(int(end), len(lines) - 1)
     if start < 0 or (lines and start > end):
         raise ToolError(
-            f"invalid line range {start}-{end}: {document.target.relative} has {len(lines)} lines "
+            f"invalid line range {start}-{end}: {document.target.relative} has {count(len(lines), 'line')} "
             "(numbered from 0; use -1 for the end of the file)"
         )
     documents.remember_read(self, document)
@@ -31,11 +32,19 @@ async def read(self: ToolRun, args: dict[str, Any], input: Any, output_handler: 
     fence = "````" if "```" in body else "```"
     span = f"lines {start}-{end} of {len(lines)} (0-based)" if lines else "empty (0 lines)"
     header = f"{document.target.relative}, {span}:"
+    self.summary = f"Read {document.target.relative}, {_span_for_people(start, end, len(lines))}"
     return {"status": "success", "data": f"{header}\n{fence}\n{body}\n{fence}"}
 
 
+def _span_for_people(start: int, end: int, total: int) -> str:
+    """0-based `start`..`end` of `total` lines as a person counts them: "lines 1-6 of 6"."""
+    if not total:
+        return "empty"
+    return f"line {start + 1} of {total}" if start == end else f"lines {start + 1}-{end + 1} of {total}"
+
+
 def success(self: ToolRun, tools: Any, cmd: Any, stdout: list[Any]) -> None:
-    tools.chat.add_tool_output(self, stdout[-1], "Read " + stdout[-1].split("\n", 1)[0].removesuffix(":"))
+    tools.chat.add_tool_output(self, stdout[-1], self.summary)
 
 
 TOOL = catalog_tool(

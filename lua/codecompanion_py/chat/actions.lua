@@ -64,7 +64,7 @@ local engine = M.engine
 
 ---@type table<string, fun(chat: CodeCompanionChat)> by the name after "keymaps."
 M.keymaps = {
-  options = function() require("codecompanion_py.chat.keymaps").show() end,
+  options = function(chat) require("codecompanion_py.chat.keymaps").show(chat.adapter.type or "http") end,
   completion = function()
     api.nvim_feedkeys(api.nvim_replace_termcodes("<C-x><C-o>", true, false, true), "n", false)
   end,

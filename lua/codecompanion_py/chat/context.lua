@@ -21,10 +21,8 @@ local function is_file_buffer(buf)
     and not is_chat(buf) and api.nvim_buf_get_name(buf) ~= ""
 end
 
-local function relative(buf)
-  local name = api.nvim_buf_get_name(buf)
-  return name ~= "" and vim.fn.fnamemodify(name, ":.") or ("[buffer " .. buf .. "]")
-end
+local words = require("codecompanion_py.words")
+local relative = words.buffer_name
 
 -- The buffer the user works in: the one the chat was opened from, else the last file
 -- buffer used.
@@ -47,7 +45,7 @@ local function buffer_item(buf, kind)
   return {
     kind = kind,
     bufnr = buf,
-    label = ("%s (%d lines)"):format(relative(buf), #lines),
+    label = ("%s (%s)"):format(relative(buf), words.count(#lines, "line")),
     path = api.nvim_buf_get_name(buf),
     filetype = vim.bo[buf].filetype,
     content = table.concat(lines, "\n"),
@@ -107,7 +105,7 @@ capture.file = named_file("file", function(_, path)
   local lines = select(2, content:gsub("\n", "")) + (content:sub(-1) == "\n" and 0 or 1)
   return {
     kind = "file",
-    label = ("%s (%d lines)"):format(vim.fn.fnamemodify(path, ":."), lines),
+    label = ("%s (%s)"):format(vim.fn.fnamemodify(path, ":."), words.count(lines, "line")),
     path = path,
     filetype = vim.filetype.match({ filename = path }) or "",
     content = content:gsub("\n$", ""),
@@ -345,7 +343,7 @@ function capture.quickfix()
     local name = entry.bufnr > 0 and relative(entry.bufnr) or ""
     table.insert(out, ("%s:%d: %s"):format(name, entry.lnum, vim.trim(entry.text or "")))
   end
-  return { kind = "quickfix", label = ("the quickfix list (%d entries)"):format(#out),
+  return { kind = "quickfix", label = ("the quickfix list (%s)"):format(words.count(#out, "entry", "entries")),
     content = #out > 0 and table.concat(out, "\n") or "The quickfix list is empty." }
 end
 
@@ -383,7 +381,7 @@ function capture.terminal()
     table.remove(lines)
   end
   lines = vim.list_slice(lines, math.max(1, #lines - 199))
-  return { kind = "terminal", label = ("terminal %s (last %d lines)"):format(api.nvim_buf_get_name(last), #lines),
+  return { kind = "terminal", label = ("terminal %s (last %s)"):format(relative(last), words.count(#lines, "line")),
     content = table.concat(lines, "\n") }
 end
 

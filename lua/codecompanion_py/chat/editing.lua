@@ -1,6 +1,7 @@
 -- Keymap actions that only read or move within the chat buffer: code blocks (gc, gy, gf),
 -- headers (]] [[) and the file under the cursor (gR).
 local api = vim.api
+local words = require("codecompanion_py.words")
 
 local M = {}
 
@@ -51,7 +52,7 @@ function M.yank_code(chat, register)
     vim.fn.setreg('"', lines, "l") -- no clipboard here: the unnamed register still gets it
     register = '"'
   end
-  vim.notify(("CodeCompanion: yanked %d lines into register %s"):format(#lines, register))
+  vim.notify(("CodeCompanion: yanked %s into register %s"):format(words.count(#lines, "line"), register))
 end
 
 -- ]] and [[: the next or previous `## ` header (the user's and the LLM's turns).

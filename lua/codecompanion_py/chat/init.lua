@@ -11,6 +11,7 @@ local render = require("codecompanion_py.chat.render")
 local shared = require("codecompanion_py.chat.shared")
 local window = require("codecompanion_py.chat.window")
 local open = require("codecompanion_py.chat.open")
+local words = require("codecompanion_py.words")
 
 local M = {}
 
@@ -19,8 +20,8 @@ M.chats = {}
 ---@type integer|nil the buffer of the chat used last (Toggle and Add act on it)
 M.last = nil
 
-M.open, M.toggle, M.add, M.command, M.refresh_cache = open.open, open.toggle, open.add, open.command,
-  open.refresh_cache
+M.open, M.toggle, M.add, M.command, M.refresh_cache, M.changes = open.open, open.toggle, open.add, open.command,
+  open.refresh_cache, open.changes
 M.show = buffer.show
 M.user_header = config.user_header
 
@@ -102,8 +103,8 @@ local function refuse_while_streaming(chat)
   return require("codecompanion_py.chat.object").busy(chat, "a request is running; press q to stop it")
 end
 
--- What the user typed under the last header, after callbacks and the prompt decorator; nil
--- when nothing goes.
+-- What the user typed under the last header, after callbacks and the prompt decorator (and
+-- as typed, when decorated: a saved chat's title); nil when nothing goes.
 local function message_of(chat)
   local text, listed = shared.split(buffer.user_text(chat.bufnr))
   if text == "" then
@@ -119,7 +120,7 @@ local function message_of(chat)
       return vim.notify("CodeCompanion: interactions.chat.opts.prompt_decorator failed: " .. tostring(result),
         vim.log.levels.ERROR)
     end
-    text = result
+    return result, listed, text
   end
   return text, listed
 end
@@ -139,7 +140,7 @@ function M.submit(buf)
   if not chat or refuse_while_streaming(chat) then
     return
   end
-  local text, listed = message_of(chat)
+  local text, listed, typed = message_of(chat)
   if not text then
     return
   end
@@ -152,7 +153,7 @@ function M.submit(buf)
     return -- a failed open is retried with the next submit
   end
   local payload = { chat_id = buf, text = text, settings = require("codecompanion_py.chat.settings").read(buf),
-    context = vim.tbl_map(shared.wire, context), removed = removed }
+    context = vim.tbl_map(shared.wire, context), removed = removed, typed = typed }
   if not rpc.notify("chat.submit", payload) then
     return
   end
@@ -276,7 +277,7 @@ function M.remove_context(chat, kind)
   if vim.bo[chat.bufnr].modifiable then
     buffer.show_context(chat)
   end
-  vim.notify(("CodeCompanion: removed %d %s from the chat"):format(#ids, kind))
+  vim.notify(("CodeCompanion: removed %s from the chat"):format(words.count(#ids, (kind:gsub("s$", "")))))
 end
 
 -- The chats, oldest first.

@@ -18,11 +18,13 @@ local M = {}
 ---@type table<string, CodeCompanionKeymap> by name
 local DEFAULTS = {}
 local ORDER = {} -- the order of `?`
-for _, row in ipairs({ -- name, modes, the built-in "keymaps.<action>", description
+-- name, modes, the built-in "keymaps.<action>", description, and "http" or "acp" when `?` lists it
+-- only in that kind of chat (the engine refuses the others there: an agent keeps its own history)
+for _, row in ipairs({
   { "options", { n = "?" }, "options", "Options" },
   { "completion", { i = "<C-_>" }, "completion", "Open the completion menu" },
   { "send", { n = { "<CR>", "<C-s>" }, i = "<C-s>" }, "send", "Send the message to the LLM" },
-  { "regenerate", { n = "gr" }, "regenerate", "Regenerate the last response" },
+  { "regenerate", { n = "gr" }, "regenerate", "Regenerate the last response", "http" },
   { "close", { n = "<C-c>", i = "<C-c>" }, "close", "Close the chat buffer" },
   { "stop", { n = "q" }, "stop", "Stop the current request" },
   { "clear", { n = "gx" }, "clear", "Clear all messages from the chat" },
@@ -35,7 +37,7 @@ for _, row in ipairs({ -- name, modes, the built-in "keymaps.<action>", descript
   { "change_adapter", { n = "ga" }, "change_adapter", "Change adapter and model" },
   { "fold_code", { n = "gf" }, "fold_code", "Fold all codeblocks" },
   { "debug", { n = "gd" }, "debug", "Show debug info for the chat" },
-  { "system_prompt", { n = "gs" }, "toggle_system_prompt", "Toggle the system prompt on/off" },
+  { "system_prompt", { n = "gs" }, "toggle_system_prompt", "Toggle the system prompt on/off", "http" },
   { "buffer_sync_all", { n = "gba" }, "buffer_sync_all", "Send the whole buffer on every turn it changed" },
   { "buffer_sync_diff", { n = "gbd" }, "buffer_sync_diff", "Send the buffer's changes on every turn" },
   { "rules", { n = "gM" }, "clear_rules", "Remove rules from the chat" },
@@ -44,10 +46,10 @@ for _, row in ipairs({ -- name, modes, the built-in "keymaps.<action>", descript
   { "auto_tool_mode", { n = "gta" }, "yolo_mode", "Toggle YOLO/auto-approval of tool calls (its name before v18)" },
   { "goto_file_under_cursor", { n = "gR" }, "goto_file_under_cursor", "Open the file path under the cursor" },
   -- this plugin's own, for coding agents (CodeCompanion has /mode and /resume for these)
-  { "acp_options", { n = "gao" }, "acp_options", "Pick the agent's mode, model or another option" },
-  { "acp_resume", { n = "gas" }, "acp_resume", "Resume an earlier session of the agent" },
+  { "acp_options", { n = "gao" }, "acp_options", "Pick the agent's mode, model or another option", "acp" },
+  { "acp_resume", { n = "gas" }, "acp_resume", "Resume an earlier session of the agent", "acp" },
 }) do
-  DEFAULTS[row[1]] = { modes = row[2], callback = "keymaps." .. row[3], description = row[4] }
+  DEFAULTS[row[1]] = { modes = row[2], callback = "keymaps." .. row[3], description = row[4], only = row[5] }
   table.insert(ORDER, row[1])
 end
 
@@ -128,10 +130,11 @@ local MODE_NAMES = { n = "normal", i = "insert", v = "visual", x = "visual", s =
   t = "terminal" }
 
 -- `?`: the chat's keymaps as configured, one line each: the keys, the description and,
--- when not normal mode only, the modes.
+-- when not normal mode only, the modes; in a chat of `kind` ("http", "acp"), not the other kind's.
 ---@param config table the plugin's config
+---@param kind? string
 ---@return string[]
-function M.lines(config)
+function M.lines(config, kind)
   local rows, width = {}, 0
   for _, map in ipairs(M.resolve(config)) do
     local keys, modes = {}, {}
@@ -147,7 +150,7 @@ function M.lines(config)
       end
     end
     table.sort(modes)
-    if #keys > 0 then
+    if #keys > 0 and not (kind and map.only and map.only ~= kind) then
       local row = { keys = table.concat(keys, " "), desc = map.description or map.name,
         modes = table.concat(modes, ", ") }
       width = math.max(width, vim.fn.strdisplaywidth(row.keys))
@@ -162,9 +165,10 @@ function M.lines(config)
 end
 
 -- `?`: the chat's keymaps in a floating window; q, <Esc> or ? closes it.
+---@param kind? string the chat's ("http", "acp")
 ---@return integer win
-function M.show()
-  local lines = M.lines(require("codecompanion_py").config)
+function M.show(kind)
+  local lines = M.lines(require("codecompanion_py").config, kind)
   local width = 0
   for _, line in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(line))

@@ -110,6 +110,7 @@ end
 ---@class CodeCompanionOpenOpts
 ---@field adapter? string
 ---@field model? string
+---@field command? string an agent's command (`commands.<name>` of its adapter) to start it with
 ---@field prompt? string the first message
 ---@field submit? boolean send `prompt` at once (the default)
 ---@field context? table the buffer the chat is opened from
@@ -138,7 +139,8 @@ function M.open(opts)
     context = context,
     callbacks = {},
     adapter = { name = opts.adapter },
-    open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, cwd = vim.fn.getcwd(),
+    open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, command = opts.command,
+      cwd = vim.fn.getcwd(),
       system_prompts = opts.system_prompts, ignore_system_prompt = opts.ignore_system_prompt, tools = opts.tools,
       history_id = opts.saved and opts.saved.id or nil },
   })
@@ -242,9 +244,36 @@ api.nvim_create_autocmd("User", {
   callback = function() M.refresh_cache() end,
 })
 
-local SUBCOMMANDS = { toggle = true, add = true, refreshcache = true }
+-- The files the LLM edited or created this session, in the order first edited (`Changes`).
+local edited, at = {}, {}
+api.nvim_create_autocmd("User", {
+  pattern = "CodeCompanionFileEdited",
+  callback = function(ev)
+    local path = type(ev.data) == "table" and ev.data.path
+    if type(path) == "string" and path ~= "" then
+      at[path] = at[path] or #edited + 1
+      edited[at[path]] = vim.tbl_extend("force", edited[at[path]] or {}, ev.data)
+    end
+  end,
+})
 
--- :[range]CodeCompanionChat [Toggle | Add | RefreshCache | adapter=NAME model=NAME prompt...]
+-- :CodeCompanionChat Changes: those files in a new quickfix list (`:colder` gives the user's back).
+---@return nil
+function M.changes()
+  if #edited == 0 then
+    return vim.notify("CodeCompanion: no files have been edited this session", vim.log.levels.WARN)
+  end
+  vim.fn.setqflist({}, " ", { title = "Files edited by the LLM", items = vim.tbl_map(function(e)
+    return { filename = e.path, lnum = e.line or 1,
+      text = (e.tool == "create_file" and "created" or "edited") .. " by " .. tostring(e.tool) }
+  end, edited) })
+  vim.cmd.copen()
+end
+
+local SUBCOMMANDS = { toggle = M.toggle, changes = M.changes, refreshcache = M.refresh_cache }
+
+-- :[range]CodeCompanionChat [Toggle | Add | Changes | RefreshCache] [adapter=NAME model=NAME command=NAME] [prompt]
+-- As CodeCompanion reads it: those `key=value` anywhere; any other is a word of the prompt.
 -- `cmd` is the user command's table (its range); a range shares those lines with the chat.
 ---@param fargs? string[]
 ---@param cmd? { range?: integer, line1?: integer, line2?: integer }
@@ -254,24 +283,21 @@ function M.command(fargs, cmd)
   cmd = cmd or {}
   local buf = api.nvim_get_current_buf()
   local ranged = (cmd.range or 0) > 0
-  local sub = fargs[1] and fargs[1]:lower()
-  if #fargs == 1 and SUBCOMMANDS[sub] then
-    if sub == "toggle" then
-      return M.toggle()
-    elseif sub == "add" then
-      local row = api.nvim_win_get_cursor(0)[1]
-      return M.add(buf, ranged and cmd.line1 or row, ranged and cmd.line2 or row)
-    end
-    return M.refresh_cache()
-  end
   local opts, words = {}, {}
   for _, arg in ipairs(fargs) do
     local key, value = arg:match("^(%w+)=(.+)$")
-    if (key == "adapter" or key == "model") and #words == 0 then
+    if key == "adapter" or key == "model" or key == "command" then
       opts[key] = value
     else
       table.insert(words, arg)
     end
+  end
+  local sub = #words == 1 and words[1]:lower()
+  if sub == "add" then
+    local row = api.nvim_win_get_cursor(0)[1]
+    return M.add(buf, ranged and cmd.line1 or row, ranged and cmd.line2 or row)
+  elseif SUBCOMMANDS[sub] then
+    return SUBCOMMANDS[sub](opts)
   end
   opts.prompt = table.concat(words, " ")
   if ranged and not chat_module().chats[buf] then

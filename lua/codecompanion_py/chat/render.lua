@@ -12,6 +12,7 @@ local highlight = require("codecompanion_py.chat.highlight")
 ---@field formatted_name? string
 ---@field model? string
 ---@field type? string
+---@field vision? boolean false when the model reads no images
 
 ---@type table<string, fun(chat: CodeCompanionChat, op: table)>
 local M = {}
@@ -142,6 +143,14 @@ function M.show(chat, op)
   buffer.show(chat, op.text or "", op.title)
 end
 
+-- A retry's line, in place of the last; without text the reply has come: its blank line is the reply's.
+---@param chat CodeCompanionChat
+---@param op { text?: string }
+function M.pending(chat, op)
+  buffer.set_block(chat, "pending", { op.text and ("> " .. op.text) or "" })
+  chat.block, chat.blocks.pending = op.text and "block", op.text and chat.blocks.pending
+end
+
 ---@param chat CodeCompanionChat
 ---@param op table
 function M.call(chat, op)
@@ -181,8 +190,9 @@ function M.error(chat, op)
   end
 end
 
--- The token count (or "stopped") at the end of the reply.
-local function done_marks(chat, op)
+-- The token count (or "stopped") on the blank line after the reply: in sight however narrow the
+-- window (at the end of a long last line it would be cut off at the window's edge).
+local function done_marks(chat, op, row)
   local display, virt = config.display(), {}
   if op.status == "stopped" then
     table.insert(virt, { " (stopped)", "WarningMsg" })
@@ -196,8 +206,7 @@ local function done_marks(chat, op)
     table.insert(virt, { shown, "Comment" })
   end
   if #virt > 0 then
-    api.nvim_buf_set_extmark(chat.bufnr, buffer.ns, buffer.last_position(chat.bufnr), 0,
-      { virt_text = virt, virt_text_pos = "eol" })
+    api.nvim_buf_set_extmark(chat.bufnr, buffer.ns, row, 0, { virt_text = virt, virt_text_pos = "eol" })
   end
 end
 
@@ -209,15 +218,16 @@ function M.done(chat, op)
     return buffer.unlock(chat)
   end
   if op.status == "error" and op.message then
-    append(chat, "\n\n> **Error:** " .. op.message:gsub("\n", " "))
+    paragraph(chat, "> **Error:** " .. op.message:gsub("\n", " ")) -- one blank line above, whatever came before
   end
-  done_marks(chat, op)
   chat.status = "idle"
   chat.turn_started = false
   tools_processing(chat, false)
   append(chat, "\n\n" .. config.user_header() .. "\n\n")
+  local header = api.nvim_buf_line_count(buf) - 3
+  done_marks(chat, op, header - 1)
   -- the finished turn leaves the region that is parsed again (seal checks the header's row)
-  highlight.seal(buf, api.nvim_buf_line_count(buf) - 3)
+  highlight.seal(buf, header)
   buffer.unlock(chat)
   buffer.show_context(chat)
   config.fire(op.status == "stopped" and "ChatStopped" or "ChatDone",

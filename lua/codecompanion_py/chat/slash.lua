@@ -70,6 +70,7 @@ M.COMMANDS = {
   file = { description = "Share a file of the project", run = pick_path("file", "File", project_files) },
   image = {
     description = "Share an image",
+    vision = true, -- offered when the model reads images (the adapter's `opts.vision`)
     run = function(_, insert, provider)
       local images = vim.tbl_filter(function(path)
         local ext = path:match("%.(%w+)$")
@@ -193,6 +194,7 @@ function M.commands()
         description = spec.description or base.description or name,
         agent = base.agent,
         http = base.http,
+        vision = base.vision,
         enabled = spec.enabled,
         keymaps = spec.keymaps,
         run = type(callback) == "function" and function(chat) callback(chat) end or base.run,
@@ -207,7 +209,8 @@ end
 
 local function available(chat, command)
   local agent_chat = chat.adapter and chat.adapter.type == "acp"
-  if not command.run or (command.agent and not agent_chat) or (command.http and agent_chat) then
+  if not command.run or (command.agent and not agent_chat) or (command.http and agent_chat)
+      or (command.vision and chat.adapter and chat.adapter.vision == false) then
     return false
   end
   if type(command.enabled) == "function" then
@@ -232,20 +235,34 @@ function M.set_keymaps(chat)
   end
 end
 
+-- A command's `insert`: its text at row (1-based), col of the chat, whenever it comes (a picker
+-- answers later), and the cursor after it to type on (in normal mode on its last character, as `P`).
+local function inserter(chat, row, col)
+  return function(text)
+    local buf = chat.bufnr
+    if not (api.nvim_buf_is_valid(buf) and vim.bo[buf].modifiable) then
+      return
+    end
+    local lines = vim.split(text, "\n", { plain = true })
+    api.nvim_buf_set_text(buf, row - 1, col, row - 1, col, lines)
+    local last_row, last_col = row + #lines - 1, (#lines == 1 and col or 0) + #lines[#lines]
+    last_col = api.nvim_get_mode().mode:sub(1, 1) == "i" and last_col or math.max(0, last_col - 1)
+    for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+      pcall(api.nvim_win_set_cursor, win, { last_row, last_col })
+    end
+  end
+end
+
 -- Run command `name` with what it gives inserted at the cursor.
 ---@param chat CodeCompanionChat
 ---@param name string
 function M.run(chat, name)
   local command = M.commands()[name]
   if not command or not available(chat, command) then
-    return vim.notify("CodeCompanion: /" .. name .. " is not available in this chat", vim.log.levels.WARN)
+    local why = command and command.vision and chat.adapter.vision == false and ": its model does not read images" or ""
+    return vim.notify("CodeCompanion: /" .. name .. " is not available in this chat" .. why, vim.log.levels.WARN)
   end
-  local row, col = unpack(api.nvim_win_get_cursor(0))
-  command.run(chat, function(text)
-    if api.nvim_buf_is_valid(chat.bufnr) and vim.bo[chat.bufnr].modifiable then
-      api.nvim_buf_set_text(chat.bufnr, row - 1, col, row - 1, col, vim.split(text, "\n", { plain = true }))
-    end
-  end, command.provider)
+  command.run(chat, inserter(chat, unpack(api.nvim_win_get_cursor(0))), command.provider)
 end
 
 -- Completion items for `base` ("/fi"): each command with its description.
@@ -285,17 +302,7 @@ function M.completed(chat, item)
     return
   end
   api.nvim_buf_set_text(chat.bufnr, row - 1, start, row - 1, col, { "" })
-  local function insert(text)
-    if not api.nvim_buf_is_valid(chat.bufnr) then
-      return
-    end
-    local lines = vim.split(text, "\n", { plain = true })
-    api.nvim_buf_set_text(chat.bufnr, row - 1, start, row - 1, start, lines)
-    local last_row, last_col = row + #lines - 1, (#lines == 1 and start or 0) + #lines[#lines]
-    for _, win in ipairs(vim.fn.win_findbuf(chat.bufnr)) do
-      pcall(api.nvim_win_set_cursor, win, { last_row, last_col })
-    end
-  end
+  local insert = inserter(chat, row, start)
   vim.schedule(function() command.run(chat, insert, command.provider) end) -- not inside the completion's own event
 end
 

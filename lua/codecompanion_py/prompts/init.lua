@@ -2,7 +2,7 @@
 -- markdown prompts in this plugin's builtins and in `prompt_library.markdown.dirs`, which the
 -- engine finds, reads and parses (`prompts.read`, codecompanion_py/prompt_library.py). What
 -- runs Lua stays here: `condition` functions, placeholders against the editor's context:
---   ${context.code} ${context.filetype} ${context.bufnr} ${context.start_line} ...
+--   ${context.code} ${context.filetype} ${context.buffer_name} ${context.start_line} ...
 --   ${name.fn}  a value or function of `name.lua` beside the markdown file
 -- A folder of `markdown.dirs` inside the project (`.prompts`) comes with the repository: its
 -- prompts load only once the user trusts the project (prompts/trust.lua asks, once), and
@@ -120,6 +120,7 @@ function M.context(buf, line1, line2, visual)
     buftype = vim.bo[buf].buftype,
     filetype = vim.bo[buf].filetype,
     filename = vim.api.nvim_buf_get_name(buf),
+    buffer_name = require("codecompanion_py.words").buffer_name(buf), -- its file, or "buffer N"
     cursor_pos = cursor,
     start_line = line1,
     end_line = line2,
@@ -134,12 +135,14 @@ function M.context(buf, line1, line2, visual)
   }
 end
 
--- `${context.x}` and `${file.fn}` in `text`.
+-- `${context.x}` and `${file.fn}` in `text`; a helper function that fails is named in the
+-- text, and its error added to `failed`.
 ---@param text string
 ---@param item codecompanion_py.PromptItem
 ---@param context table
+---@param failed? string[]
 ---@return string
-function M.expand(text, item, context)
+function M.expand(text, item, context, failed)
   return (text:gsub("%${([%w_]+)%.([%w_]+)}", function(scope, key)
     if scope == "context" then
       local value = context[key]
@@ -151,19 +154,23 @@ function M.expand(text, item, context)
     local value = ok and type(module) == "table" and module[key] or nil
     if type(value) == "function" then
       local called, result = pcall(value, { context = context, item = item })
+      if not called then table.insert(failed or {}, tostring(result)) end
       value = called and result or ("[" .. scope .. "." .. key .. " failed: " .. tostring(result) .. "]")
     end
     return value ~= nil and tostring(value) or ("${" .. scope .. "." .. key .. "}")
   end))
 end
 
--- The messages of a prompt list for `context`: { role, content } with conditions applied.
+-- The messages of a prompt list for `context`: { role, content } with conditions applied,
+-- and the first error of a helper that failed (the prompt is not worth sending: a helper may
+-- fail on purpose, as commit.lua does when nothing is staged).
 ---@param item codecompanion_py.PromptItem
 ---@param prompts codecompanion_py.PromptMessage[]?
 ---@param context table
 ---@return { role: string, content: string, opts: table? }[]
+---@return string? failed
 function M.messages(item, prompts, context)
-  local out = {}
+  local out, failed = {}, {}
   for _, prompt in ipairs(prompts or {}) do
     local keep = prompt.condition == nil or (type(prompt.condition) == "function" and prompt.condition(context))
     if keep then
@@ -172,12 +179,12 @@ function M.messages(item, prompts, context)
         content = content(context)
       end
       if type(content) == "string" and content ~= "" then
-        table.insert(out, { role = prompt.role or "user", content = M.expand(content, item, context),
+        table.insert(out, { role = prompt.role or "user", content = M.expand(content, item, context, failed),
           opts = prompt.opts })
       end
     end
   end
-  return out
+  return out, failed[1]
 end
 
 -- An item fits where the user is: its `opts.modes` (e.g. { "v" }) and `condition`.
@@ -186,11 +193,8 @@ end
 ---@return boolean
 function M.fits(item, context)
   local modes = item.opts.modes
-  if type(modes) == "table" and #modes > 0 then
-    local mode = context.is_visual and "v" or "n"
-    if not vim.tbl_contains(modes, mode) then
-      return false
-    end
+  if type(modes) == "table" and #modes > 0 and not vim.tbl_contains(modes, context.is_visual and "v" or "n") then
+    return false
   end
   if type(item.condition) == "function" then
     local ok, fits = pcall(item.condition, context)

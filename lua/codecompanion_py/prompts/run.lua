@@ -4,15 +4,19 @@ local prompts = require("codecompanion_py.prompts")
 
 local M = {}
 
+-- `opts.adapter`: a name, or { name, model }.
 local function adapter_of(item)
   local spec = item.opts.adapter
-  if type(spec) == "table" then
-    return spec.name, spec.model
-  end
+  if type(spec) == "table" then return spec.name, spec.model end
   return spec, nil
 end
 
-local function split(messages)
+-- The system and user text of prompts `list`; nothing when a helper failed (said in one line).
+local function split(item, list, context)
+  local messages, failed = prompts.messages(item, list, context)
+  if failed then
+    return vim.notify(("CodeCompanion: %s: %s"):format(item.name, failed), vim.log.levels.WARN)
+  end
   local system, user = {}, {}
   for _, message in ipairs(messages) do
     table.insert(message.role == "system" and system or user, message.content)
@@ -25,17 +29,14 @@ end
 ---@param list codecompanion_py.PromptMessage[]
 ---@param context table prompts.context()
 ---@param extra string? words typed after `/alias`
----@return table chat
+---@return table? chat nil when a helper of the prompt failed
 function M.chat(item, list, context, extra)
-  local system, user = split(prompts.messages(item, list, context))
+  local system, user = split(item, list, context)
+  if not system then return nil end
   if extra and extra ~= "" then
     user = user ~= "" and (user .. "\n\n" .. extra) or extra
   end
   local adapter, model = adapter_of(item)
-  local tools = item.tools
-  if tools == "none" then
-    tools = nil
-  end
   return require("codecompanion_py.chat").open({
     adapter = adapter,
     model = model,
@@ -43,13 +44,14 @@ function M.chat(item, list, context, extra)
     submit = item.opts.auto_submit == true and user ~= "",
     system_prompts = system,
     ignore_system_prompt = item.opts.ignore_system_prompt == true,
-    tools = type(tools) == "table" and tools or nil,
+    tools = type(item.tools) == "table" and item.tools or nil, -- not "none"
     context = { bufnr = context.bufnr, filetype = context.filetype },
   })
 end
 
 local function inline(item, context, extra)
-  local system, user = split(prompts.messages(item, item.prompts, context))
+  local system, user = split(item, item.prompts, context)
+  if not system then return end
   local text = table.concat(vim.list_extend(system, { user, extra or "" }), "\n\n")
   local adapter, model = adapter_of(item)
   if vim.api.nvim_buf_is_valid(context.bufnr) then

@@ -8,6 +8,7 @@
 local api = vim.api
 local prompts = require("codecompanion_py.prompts")
 local run = require("codecompanion_py.prompts.run")
+local words = require("codecompanion_py.words")
 
 local M = {}
 
@@ -71,7 +72,8 @@ local function next_step(flow)
   local step = flow.item.prompts[flow.index]
   if step and step.repeat_until and not holds(step.repeat_until, flow) then
     if flow.repeats >= flow.max_repeats then
-      return nil, ("stopped: step %d did not get there in %d repeats"):format(flow.index, flow.max_repeats)
+      return nil,
+        ("stopped: step %d did not get there in %s"):format(flow.index, words.count(flow.max_repeats, "repeat"))
     end
     flow.repeats = flow.repeats + 1
     return flow.index
@@ -124,6 +126,7 @@ function M.start(item, context)
   end
   local chat = run.chat(vim.tbl_extend("force", item, { opts = vim.tbl_extend("force", item.opts,
     { auto_submit = true }) }), first, context)
+  if not chat then return nil end -- a helper failed, and said so
   local flow = {
     item = item,
     chat = chat,
