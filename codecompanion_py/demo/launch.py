@@ -114,7 +114,8 @@ def choose_adapter() -> Choice:
         return Choice("demo")
     schema = f"{{ model = {{ default = {_lua_str(model)} }} }}"
     definition = f'require("codecompanion_py.adapters").extend("ollama", {{ schema = {schema} }})'
-    return Choice("ollama", definition, f"make demo: ollama {model}, as Ollama answers (stop it for the offline demo)")
+    shown = "".join(c if c.isprintable() else "?" for c in model)  # the server's text, on a terminal
+    return Choice("ollama", definition, f"make demo: ollama {shown}, as Ollama answers (stop it for the offline demo)")
 
 
 # The demo chat's file tools: the `files` group (read, search, create, edit, delete).
