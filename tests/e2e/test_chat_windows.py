@@ -38,10 +38,12 @@ def hidden(editor) -> list[int]:
 
 
 @pytest.mark.parametrize("layout", ["vertical", "horizontal", "float", "buffer"])
-def test_a_second_chat_takes_the_first_ones_window(editor, layout):
+def test_a_second_chat_takes_the_first_ones_window(editor, layout, tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
     with ServerThread(ScriptedServer.sequence([])) as server:
         window = f'layout = "{layout}", width = 0.4, height = 0.4'
         setup(editor, server.url, chat_config("") + f"display = {{ chat = {{ window = {{ {window} }} }} }},")
+        editor.nvim.command(f"edit {tmp_path / 'a.py'}")
         before = windows(editor)
         editor.nvim.command("CodeCompanionChat")
         first, win = editor.nvim.current.buffer.number, editor.nvim.current.window
@@ -64,6 +66,8 @@ def test_a_second_chat_takes_the_first_ones_window(editor, layout):
         editor.nvim.command("CodeCompanionChat")  # a third: still the one window
         assert editor.nvim.current.window == win and windows(editor) == before + (layout != "buffer")
         assert len(chat_buffers(editor)) == 3 and win.options["wrap"]
+        editor.nvim.command("CodeCompanionChat Toggle")  # hidden: back to the file, not to another chat
+        assert windows(editor) == before and editor.nvim.current.buffer.name.endswith("a.py")
 
 
 def test_a_chat_of_another_layout_hides_the_one_shown(editor):

@@ -57,9 +57,9 @@ function M.open(buf, config, reuse)
   local o = M.options(config)
   local layout = o.layout
   local win = reuse
-  if win then
+  if win then -- the window's alternate stays what it was: hiding the chat goes back to it, not to the other chat
     api.nvim_set_current_win(win)
-    api.nvim_win_set_buf(win, buf)
+    vim.cmd.buffer({ buf, mods = { keepalt = true } })
   elseif layout == "float" then
     local float = vim.tbl_deep_extend("force", o, (config.display and config.display.chat or {}).floating_window or {})
     local width = size(float.width, vim.o.columns) or math.floor(vim.o.columns * 0.5)
