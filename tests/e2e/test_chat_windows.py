@@ -83,6 +83,23 @@ def test_a_chat_of_another_layout_hides_the_one_shown(editor):
         assert windows(editor) == 2
 
 
+def test_a_chat_in_the_last_window_beside_a_float_is_hidden_all_the_same(editor, tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    with ServerThread(ScriptedServer.sequence([])) as server:
+        setup(editor, server.url, chat_config("") + 'display = { chat = { window = { layout = "buffer" } } },')
+        editor.nvim.command(f"edit {tmp_path / 'a.py'}")
+        editor.nvim.command("CodeCompanionChat")
+        first = editor.nvim.current.buffer.number
+        editor.lua(  # another plugin's float: the chat's window is the last that can close, so it cannot
+            "vim.api.nvim_open_win(vim.api.nvim_create_buf(false, true), false,"
+            " { relative = 'editor', row = 1, col = 1, width = 10, height = 2 })"
+        )
+        editor.lua('require("codecompanion").chat({ window_opts = { layout = "float" } })')
+        assert editor.nvim.api.win_get_config(0)["relative"] == "editor" and hidden(editor) == [first]
+        shown = [editor.nvim.api.win_get_buf(w).number for w in editor.nvim.api.list_wins()]
+        assert first not in shown and editor.nvim.call("bufnr", str(tmp_path / "a.py")) in shown
+
+
 def test_history_picks_share_one_window_and_an_open_chat_is_shown_not_opened_again(editor, tmp_path):
     folder = tmp_path / "history"
     saved_chat(folder, "20250101-000000-aaaa", "Rivers")

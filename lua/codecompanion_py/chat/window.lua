@@ -114,14 +114,12 @@ function M.visible(buf)
   return #M.windows(buf) > 0
 end
 
--- Hide `buf`'s windows in this tab: closed, or when one is the last window, showing
--- another buffer (the alternate, else an empty one). The buffer stays.
+-- Hide `buf`'s windows in this tab: closed, or when one cannot close (the last window but
+-- floats), showing another buffer (the alternate, else an empty one). The buffer stays.
 ---@param buf integer
 function M.hide(buf)
   for _, win in ipairs(M.windows(buf)) do
-    if #api.nvim_tabpage_list_wins(0) > 1 then
-      api.nvim_win_close(win, false)
-    else
+    if #api.nvim_tabpage_list_wins(0) == 1 or not pcall(api.nvim_win_close, win, false) then
       local other = vim.fn.bufnr("#")
       local usable = other > 0 and other ~= buf and api.nvim_buf_is_valid(other)
       api.nvim_win_set_buf(win, usable and other or api.nvim_create_buf(true, false))
