@@ -36,13 +36,19 @@ local function request(method, payload)
   return result
 end
 
--- Reopen a saved chat by its id.
+-- Reopen a saved chat by its id; one open already (it writes to that saved chat) is shown instead.
 ---@param id string
 ---@return CodeCompanionChat|nil
 function M.open(id)
+  local chats = require("codecompanion_py.chat")
+  for _, chat in pairs(chats.chats) do
+    if chat.open_payload.history_id == id or chat.open_payload.resume_id == id then
+      chats.show_chat(chat)
+      return chat
+    end
+  end
   local saved = request("history.load", { id = id })
-  return saved
-    and require("codecompanion_py.chat").open({ adapter = saved.adapter, model = saved.model, saved = saved })
+  return saved and chats.open({ adapter = saved.adapter, model = saved.model, saved = saved })
 end
 
 ---@param entry table

@@ -36,6 +36,12 @@ def start(nvim_home, monkeypatch, data_home) -> tuple[Editor, int]:
     return editor, nvim.call("getpid")
 
 
+def close_chat(editor) -> None:
+    """<C-c>: the chat is gone (only hidden, a pick would show it again, not reopen it)."""
+    editor.lua("require('codecompanion_py.chat').close(vim.api.nvim_get_current_buf())")
+    editor.wait_event("CodeCompanionChatClosed")
+
+
 def test_a_chat_is_saved_and_carried_on_after_neovim_restarts(nvim_home, monkeypatch, tmp_path):
     data = tmp_path / "data"
     replies = [reply("Paris."), reply("About 2.1 million."), reply("The Seine.")]
@@ -140,7 +146,7 @@ def test_a_reopened_chat_goes_on_with_another_adapter(editor, tmp_path):
         editor.nvim.command("CodeCompanionChat")
         send(editor, "Capital of France?", 1)
         send(editor, "Sky colour?", 2)
-        editor.nvim.command("close")
+        close_chat(editor)
         editor.lua(PICK_FIRST)
         editor.nvim.command("CodeCompanionHistory")
         editor.wait_for(lambda: "Sky colour?" in editor.text(), what="reopened")
@@ -178,7 +184,7 @@ def test_an_agent_chat_reopens_in_its_own_session(editor, tmp_path):
     saved = editor.wait_for(lambda: list(folder.glob("[!.]*.json")) or None, what="the saved chat")
     record = json.loads(saved[0].read_text())
     assert record["adapter"] == "fake" and record["session_id"] == "sess-1"
-    editor.nvim.command("close")
+    close_chat(editor)
     editor.lua(PICK_FIRST)
     editor.nvim.command("CodeCompanionHistory")
     editor.wait_for(lambda: "echo: hello there" in editor.text(), what="reopened")

@@ -46,7 +46,7 @@ local function cycle(chat, step)
   for i, other in ipairs(#list > 1 and list or {}) do
     if other == chat then
       local target = list[(i - 1 + step) % #list + 1]
-      api.nvim_win_set_buf(0, target.bufnr)
+      vim.cmd.buffer({ target.bufnr, mods = { keepalt = true } }) -- hiding the chat goes back to the alternate
       chat_module().last = target.bufnr
       config.fire("ChatOpened", { bufnr = target.bufnr, id = target.bufnr })
       return

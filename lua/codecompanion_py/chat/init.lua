@@ -294,7 +294,8 @@ function M.last_chat()
   return M.last and M.chats[M.last] or list[#list]
 end
 
--- Show a chat that exists: focus its window in this tab, or open one.
+-- Show a chat that exists: focus its window in this tab, or take the window of the chat shown
+-- in it, or open one.
 ---@param chat CodeCompanionChat
 ---@param window_opts? table `display.chat.window` for this window
 ---@return integer win
@@ -309,7 +310,16 @@ function M.show_chat(chat, window_opts)
   if window_opts then
     cfg = vim.tbl_deep_extend("force", cfg, { display = { chat = { window = window_opts } } })
   end
-  local win = window.open(chat.bufnr, cfg)
+  local reuse = window.reusable(cfg, function(buf) return M.chats[buf] ~= nil end)
+  local replaced = reuse and api.nvim_win_get_buf(reuse)
+  for buf, other in pairs(M.chats) do -- one chat window a tab, never one more split: the others hide
+    if buf == replaced then
+      config.fire("ChatHidden", { bufnr = buf, id = buf })
+    else
+      M.hide(other)
+    end
+  end
+  local win = window.open(chat.bufnr, cfg, reuse)
   -- Set in each new window, as CodeCompanion does: an ftplugin's `setlocal` is this window's.
   vim.bo[chat.bufnr].filetype = "codecompanion"
   pcall(api.nvim_win_set_cursor, win, { api.nvim_buf_line_count(chat.bufnr), 0 })

@@ -6,6 +6,8 @@
 --   border, relative, row, col, title   the float's
 --   opts         window-local options
 -- A hidden chat keeps its buffer (and its state and stream); showing it again reuses it.
+-- One chat window a tab, as in CodeCompanion: a chat opened while another shows takes its
+-- window when both have the same layout (`w:codecompanion_layout`), else the other is hidden.
 local api = vim.api
 
 local M = {}
@@ -21,10 +23,9 @@ M.DEFAULTS = {
 }
 
 local function size(value, total)
-  if type(value) ~= "number" then
-    return nil
+  if type(value) == "number" then
+    return value <= 1 and math.floor(total * value) or math.floor(value)
   end
-  return value <= 1 and math.floor(total * value) or math.floor(value)
 end
 
 ---@param config table
@@ -34,15 +35,32 @@ function M.options(config)
   return vim.tbl_deep_extend("force", vim.deepcopy(M.DEFAULTS), display.window or {})
 end
 
--- Open a window on `buf` as the options say; returns the window.
+-- A window of this tab showing a chat (`is_chat(buf)`) that a chat of this config's layout may take.
+---@param config table
+---@param is_chat fun(buf: integer): boolean
+---@return integer|nil win
+function M.reusable(config, is_chat)
+  local layout = M.options(config).layout
+  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
+    if vim.w[win].codecompanion_layout == layout and is_chat(api.nvim_win_get_buf(win)) then
+      return win
+    end
+  end
+end
+
+-- Show `buf` in `reuse` (from M.reusable), else in a window opened as the options say; returns the window.
 ---@param buf integer
 ---@param config table
+---@param reuse? integer
 ---@return integer win
-function M.open(buf, config)
+function M.open(buf, config, reuse)
   local o = M.options(config)
   local layout = o.layout
-  local win
-  if layout == "float" then
+  local win = reuse
+  if win then -- the window's alternate stays what it was: hiding the chat goes back to it, not to the other chat
+    api.nvim_set_current_win(win)
+    vim.cmd.buffer({ buf, mods = { keepalt = true } })
+  elseif layout == "float" then
     local float = vim.tbl_deep_extend("force", o, (config.display and config.display.chat or {}).floating_window or {})
     local width = size(float.width, vim.o.columns) or math.floor(vim.o.columns * 0.5)
     local height = size(float.height, vim.o.lines) or math.floor(vim.o.lines * 0.8)
@@ -76,6 +94,7 @@ function M.open(buf, config)
     win = api.nvim_get_current_win()
     api.nvim_win_set_buf(win, buf)
   end
+  vim.w[win].codecompanion_layout = layout
   for name, value in pairs(o.opts or {}) do
     pcall(api.nvim_set_option_value, name, value, { scope = "local", win = win })
   end
@@ -86,13 +105,7 @@ end
 ---@param buf integer
 ---@return integer[]
 function M.windows(buf)
-  local out = {}
-  for _, win in ipairs(api.nvim_tabpage_list_wins(0)) do
-    if api.nvim_win_get_buf(win) == buf then
-      table.insert(out, win)
-    end
-  end
-  return out
+  return vim.tbl_filter(function(win) return api.nvim_win_get_buf(win) == buf end, api.nvim_tabpage_list_wins(0))
 end
 
 ---@param buf integer
@@ -101,20 +114,15 @@ function M.visible(buf)
   return #M.windows(buf) > 0
 end
 
--- Hide `buf`'s windows in this tab: closed, or when one is the last window, showing
--- another buffer (the alternate, else an empty one). The buffer stays.
+-- Hide `buf`'s windows in this tab: closed, or when one cannot close (the last window but
+-- floats), showing another buffer (the alternate, else an empty one). The buffer stays.
 ---@param buf integer
 function M.hide(buf)
   for _, win in ipairs(M.windows(buf)) do
-    if #api.nvim_tabpage_list_wins(0) > 1 then
-      api.nvim_win_close(win, false)
-    else
+    if #api.nvim_tabpage_list_wins(0) == 1 or not pcall(api.nvim_win_close, win, false) then
       local other = vim.fn.bufnr("#")
-      if other > 0 and other ~= buf and api.nvim_buf_is_valid(other) then
-        api.nvim_win_set_buf(win, other)
-      else
-        api.nvim_win_set_buf(win, api.nvim_create_buf(true, false))
-      end
+      local usable = other > 0 and other ~= buf and api.nvim_buf_is_valid(other)
+      api.nvim_win_set_buf(win, usable and other or api.nvim_create_buf(true, false))
     end
   end
 end
