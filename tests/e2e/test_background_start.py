@@ -6,6 +6,7 @@ Neovim here has no remote-plugin manifest, so the engine runs as the plugin's ow
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pynvim
 import pytest
 
 from codecompanion_py.demo.launch import nvim_binary, write_init
-from tests.e2e.conftest import RECORD_EVENTS, Editor, quit_nvim
+from tests.e2e.conftest import RECORD_EVENTS, Editor, _exited, quit_nvim
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.nvim
 
@@ -37,7 +39,8 @@ def start_nvim(tmp_path, monkeypatch):
 
     yield start
     for nvim, pid in started:
-        quit_nvim(nvim, pid)
+        with contextlib.suppress(Exception):  # a test may have quit it already
+            quit_nvim(nvim, pid)
 
 
 def flush(editor: Editor) -> None:
@@ -101,3 +104,15 @@ def test_a_command_sent_while_the_engine_starts_runs_once_it_is_ready(start_nvim
     assert done["data"]["status"] == "success"
     assert "Hello from the **demo** adapter" in editor.text()
     assert editor.lua(HOST)["pid"] == host["pid"]  # one host: the command did not start a second
+
+
+def test_quitting_while_the_engine_starts_leaves_no_host_behind(start_nvim, tmp_path):
+    python = tmp_path / "never-python"  # a host that never gets past its start
+    python.write_text("#!/bin/sh\nwhile :; do sleep 0.02; done\n")
+    python.chmod(0o755)
+    editor = start_nvim(f'{{ opts = {{ python = "{python}" }} }}')
+    editor.nvim.ui_attach(80, 24, rgb=True)
+    host = editor.wait_for(lambda: editor.lua(HOST), what="the engine's host to start")
+
+    quit_nvim(editor.nvim, editor.nvim.call("getpid"))
+    wait_until(lambda: _exited(host["pid"]), 10, "the starting host to go with Neovim")
