@@ -1,7 +1,7 @@
 """The engine as an RPC job of Neovim's own: `<venv python> -m codecompanion_py.nvim.host`.
 
-`lua/codecompanion_py/rpc.lua` starts this with `jobstart({...}, {rpc = true})` on first
-use, from the plugin's venv, so `g:python3_host_prog` and `:UpdateRemotePlugins` play no
+`lua/codecompanion_py/rpc.lua` starts this with `jobstart({...}, {rpc = true})` once a UI
+is up (or on first use), from the plugin's venv, so `g:python3_host_prog` and `:UpdateRemotePlugins` play no
 part. It serves the two calls the remote plugin (`plugin.py`) serves, under two names:
 
 - `rpcnotify(chan, "notify", method, payload)`: `Engine.dispatch`, fire and forget;

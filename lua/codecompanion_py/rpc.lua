@@ -4,7 +4,7 @@
 -- Each method and its payload's fields are a struct of codecompanion_py/calls.py, which the
 -- engine decodes once: a new method needs one there (tests/test_calls.py checks).
 --
--- The engine runs in one of two hosts, chosen on first use:
+-- The engine runs in one of two hosts, chosen on first use (or once a UI is up: start_in_background):
 --   * its own, an RPC job started from the plugin's venv (`<plugin root>/.venv`, made by build.lua or
 --     :CodeCompanionInstall; `opts.python` names another Python): `python -m codecompanion_py.nvim.host`.
 --     g:python3_host_prog and :UpdateRemotePlugins play no part. A host that dies is noticed: the user is
