@@ -28,6 +28,7 @@ the report says why and the rest runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -168,12 +169,15 @@ class Run:
         return (first - start) / 1e6
 
     def close(self) -> None:
-        try:
-            self.nvim.command("qa!")
-        except Exception:  # the child exits while answering
-            pass
-        self.nvim.close()
+        quit_child(self.nvim)
         shutil.rmtree(self.home, ignore_errors=True)
+
+
+def quit_child(nvim: pynvim.Nvim) -> None:
+    """`:qa!` to a Neovim child of ours, then its channel closed."""
+    with contextlib.suppress(Exception):  # the child exits while answering
+        nvim.command("qa!")
+    nvim.close()
 
 
 def bench_cold_start(url: str, nvim: str, runs: int = 7) -> dict:
