@@ -110,7 +110,11 @@ def checkout(name: str, path_var: str, git_var: str, url: str, ref: str | None =
         shutil.rmtree(dest, ignore_errors=True)
         source = os.environ.get(git_var, url)
         clone = subprocess.run(
-            ["git", "clone", "--quiet", source, str(dest)], capture_output=True, text=True, timeout=300
+            ["git", "clone", "--quiet", source, str(dest)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},  # offline or no such repository: fail, never ask
         )
         if clone.returncode != 0:
             shutil.rmtree(dest, ignore_errors=True)
@@ -198,6 +202,8 @@ def bench_cold_start(url: str, nvim: str, runs: int = 7) -> dict:
     skipped = {}
     try:
         cc, plenary = codecompanion_checkouts()
+        described = subprocess.run(["git", "-C", str(cc), "describe", "--tags"], capture_output=True, text=True)
+        version = described.stdout.strip() or "of unknown version"
         theirs = THEIRS_INIT.format(plenary=lua_str(plenary), codecompanion=lua_str(cc), url=lua_str(url))
         variants["codecompanion_right_after_start"] = (theirs, 0.0, chat)
         variants["codecompanion_after_1s_idle"] = (theirs, 1.0, chat)
@@ -213,6 +219,8 @@ def bench_cold_start(url: str, nvim: str, runs: int = 7) -> dict:
                 run.close()
     result: dict = {name: statistics.median(values) for name, values in times.items()}
     result.update(runs=times, skipped=skipped)
+    if not skipped:
+        result["codecompanion_version"] = version
     return result
 
 
@@ -277,7 +285,8 @@ def report_lines(cold: dict, cost: dict | None = None) -> list[str]:
         lines.append(f"     CodeCompanion.nvim: skipped ({cold['skipped']['codecompanion']})")
     else:
         lines.append(
-            f"     CodeCompanion.nvim: {fmt('codecompanion_right_after_start')} issued right after start, "
+            f"     CodeCompanion.nvim {cold['codecompanion_version']}: {fmt('codecompanion_right_after_start')} "
+            "issued right after start, "
             f"{fmt('codecompanion_after_1s_idle')} after 1 s idle"
         )
     lines.append(
