@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 from typing import Any
 
 import pynvim
 
 from ..engine import Engine, yield_to_editor
+from ..http1 import verified_tls
 from ..scrubber import scrub_logs
 from .channel import NvimChannel
 
@@ -79,6 +81,8 @@ def main() -> None:
     # its priority when the engine runs there as a remote plugin.)
     yield_to_editor()
     host = Host(nvim)
+    # An https chat's certificates, loaded while the user has not asked anything yet
+    threading.Thread(target=verified_tls, name="tls-ahead", daemon=True).start()
     # What is loaded by now lives as long as the host: kept out of the collector's sight, a
     # full collection takes 0.4 ms instead of 10 (a pause that could land in a reply).
     gc.freeze()
