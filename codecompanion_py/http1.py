@@ -23,6 +23,7 @@ TLS still verified against the name.
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -222,6 +223,29 @@ def _expire(waiter: asyncio.Future[None]) -> None:
         waiter.set_exception(TimeoutError())
 
 
+def _tls_context(verify: bool) -> ssl.SSLContext:
+    context = httpx.create_ssl_context(verify=verify)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+# The verifying context, one for every transport while the certificates it read stay named
+# the same (SSL_CERT_FILE, SSL_CERT_DIR, else certifi's).
+_verified: tuple[tuple[str | None, str | None], ssl.SSLContext] | None = None
+
+
+def verified_tls() -> ssl.SSLContext:
+    """The SSL context that verifies servers. The engine's host makes it ahead, on a thread
+    (loading the certificates lets other threads run), so that the first https chat does not
+    wait 20 ms for it."""
+    global _verified
+    names = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    made = _verified
+    if made is None or made[0] != names:
+        made = _verified = (names, _tls_context(True))
+    return made[1]
+
+
 class Http1Transport(httpx.AsyncBaseTransport):
     def __init__(
         self,
@@ -298,8 +322,7 @@ class Http1Transport(httpx.AsyncBaseTransport):
         """httpx's SSL context (certifi, SSL_CERT_FILE...), made when first needed: loading the
         certificates takes 20 ms, which a chat with a local model over http never waits for."""
         if self._ssl_context is None:
-            self._ssl_context = httpx.create_ssl_context(verify=self._verify)
-            self._ssl_context.set_alpn_protocols(["http/1.1"])
+            self._ssl_context = verified_tls() if self._verify else _tls_context(False)
         return self._ssl_context
 
     def _take_idle(self, key: tuple[str, str, int]) -> _Connection | None:

@@ -9,11 +9,12 @@ import gzip
 import ssl
 from collections.abc import Awaitable, Callable
 
+import certifi
 import httpx
 import pytest
 
 from codecompanion_py.client import HttpClient
-from codecompanion_py.http1 import ChunkedDecoder, Http1Transport
+from codecompanion_py.http1 import ChunkedDecoder, Http1Transport, verified_tls
 
 
 def chunked(*pieces: bytes, trailer: bytes = b"") -> bytes:
@@ -231,6 +232,17 @@ async def test_tls_is_verified_unless_turned_off(tls_server_context):
                 await http.get(server.url)
         async with httpx.AsyncClient(transport=Http1Transport(verify=False)) as http:
             assert (await http.get(server.url)).text == "secret"
+
+
+def test_the_verifying_context_is_made_once_for_the_certificates_it_names(monkeypatch):
+    # the engine's host makes it ahead of the first https chat: every transport must then use it
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    made = verified_tls()
+    assert verified_tls() is made and Http1Transport()._tls() is made
+    assert Http1Transport(verify=False)._tls() is not made
+    monkeypatch.setenv("SSL_CERT_FILE", certifi.where())  # other certificates: made again
+    assert verified_tls() is not made and Http1Transport()._tls() is verified_tls()
 
 
 def test_a_proxy_keeps_httpx_transport(monkeypatch):

@@ -1,5 +1,5 @@
 """The layering docs/ARCHITECTURE.md promises: only `nvim/` imports pynvim, and the
-canonical model imports nothing of ours but itself."""
+canonical model imports nothing of ours but itself; and what the host's start leaves out."""
 
 from __future__ import annotations
 
@@ -27,6 +27,15 @@ def test_nothing_outside_nvim_imports_pynvim():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_the_hosts_start_leaves_the_agent_stack_to_the_first_agent_chat():
+    # the engine's host is on the clock of every cold start; an HTTP chat never needs this
+    code = "import sys, codecompanion_py.nvim.host\nprint(sorted(sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "codecompanion_py.engine" in result.stdout
+    assert "codecompanion_py.chat.acp.session" not in result.stdout
+    assert "codecompanion_py.acp.client" not in result.stdout
 
 
 def test_the_canonical_model_imports_only_itself():

@@ -22,7 +22,6 @@ from ..messages import Message
 from ..tools.workspace import Workspace
 from ..ui.editor import PendingCalls, SinkEditor
 from ..ui.sink import Sink
-from .acp.session import AcpChatSession
 from .protocol import Session
 from .session import ChatSession
 
@@ -73,6 +72,8 @@ class SessionFactory:
                 agent.select(command)
             if model:  # chosen once the agent's session says which models it has
                 agent.defaults["model"] = model
+            from .acp.session import AcpChatSession  # the ACP stack, loaded by the first agent chat only
+
             return AcpChatSession(
                 chat_id,
                 agent,

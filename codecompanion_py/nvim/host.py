@@ -1,7 +1,7 @@
 """The engine as an RPC job of Neovim's own: `<venv python> -m codecompanion_py.nvim.host`.
 
-`lua/codecompanion_py/rpc.lua` starts this with `jobstart({...}, {rpc = true})` on first
-use, from the plugin's venv, so `g:python3_host_prog` and `:UpdateRemotePlugins` play no
+`lua/codecompanion_py/rpc.lua` starts this with `jobstart({...}, {rpc = true})` once a UI
+is up (or on first use), from the plugin's venv, so `g:python3_host_prog` and `:UpdateRemotePlugins` play no
 part. It serves the two calls the remote plugin (`plugin.py`) serves, under two names:
 
 - `rpcnotify(chan, "notify", method, payload)`: `Engine.dispatch`, fire and forget;
@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 from typing import Any
 
 import pynvim
 
 from ..engine import Engine, yield_to_editor
+from ..http1 import verified_tls
 from ..scrubber import scrub_logs
 from .channel import NvimChannel
 
@@ -79,6 +81,8 @@ def main() -> None:
     # its priority when the engine runs there as a remote plugin.)
     yield_to_editor()
     host = Host(nvim)
+    # An https chat's certificates, loaded while the user has not asked anything yet
+    threading.Thread(target=verified_tls, name="tls-ahead", daemon=True).start()
     # What is loaded by now lives as long as the host: kept out of the collector's sight, a
     # full collection takes 0.4 ms instead of 10 (a pause that could land in a reply).
     gc.freeze()

@@ -1,6 +1,7 @@
 -- Public entry: require("codecompanion_py").setup(opts).
--- The options are kept here and sent to the Python engine on first use, so setup()
--- costs nothing at startup (the Python host starts only when a chat opens).
+-- The options are kept here and sent to the Python engine on first use. setup() costs
+-- Neovim nothing at startup: the engine's host starts in its own process once a UI is up
+-- (rpc.start_in_background), or on first use with `opts.background_start = false`.
 local M = {}
 
 M.defaults = {
@@ -24,7 +25,9 @@ function M.setup(opts)
   M.user_opts = opts or {}
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), M.user_opts)
   require("codecompanion_py.config_check").report(M.user_opts)
-  require("codecompanion_py.rpc").config_changed()
+  local rpc = require("codecompanion_py.rpc")
+  rpc.config_changed()
+  rpc.start_in_background(M.config.opts or {})
 end
 
 -- `interactions.chat.<key>`, else the older spelling `strategies.chat.<key>`.

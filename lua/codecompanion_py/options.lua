@@ -202,7 +202,8 @@ M.SPEC = {
     opts = honoured({ "default_servers", "acp_enabled", "timeout" }),
   },
   extensions = "CodeCompanion's extensions are Lua modules of its own and cannot load here",
-  opts = honoured({ "log_level", "language", "send_code", "python" }, { -- python: this plugin's own, the engine's
+  -- python, background_start: this plugin's own, for the engine's host
+  opts = honoured({ "log_level", "language", "send_code", "python", "background_start" }, {
     submit_delay = "a prompt given to a new chat is sent at once here",
     per_project_config = "per-project config files are not read here",
     triggers = TRIGGERS,

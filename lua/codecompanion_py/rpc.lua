@@ -4,7 +4,7 @@
 -- Each method and its payload's fields are a struct of codecompanion_py/calls.py, which the
 -- engine decodes once: a new method needs one there (tests/test_calls.py checks).
 --
--- The engine runs in one of two hosts, chosen on first use:
+-- The engine runs in one of two hosts, chosen on first use (or once a UI is up: start_in_background):
 --   * its own, an RPC job started from the plugin's venv (`<plugin root>/.venv`, made by build.lua or
 --     :CodeCompanionInstall; `opts.python` names another Python): `python -m codecompanion_py.nvim.host`.
 --     g:python3_host_prog and :UpdateRemotePlugins play no part. A host that dies is noticed: the user is
@@ -59,8 +59,7 @@ end
 function M.install()
   local chunk, err = loadfile(ROOT .. "/build.lua")
   if not chunk then
-    vim.notify("CodeCompanion: " .. tostring(err), vim.log.levels.ERROR)
-    return
+    return vim.notify("CodeCompanion: " .. tostring(err), vim.log.levels.ERROR)
   end
   chunk()
 end
@@ -151,13 +150,27 @@ end
 
 -- The engine's channel (its host started when needed), or nil when the remote plugin serves.
 local function connect()
-  if host.chan then
+  if host.chan or rplugin_registered() then
     return host.chan
   end
-  if rplugin_registered() then
-    return nil
-  end
   return start_host()
+end
+
+-- Once a UI is up (a TUI or a GUI, not a headless script), the engine's host starts while the
+-- user has not typed a command yet, so the first one finds it ready (`opts.background_start`,
+-- on unless false). A command sent meanwhile waits in the channel until the host reads it.
+-- Quiet when there is no engine to start (the first command says so); one that fails says why.
+---@param opts table the `opts` of the config
+---@return nil
+function M.start_in_background(opts)
+  local group = vim.api.nvim_create_augroup("codecompanion_py_start", {}) -- one at most, however often setup() runs
+  local start = function() vim.schedule(function() pcall(connect) end) end
+  if opts.background_start == false then
+    return
+  elseif #vim.api.nvim_list_uis() > 0 then
+    return start()
+  end
+  vim.api.nvim_create_autocmd("UIEnter", { group = group, once = true, callback = start })
 end
 
 -- Agents are processes of the engine's: they must not outlive Neovim.
