@@ -19,7 +19,7 @@ MCP_STAMP := $(VENV)/agents/.mcp-installed
 
 LUA_FILES := $(shell find lua plugin -name "*.lua" | sort) build.lua
 
-.PHONY: test lint demo bench venv agents clean
+.PHONY: test lint demo bench figures venv agents clean
 
 venv: $(STAMP)
 
@@ -68,6 +68,10 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) bench/run.py
+
+# The README's and docs/BENCHMARKS.md's figures from the last `make bench`.
+figures:
+	$(PY) scripts/refresh_figures.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -4,6 +4,7 @@ that cites nothing the reader cannot see, links that lead somewhere, figures tha
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import subprocess
 from pathlib import Path
@@ -71,3 +72,16 @@ def test_make_test_lists_the_reason_of_every_skip():
         ["make", "-n", "test", "AGENTS=0"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
     assert re.search(r"-m pytest .*-rs", recipe), recipe
+
+
+def test_refreshed_figures_keep_their_decimals_and_a_missing_key_keeps_its_figure():
+    spec = importlib.util.spec_from_file_location("refresh_figures", ROOT / "scripts" / "refresh_figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    refresh = module.refresh
+    page = "a <!-- bench: x.y_s -->60 ms, b <!-- bench: x.z -->1.0 ms, c <!-- bench: gone -->7 ms"
+    missing: list[str] = []
+    text = refresh(page, {"x": {"y_s": 0.0314, "z": 2.345}}, missing)
+    assert text == "a <!-- bench: x.y_s -->31 ms, b <!-- bench: x.z -->2.3 ms, c <!-- bench: gone -->7 ms"
+    assert missing == ["gone"]
