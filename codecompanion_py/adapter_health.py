@@ -47,6 +47,10 @@ def entries(config: Config, agents: Mapping[str, Any]) -> list[Entry]:
     for name, roles_of in users.items():
         out.append(Entry("info", f"{_joined(roles_of)} {'use' if len(roles_of) > 1 else 'uses'} {name}"))
         out += _checks(config, name, specs[name], agents)
+        not_chat = [role for role in roles_of if role != "chat"]
+        if not_chat and config.adapters.kind(name) == "acp":  # only a chat can talk to an agent
+            fix = [f"Set interactions.{role}.adapter to an HTTP adapter (copilot, openai...)" for role in not_chat]
+            out.append(Entry("error", f"{_joined(not_chat)} cannot use the agent {name}", fix))
     return out
 
 
