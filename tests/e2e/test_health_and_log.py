@@ -18,9 +18,13 @@ from tests.e2e.test_chat_surface import reply, send
 pytestmark = pytest.mark.nvim
 
 KEY = "sk-e2e-log-0123456789abcdefghij"
-MINE = """mine = function()
-  return require("codecompanion.adapters").extend("openai", { env = { api_key = %s } })
-end"""
+# chat with `chat`, inline with Copilot, cmd with `mine`: openai with env.api_key = `key`
+ROLES = """{
+  adapters = { http = { mine = function()
+    return require("codecompanion.adapters").extend("openai", { env = { api_key = "%s" } })
+  end } },
+  interactions = { chat = { adapter = "%s" }, inline = { adapter = "copilot" }, cmd = { adapter = "mine" } },
+}"""
 
 
 @pytest.fixture
@@ -50,6 +54,20 @@ def start(nvim_home, monkeypatch, tmp_path):
         quit_nvim(nvim, pid)
 
 
+def chat_on(editor: Editor, url: str, env: str = "", opts: str = "") -> None:
+    """A chat open on the local server at `url`, with `env` and `opts` added to the config."""
+    editor.lua(f"""require("codecompanion").setup({{
+      adapters = {{ http = {{ testllm = function()
+        return require("codecompanion.adapters").extend("openai_compatible", {{
+          env = {{ url = "{url}", {env} }}, schema = {{ model = {{ default = "test-model" }} }},
+        }})
+      end }} }},
+      interactions = {{ chat = {{ adapter = "testllm" }} }},
+      opts = {{ {opts} }},
+    }})""")
+    editor.nvim.command("CodeCompanionChat")
+
+
 def health(editor: Editor) -> list[str]:
     editor.nvim.command("checkhealth codecompanion")
     return editor.lines()
@@ -68,11 +86,7 @@ def test_checkhealth_errors_when_the_adapters_in_use_cannot_work(start, tmp_path
         ANTHROPIC_API_KEY=None, MY_OWN_VAR=None, GH_COPILOT_TOKEN=None, GITHUB_COPILOT_TOKEN=None,
         XDG_CONFIG_HOME=str(no_login),
     )  # fmt: skip
-    editor.setup(f"""{{
-      adapters = {{ http = {{ {MINE % '"MY_OWN_VAR"'} }} }},
-      interactions = {{ chat = {{ adapter = "anthropic" }}, inline = {{ adapter = "copilot" }},
-        cmd = {{ adapter = "mine" }} }},
-    }}""")
+    editor.setup(ROLES % ("MY_OWN_VAR", "anthropic"))
     lines = health(editor)
     line_of(lines, "the chat interaction uses anthropic")
     assert "ERROR" in line_of(lines, "anthropic: env.api_key: ANTHROPIC_API_KEY is not set")
@@ -92,11 +106,7 @@ def test_checkhealth_is_green_for_keys_that_are_there(start, tmp_path):
         OPENAI_API_KEY="sk-test-not-real", GH_COPILOT_TOKEN=None, GITHUB_COPILOT_TOKEN=None,
         XDG_CONFIG_HOME=str(login),
     )  # fmt: skip
-    editor.setup(f"""{{
-      adapters = {{ http = {{ {MINE % '"cmd:echo not-a-key"'} }} }},
-      interactions = {{ chat = {{ adapter = "openai" }}, inline = {{ adapter = "copilot" }},
-        cmd = {{ adapter = "mine" }} }},
-    }}""")
+    editor.setup(ROLES % ("cmd:echo not-a-key", "openai"))
     lines = health(editor)
     assert "OK" in line_of(lines, "openai: env.api_key: OPENAI_API_KEY is set")
     assert "OK" in line_of(lines, "copilot: a GitHub Copilot login was found")
@@ -109,16 +119,7 @@ def test_checkhealth_is_green_for_keys_that_are_there(start, tmp_path):
 def test_debug_writes_the_log_where_codecompanion_does_keys_masked(start):
     editor = start()
     with ServerThread(ScriptedServer.sequence([reply("Hello from the log test")])) as server:
-        editor.lua(f"""require("codecompanion").setup({{
-          adapters = {{ http = {{ testllm = function()
-            return require("codecompanion.adapters").extend("openai_compatible", {{
-              env = {{ url = "{server.url}", api_key = "{KEY}" }}, schema = {{ model = {{ default = "test-model" }} }},
-            }})
-          end }} }},
-          interactions = {{ chat = {{ adapter = "testllm" }} }},
-          opts = {{ log_level = "DEBUG" }},
-        }})""")
-        editor.nvim.command("CodeCompanionChat")
+        chat_on(editor, server.url, f'api_key = "{KEY}"', 'log_level = "DEBUG"')
         send(editor, f"Is {KEY} safe in the log?", 1)
     log = Path(editor.lua('return vim.fn.stdpath("log")')) / "codecompanion.log"
     text = editor.wait_for(
@@ -139,15 +140,7 @@ def test_debug_writes_the_log_where_codecompanion_does_keys_masked(start):
 def test_at_the_default_level_a_good_chat_writes_no_log(start):
     editor = start()
     with ServerThread(ScriptedServer.sequence([reply("Quiet")])) as server:
-        editor.lua(f"""require("codecompanion").setup({{
-          adapters = {{ http = {{ testllm = function()
-            return require("codecompanion.adapters").extend("openai_compatible", {{
-              env = {{ url = "{server.url}" }}, schema = {{ model = {{ default = "test-model" }} }},
-            }})
-          end }} }},
-          interactions = {{ chat = {{ adapter = "testllm" }} }},
-        }})""")
-        editor.nvim.command("CodeCompanionChat")
+        chat_on(editor, server.url)
         send(editor, "Say nothing to the log", 1)
     assert "Quiet" in editor.text()
     assert not (Path(editor.lua('return vim.fn.stdpath("log")')) / "codecompanion.log").exists()
