@@ -25,7 +25,8 @@ PASTED = {
   interactions = { chat = { adapter = "anthropic", tools = { opts = { auto_submit_errors = true,
     auto_submit_success = true, notify_on_approval = true } }, opts = { wait_timeout = 2e6 } } },
   display = { diff = { enabled = true, threshold_for_chat = 6, word_highlights = { additions = true } },
-    chat = { show_context = true, separator = "─" } },
+    chat = { show_context = true, separator = "─" },
+    action_palette = { width = 95, height = 10, prompt = "Prompt ", opts = { title = "CodeCompanion actions" } } },
   opts = { log_level = "ERROR", submit_delay = 500,
     triggers = { tools = "@", editor_context = "#", slash_commands = "/", acp_slash_commands = "\\\\" } },
 }""",
@@ -108,6 +109,8 @@ def test_options_set_to_codecompanions_defaults_are_never_named(start):
     # a value that does change something is named
     named = editor.lua(f"return {CHECK}.unsupported({{ opts = {{ triggers = {{ tools = '!' }} }} }})")
     assert [item["key"] for item in named] == ["opts.triggers"]
+    named = editor.lua(f"return {CHECK}.unsupported({{ display = {{ action_palette = {{ width = 60 }} }} }})")
+    assert named == [{"key": "display.action_palette.width", "why": "the palette is the picker's own window here"}]
 
 
 def test_what_changes_behaviour_is_named_in_one_line_once(start):
