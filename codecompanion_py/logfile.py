@@ -5,8 +5,9 @@ Levels as CodeCompanion names them, ERROR (its default, and ours) the least said
     ERROR  what failed and was told to the user: a request, a tool, an engine call
     WARN   a failed try that is tried again, a tool that misbehaved
     INFO   each request (method, url, provider, model, size) and its answer's status; each tool call
-    DEBUG  request bodies and replies, tool arguments and results, each cut at `CUT` characters
-    TRACE  each chunk of a streamed reply as it arrives, cut likewise
+    DEBUG  request bodies and replies, tool arguments and results, each message sent to an
+           agent or an MCP server, each cut at `CUT` characters
+    TRACE  each chunk of a streamed reply and each message from an agent as it arrives, cut likewise
 
 CodeCompanion appends to its file for ever; here it is rotated: past `MAX_BYTES` it becomes
 `codecompanion.log.1` (the one older file kept) and a new one begins, so a week of TRACE

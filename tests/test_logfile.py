@@ -3,11 +3,14 @@ every record scrubbed; a request at INFO and DEBUG, over real HTTP on 127.0.0.1.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 
 import pytest
 
 from codecompanion_py import logfile
+from codecompanion_py.acp.jsonrpc import Connection
 from codecompanion_py.client import HttpClient, HttpRequest
 from codecompanion_py.demo.server import sse_reply
 from codecompanion_py.scrubber import KNOWN
@@ -90,3 +93,41 @@ def test_a_record_holds_at_most_a_cut_of_a_body():
     body = ("a" * 10 + KEY) * 2000
     shown = logfile.loggable(body.encode(), [KEY])
     assert len(shown) <= logfile.CUT + 1 and KEY[:8] not in shown
+
+
+class _Pipe:
+    """A writer whose every request is answered on `reader` (a peer that echoes the params)."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def write(self, data: bytes) -> None:
+        sent = json.loads(data)
+        self.reader.feed_data(
+            json.dumps({"jsonrpc": "2.0", "id": sent["id"], "result": sent["params"]}).encode() + b"\n"
+        )
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self.reader.feed_eof()
+
+
+async def test_an_agents_messages_at_debug_and_trace_without_the_key(log_to):
+    path = log_to("TRACE")
+    KNOWN.remember([KEY])
+    reader = asyncio.StreamReader()
+
+    async def nothing(*_args):
+        return None
+
+    peer = Connection(reader, _Pipe(reader), on_request=nothing, on_notification=nothing, name="agent")
+    peer.start()
+    assert await peer.request("session/prompt", {"text": f"use {KEY}"}) == {"text": f"use {KEY}"}
+    await peer.close()
+    lines = path.read_text().splitlines()
+    assert [line.split(" ")[0] for line in lines] == ["[DEBUG]", "[TRACE]"]
+    assert "agent <- " in lines[0] and '"method":"session/prompt"' in lines[0] and "use ***" in lines[0]
+    assert "agent -> " in lines[1] and "use ***" in lines[1]
+    assert KEY not in path.read_text()

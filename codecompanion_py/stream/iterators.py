@@ -244,7 +244,7 @@ class HttpStreamIterator(BaseStreamIterator):
         except httpx.HTTPError as exc:
             raise self._broken(exc) from None
         if log.isEnabledFor(TRACE):
-            log.log(TRACE, "chunk: %s", loggable(chunk))
+            log.log(TRACE, "chunk: %s", loggable(chunk.rstrip()))
         if self._first:
             self._first = False
             # An HTML page, said to be one or looking like one (an SSE stream mislabelled
