@@ -204,7 +204,7 @@ class HttpClient:
                 if response.status_code >= 400:
                     body = await read_at_most(response, ERROR_BODY_LIMIT)
                     error = error_for_status(response.status_code, body, request, headers=response.headers)
-                    log.warning("%s: %s", where(request.url), scrub(str(error), request))
+                    log.info("%s: %s", where(request.url), scrub(str(error), request))  # the caller reports it
                     raise self._retry_or(error, request, attempt, response.status_code, response.headers)
                 opened = True
                 yield response

@@ -3,8 +3,9 @@
 Levels as CodeCompanion names them, ERROR (its default, and ours) the least said:
 
     ERROR  what failed and was told to the user: a request, a tool, an engine call
-    WARN   a failed try that is tried again, a tool that misbehaved
-    INFO   each request (method, url, provider, model, size) and its answer's status; each tool call
+    WARN   a tool that misbehaved, a line an agent sent that is not JSON-RPC
+    INFO   each request (method, url, provider, model, size) and its answer's status (a failed
+           one with its error), each tool call
     DEBUG  request bodies and replies, tool arguments and results, each message sent to an
            agent or an MCP server, each cut at `CUT` characters
     TRACE  each chunk of a streamed reply and each message from an agent as it arrives, cut likewise

@@ -270,7 +270,6 @@ class HttpStreamIterator(BaseStreamIterator):
 
     def _fail(self, error: CodeCompanionError) -> None:
         scrub_error(error, self._request)
-        log.error("%s", error)
         super()._fail(error)
 
     def partial_message(self) -> Message | None:

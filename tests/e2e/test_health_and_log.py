@@ -11,7 +11,7 @@ import pynvim
 import pytest
 
 from codecompanion_py.demo.launch import nvim_binary
-from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from codecompanion_py.demo.server import ScriptedServer, ServerThread, error_reply
 from tests.e2e.conftest import RECORD_EVENTS, Editor, quit_nvim
 from tests.e2e.test_chat_surface import reply, send
 
@@ -137,13 +137,19 @@ def test_debug_writes_the_log_where_codecompanion_does_keys_masked(start):
     assert "request body:" in editor.text()
 
 
-def test_at_the_default_level_a_good_chat_writes_no_log(start):
+def test_at_the_default_level_only_what_failed_is_logged(start):
     editor = start()
-    with ServerThread(ScriptedServer.sequence([reply("Quiet")])) as server:
+    log = Path(editor.lua('return vim.fn.stdpath("log")')) / "codecompanion.log"
+    refused = error_reply(400, "the model refuses this one")
+    with ServerThread(ScriptedServer.sequence([reply("Quiet"), refused])) as server:
         chat_on(editor, server.url)
         send(editor, "Say nothing to the log", 1)
-    assert "Quiet" in editor.text()
-    assert not (Path(editor.lua('return vim.fn.stdpath("log")')) / "codecompanion.log").exists()
+        assert "Quiet" in editor.text()
+        assert not log.exists()
+        send(editor, "Now fail", 2)
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("[ERROR] "), lines  # as CodeCompanion logs its errors
+    assert "the model refuses this one" in lines[0]
 
 
 def test_checkhealth_errors_when_the_chats_agent_is_not_on_path(start, tmp_path):
