@@ -1,7 +1,8 @@
 """The engine's part of `:checkhealth codecompanion_py`, ready to show.
 
-`health.report()` gathers the facts (the CLI prints them as a table or JSON); `sections()`
-words them as vim.health entries, so health.lua only adds what the editor alone knows
+`health.report()` gathers the facts (the CLI prints them as a table or JSON), and
+adapter_health.py checks the adapters the interactions use; `sections()` words them as
+vim.health entries, so health.lua only adds what the editor alone knows
 (CodeCompanion.nvim beside us, ignored options, the engine's process) and hands each entry
 to `vim.health.<level>`. The first section is the Python host's: Lua puts its own lines
 about the engine's process before the engine's.
@@ -19,6 +20,7 @@ from .words import count
 Level = Literal["ok", "warn", "error", "info"]
 
 HOST = "codecompanion_py: Python host"
+IN_USE = "codecompanion_py: the adapters in use"
 ADAPTERS = "codecompanion_py: adapters"
 AGENTS = "codecompanion_py: coding agents (ACP)"
 MCP = "codecompanion_py: MCP servers"
@@ -40,8 +42,14 @@ class Section(msgspec.Struct):
     entries: list[Entry]
 
 
-def sections(report: Mapping[str, Any], mcp_servers: Sequence[Mapping[str, Any]]) -> list[Section]:
-    """`report` (health.report's) and the MCP servers' status as :checkhealth sections."""
+def sections(
+    report: Mapping[str, Any],
+    mcp_servers: Sequence[Mapping[str, Any]],
+    in_use: Sequence[Entry] = (),
+    log: Entry | None = None,
+) -> list[Section]:
+    """`report` (health.report's), the MCP servers' status, the adapters in use
+    (adapter_health.py's) and where the log goes as :checkhealth sections."""
     host = [Entry("ok", f"Python {report['python']} ({report['executable']})")]
     host += [
         Entry("error", f"{pkg} is not installed") if version is None else Entry("ok", f"{pkg} {version}")
@@ -54,17 +62,31 @@ def sections(report: Mapping[str, Any], mcp_servers: Sequence[Mapping[str, Any]]
         Entry("ok", f"{key}: set") if present is True else Entry("info", f"{key}: not set")
         for key, present in sorted(report["keys"].items())
     ]
-    out = [Section(HOST, host), Section(ADAPTERS, adapters), Section(AGENTS, agents)]
+    host += [log] if log else []
+    out = [Section(HOST, host), *([Section(IN_USE, list(in_use))] if in_use else [])]
+    out += [Section(ADAPTERS, adapters), Section(AGENTS, agents)]
     if mcp_servers:
         out.append(Section(MCP, [_server(server) for server in mcp_servers]))
     out.append(Section(KEYS, keys))
     return out
 
 
-def for_lua(report: Mapping[str, Any], mcp_servers: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def for_lua(
+    report: Mapping[str, Any],
+    mcp_servers: Sequence[Mapping[str, Any]],
+    in_use: Sequence[Entry] = (),
+    log: Entry | None = None,
+) -> list[dict[str, Any]]:
     """`sections()` as plain tables for the editor."""
-    result: list[dict[str, Any]] = msgspec.to_builtins(sections(report, mcp_servers))
+    result: list[dict[str, Any]] = msgspec.to_builtins(sections(report, mcp_servers, in_use, log))
     return result
+
+
+def log_entry(path: str | None, level: str) -> Entry:
+    """Where the log is written (logfile.py), as CodeCompanion's :checkhealth says it."""
+    if path is None:
+        return Entry("info", "log: not written (the editor did not say where)")
+    return Entry("info", f"log: {path} (opts.log_level = {level}; open it with :CodeCompanionLog)")
 
 
 def _agent(name: str, agent: Mapping[str, Any]) -> Entry:
@@ -101,4 +123,4 @@ def _server(server: Mapping[str, Any]) -> Entry:
     return Entry("ok", line)
 
 
-__all__ = ["Entry", "Level", "Section", "for_lua", "sections"]
+__all__ = ["Entry", "Level", "Section", "for_lua", "log_entry", "sections"]

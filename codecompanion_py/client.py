@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import logging
 import random
 import re
 import time
@@ -66,10 +67,13 @@ from .errors import (
     ResponseTooLarge,
     TransportError,
 )
+from .logfile import loggable
 from .outbound import ClientSettings, environment_proxies, http_client
 from .scrubber import scrub_secrets, secrets_in
 
 __all__ = ["ClientSettings", "HttpClient", "HttpRequest", "environment_proxies"]
+
+log = logging.getLogger("codecompanion_py.http")
 
 DEFAULT_READ_TIMEOUT = 120.0
 ERROR_BODY_LIMIT = 256 * 1024  # what is read of an error status's body
@@ -186,6 +190,7 @@ class HttpClient:
         status, body not yet read. A failure that another try may fix raises `Retrying`
         while tries are left; any other failure raises its error."""
         check_headers(request)
+        _log_request(request, attempt)
         opened = False
         try:
             async with self._http().stream(
@@ -195,9 +200,11 @@ class HttpClient:
                 headers=request.headers,
                 timeout=self._timeout_for(request),
             ) as response:
+                log.info("%s %s: status %s", request.method, where(request.url), response.status_code)
                 if response.status_code >= 400:
                     body = await read_at_most(response, ERROR_BODY_LIMIT)
                     error = error_for_status(response.status_code, body, request, headers=response.headers)
+                    log.info("%s: %s", where(request.url), scrub(str(error), request))  # the caller reports it
                     raise self._retry_or(error, request, attempt, response.status_code, response.headers)
                 opened = True
                 yield response
@@ -264,6 +271,19 @@ class HttpClient:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+
+def _log_request(request: HttpRequest, attempt: int) -> None:
+    """INFO: what is asked of whom; DEBUG: the body too (cut, and without the request's keys)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    again = f", try {attempt + 1}" if attempt else ""
+    log.info(
+        "%s %s (%s, model %s, %d bytes%s)",
+        request.method, where(request.url), request.provider or "?", request.model or "?", len(request.body), again,
+    )  # fmt: skip
+    if request.body and log.isEnabledFor(logging.DEBUG):
+        log.debug("request body: %s", loggable(request.body, secrets_of(request)))
 
 
 def retryable_status(status: int, headers: Mapping[str, str] | None) -> bool:

@@ -45,6 +45,7 @@ from .adapters.registry import EXTENDS_KEY, Adapters, Definition, merge_over
 from .chat import compaction
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
+from .logfile import LEVELS
 from .outbound import ClientSettings
 from .scrubber import KNOWN
 from .tools.registry import ToolSettings
@@ -68,7 +69,7 @@ class Config:
     # what was left out, each said to the user once; the rest of the config still applies
     problems: list[str] = field(default_factory=list)
     language: str = "English"  # opts.language
-    editor: dict[str, str] = field(default_factory=dict)  # what Lua adds: nvim_version, os, history_dir
+    editor: dict[str, str] = field(default_factory=dict)  # what Lua adds: nvim_version, os, history_dir, log_file
     # interactions.background: an LLM writes each chat's title after its first turn
     inline_adapter: Any = None  # interactions.inline.adapter (None: the chat's)
     cmd_adapter: Any = None  # interactions.cmd.adapter
@@ -167,7 +168,9 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     if isinstance(language, str) and language.strip():
         config.language = language.strip()
     editor = _table(raw.get(EDITOR_KEY), EDITOR_KEY)
-    config.editor = {key: str(editor[key]) for key in ("nvim_version", "os", "history_dir") if editor.get(key)}
+    config.editor = {
+        key: str(editor[key]) for key in ("nvim_version", "os", "history_dir", "log_file") if editor.get(key)
+    }
     http_opts = _table(http.get("opts"), "adapters.http.opts")
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
     config.show_http_presets = http_opts.get("show_presets", True) is not False
@@ -280,19 +283,9 @@ def _client_settings(opts: Mapping[str, Any]) -> ClientSettings:
     )
 
 
-# CodeCompanion's level names, as Python's logging spells them.
-_LEVELS = {
-    "TRACE": "DEBUG",
-    "DEBUG": "DEBUG",
-    "INFO": "INFO",
-    "WARN": "WARNING",
-    "WARNING": "WARNING",
-    "ERROR": "ERROR",
-}
-
-
 def _log_level(value: Any) -> str:
-    level = _LEVELS.get(str(value).upper())
-    if level is None:
-        raise ConfigError(f"opts.log_level {value!r} is not one of {', '.join(sorted(_LEVELS))}")
+    """CodeCompanion's level names (logfile.LEVELS), in capitals."""
+    level = str(value).upper()
+    if level not in LEVELS:
+        raise ConfigError(f"opts.log_level {value!r} is not one of {', '.join(sorted(LEVELS))}")
     return level

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import msgspec
 from greenlet import getcurrent
 
-from . import calls, config, processes, project_files, prompt_library, prompt_trust, repository
+from . import calls, config, logfile, processes, project_files, prompt_library, prompt_trust, repository
 from .calls import Call
 from .chat.factory import SessionFactory
 from .chat.keeper import ChatKeeper
@@ -234,6 +234,7 @@ class Engine:
                 raise ConfigError(f"{method} is a request, not a notification")
             await handler(call)
         except CodeCompanionError as error:
+            log.error("%s: %s", method, error)
             self._report(payload, str(error))
         except Exception as error:  # the one boundary that turns bugs into a message
             log.error("internal error in %s:\n%s", method, traceback.format_exc())
@@ -258,7 +259,9 @@ class Engine:
             await self.mcp.close()
             self.mcp = McpServers(self.config.mcp)
         self.mcp.cmd_timeout, self.mcp.http = self.config.adapters.cmd_timeout, self.config.http
-        log.setLevel(self.config.log_level)
+        problem = logfile.configure(self.config.editor.get("log_file"), self.config.log_level)
+        if problem is not None:
+            self.channel.notify(f"CodeCompanion: {problem}", "WARN")
         for problem in self.config.problems:
             self.channel.notify(f"CodeCompanion: {problem}", "WARN")
         if self._client is not None:  # new requests get a client with the new settings;
@@ -269,9 +272,13 @@ class Engine:
         self.pending.settle(call.id, call.result, call.error)
 
     async def _health(self) -> list[dict[str, Any]]:
-        from . import checkhealth, health  # only for :checkhealth: it reads package metadata, 10 ms of every start
+        # only for :checkhealth: it reads package metadata, 10 ms of every start
+        from . import adapter_health, checkhealth, health
 
-        return checkhealth.for_lua(await health.report_async(self.config.adapters), self.mcp.status())
+        report = await health.report_async(self.config.adapters)
+        in_use = adapter_health.entries(self.config, report["agents"])
+        log_line = checkhealth.log_entry(logfile.path(), self.config.log_level)
+        return checkhealth.for_lua(report, self.mcp.status(), in_use, log_line)
 
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())

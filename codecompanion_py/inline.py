@@ -11,6 +11,7 @@ the code on line by line; the editor streams it into the buffer and ends in the 
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from .processes import hidden_character
 from .stream.iterators import HttpStreamIterator
 from .ui import ops
 from .ui.sink import Sink
+
+log = logging.getLogger("codecompanion_py.inline")
 
 PLACEMENTS = ("replace", "add", "before", "new", "chat")
 MAX_COMMAND_CHARS = 4000  # an Ex command for the command line; longer is not one to read and run
@@ -216,6 +219,7 @@ class InlineSession:
                     tokens = event.usage.total_tokens if event.usage else None
                 elif isinstance(event, ErrorEvent):
                     status, message = "error", event.message
+                    log.error("inline: %s", message)
             if status == "success":
                 for op in parser.finish():
                     push(op)

@@ -60,6 +60,10 @@ end, {
   end,
 })
 
+vim.api.nvim_create_user_command("CodeCompanionLog", function()
+  vim.cmd.split(vim.fn.fnameescape(vim.fn.stdpath("log") .. "/codecompanion.log"))
+end, { desc = "Open the log in a split (opts.log_level says how much goes in it)" })
+
 vim.api.nvim_create_user_command("CodeCompanionInstall", function()
   require("codecompanion_py.rpc").install()
 end, { desc = "Install the Python engine into the plugin's .venv (runs build.lua, in the background)" })

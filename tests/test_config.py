@@ -84,8 +84,8 @@ def test_health_reports_a_broken_user_adapter_by_name():
 
 
 def test_log_levels_in_codecompanion_spelling():
-    assert config.load({"opts": {"log_level": "trace"}}).log_level == "DEBUG"
-    assert config.load({"opts": {"log_level": "WARN"}}).log_level == "WARNING"
+    assert config.load({"opts": {"log_level": "trace"}}).log_level == "TRACE"
+    assert config.load({"opts": {"log_level": "WARN"}}).log_level == "WARN"
     with pytest.raises(ConfigError, match="opts.log_level 'LOUD' is not one of"):
         config.load({"opts": {"log_level": "LOUD"}})
 

@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from ..errors import CodeCompanionError, ConnectionClosed, RpcError
+from ..logfile import TRACE, loggable
 
 log = logging.getLogger("codecompanion_py.acp")
 
@@ -175,8 +176,11 @@ class Connection:
             await self._send(notification(method, params))
 
     async def _send(self, message: Mapping[str, Any]) -> None:
+        data = _encoder.encode(message)
+        if log.isEnabledFor(logging.DEBUG):  # what is asked of an agent or a server; what comes back is TRACE
+            log.debug("%s <- %s", self.name, loggable(data))
         try:
-            self._writer.write(_encoder.encode(message) + b"\n")
+            self._writer.write(data + b"\n")
             await self._writer.drain()
         except (BrokenPipeError, ConnectionResetError, RuntimeError) as error:
             self._close(f"{self.name} stopped reading: {error}")
@@ -204,6 +208,8 @@ class Connection:
             self._close(reason)
 
     async def _receive(self, line: bytes) -> None:
+        if log.isEnabledFor(TRACE):
+            log.log(TRACE, "%s -> %s", self.name, loggable(line.rstrip()))
         try:
             message = _decode(line)
         except (msgspec.DecodeError, RecursionError):  # msgspec's answer to nesting too deep

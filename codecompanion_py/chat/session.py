@@ -11,6 +11,7 @@ ops reach the user (batched RPC in Neovim, a list in tests).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -44,6 +45,8 @@ from .debug import debug_text
 from .history import Record
 from .mcp_tools import ChatMcpTools
 from .protocol import PromptSetup, SavedState, refuse_turn
+
+log = logging.getLogger("codecompanion_py.chat")
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an AI programming assistant working inside the Neovim text editor. "
@@ -412,6 +415,7 @@ class ChatSession:
                             self._last_tokens = usage.total_tokens or usage.prompt_tokens + usage.completion_tokens
                     elif isinstance(event, ErrorEvent):
                         status, message = "error", event.message
+                        log.error("chat %s: %s", self.chat_id, message)
                         self._keep_partial(stream)
         except asyncio.CancelledError:
             status = "stopped"

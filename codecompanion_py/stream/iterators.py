@@ -35,6 +35,7 @@ from ..client import HttpClient, HttpRequest, Retrying, looks_like_html, not_the
 from ..editor_port import Editor
 from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, TransportError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
+from ..logfile import TRACE, loggable
 from ..messages import Message, TextPart, ToolCall, ToolSpec, cleaned
 from ..scrubber import KNOWN
 from .normalizer import StreamNormalizer
@@ -242,6 +243,8 @@ class HttpStreamIterator(BaseStreamIterator):
             return None
         except httpx.HTTPError as exc:
             raise self._broken(exc) from None
+        if log.isEnabledFor(TRACE):
+            log.log(TRACE, "chunk: %s", loggable(chunk.rstrip()))
         if self._first:
             self._first = False
             # An HTML page, said to be one or looking like one (an SSE stream mislabelled
@@ -285,6 +288,8 @@ class HttpStreamIterator(BaseStreamIterator):
             message = self._without_secrets(final.message)
             if message is not final.message:
                 queue[-1] = msgspec.structs.replace(final, message=message)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("reply (%s): %s", final.finish_reason, loggable(msgspec.json.encode(message)))
 
     def _without_secrets(self, message: Message) -> Message:
         """`message` without a credential the engine knows (`scrubber.KNOWN`: the request's

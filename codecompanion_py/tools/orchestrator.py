@@ -29,6 +29,7 @@ from typing import Any
 from ..adapters.lua import LuaFunction
 from ..errors import ToolError
 from ..events import ToolResultEvent
+from ..logfile import loggable
 from ..messages import ToolCall, ToolResultPart
 from ..processes.commands import safe_env
 from ..processes.run import run_process
@@ -143,6 +144,9 @@ class Orchestrator:
 
     async def _run_one(self, run: ToolRun, following: ToolRun | None, handlers_done: set[str]) -> ToolResultPart:
         data = {"tool": run.name, "name": run.name, "id": run.function_call.id, "args": run.args}
+        log.info("tool call %s (%s)", run.name, run.function_call.id)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("tool %s arguments: %s", run.name, loggable(json.dumps(run.args)))
         once = bool(run.opts.get("use_handlers_once"))
         status: Outcome
         try:
@@ -198,6 +202,8 @@ class Orchestrator:
             )
         # A key of yours that a command printed or a file holds goes to no provider (scrubber.py).
         content = KNOWN.scrub("\n\n".join(output.for_llm for output in run.outputs))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("tool %s %s: %s", run.name, status, loggable(content))
         return ToolResultPart(
             tool_call_id=run.function_call.id, name=run.name, content=content, status=status, images=tuple(run.images)
         )

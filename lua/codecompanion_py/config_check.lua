@@ -1,12 +1,28 @@
 -- Which of CodeCompanion 19's options do nothing here. A config pasted from CodeCompanion
--- loads as it is; every key it sets that this plugin does not honour is named once, in one
--- notice at setup(), so nothing is silently ignored. What is honoured is options.lua's
--- table, the one the code reading the options consults too.
+-- loads as it is. A key set to what CodeCompanion does by default, or to what behaves the same
+-- here (same_here.json), is left alone; every other key that this plugin does not honour is
+-- named: all in :checkhealth, and in one line once startup is over, once per distinct set of
+-- keys (remembered in stdpath("state")), so nothing is silently ignored and no start is held up.
+-- What is honoured is options.lua's table, the one the code reading the options consults too.
 local options = require("codecompanion_py.options")
 
 local M = {}
 
-local reported = {} ---@type table<string, boolean> keys already named in this session
+local SAME_FILE = debug.getinfo(1, "S").source:sub(2):gsub("config_check%.lua$", "same_here.json")
+local same ---@type table<string, any>|nil
+
+-- Whether `value` is `here` or a part of it (CodeCompanion merges setup() over its defaults).
+local function within(value, here)
+  if type(value) ~= "table" or type(here) ~= "table" then
+    return value == here
+  end
+  for key, child in pairs(value) do
+    if not within(child, here[key]) then
+      return false
+    end
+  end
+  return true
+end
 
 ---@class UnsupportedOption
 ---@field key string  the option's dotted path
@@ -21,8 +37,9 @@ function M.unsupported(opts)
     if spec == true or spec == options.ANY then
       return
     end
-    if type(spec) == "string" then
-      if value ~= false then -- turning off what is not here anyway is no loss
+    if type(spec) == "string" then -- false turns off what is not here anyway: no loss
+      same = same or vim.json.decode(table.concat(vim.fn.readfile(SAME_FILE), "\n"))
+      if value ~= false and not within(value, same[(path:gsub("^strategies%.", "interactions."))]) then
         table.insert(found, { key = path, why = spec })
       end
       return
@@ -49,22 +66,26 @@ function M.unsupported(opts)
   return found
 end
 
--- Name, once per session, each key of `opts` that does nothing here, in one notice.
+-- One line naming the keys of `opts` that do nothing here, once startup is over (scheduled),
+-- unless this same set was named before (:checkhealth always lists them, with the reasons).
 ---@param opts table|nil what setup() was given
----@return string[] lines the lines shown (none: no notice)
 function M.report(opts)
-  local lines = {}
-  for _, item in ipairs(M.unsupported(opts)) do
-    if not reported[item.key] then
-      reported[item.key] = true
-      table.insert(lines, ("  %s: %s"):format(item.key, item.why))
+  vim.schedule(function()
+    local keys = vim.tbl_map(function(item) return item.key end, M.unsupported(opts))
+    local seen = vim.fn.stdpath("state") .. "/codecompanion_py_unsupported"
+    local digest = vim.fn.sha256(table.concat(keys, "\n"))
+    if #keys == 0 or (vim.fn.filereadable(seen) == 1 and vim.fn.readfile(seen)[1] == digest) then
+      return
     end
-  end
-  if #lines > 0 then
-    vim.notify("CodeCompanion: these options have no effect here:\n" .. table.concat(lines, "\n"),
-      vim.log.levels.WARN)
-  end
-  return lines
+    vim.fn.mkdir(vim.fn.stdpath("state"), "p")
+    pcall(vim.fn.writefile, { digest }, seen)
+    local line, tail = "CodeCompanion ignores " .. table.concat(keys, ", "), " (:checkhealth codecompanion)"
+    local room = vim.v.echospace - #tail -- one screen line: a second would ask for ENTER
+    if vim.fn.strdisplaywidth(line) > room then
+      line = vim.fn.strcharpart(line, 0, room - 1) .. "…"
+    end
+    vim.notify(line .. tail, vim.log.levels.WARN)
+  end)
 end
 
 return M

@@ -171,6 +171,7 @@ M.SPEC = {
       opts = honoured({ "show_preset_actions", "show_preset_prompts", "show_preset_rules" }, {
         ["*"] = "the palette is the picker's own window here",
       }),
+      ["*"] = "the palette is the picker's own window here", -- width, height, prompt
     },
     diff = {
       enabled = "the inline assistant always ends in the diff review here",
@@ -191,6 +192,7 @@ M.SPEC = {
     opts = {
       chat = honoured({ "autoload", "enabled" }, {
         default_params = "a rules file is sent once here, not followed",
+        condition = "rules.opts.chat.enabled (a function too) decides here",
         autoload_groups_in_prompt_library = "rule groups are offered in the action palette here, not as prompts",
       }),
       show_presets = OK,

@@ -257,6 +257,7 @@ function M.payload_for_config()
     nvim_version = ("%d.%d.%d"):format(v.major, v.minor, v.patch),
     os = sysname == "Darwin" and "Mac" or (sysname:find("Windows") and "Windows") or sysname,
     history_dir = M.history_dir(), -- saved chats
+    log_file = vim.fn.stdpath("log") .. "/codecompanion.log", -- opts.log_level's, as CodeCompanion's (logfile.py)
   }
   return data
 end
