@@ -11,7 +11,7 @@ import pytest
 from codecompanion_py.demo.launch import make_project, nvim_argv, setup_lua
 from codecompanion_py.demo.provider import HELLO_PY, TIDY_GREET, serve
 
-from .test_inline import screen
+from .test_inline import screen, topfill
 from .test_tools import RECORD_UI
 
 pytestmark = pytest.mark.nvim
@@ -39,15 +39,20 @@ def demo(editor, tmp_path):
         yield editor, project, server
 
 
-def review(editor, project, action: str) -> None:
-    """Wait for the review of the edit in hello.py's buffer, then answer it."""
+def wait_review(editor, project) -> int:
+    """Wait for the review of the edit in hello.py's buffer; the buffer."""
     buf = editor.nvim.call("bufnr", str(project / "hello.py"))
     editor.wait_for(
         lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", buf),
         what="the review of the edit",
         timeout=60,
     )
-    editor.lua("require('codecompanion_py.diff').act(...)", buf, action)
+    return buf
+
+
+def review(editor, project, action: str) -> None:
+    """Wait for the review of the edit in hello.py's buffer, then answer it."""
+    editor.lua("require('codecompanion_py.diff').act(...)", wait_review(editor, project), action)
 
 
 def sent_messages(server) -> list[list[dict]]:
@@ -92,10 +97,8 @@ def test_the_demo_edit_review_shows_what_it_replaces_and_its_keys_from_the_first
     """The demo's edit starts on line 1: its old lines and keys are drawn, not hidden above it."""
     editor, project, _ = demo
     editor.nvim.input("<CR>")
-    buf = editor.nvim.call("bufnr", str(project / "hello.py"))
-    editor.wait_for(lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", buf), timeout=60)
-    [win] = editor.nvim.call("win_findbuf", buf)
-    assert editor.lua("return vim.api.nvim_win_call(..., function() return vim.fn.winsaveview().topfill end)", win) == 3
+    [win] = editor.nvim.call("win_findbuf", wait_review(editor, project))
+    assert topfill(editor, win) == 3
     rows = screen(editor, win)
     assert rows[:2] == ["def greet(name):", 'return "Hello, " + name + "!"']
     # the keys, as much as the window's width shows: accepting and rejecting first
