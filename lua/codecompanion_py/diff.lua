@@ -6,9 +6,9 @@
 --   gv the whole change in a diff tab
 -- The keys are CodeCompanion's `interactions.shared.keymaps` (its names, changeable as there;
 -- the inline review's `interactions.inline.keymaps` win), g5 and g6 this plugin's own; they are
--- listed above the first hunk's new lines. Highlights: CodeCompanionDiffAdd,
--- CodeCompanionDiffDelete and CodeCompanionDiffHint, linked by default to DiffAdd, DiffDelete
--- and Comment.
+-- listed above the first hunk's new lines, brought into view (never moving the user's window).
+-- Highlights: CodeCompanionDiffAdd, CodeCompanionDiffDelete and CodeCompanionDiffHint, linked
+-- by default to DiffAdd, DiffDelete and Comment.
 --
 -- Rejecting puts the lines back byte for byte and the buffer's 'modified' as it was; the
 -- writes of the edit are one undo step, so accepting leaves one `u` to undo it all. A buffer
@@ -85,9 +85,16 @@ end
 
 -- Virtual lines above line 1 are drawn only when the view is scrolled up to them (topfill):
 -- each window showing the top of the buffer is, so the old lines and the keys are seen.
-local function reveal(review)
+-- `jump`: a window other than the user's goes to the first change when it is out of view.
+local function reveal(review, jump)
+  local user_win, hunk = api.nvim_get_current_win(), jump and review.hunks[1]
+  local row = hunk and math.min(rows(review, hunk) + 1, api.nvim_buf_line_count(review.buf))
   for _, win in ipairs(vim.fn.win_findbuf(review.buf)) do
     api.nvim_win_call(win, function()
+      if row and win ~= user_win and (row < vim.fn.line("w0") or row > vim.fn.line("w$")) then
+        api.nvim_win_set_cursor(win, { row, 0 })
+        vim.cmd("normal! zz")
+      end
       if vim.fn.line("w0") == 1 and review.filler > 0 then
         vim.fn.winrestview({ topline = 1, topfill = review.filler }) -- topline: kept after BufWinEnter
       end
@@ -375,6 +382,7 @@ function M.start(buf, opts)
     end
   end
   refresh(review)
+  if M.reviews[buf] == review then reveal(review, true) end
   return review
 end
 

@@ -190,6 +190,25 @@ def test_a_review_of_line_1_scrolls_its_old_lines_and_keys_into_view_with_the_in
     )
 
 
+def test_a_review_brings_its_first_change_into_view_in_a_window_the_user_is_not_in(editor, tmp_path):
+    """As the chat's edit review, from the chat's window: the file's window goes to the change."""
+    lines = [f"line {n}" for n in range(1, 81)]
+    buf = open_code(editor, tmp_path, lines)
+    code_win = editor.nvim.current.window
+    editor.nvim.command("new")  # the user's window
+    user_win = editor.nvim.current.window
+    buf[59] = "LINE 60"
+    editor.lua(
+        "require('codecompanion_py.diff').start(..., { start = 0, count = 80, original = select(2, ...) })",
+        buf.number,
+        lines,
+    )
+    rows = screen(editor, code_win.handle)
+    at = rows.index("line 60")
+    assert rows[at + 1].startswith("g2 accept  g3 reject") and rows[at + 2] == "+ LINE 60"
+    assert editor.nvim.current.window == user_win  # the user stays where they are
+
+
 def test_q_stops_a_request_and_leaves_the_buffer_as_it_was(editor, tmp_path):
     with rewrite_streaming(editor, tmp_path) as buf:
         editor.nvim.input("q")
