@@ -4,9 +4,11 @@
 --   g1 always accept (this buffer, from now on)   g2 accept   g3 reject   g4 cancel (reject)
 --   g5 accept the hunk under the cursor   g6 reject it   } { the next / previous hunk
 --   gv the whole change in a diff tab
--- The keys are CodeCompanion's `interactions.shared.keymaps` (its names, changeable as there);
--- g5 and g6 are this plugin's own. Highlights: CodeCompanionDiffAdd, CodeCompanionDiffDelete
--- and CodeCompanionDiffHint, linked by default to DiffAdd, DiffDelete and Comment.
+-- The keys are CodeCompanion's `interactions.shared.keymaps` (its names, changeable as there;
+-- the inline review's `interactions.inline.keymaps` win), g5 and g6 this plugin's own; they are
+-- listed above the first hunk's new lines, brought into view (never moving the user's window).
+-- Highlights: CodeCompanionDiffAdd, CodeCompanionDiffDelete and CodeCompanionDiffHint, linked
+-- by default to DiffAdd, DiffDelete and Comment.
 --
 -- Rejecting puts the lines back byte for byte and the buffer's 'modified' as it was; the
 -- writes of the edit are one undo step, so accepting leaves one `u` to undo it all. A buffer
@@ -42,8 +44,11 @@ local function highlights()
   api.nvim_set_hl(0, "CodeCompanionDiffHint", { link = "Comment", default = true })
 end
 
-local function keymaps()
-  local user = require("codecompanion_py.chat.keymaps").user(require("codecompanion_py").config or {}, "shared")
+-- `section`: a review of its own (CodeCompanion's `interactions.inline.keymaps`) whose keys
+-- win over the shared ones.
+local function keymaps(section)
+  local config, of = require("codecompanion_py").config or {}, require("codecompanion_py.chat.keymaps").user
+  local user = vim.tbl_extend("force", of(config, "shared"), section and of(config, section) or {})
   local out = {}
   for name, default in pairs(M.KEYMAPS) do
     local map = user[name]
@@ -78,8 +83,28 @@ local function rows(review, hunk)
   return first, first + b_count
 end
 
+-- Virtual lines above line 1 are drawn only when the view is scrolled up to them (topfill):
+-- each window showing the top of the buffer is, so the old lines and the keys are seen.
+-- `jump`: a window other than the user's goes to the first change when it is out of view.
+local function reveal(review, jump)
+  local user_win, hunk = api.nvim_get_current_win(), jump and review.hunks[1]
+  local row = hunk and math.min(rows(review, hunk) + 1, api.nvim_buf_line_count(review.buf))
+  for _, win in ipairs(vim.fn.win_findbuf(review.buf)) do
+    api.nvim_win_call(win, function()
+      if row and win ~= user_win and (row < vim.fn.line("w0") or row > vim.fn.line("w$")) then
+        api.nvim_win_set_cursor(win, { row, 0 })
+        vim.cmd("normal! zz")
+      end
+      if vim.fn.line("w0") == 1 and review.filler > 0 then
+        vim.fn.winrestview({ topline = 1, topfill = review.filler }) -- topline: kept after BufWinEnter
+      end
+    end)
+  end
+end
+
 local function render(review)
   api.nvim_buf_clear_namespace(review.buf, ns, 0, -1)
+  review.filler = 0
   local last_row = api.nvim_buf_line_count(review.buf) - 1
   for index, hunk in ipairs(review.hunks) do
     local a_start, a_count = hunk[1], hunk[2]
@@ -91,15 +116,17 @@ local function render(review)
     for i = a_start, a_start + a_count - 1 do
       table.insert(old, { { review.base[i] or "", "CodeCompanionDiffDelete" } })
     end
-    if index == 1 then
-      table.insert(old, 1, { { review.hint, "CodeCompanionDiffHint" } })
+    if index == 1 then -- last, right above the new lines: shown when the old ones overflow the window
+      table.insert(old, { { review.hint, "CodeCompanionDiffHint" } })
     end
     if #old > 0 then
       local above = first <= last_row
       api.nvim_buf_set_extmark(review.buf, ns, math.min(first, last_row), 0,
         { virt_lines = old, virt_lines_above = above })
+      review.filler = (above and first == 0) and #old or review.filler
     end
   end
+  reveal(review)
 end
 
 local function write(review, first, stop, lines)
@@ -289,10 +316,11 @@ end
 -- `original`. `modified`: the buffer's flag before the edit. on_done(result, counts) with
 -- result "accepted", "rejected", "partial" or "kept" (the user edited during the review);
 -- counts.gone when the buffer was closed during it (counts.base: the lines it settled on).
--- With a review pending on `buf`, this one starts when that one is settled.
+-- With a review pending on `buf`, this one starts when that one is settled. `keymaps`: the
+-- config section whose keymaps win over `interactions.shared.keymaps` ("inline").
 ---@param buf integer
 ---@param opts { start: integer, count: integer, original: string[], modified?: boolean,
----  on_done?: fun(result: string, counts: table) }
+---  on_done?: fun(result: string, counts: table), keymaps?: string }
 function M.start(buf, opts)
   if M.reviews[buf] then
     return M.when_free(buf, function() M.start(buf, opts) end)
@@ -313,13 +341,13 @@ function M.start(buf, opts)
     rejected = 0,
     mapped = {},
   }
-  local maps = keymaps()
+  local maps = keymaps(opts.keymaps)
   local function key(name)
     local map = maps[name]
     local lhs = map and map.modes and map.modes.n
     return type(lhs) == "table" and lhs[1] or lhs or "-"
   end
-  review.hint = ("  %s accept  %s reject  %s/%s this hunk  %s view  %s always accept"):format(key("accept_change"),
+  review.hint = ("  %s accept  %s reject  %s/%s hunk  %s diff  %s always accept"):format(key("accept_change"),
     key("reject_change"), key("accept_hunk"), key("reject_hunk"), key("view_diff"), key("always_accept"))
   review.keys = { accept = key("accept_change"), reject = key("reject_change") }
   if vim.b[buf].codecompanion_always_accept then
@@ -331,6 +359,12 @@ function M.start(buf, opts)
       review.rejected = review.rejected + #(review.hunks or {})
       finish(review, review.accepted == 0 and "rejected" or "partial", true)
     end
+  end })
+  api.nvim_create_autocmd("BufWinEnter", { buffer = buf, callback = function() -- shown again
+    if M.reviews[buf] ~= review then
+      return true -- settled: this autocmd goes
+    end
+    reveal(review)
   end })
   for name, map in pairs(maps) do
     for mode, lhs in pairs(map.modes or {}) do
@@ -348,6 +382,7 @@ function M.start(buf, opts)
     end
   end
   refresh(review)
+  if M.reviews[buf] == review then reveal(review, true) end
   return review
 end
 

@@ -268,6 +268,7 @@ function render.done(run, op)
     count = run.count,
     original = run.original,
     modified = run.modified,
+    keymaps = "inline",
     on_done = function(result) fire("InlineReviewed", { bufnr = run.buf, result = result }) end,
   })
 end

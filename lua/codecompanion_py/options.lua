@@ -99,10 +99,7 @@ local window = honoured({
 local interactions = {
   chat = chat,
   inline = honoured({ "adapter", "model" }, {
-    keymaps = {
-      stop = honoured({ "modes", "callback", "description", "index", "opts" }),
-      ["*"] = "the review's keys are interactions.shared.keymaps here (g1-g6, gv, { })",
-    },
+    keymaps = { ["*"] = keymap }, -- stop, and the review's keys over interactions.shared.keymaps
     editor_context = OWN_CONTEXT,
     variables = OWN_CONTEXT,
     opts = { ["*"] = "the inline assistant's options are its adapter and keymaps here" },

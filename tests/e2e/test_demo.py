@@ -13,10 +13,12 @@ from codecompanion_py.demo.launch import make_project, nvim_argv, nvim_binary, s
 from codecompanion_py.demo.provider import HELLO_PY, TIDY_GREET, serve
 from tests.waiting import wait_until
 
+from .test_inline import screen, topfill
 from .test_tools import RECORD_UI
 
 pytestmark = pytest.mark.nvim
 
+REVIEW_KEYS = "g2 accept  g3 reject  g5/g6 hunk  gv diff  g1 always accept"
 HINT = "Welcome to CodeCompanion ✨! Press ? for options"
 
 
@@ -39,15 +41,20 @@ def demo(editor, tmp_path):
         yield editor, project, server
 
 
-def review(editor, project, action: str) -> None:
-    """Wait for the review of the edit in hello.py's buffer, then answer it."""
+def wait_review(editor, project) -> int:
+    """Wait for the review of the edit in hello.py's buffer; the buffer."""
     buf = editor.nvim.call("bufnr", str(project / "hello.py"))
     editor.wait_for(
         lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", buf),
         what="the review of the edit",
         timeout=60,
     )
-    editor.lua("require('codecompanion_py.diff').act(...)", buf, action)
+    return buf
+
+
+def review(editor, project, action: str) -> None:
+    """Wait for the review of the edit in hello.py's buffer, then answer it."""
+    editor.lua("require('codecompanion_py.diff').act(...)", wait_review(editor, project), action)
 
 
 def sent_messages(server) -> list[list[dict]]:
@@ -86,6 +93,21 @@ def test_accepting_the_demo_edit_changes_the_file_shows_the_diff_and_reports_how
     editor.nvim.command(f"buffer {hello}")
     editor.nvim.command("undo")
     assert editor.nvim.api.buf_get_lines(hello, 0, -1, False) == HELLO_PY.removesuffix("\n").split("\n")
+
+
+def test_the_demo_edit_review_shows_what_it_replaces_and_its_keys_from_the_first_row(demo):
+    """The demo's edit starts on line 1: its old lines and keys are drawn, not hidden above it."""
+    editor, project, _ = demo
+    editor.nvim.input("<CR>")
+    [win] = editor.nvim.call("win_findbuf", wait_review(editor, project))
+    assert topfill(editor, win) == 3
+    rows = screen(editor, win)
+    assert rows[:2] == ["def greet(name):", 'return "Hello, " + name + "!"']
+    # the keys, as much as the window's width shows: accepting and rejecting first
+    assert rows[2].startswith("g2 accept  g3 reject") and REVIEW_KEYS.startswith(rows[2])
+    assert rows[3] == "+ def greet(name: str) -> str:"
+    review(editor, project, "accept_change")
+    editor.wait_event("CodeCompanionChatDone", timeout=60)
 
 
 def test_rejecting_the_demo_edit_leaves_the_file_and_the_chat_ends_cleanly(demo):
