@@ -62,9 +62,19 @@ local function context_of(prompt)
 end
 
 -- `q` stops the request; so does closing the buffer it writes into.
+-- CodeCompanion's `interactions.inline.keymaps.stop` (normal mode, default `q`; false: none).
+local function stop_key()
+  local map = require("codecompanion_py.chat.keymaps").user(require("codecompanion_py").config or {}, "inline").stop
+  local key = map ~= false and (type(map) == "table" and type(map.modes) == "table" and map.modes.n or "q")
+  return type(key) == "string" and key or nil
+end
+
 local function map_stop(run)
-  vim.keymap.set("n", "q", function() M.stop(run.id) end,
-    { buffer = run.buf, nowait = true, desc = "CodeCompanion: stop the inline request" })
+  run.stop_key = stop_key()
+  if run.stop_key then
+    vim.keymap.set("n", run.stop_key, function() M.stop(run.id) end,
+      { buffer = run.buf, nowait = true, desc = "CodeCompanion: stop the inline request" })
+  end
   run.watch = api.nvim_create_autocmd("BufUnload", { buffer = run.buf, once = true, callback = function()
     run.gone = true
     M.stop(run.id)
@@ -75,7 +85,7 @@ end
 local function unmap_stop(run)
   pcall(api.nvim_del_autocmd, run.watch or -1)
   if api.nvim_buf_is_valid(run.buf) then
-    pcall(vim.keymap.del, "n", "q", { buffer = run.buf })
+    pcall(vim.keymap.del, "n", run.stop_key, { buffer = run.buf })
   end
 end
 

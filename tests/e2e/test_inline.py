@@ -31,13 +31,13 @@ def open_code(editor, tmp_path, lines=CODE):
 
 
 @contextlib.contextmanager
-def rewrite_streaming(editor, tmp_path):
+def rewrite_streaming(editor, tmp_path, config: str | None = None):
     """`:1,2CodeCompanion rewrite` of the code buffer, from a reply that stops after its first
     line and never ends: the buffer, while the request still runs."""
     slow = sse_reply([chunk("PLACEMENT: replace\n"), chunk("def add(a, b):\n")], delay=0.2)
     slow.hang = True
     with ServerThread(ScriptedServer.sequence([slow])) as server:
-        setup(editor, server.url, chat_config(""))
+        setup(editor, server.url, chat_config("") if config is None else config)
         buf = open_code(editor, tmp_path)
         editor.nvim.command("1,2CodeCompanion rewrite")
         editor.wait_for(lambda: buf[:][:1] == ["def add(a, b):"] and len(buf[:]) == 3, what="streaming in")
@@ -215,6 +215,17 @@ def test_q_stops_a_request_and_leaves_the_buffer_as_it_was(editor, tmp_path):
         editor.wait_event("CodeCompanionInlineFinished")
         editor.wait_for(lambda: buf[:] == CODE, what="put back")
         assert not buf.options["modified"] and diff_marks(editor, buf) == 0
+
+
+def test_the_stop_key_is_codecompanions_inline_keymap_when_set(editor, tmp_path):
+    stop = "keymaps = { stop = { modes = { n = 'gq' } } }"
+    config = f"interactions = {{ chat = {{ adapter = 'testllm' }}, inline = {{ {stop} }} }},"
+    with rewrite_streaming(editor, tmp_path, config) as buf:
+        assert editor.lua("return vim.fn.maparg('q', 'n', false, true).buffer") is None
+        editor.nvim.input("gq")
+        editor.wait_event("CodeCompanionInlineFinished")
+        editor.wait_for(lambda: buf[:] == CODE, what="put back")
+        assert editor.lua("return vim.fn.maparg('gq', 'n')") == ""  # unmapped once done
 
 
 def test_cmd_puts_the_command_on_the_command_line_without_running_it(editor, tmp_path):

@@ -56,7 +56,7 @@ end
 -- The user's `interactions.<section>.keymaps` (or `strategies.<section>`): the newer
 -- spelling wins, entry by entry.
 ---@param config table the plugin's config
----@param section "chat"|"shared"
+---@param section "chat"|"shared"|"inline"
 ---@return table<string, table|false>
 function M.user(config, section)
   local out = {}
