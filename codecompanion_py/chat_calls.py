@@ -53,10 +53,15 @@ class ChatCalls:
         sink = RenderSink(lambda batch: channel.render(chat_id, batch), self._loop)
         saved = self._keeper.begin(chat_id, call.history_id, call.resume_id)
         workspace, history = workspace_of(call.cwd), (saved.messages if saved else None)
-        try:
-            session = self._factory.open(
-                chat_id, spec, call.model or None, sink, workspace, history, command=call.command or None
+        command = call.command or None
+        if command and not self._factory.is_agent(spec):  # as CodeCompanion: for agents only
+            channel.notify(
+                f"CodeCompanion: command={command} picks how an agent starts; this chat's adapter is not an agent, so it is ignored",
+                "WARN",
             )
+            command = None
+        try:
+            session = self._factory.open(chat_id, spec, call.model or None, sink, workspace, history, command=command)
         except ConfigError as error:
             if saved is None:
                 self._refused.add(chat_id)

@@ -13,6 +13,7 @@ from codecompanion_py import logfile
 from codecompanion_py.acp.jsonrpc import Connection
 from codecompanion_py.client import HttpClient, HttpRequest
 from codecompanion_py.demo.server import sse_reply
+from codecompanion_py.messages import Message
 from codecompanion_py.scrubber import KNOWN
 
 KEY = "sk-unit-log-0123456789abcdefghij"
@@ -131,3 +132,51 @@ async def test_an_agents_messages_at_debug_and_trace_without_the_key(log_to):
     assert "agent <- " in lines[0] and '"method":"session/prompt"' in lines[0] and "use ***" in lines[0]
     assert "agent -> " in lines[1] and "use ***" in lines[1]
     assert KEY not in path.read_text()
+
+
+async def test_a_reply_that_echoes_a_key_without_digits_is_logged_without_it(log_to, scripted_server, monkeypatch):
+    """A key not shaped like a credential (no digit) is no known key: the request's own keys
+    keep it out of the chunks at TRACE and the reply at DEBUG all the same."""
+    from codecompanion_py.adapters import Adapters
+    from codecompanion_py.stream.iterators import HttpStreamIterator
+    from tests.e2e.test_chat import chunk
+
+    wordy = "abcdefghsecretvalue-horse"
+    monkeypatch.setenv("LOG_TEST_WORDY_KEY", wordy)
+    path = log_to("TRACE")
+    server = await scripted_server(sse_reply([chunk(f"your key is {wordy}"), chunk(finish="stop")]))
+    adapters = Adapters(
+        {"wordy": {"__extends": "openai_compatible", "env": {"url": server.url, "api_key": "LOG_TEST_WORDY_KEY"}}}
+    )
+    client = HttpClient(retries=0)
+    try:
+        async for _event in HttpStreamIterator(adapters.http("wordy"), [Message.of("user", "hi")], client=client):
+            pass
+    finally:
+        await client.aclose()
+    text = path.read_text()
+    assert "chunk: " in text and "reply (stop): " in text and "your key is ***" in text
+    assert wordy not in text
+
+
+async def test_the_mcp_servers_handed_to_an_agent_are_logged_without_their_values(log_to):
+    path = log_to("DEBUG")
+    reader = asyncio.StreamReader()
+
+    async def nothing(*_args):
+        return None
+
+    peer = Connection(reader, _Pipe(reader), on_request=nothing, on_notification=nothing, name="agent")
+    peer.start()
+    server = {
+        "name": "db",
+        "command": "db-mcp",
+        "args": [],
+        "env": [{"name": "DB_PASSWORD", "value": "correct-horse-battery-staple"}],
+        "headers": [{"name": "X-Token", "value": "plain-words-token"}],
+    }
+    await peer.request("session/new", {"cwd": "/p", "mcpServers": [server]})
+    await peer.close()
+    text = path.read_text()
+    assert '"name":"DB_PASSWORD","value":"***"' in text and '"command":"db-mcp"' in text
+    assert "correct-horse" not in text and "plain-words" not in text

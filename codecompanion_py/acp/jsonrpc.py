@@ -178,7 +178,7 @@ class Connection:
     async def _send(self, message: Mapping[str, Any]) -> None:
         data = _encoder.encode(message)
         if log.isEnabledFor(logging.DEBUG):  # what is asked of an agent or a server; what comes back is TRACE
-            log.debug("%s <- %s", self.name, loggable(data))
+            log.debug("%s <- %s", self.name, loggable(_encoder.encode(_without_server_secrets(message))))
         try:
             self._writer.write(data + b"\n")
             await self._writer.drain()
@@ -303,3 +303,23 @@ def params_of(params: Any) -> dict[str, Any]:
     if not isinstance(params, dict):
         raise RpcError(INVALID_PARAMS, "params must be an object")
     return params
+
+
+def _without_server_secrets(message: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`message` as the log may hold it: the MCP servers handed to an agent (`session/new`,
+    `session/load`) carry their variables' and headers' values, passwords of any shape."""
+    params = message.get("params")
+    servers = params.get("mcpServers") if isinstance(params, Mapping) else None
+    if not isinstance(params, Mapping) or not isinstance(servers, list):
+        return message
+
+    def masked(server: Any) -> Any:
+        if not isinstance(server, Mapping):
+            return server
+        pairs = {key: server[key] for key in ("env", "headers") if isinstance(server.get(key), list)}
+        return {
+            **server,
+            **{key: [{**p, "value": "***"} if isinstance(p, Mapping) else p for p in v] for key, v in pairs.items()},
+        }
+
+    return {**message, "params": {**params, "mcpServers": [masked(server) for server in servers]}}

@@ -31,7 +31,7 @@ import msgspec
 from ..adapters.base import HTTPAdapter
 from ..adapters.handlers import call_handler
 from ..adapters.lua import run_sync
-from ..client import HttpClient, HttpRequest, Retrying, looks_like_html, not_the_api, scrub, scrub_error
+from ..client import HttpClient, HttpRequest, Retrying, looks_like_html, not_the_api, scrub, scrub_error, secrets_of
 from ..editor_port import Editor
 from ..errors import AdapterError, CodeCompanionError, IncompleteResponse, TransportError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent, StreamEvent, TokenEvent, ToolCallEvent, ToolResultEvent
@@ -186,6 +186,7 @@ class HttpStreamIterator(BaseStreamIterator):
         self._wait: float | None = None  # seconds to wait before the next try
         self._html = False  # the response says it is an HTML page
         self._first = True  # no body chunk yet
+        self._secrets: list[str] = []  # the request's own keys, kept out of the log
 
     async def _prepare(self) -> HttpRequest:
         # Imported here: building a request needs the adapter machinery, not every consumer does.
@@ -200,6 +201,7 @@ class HttpStreamIterator(BaseStreamIterator):
             editor=self.editor,
         )
         self._request = request
+        self._secrets = secrets_of(request)
         self.normalizer = StreamNormalizer(
             self.ready,
             streaming=request.stream,
@@ -244,7 +246,7 @@ class HttpStreamIterator(BaseStreamIterator):
         except httpx.HTTPError as exc:
             raise self._broken(exc) from None
         if log.isEnabledFor(TRACE):
-            log.log(TRACE, "chunk: %s", loggable(chunk.rstrip()))
+            log.log(TRACE, "chunk: %s", loggable(chunk.rstrip(), self._secrets))
         if self._first:
             self._first = False
             # An HTML page, said to be one or looking like one (an SSE stream mislabelled
@@ -289,7 +291,7 @@ class HttpStreamIterator(BaseStreamIterator):
             if message is not final.message:
                 queue[-1] = msgspec.structs.replace(final, message=message)
             if log.isEnabledFor(logging.DEBUG):
-                log.debug("reply (%s): %s", final.finish_reason, loggable(msgspec.json.encode(message)))
+                log.debug("reply (%s): %s", final.finish_reason, loggable(msgspec.json.encode(message), self._secrets))
 
     def _without_secrets(self, message: Message) -> Message:
         """`message` without a credential the engine knows (`scrubber.KNOWN`: the request's

@@ -5,6 +5,7 @@ to the LLM as a prompt."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -60,7 +61,7 @@ def test_adapter_and_model_are_read_anywhere_and_other_words_stay_in_the_prompt(
 def test_command_picks_how_an_agent_starts_and_a_wrong_one_is_said(editor, tmp_path):
     log = tmp_path / "agent.log"
     editor.nvim.command(f"cd {tmp_path}")
-    with ServerThread(ScriptedServer.sequence([])) as server:
+    with ServerThread(ScriptedServer.sequence([reply("an HTTP reply")])) as server:
         editor.setup(f"""{{ adapters = {{
           acp = {{ fake = {{ defaults = {{ timeout = 10000 }}, commands = {{
             default = {{ "{sys.executable}", "{FAKE_AGENT}" }},
@@ -82,8 +83,10 @@ def test_command_picks_how_an_agent_starts_and_a_wrong_one_is_said(editor, tmp_p
         editor.nvim.command("CodeCompanionChat adapter=testllm command=logged hi")
         editor.wait_for(
             lambda: any(
-                "command=logged picks how an agent starts; testllm is not an agent" in n for n in notes(editor)
+                "command=logged picks how an agent starts; this chat's adapter is not an agent" in n
+                for n in notes(editor)
             ),
             what="command= for an HTTP adapter said",
         )
-        assert server.requests == []
+        editor.wait_for(lambda: len(server.requests) == 1, what="the HTTP chat asked all the same")
+        assert "command=" not in json.dumps(server.requests[0].json()["messages"])
