@@ -61,7 +61,7 @@ end, {
 })
 
 vim.api.nvim_create_user_command("CodeCompanionLog", function()
-  vim.cmd.split(vim.fn.fnameescape(vim.fn.stdpath("log") .. "/codecompanion.log"))
+  vim.cmd.split(vim.fn.fnameescape(require("codecompanion_py.rpc").log_file()))
 end, { desc = "Open the log in a split (opts.log_level says how much goes in it)" })
 
 vim.api.nvim_create_user_command("CodeCompanionInstall", function()

@@ -232,6 +232,10 @@ local function prepare(value, path, keys)
   return value
 end
 
+-- Where the engine logs (opts.log_level says how much), as CodeCompanion names it.
+---@return string
+function M.log_file() return vim.fn.stdpath("log") .. "/codecompanion.log" end
+
 -- Where the engine saves chats (codecompanion_py/chat/history.py).
 ---@return string
 function M.history_dir()
@@ -257,7 +261,7 @@ function M.payload_for_config()
     nvim_version = ("%d.%d.%d"):format(v.major, v.minor, v.patch),
     os = sysname == "Darwin" and "Mac" or (sysname:find("Windows") and "Windows") or sysname,
     history_dir = M.history_dir(), -- saved chats
-    log_file = vim.fn.stdpath("log") .. "/codecompanion.log", -- opts.log_level's, as CodeCompanion's (logfile.py)
+    log_file = M.log_file(), -- as logfile.py writes it
   }
   return data
 end

@@ -90,6 +90,25 @@ class Editor:
 
 
 @pytest.fixture
+def spawn():
+    """`spawn(init)`: a headless Neovim started with `init`, recording events; every one it
+    started is quit at the end (a test may have quit it already)."""
+    running: list[tuple[pynvim.Nvim, int]] = []
+
+    def spawned(init: Path) -> Editor:
+        nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(init)])
+        running.append((nvim, nvim.call("getpid")))
+        editor = Editor(nvim)
+        editor.lua(RECORD_EVENTS)
+        return editor
+
+    yield spawned
+    for nvim, pid in running:
+        with contextlib.suppress(Exception):
+            quit_nvim(nvim, pid)
+
+
+@pytest.fixture
 def editor(nvim_home, monkeypatch):
     init, env = nvim_home
     for key in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):

@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pynvim
 import pytest
 
-from codecompanion_py.demo.launch import nvim_binary
 from codecompanion_py.demo.server import ScriptedServer, ServerThread, error_reply
-from tests.e2e.conftest import RECORD_EVENTS, Editor, quit_nvim
+from tests.e2e.conftest import Editor
 from tests.e2e.test_chat_surface import reply, send
 
 pytestmark = pytest.mark.nvim
@@ -28,11 +26,10 @@ ROLES = """{
 
 
 @pytest.fixture
-def start(nvim_home, monkeypatch, tmp_path):
+def start(nvim_home, monkeypatch, tmp_path, spawn):
     """`start(**env)`: Neovim (and so the engine) with `env` over the tests' environment
     (None unsets a variable); its state directory, where the log goes, is this test's."""
     init, base = nvim_home
-    running: list[tuple[pynvim.Nvim, int]] = []
 
     def started(**env: str | None) -> Editor:
         for key in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
@@ -43,15 +40,9 @@ def start(nvim_home, monkeypatch, tmp_path):
                 monkeypatch.delenv(key, raising=False)
             else:
                 monkeypatch.setenv(key, value)
-        nvim = pynvim.attach("child", argv=[nvim_binary(), "--embed", "--headless", "-u", str(init)])
-        running.append((nvim, nvim.call("getpid")))
-        editor = Editor(nvim)
-        editor.lua(RECORD_EVENTS)
-        return editor
+        return spawn(init)
 
-    yield started
-    for nvim, pid in running:
-        quit_nvim(nvim, pid)
+    return started
 
 
 def chat_on(editor: Editor, url: str, env: str = "", opts: str = "") -> None:

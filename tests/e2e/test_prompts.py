@@ -143,6 +143,18 @@ def test_the_commit_prompt_sends_nothing_while_nothing_is_staged(editor, tmp_pat
         assert notes(editor) == ["CodeCompanion: Commit message: nothing is staged: stage changes with git add"]
         assert editor.nvim.current.buffer.options["filetype"] != "codecompanion" and llm_requests(server) == []
 
+        # /commit typed in a chat: the same one line, and nothing goes into the message.
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer
+        before = chat[:]
+        editor.nvim.exec_lua(
+            "require('codecompanion_py.chat.slash').run(require('codecompanion_py.chat').chats[...], 'commit')",
+            chat.number,
+        )
+        assert notes(editor)[-1] == "CodeCompanion: Commit message: nothing is staged: stage changes with git add"
+        assert chat[:] == before and llm_requests(server) == []
+        editor.nvim.command("close")
+
         subprocess.run(["git", "add", "a.txt"], cwd=tmp_path, check=True)
         editor.nvim.command("CodeCompanion /commit")
         editor.wait_event("CodeCompanionChatDone")

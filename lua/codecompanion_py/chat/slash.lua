@@ -153,8 +153,11 @@ local function library_command(item)
       local buf = chat.context and chat.context.bufnr
       local context = prompts.context(buf and api.nvim_buf_is_valid(buf) and buf or nil)
       local list = (item.opts.is_workflow and item.prompts[1]) or item.prompts
-      local texts = {}
-      for _, message in ipairs(prompts.messages(item, list, context)) do
+      local texts, messages, failed = {}, prompts.messages(item, list, context)
+      if failed then -- the helper's reason, as `:CodeCompanion /alias` says it; nothing inserted
+        return vim.notify(("CodeCompanion: %s: %s"):format(item.name, failed), vim.log.levels.WARN)
+      end
+      for _, message in ipairs(messages) do
         if message.role == "user" then
           table.insert(texts, message.content)
         end

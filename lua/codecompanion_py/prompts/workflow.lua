@@ -93,7 +93,8 @@ end
 local function send(flow, index)
   flow.index = index
   local step = flow.item.prompts[index]
-  local messages = prompts.messages(flow.item, step, flow.context)
+  local messages, failed = prompts.messages(flow.item, step, flow.context)
+  if failed then return stop(flow, ("step %d: %s"):format(index, failed)) end
   local text = table.concat(vim.tbl_map(function(m) return m.content end,
     vim.tbl_filter(function(m) return m.role == "user" end, messages)), "\n\n")
   local total = #flow.item.prompts
