@@ -56,7 +56,8 @@ class ChatCalls:
         command = call.command or None
         if command and not self._factory.is_agent(spec):  # as CodeCompanion: for agents only
             channel.notify(
-                f"CodeCompanion: command={command} picks how an agent starts; this chat's adapter is not an agent, so it is ignored",
+                f"CodeCompanion: command={command} picks how an agent starts; "
+                "this chat's adapter is not an agent, so it is ignored",
                 "WARN",
             )
             command = None
