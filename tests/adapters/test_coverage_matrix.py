@@ -34,6 +34,7 @@ ADAPTERS = [
     "openai",
     "openai_responses",
     "gemini",
+    "gemini_interactions",
     "ollama",
     "mistral",
     "deepseek",
@@ -53,6 +54,7 @@ KEY_ENV = {
     "openai": "OPENAI_API_KEY",
     "openai_responses": "OPENAI_API_KEY",
     "gemini": "GEMINI_API_KEY",
+    "gemini_interactions": "GEMINI_API_KEY",
     "mistral": "MISTRAL_API_KEY",
     "deepseek": "DEEPSEEK_API_KEY",
     "openrouter": "OPENROUTER_API_KEY",
@@ -63,13 +65,19 @@ KEY_ENV = {
     "kimi": "MOONSHOT_API_KEY",
 }
 # The header each provider reads the key from (Bearer unless named here); Ollama sends none.
-KEY_HEADER = {"anthropic": "x-api-key", "gemini": "x-goog-api-key", "azure_openai": "api-key"}
+KEY_HEADER = {
+    "anthropic": "x-api-key",
+    "gemini": "x-goog-api-key",
+    "gemini_interactions": "x-goog-api-key",
+    "azure_openai": "api-key",
+}
 # Where each adapter sends a streamed request, as its real URL template composes it.
 STREAM_PATH = {
     "anthropic": "/v1/messages",
     "openai": "/v1/chat/completions",
     "openai_responses": "/v1/responses",
     "gemini": "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+    "gemini_interactions": "/v1beta/interactions?alt=sse",
     "ollama": "/api/chat",
     "mistral": "/v1/chat/completions",
     "deepseek": "/chat/completions",
@@ -227,6 +235,8 @@ def check_sent(name: str, request, *, streamed: bool) -> None:
     path = STREAM_PATH[name]
     if not streamed and name == "gemini":
         path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    elif not streamed and name == "gemini_interactions":
+        path = "/v1beta/interactions"
     assert request.method == "POST" and request.path == path
     header = KEY_HEADER.get(name, "authorization")
     if name == "ollama":
@@ -235,12 +245,11 @@ def check_sent(name: str, request, *, streamed: bool) -> None:
         expected = key_for(name) if name in KEY_HEADER else f"Bearer {key_for(name)}"
         assert request.headers[header] == expected
     body = request.json()
-    assert (
-        body["messages" if name not in ("gemini", "openai_responses") else "contents" if name == "gemini" else "input"][
-            -1
-        ]["role"]
-        == "user"
-    )
+    if name == "gemini_interactions":  # typed steps, not roles
+        assert body["input"][-1]["type"] == "user_input" and body["store"] is False
+    else:
+        turns = body["messages" if name not in ("gemini", "openai_responses") else "contents" if name == "gemini" else "input"]
+        assert turns[-1]["role"] == "user"
     if name == "gemini":
         assert "stream" not in body
     else:
@@ -296,7 +305,7 @@ def native_error(adapter: str, status: int, message: str) -> dict[str, Any]:
     if adapter == "anthropic":
         kind = ERROR_TYPES[status][0]
         return {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_01"}
-    if adapter == "gemini":
+    if adapter in ("gemini", "gemini_interactions"):
         return {"error": {"code": status, "message": message, "status": ERROR_TYPES[status][1]}}
     if adapter in ("ollama", "huggingface"):
         return {"error": message}
@@ -401,7 +410,7 @@ async def test_an_unset_key_is_named_as_unset_and_html_pages_are_summarised(scri
 CONCATENATED = FIXTURES / "openai/concatenated_args_streaming.txt"
 
 
-OWN_WIRE = ("anthropic", "openai_responses", "gemini", "ollama")  # the rest speak OpenAI's Chat Completions
+OWN_WIRE = ("anthropic", "openai_responses", "gemini", "gemini_interactions", "ollama")  # the rest speak OpenAI's Chat Completions
 
 
 @pytest.mark.parametrize("adapter", [a for a in ADAPTERS if a not in OWN_WIRE])

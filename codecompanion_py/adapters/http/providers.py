@@ -35,6 +35,7 @@ MODULES: dict[str, str] = {
     "copilot": "copilot",
     "demo": "demo",
     "gemini": "gemini",
+    "gemini_interactions": "gemini_interactions",
     "ollama": "ollama",
 }
 
