@@ -90,6 +90,17 @@ def test_every_acp_agent_is_looked_up_and_asked_for_its_version(bin_dir):
     }
 
 
+def test_the_last_four_agents_are_looked_up_by_their_own_commands(bin_dir):
+    fake(bin_dir, "kilo", "print('kilo 1.2.3')")
+    fake(bin_dir, "vibe-acp", "print('vibe 2.0.0')")
+    agents = health.report()["agents"]
+    assert agents["kilocode"]["version"] == "kilo 1.2.3" and agents["kilocode"]["path"] == str(bin_dir / "kilo")
+    assert agents["mistral_vibe"]["version"] == "vibe 2.0.0"
+    assert agents["kiro"]["command"] == "kiro-cli" and agents["kiro"]["found"] is False
+    assert "kiro.dev" in agents["kiro"]["install"]
+    assert agents["cagent"]["command"] == "cagent" and "commands.default" in agents["cagent"]["install"]
+
+
 def test_executable_in_the_bridge_command_is_followed(bin_dir, tmp_path):
     elsewhere = tmp_path / "opt"
     elsewhere.mkdir()

@@ -93,6 +93,18 @@ BUILTIN: dict[str, dict[str, Any]] = {
     "kimi_cli": _agent("Kimi CLI", ["kimi", "--acp"], install="uv tool install kimi-cli"),
     "auggie_cli": _agent("Auggie CLI", ["auggie", "--acp"], install="npm install -g @augmentcode/auggie"),
     "cline_cli": _agent("Cline CLI", ["cline", "--acp"], install="npm install -g cline"),
+    # cagent runs the agent a YAML file describes: point `commands.default` at your own file
+    "cagent": _agent(
+        "Cagent",
+        ["cagent", "acp", "basic_agent.yaml"],
+        install="see https://github.com/docker/cagent, then name your agent's YAML in commands.default",
+    ),
+    # Kilo Code and Kiro log in through their own CLIs; they are not asked to authenticate
+    "kilocode": _agent("Kilo Code", ["kilo", "acp"], install="see https://kilo.ai/docs/getting-started/installing"),
+    "kiro": _agent("Kiro", ["kiro-cli", "acp"], install="see https://kiro.dev/docs/cli/, then log in with kiro-cli"),
+    "mistral_vibe": _agent(
+        "Mistral Vibe", ["vibe-acp"], install="see https://github.com/mistralai/mistral-vibe, then run `vibe --setup`"
+    ),
     # CLIs without ACP, through our bridge (`codecompanion-py acp-bridge NAME`)
     "claude_code_cli": _agent(
         "Claude Code (CLI)",

@@ -228,6 +228,10 @@ def test_builtin_adapters_are_data_with_commands():
         "kimi_cli",
         "auggie_cli",
         "cline_cli",
+        "cagent",
+        "kilocode",
+        "kiro",
+        "mistral_vibe",
     ):
         adapter = BUILTIN.agent(name)
         assert adapter.command() and all(isinstance(part, str) for part in adapter.command())
@@ -235,9 +239,21 @@ def test_builtin_adapters_are_data_with_commands():
     assert "--yolo" in BUILTIN.agent("gemini_cli").command(yolo=True)
     assert BUILTIN.agent("codex_cli").command()[-2:] == ["acp-bridge", "codex"]
     assert BUILTIN.agent("claude_code_cli").command()[-2:] == ["acp-bridge", "claude"]
+    # as CodeCompanion starts them; none is asked to authenticate unless its config says how
+    assert {name: BUILTIN.agent(name).command() for name in ("cagent", "kilocode", "kiro", "mistral_vibe")} == {
+        "cagent": ["cagent", "acp", "basic_agent.yaml"],
+        "kilocode": ["kilo", "acp"],
+        "kiro": ["kiro-cli", "acp"],
+        "mistral_vibe": ["vibe-acp"],
+    }
+    assert BUILTIN.agent("kiro").auth_method([{"id": "kiro-login"}], {}) is None
+    assert BUILTIN.agent("kilocode").formatted_name == "Kilo Code" and BUILTIN.agent("kilocode").timeout == 20
 
 
 def test_user_tables_merge_over_builtins_and_define_new_agents():
+    # cagent as CodeCompanion's docs set it up: the user's own agent file
+    cagent = Adapters(acp={"cagent": {"commands": {"default": ["cagent", "acp", "reviewer.yaml"]}}}).agent("cagent")
+    assert cagent.command() == ["cagent", "acp", "reviewer.yaml"] and cagent.formatted_name == "Cagent"
     registry = Adapters(
         acp={
             "codex": {"commands": {"default": ["/opt/codex-acp"]}},

@@ -151,3 +151,18 @@ def test_checkhealth_errors_when_the_chats_agent_is_not_on_path(start, tmp_path)
     assert "ERROR" in line_of(lines, "goose: `goose` is not on PATH")
     assert "ERROR" in line_of(lines, "inline and cmd cannot use the agent goose")  # they fall back to the chat's
     line_of(lines, "Set interactions.inline.adapter to an HTTP adapter")
+
+
+def test_checkhealth_names_cagent_kilocode_kiro_and_mistral_vibe(start, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    kilo = bin_dir / "kilo"
+    kilo.write_text("#!/bin/sh\necho 'kilo 0.9.1'\n")
+    kilo.chmod(0o755)
+    editor = start(PATH=f"{bin_dir}:/usr/bin:/bin")
+    editor.setup('{ interactions = { chat = { adapter = "kilocode" } } }')
+    lines = health(editor)
+    line_of(lines, "chat, inline and cmd use kilocode")
+    assert "OK" in line_of(lines, "kilocode: `kilo` found")
+    for name, command in (("cagent", "cagent"), ("kiro", "kiro-cli"), ("mistral_vibe", "vibe-acp")):
+        line_of(lines, f"{name}: `{command}` not on PATH")
