@@ -66,7 +66,7 @@ local chat = honoured({ "adapter", "model" }, {
       path = "a slash command is a callback function here, not a module path",
       opts = honoured({ "provider", "contains_code" }, { ["*"] = "this slash command option is not read here" }),
     }),
-    opts = { acp = { trigger = TRIGGERS } },
+    opts = { acp = { trigger = TRIGGERS, enabled = "the agent's own slash commands are always offered here" } },
   },
   editor_context = EDITOR_CONTEXT,
   variables = EDITOR_CONTEXT,
@@ -122,7 +122,7 @@ local interactions = {
   cli = "the CLI interaction is not in this plugin; its agents run over ACP in the chat instead",
   shared = {
     editor_context = {
-      buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT } },
+      buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT }, ["*"] = EDITOR_CONTEXT },
       ["*"] = EDITOR_CONTEXT,
     },
     keymaps = { ["*"] = keymap }, -- the diff review's: g1 g2 g3 g4 gv } { (and g5 g6, this plugin's)

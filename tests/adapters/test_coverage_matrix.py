@@ -248,7 +248,9 @@ def check_sent(name: str, request, *, streamed: bool) -> None:
     if name == "gemini_interactions":  # typed steps, not roles
         assert body["input"][-1]["type"] == "user_input" and body["store"] is False
     else:
-        turns = body["messages" if name not in ("gemini", "openai_responses") else "contents" if name == "gemini" else "input"]
+        turns = body[
+            "messages" if name not in ("gemini", "openai_responses") else "contents" if name == "gemini" else "input"
+        ]
         assert turns[-1]["role"] == "user"
     if name == "gemini":
         assert "stream" not in body
@@ -410,7 +412,13 @@ async def test_an_unset_key_is_named_as_unset_and_html_pages_are_summarised(scri
 CONCATENATED = FIXTURES / "openai/concatenated_args_streaming.txt"
 
 
-OWN_WIRE = ("anthropic", "openai_responses", "gemini", "gemini_interactions", "ollama")  # the rest speak OpenAI's Chat Completions
+OWN_WIRE = (
+    "anthropic",
+    "openai_responses",
+    "gemini",
+    "gemini_interactions",
+    "ollama",
+)  # the rest speak OpenAI's Chat Completions
 
 
 @pytest.mark.parametrize("adapter", [a for a in ADAPTERS if a not in OWN_WIRE])

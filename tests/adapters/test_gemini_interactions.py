@@ -37,7 +37,9 @@ def test_history_goes_back_as_typed_steps_with_signatures(interactions, fixture_
     history = [
         Message.of("system", "be brief"),
         Message.of("system", "use tools"),
-        Message(role="user", parts=(TextPart(text="what is in main?"), ImagePart(data="QUJD", media_type="image/jpeg"))),
+        Message(
+            role="user", parts=(TextPart(text="what is in main?"), ImagePart(data="QUJD", media_type="image/jpeg"))
+        ),
         reply,
         Message(
             role="tool",
@@ -129,13 +131,17 @@ def test_a_failed_interaction_is_an_error_not_an_empty_answer(interactions):
         b'{"status":"failed","error":{"code":"internal","message":"backend fell over"}}}\n\n'
     )
     events = replay_body(interactions, streamed)
-    assert isinstance(events[-1], ErrorEvent) and events[-1].message == "Gemini Interactions: backend fell over (internal)"
+    assert (
+        isinstance(events[-1], ErrorEvent) and events[-1].message == "Gemini Interactions: backend fell over (internal)"
+    )
     cut = b'event: step.delta\ndata: {"event_type":"step.delta","index":0,"delta":{"type":"text","text":"Hal"}}\n\n'
     events = replay_body(interactions, cut)
     assert isinstance(events[-1], ErrorEvent) and "cut off" in events[-1].message
 
 
-async def test_a_tool_turn_over_real_http_sends_the_signatures_back(fixture_bytes, monkeypatch, scripted_server, client):
+async def test_a_tool_turn_over_real_http_sends_the_signatures_back(
+    fixture_bytes, monkeypatch, scripted_server, client
+):
     """Two requests to a local server speaking the API: the calls of the first reply, their
     signatures and results go in the second request's input."""
     monkeypatch.setenv("GEMINI_API_KEY", "key-1")
