@@ -412,13 +412,8 @@ async def test_an_unset_key_is_named_as_unset_and_html_pages_are_summarised(scri
 CONCATENATED = FIXTURES / "openai/concatenated_args_streaming.txt"
 
 
-OWN_WIRE = (
-    "anthropic",
-    "openai_responses",
-    "gemini",
-    "gemini_interactions",
-    "ollama",
-)  # the rest speak OpenAI's Chat Completions
+# the rest speak OpenAI's Chat Completions
+OWN_WIRE = ("anthropic", "openai_responses", "gemini", "gemini_interactions", "ollama")
 
 
 @pytest.mark.parametrize("adapter", [a for a in ADAPTERS if a not in OWN_WIRE])

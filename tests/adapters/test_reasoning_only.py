@@ -34,6 +34,13 @@ REASONING_ONLY = [
         "stop",
     ),
     ("ollama", "ollama/thinking_only_streaming.ndjson", "Nothing was asked. No reply needed.", None, "stop"),
+    (
+        "gemini_interactions",
+        "gemini_interactions/thought_only_streaming.txt",
+        "Only thanks. Nothing to answer.",
+        {"gemini_interactions": {"signature": "c2lnLW9ubHk="}},
+        "stop",
+    ),
 ]
 
 
@@ -159,6 +166,17 @@ def _problems(adapter: str, body: dict[str, Any]) -> list[str]:
         return [f"message without string content: {m}" for m in body["messages"] if not isinstance(m["content"], str)]
     if adapter == "openai_responses":
         return [f"message item without content: {i}" for i in body["input"] if "role" in i and not i["content"]]
+    if adapter == "gemini_interactions":
+        steps = body["input"]
+        problems = [
+            f"step without content: {s}"
+            for s in steps
+            if s["type"] in ("user_input", "model_output") and not s["content"]
+        ]
+        problems += [
+            f"thought without signature: {s}" for s in steps if s["type"] == "thought" and not s.get("signature")
+        ]
+        return problems + [f"empty text in {s}" for s in steps for c in s.get("content") or () if c.get("text") == ""]
     raise AssertionError(f"no wire rules for {adapter}")
 
 
