@@ -29,6 +29,8 @@ def image_of(adapter: str, body: dict) -> object:
         return next(p["source"] for p in parts if p["type"] == "image")
     if adapter == "gemini":
         return next(p["inlineData"] for c in body["contents"] for p in c["parts"] if "inlineData" in p)
+    if adapter == "gemini_interactions":
+        return next(c for s in body["input"] if s["type"] == "user_input" for c in s["content"] if c["type"] == "image")
     return next(m["images"] for m in body["messages"] if "images" in m)
 
 
@@ -37,6 +39,7 @@ EXPECTED = {
     "anthropic": {"type": "base64", "media_type": "image/png", "data": DATA},
     "gemini": {"mimeType": "image/png", "data": DATA},
     "ollama": [DATA],
+    "gemini_interactions": {"type": "image", "data": DATA, "mime_type": "image/png"},
 }
 
 
@@ -47,6 +50,12 @@ EXPECTED = {
         ("anthropic", "anthropic/thinking_streaming.txt", "text/event-stream", '{ url = "%s/v1/messages" }'),
         ("gemini", "gemini/text_streaming.txt", "text/event-stream", '{ url = "%s/v1beta/models/${model}:${method}" }'),
         ("ollama", "ollama/text_streaming.ndjson", "application/x-ndjson", '{ env = { url = "%s" } }'),
+        (
+            "gemini_interactions",
+            "gemini_interactions/text_streaming.txt",
+            "text/event-stream",
+            '{ url = "%s/v1beta/interactions${stream}" }',
+        ),
     ],
 )
 def test_an_image_reaches_each_provider_in_its_format(editor, tmp_path, adapter, fixture, content_type, override):
