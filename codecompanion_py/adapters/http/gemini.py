@@ -60,7 +60,7 @@ class _Candidate(msgspec.Struct, rename="camel"):
     finish_reason: str | None = None
 
 
-class _UsageMetadata(msgspec.Struct, rename="camel"):
+class UsageMetadata(msgspec.Struct, rename="camel"):
     prompt_token_count: int = 0
     candidates_token_count: int = 0
     thoughts_token_count: int | None = None
@@ -79,7 +79,7 @@ class _Error(msgspec.Struct):
 
 class _Response(msgspec.Struct, rename="camel"):
     candidates: list[_Candidate] | None = None
-    usage_metadata: _UsageMetadata | None = None
+    usage_metadata: UsageMetadata | None = None
     prompt_feedback: _PromptFeedback | None = None
     error: _Error | None = None
 
@@ -247,7 +247,7 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
         "status": "success",
         "output": {"role": "assistant", "content": "".join(text) or None, "reasoning": "".join(reasoning) or None},
         "finish_reason": finish,
-        "usage": _usage(usage) if usage else None,
+        "usage": usage_from(usage) if usage else None,
     }
     if finish:
         result["done"] = True  # the stream's end marker
@@ -267,7 +267,8 @@ def _add_call(tools: Any, call: _FunctionCall, thought_signature: str | None) ->
         tools.set_provider_data(key, {PROVIDER_KEY: data})
 
 
-def _usage(raw: _UsageMetadata) -> Usage:
+def usage_from(raw: UsageMetadata) -> Usage:
+    """Google's usage: thought tokens are output tokens too."""
     output = raw.candidates_token_count + (raw.thoughts_token_count or 0)
     return Usage(
         prompt_tokens=raw.prompt_token_count,
@@ -280,7 +281,7 @@ def _usage(raw: _UsageMetadata) -> Usage:
 
 def parse_tokens(self: Any, data: Any) -> int | None:
     usage = decode(data).usage_metadata
-    return _usage(usage).total_tokens if usage else None
+    return usage_from(usage).total_tokens if usage else None
 
 
 ADAPTER: dict[str, Any] = {

@@ -23,7 +23,8 @@ from typing import Any
 
 import msgspec
 
-from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec, Usage
+from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec
+from .gemini import UsageMetadata, usage_from
 from .openai import build_tools as _openai_tools
 from .wire import frame_decoder, handler_table, provider_opts, setting, setup_stream_flag, whole_response
 
@@ -65,12 +66,14 @@ class _Delta(msgspec.Struct):
     content: _Block | None = None
 
 
-class _Usage(msgspec.Struct):
-    total_input_tokens: int = 0
-    total_output_tokens: int = 0
-    total_thought_tokens: int | None = None
-    total_cached_tokens: int | None = None
-    total_tokens: int = 0
+class _Usage(UsageMetadata):
+    """The Interactions API's usage, read into generateContent's fields for `usage_from`."""
+
+    prompt_token_count: int = msgspec.field(default=0, name="total_input_tokens")
+    candidates_token_count: int = msgspec.field(default=0, name="total_output_tokens")
+    thoughts_token_count: int | None = msgspec.field(default=None, name="total_thought_tokens")
+    cached_content_token_count: int | None = msgspec.field(default=None, name="total_cached_tokens")
+    total_token_count: int = msgspec.field(default=0, name="total_tokens")
 
 
 class _Error(msgspec.Struct):
@@ -220,7 +223,7 @@ def parse_chat(self: Any, data: Any, tools: Any = None) -> dict[str, Any] | None
             return _error(interaction.error or _Error(message="the interaction failed"))
         result["finish_reason"] = _STATUS_FINISH.get(interaction.status or "", "stop")
         result["done"] = True  # the stream's end marker
-        result["usage"] = _usage(interaction.usage) if interaction.usage else None
+        result["usage"] = usage_from(interaction.usage) if interaction.usage else None
     elif kind == "error":
         return _error(frame.error or _Error(message="unknown error"))
     else:
@@ -260,7 +263,7 @@ def _whole(interaction: _Frame, tools: Any) -> dict[str, Any]:
         text,
         reasoning,
         finish_reason=_STATUS_FINISH.get(interaction.status or "", "stop"),
-        usage=_usage(interaction.usage) if interaction.usage else None,
+        usage=usage_from(interaction.usage) if interaction.usage else None,
         reasoning_end=reasoning_end,
     )
 
@@ -280,21 +283,10 @@ def _error(error: _Error) -> dict[str, Any]:
     return {"status": "error", "output": f"{error.message or 'unknown error'}{code}"}
 
 
-def _usage(raw: _Usage) -> Usage:
-    output = raw.total_output_tokens + (raw.total_thought_tokens or 0)
-    return Usage(
-        prompt_tokens=raw.total_input_tokens,
-        completion_tokens=output,
-        total_tokens=raw.total_tokens or raw.total_input_tokens + output,
-        reasoning_tokens=raw.total_thought_tokens,
-        cached_tokens=raw.total_cached_tokens,
-    )
-
-
 def parse_tokens(self: Any, data: Any) -> int | None:
     frame = decode(data)
     usage = frame.interaction.usage if frame.interaction else frame.usage
-    return _usage(usage).total_tokens if usage else None
+    return usage_from(usage).total_tokens if usage else None
 
 
 _MODELS = [
