@@ -186,17 +186,20 @@ def _to_parts(
 
 
 def build_tools(self: Any, tools: Sequence[ToolSpec | dict[str, Any]] | None) -> dict[str, Any] | None:
-    wire = _openai_tools(self, tools)
-    if not wire:
-        return None
+    declarations = function_declarations(self, tools)
+    return {"tools": [{"functionDeclarations": declarations}]} if declarations else None
+
+
+def function_declarations(self: Any, tools: Sequence[ToolSpec | dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Each tool's name, description and parameters, as Google's APIs declare a function."""
     declarations = []
-    for tool in wire["tools"]:
+    for tool in (_openai_tools(self, tools) or {}).get("tools", ()):
         fn = tool["function"]
         declaration = {"name": fn["name"], "description": fn["description"]}
         if fn["parameters"].get("properties"):  # Gemini rejects an object schema with no properties
             declaration["parameters"] = fn["parameters"]
         declarations.append(declaration)
-    return {"tools": [{"functionDeclarations": declarations}]}
+    return declarations
 
 
 def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, Any]]:

@@ -24,8 +24,7 @@ from typing import Any
 import msgspec
 
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec
-from .gemini import UsageMetadata, usage_from
-from .openai import build_tools as _openai_tools
+from .gemini import UsageMetadata, function_declarations, usage_from
 from .wire import frame_decoder, handler_table, provider_opts, setting, setup_stream_flag, whole_response
 
 PROVIDER_KEY = "gemini_interactions"
@@ -160,17 +159,8 @@ def _user_content(part: TextPart | ImagePart) -> dict[str, Any]:
 
 
 def build_tools(self: Any, tools: Sequence[ToolSpec | dict[str, Any]] | None) -> dict[str, Any] | None:
-    wire = _openai_tools(self, tools)
-    if not wire:
-        return None
-    declared = []
-    for tool in wire["tools"]:
-        fn = tool["function"]
-        declaration = {"type": "function", "name": fn["name"], "description": fn["description"]}
-        if fn["parameters"].get("properties"):  # Gemini rejects an object schema with no properties
-            declaration["parameters"] = fn["parameters"]
-        declared.append(declaration)
-    return {"tools": declared}
+    declarations = function_declarations(self, tools)
+    return {"tools": [{"type": "function", **d} for d in declarations]} if declarations else None
 
 
 def format_calls(self: Any, tool_calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
