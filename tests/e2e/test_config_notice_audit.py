@@ -1,7 +1,7 @@
 """The setup notice, audited against every option CodeCompanion 19 has: each key of its
-default config (tests/fixtures/codecompanion19_options.json) is set, alone, to a value other
-than its default in headless Neovim, and the keys the notice names must be exactly those in
-NAMED below, each with why. A key that starts working here comes off NAMED; one that stops
+default config (tests/fixtures/codecompanion19_options.json) is set to a value other than its
+default in headless Neovim, alone and then all at once through setup(), and the keys the
+notice names must be exactly those in NAMED below, each with why. A key that starts working here comes off NAMED; one that stops
 working, or a new CodeCompanion key this plugin does not know, fails the test until listed.
 NAMED is what the README's "What differs" lists."""
 
@@ -20,8 +20,9 @@ OPTIONS = json.loads(
 
 # Each option set to a value a user might give instead of the default (false is left out:
 # turning off what is not here loses nothing, and the notice says nothing of it), alone and
-# then all together; returns {named key: [the options that made it named]}, {named key: the
-# notice's reason} and the keys named for all of them at once.
+# then all together (also through setup(), whose one-line notice is caught); returns {named key:
+# [the options that made it named]}, {named key: the notice's reason} and the keys named for
+# all of them at once.
 AUDIT = """
 local options = ...
 local check = require("codecompanion_py.config_check")
@@ -56,8 +57,12 @@ for _, option in ipairs(options) do
   end
 end
 local together = vim.tbl_map(function(item) return item.key end, check.unsupported(all))
+_G.notices = {}
+vim.notify = function(msg) table.insert(_G.notices, msg) end
+require("codecompanion").setup(all) -- the real setup(), whose notice follows once startup is over
 return { named = named, why = why, together = together }
 """
+NOTICE = "CodeCompanion ignores "
 
 # Every key the notice names for a CodeCompanion 19 option, with why (one line each).
 NAMED: dict[str, str] = {
@@ -148,6 +153,7 @@ NAMED: dict[str, str] = {
 
 
 def test_the_notice_names_exactly_the_listed_options(editor):
+    editor.nvim.options["columns"] = 10_000  # the notice is cut to one screen line: make it hold every key
     result = editor.lua(AUDIT, OPTIONS)
     named = result["named"]
     new = sorted(set(named) - set(NAMED))
@@ -159,3 +165,5 @@ def test_the_notice_names_exactly_the_listed_options(editor):
         + ", ".join(gone)
     )
     assert sorted(result["together"]) == sorted(named)
+    notice = editor.wait_for(lambda: editor.lua("return _G.notices[1]"), what="the setup notice")
+    assert notice == NOTICE + ", ".join(sorted(named)) + " (:checkhealth codecompanion)"
