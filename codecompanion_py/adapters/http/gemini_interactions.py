@@ -18,12 +18,13 @@ another provider has no signature this API would accept and is not sent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeGuard
 
 import msgspec
 
 from ...messages import ImagePart, Message, ReasoningPart, TextPart, ToolCall, ToolResultPart, ToolSpec
+from ..handlers import bound_handler
 from .gemini import UsageMetadata, function_declarations, usage_from
 from .wire import frame_decoder, handler_table, provider_opts, setting, setup_stream_flag, whole_response
 
@@ -118,13 +119,14 @@ def build_parameters(self: Any, params: dict[str, Any], messages: Sequence[Messa
 
 def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     system = "\n\n".join(m.text for m in messages if m.role == "system" and m.text)
+    format_response, format_calls = bound_handler(self, "format_response"), bound_handler(self, "format_calls")
     steps: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "assistant":
-            steps.extend(_model_steps(message))
+            steps.extend(_model_steps(message, format_calls))
         elif message.role != "system":
-            steps.extend(format_response(None, r, r.content) for r in message.tool_results)
-            content = [_user_content(p) for p in message.parts if isinstance(p, (TextPart, ImagePart))]
+            steps.extend(format_response(r, r.content) for r in message.tool_results)
+            content = [_user_content(p) for p in message.parts if isinstance(p, ImagePart) or _has_text(p)]
             if content:
                 steps.append({"type": "user_input", "content": content})
     body: dict[str, Any] = {"input": steps}
@@ -133,7 +135,11 @@ def build_messages(self: Any, messages: Sequence[Message]) -> dict[str, Any]:
     return body
 
 
-def _model_steps(message: Message) -> list[dict[str, Any]]:
+def _has_text(part: Any) -> TypeGuard[TextPart]:
+    return isinstance(part, TextPart) and bool(part.text)
+
+
+def _model_steps(message: Message, format_calls: Callable[..., Any]) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, ReasoningPart):
@@ -143,10 +149,10 @@ def _model_steps(message: Message) -> list[dict[str, Any]]:
                 if part.text:
                     step["summary"] = [{"type": "text", "text": part.text}]
                 steps.append(step)
-        elif isinstance(part, TextPart) and part.text:
+        elif _has_text(part):
             steps.append({"type": "model_output", "content": [{"type": "text", "text": part.text}]})
         elif isinstance(part, ToolCall):
-            steps.extend(format_calls(None, [part]))
+            steps.extend(format_calls([part]))
     return steps
 
 
