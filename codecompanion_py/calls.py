@@ -131,6 +131,13 @@ class EditorReply(Call, frozen=True, kw_only=True):
     error: Any = None
 
 
+class LogRecord(Call, frozen=True, kw_only=True):
+    """A record of an extension's `require("codecompanion.utils.log")`, for the log file."""
+
+    level: str = "ERROR"
+    message: str = ""
+
+
 # --- requests: Engine.request, answered ----------------------------------------------------
 
 
@@ -218,6 +225,7 @@ CALLS: dict[str, type[Call]] = {
     "cmd.run": CmdRun,
     "mcp.control": McpControl,
     "editor.reply": EditorReply,
+    "log": LogRecord,
     # requests
     **dict.fromkeys(("health", "tools", "adapters", "kill_agents"), Call),
     "rules.read": RulesRead,

@@ -123,6 +123,7 @@ class Engine:
             "cmd.run": self.inline.command,
             "mcp.control": mcp.control,
             "editor.reply": self._editor_reply,
+            "log": self._log,
         }
         self._requests: dict[str, Callable[[Any], Any]] = {
             "health": lambda _call: self._wait(self._health(), timeout=10),
@@ -267,6 +268,10 @@ class Engine:
         if self._client is not None:  # new requests get a client with the new settings;
             self._retired.append(self._client)  # replies streaming on the old one finish on it
             self._client = None
+
+    async def _log(self, call: calls.LogRecord) -> None:
+        level = logfile.LEVELS.get(call.level.upper(), logging.ERROR)
+        logging.getLogger("codecompanion_py.lua").log(level, "%s", logfile.loggable(call.message))
 
     async def _editor_reply(self, call: calls.EditorReply) -> None:
         self.pending.settle(call.id, call.result, call.error)

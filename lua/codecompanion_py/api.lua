@@ -12,6 +12,16 @@ function M.setup(opts)
   require("codecompanion_py").setup(opts)
 end
 
+-- Extensions (codecompanion_py/extensions.lua): their exports by name, and registering one.
+M.extensions = require("codecompanion_py.extensions").manager
+
+---@param name string
+---@param extension table
+---@return boolean ok
+function M.register_extension(name, extension)
+  return require("codecompanion_py.extensions").register(name, extension)
+end
+
 -- chat({ params = { adapter, model, command }, args = "prompt", user_prompt = "...", subcommand = "toggle" | ... })
 ---@param args? table
 ---@return CodeCompanionChat|nil

@@ -25,6 +25,7 @@ function M.setup(opts)
   M.user_opts = opts or {}
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), M.user_opts)
   require("codecompanion_py.config_check").report(M.user_opts)
+  require("codecompanion_py.extensions").load(M.config.extensions)
   local rpc = require("codecompanion_py.rpc")
   rpc.config_changed()
   rpc.start_in_background(M.config.opts or {})

@@ -200,7 +200,7 @@ M.SPEC = {
     servers = ANY, -- { cmd, env, url, headers, roots, timeout, tool_defaults, tool_overrides } or a function
     opts = honoured({ "default_servers", "acp_enabled", "timeout" }),
   },
-  extensions = "CodeCompanion's extensions are Lua modules of its own and cannot load here",
+  extensions = ANY, -- { name = { enabled, opts, callback } }: extensions.lua
   -- python, background_start: this plugin's own, for the engine's host
   opts = honoured({ "log_level", "language", "send_code", "python", "background_start" }, {
     submit_delay = "a prompt given to a new chat is sent at once here",

@@ -283,7 +283,9 @@ local function instance(chat_bufnr, args)
   tool.tool = config
   tool.cmds = vim.deepcopy(def.cmds or {})
   tool.opts = vim.tbl_extend("force", {}, def.opts or {}, config.opts or {})
-  run = { tool = tool, collected = { outputs = {}, messages = {} } }
+  -- originals: what cmds returned as `data`, by status, so outputs get the Lua values
+  -- themselves (an object with methods), not their copies as data
+  run = { tool = tool, collected = { outputs = {}, messages = {} }, originals = { success = {}, error = {} } }
   run.tools = tool_system(run, chat_bufnr)
   run.tools.tool = tool
   M.runs[args.run_id] = run
@@ -338,6 +340,8 @@ local function call_args(run, legacy, path, wire)
   local tools = run.tools
   if path == "output.success" or path == "output.error" then
     local cmd, list, stdout = cmd_of(run, wire[1]), wire[2], wire[3]
+    local originals = run.originals[path == "output.error" and "error" or "success"]
+    list = type(list) == "table" and #list == #originals and originals or list
     if path == "output.error" then
       tools.status = "error"
       vim.list_extend(tools.stderr, list or {})
@@ -410,6 +414,10 @@ function M.invoke(chat_bufnr, args, reply)
   elseif args.path:match("^cmds%.") then
     local input = wire[2]
     local function output_cb(output)
+      local kept = type(output) == "table" and run.originals[output.status]
+      if kept and output.data ~= nil then
+        table.insert(kept, output.data)
+      end
       vim.schedule(function()
         finish(output)
       end)
@@ -427,6 +435,8 @@ function M.invoke(chat_bufnr, args, reply)
     end
     if ok and result == nil then
       return -- waits for output_cb
+    elseif ok and type(result) == "table" and run.originals[result.status] and result.data ~= nil then
+      table.insert(run.originals[result.status], result.data)
     end
   else
     local list, n = call_args(run, legacy, args.path, wire)

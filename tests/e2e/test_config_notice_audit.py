@@ -86,7 +86,6 @@ NAMED: dict[str, str] = {
     "display.diff.word_highlights": "the diff review highlights whole lines, not words",
     "display.icons": "these icons are not drawn",
     "display.input": "the inline prompt is asked with vim.ui.input",
-    "extensions": "CodeCompanion's extension API is not here yet",
     "interactions.background.chat.callbacks.on_checkpoint": "only the background title action (on_ready) runs",
     "interactions.background.gates": "no LLM judge of tool calls yet",
     "interactions.chat.keymaps._btw": "no queued follow-up while a reply streams yet (gm)",

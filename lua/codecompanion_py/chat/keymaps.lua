@@ -105,7 +105,12 @@ function M.set(chat, config, actions)
       vim.notify(("CodeCompanion: keymaps.%s has an unknown callback %s"):format(map.name, vim.inspect(callback)),
         vim.log.levels.WARN)
     else
-      local function run() action(chat) end
+      local function run()
+        local ok, err = pcall(action, chat)
+        if not ok then -- one line naming what it used (an extension's map may reach past this plugin)
+          require("codecompanion_py.extensions").report("keymaps." .. map.name .. " failed", err)
+        end
+      end
       local opts = { nowait = true, desc = map.description }
       if type(map.opts) == "table" then -- the user's map-arguments, as vim.keymap.set reads them
         opts = vim.tbl_extend("force", opts, map.opts, { buffer = chat.bufnr })
