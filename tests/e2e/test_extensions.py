@@ -6,6 +6,7 @@ extensions come from GitHub, which a machine with only package registries cannot
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -214,3 +215,21 @@ def test_history_says_in_one_line_what_it_needs_that_is_not_here(editor):
         for line in said:
             assert "\n" not in line and line.startswith("CodeCompanion: extension history")
         print(json.dumps(said))
+
+
+def test_codecompanion_lualine_counts_requests_in_the_statusline(editor):
+    use(editor, "codecompanion-lualine.nvim", "lualine.nvim")
+    status = "return vim.api.nvim_eval_statusline(vim.o.statusline, { winid = vim.api.nvim_get_current_win() }).str"
+    with ServerThread(ScriptedServer.sequence([reply("slow answer", delay=1.5)])) as server:
+        setup_with(editor, server.url, "")
+        editor.lua(
+            "require('lualine').setup({ sections = { lualine_a = {}, lualine_b = {}, lualine_c = {},"
+            " lualine_x = { 'codecompanion' }, lualine_y = {}, lualine_z = {} } })"
+        )
+        editor.nvim.command("CodeCompanionChat")
+        editor.type_prompt("hello")
+        editor.nvim.input("<CR>")
+        spinning = re.compile("1 [⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]")  # each redraw moves the spinner on
+        editor.wait_for(lambda: spinning.search(editor.lua(status)), what="one request counted, spinning")
+        editor.wait_event("CodeCompanionChatDone", count=1)
+        editor.wait_for(lambda: "0 ✓" in editor.lua(status) or None, what="none left, done")
