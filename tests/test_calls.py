@@ -29,7 +29,7 @@ SENT = re.compile(
 
 def methods_lua_sends() -> set[str]:
     found: set[str] = set()
-    for path in LUA.rglob("*.lua"):
+    for path in LUA.parent.rglob("*.lua"):  # lua/codecompanion/ too (its utils.log sends "log")
         found.update(SENT.findall(path.read_text()))
     return found
 

@@ -70,21 +70,25 @@ end
 -- unless this same set was named before (:checkhealth always lists them, with the reasons).
 ---@param opts table|nil what setup() was given
 function M.report(opts)
+  local failed = require("codecompanion_py.extensions").failed -- the extensions of this setup() that did not load
   vim.schedule(function()
     local keys = vim.tbl_map(function(item) return item.key end, M.unsupported(opts))
     local seen = vim.fn.stdpath("state") .. "/codecompanion_py_unsupported"
-    local digest = vim.fn.sha256(table.concat(keys, "\n"))
-    if #keys == 0 or (vim.fn.filereadable(seen) == 1 and vim.fn.readfile(seen)[1] == digest) then
+    local digest = vim.fn.sha256(table.concat(vim.list_extend(vim.list_extend({}, failed), keys), "\n"))
+    if #keys + #failed == 0 or (vim.fn.filereadable(seen) == 1 and vim.fn.readfile(seen)[1] == digest) then
       return
     end
     vim.fn.mkdir(vim.fn.stdpath("state"), "p")
     pcall(vim.fn.writefile, { digest }, seen)
-    local line, tail = "CodeCompanion ignores " .. table.concat(keys, ", "), " (:checkhealth codecompanion)"
+    local ignores = #keys > 0 and "ignores " .. table.concat(keys, ", ") or nil
+    local line = #failed == 0 and "CodeCompanion " .. ignores
+      or "CodeCompanion: " .. table.concat(vim.list_extend(vim.list_extend({}, failed), { ignores }), "; ")
+    local tail = " (:checkhealth codecompanion)"
     local room = vim.v.echospace - #tail -- one screen line: a second would ask for ENTER
     if vim.fn.strdisplaywidth(line) > room then
       line = vim.fn.strcharpart(line, 0, room - 1) .. "…"
     end
-    vim.notify(line .. tail, vim.log.levels.WARN)
+    vim.notify(line .. tail, #failed > 0 and vim.log.levels.ERROR or vim.log.levels.WARN)
   end)
 end
 

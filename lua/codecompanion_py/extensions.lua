@@ -7,6 +7,7 @@
 local M = {}
 
 local exports = {} ---@type table<string, table>
+M.failed = {} ---@type string[] what setup()'s extensions that did not load said, for config_check's one line
 
 -- require("codecompanion").extensions: the exports by name (nil for one not loaded).
 M.manager = setmetatable({}, {
@@ -58,21 +59,34 @@ local function resolve(name, callback)
   return extension
 end
 
--- Set up one extension and keep its exports; false (after telling the user) when it failed.
+-- Set up one extension and keep its exports; false when it failed, after telling the user
+-- (or, `later`, keeping the line for the notice after startup: two lines would ask for ENTER).
 ---@param name string
 ---@param extension string|table|fun(): table|nil as `callback` is given
 ---@param opts? table
+---@param later? boolean
 ---@return boolean ok
-function M.register(name, extension, opts)
+function M.register(name, extension, opts, later)
   local ok, err = pcall(function()
     local ext = resolve(name, extension)
     ext.setup(opts or {})
     exports[name] = ext.exports
   end)
-  if not ok then
-    M.report("extension " .. name .. " did not load", err)
+  if ok then
+    return true
   end
-  return ok
+  local what = "extension " .. name .. " did not load"
+  if tostring(err):find("module 'codecompanion._extensions." .. name .. "' not found", 1, true) then
+    what = "extension " .. name .. " is not installed"
+    err = "no codecompanion._extensions." .. name .. " on the runtimepath"
+  end
+  if later then
+    require("codecompanion.utils.log"):error("%s: %s", what, tostring(err))
+    table.insert(M.failed, what .. ": " .. M.explain(err))
+  else
+    M.report(what, err)
+  end
+  return false
 end
 
 -- Load the extensions of the config, in name order (pairs() order would change from run to run).
@@ -81,12 +95,13 @@ function M.load(config)
   if type(config) ~= "table" then
     return
   end
+  M.failed = {}
   local names = vim.tbl_keys(config)
   table.sort(names)
   for _, name in ipairs(names) do
     local entry = config[name]
     if type(entry) == "table" and entry.enabled ~= false then
-      M.register(name, entry.callback, entry.opts)
+      M.register(name, entry.callback, entry.opts, true)
     end
   end
 end

@@ -24,6 +24,9 @@ local function compatibility()
   for _, item in ipairs(unsupported) do
     add(entries, "warn", ("%s has no effect here: %s"):format(item.key, item.why))
   end
+  for _, line in ipairs(require("codecompanion_py.extensions").failed) do
+    add(entries, "error", line)
+  end
   return { title = "codecompanion_py: coming from CodeCompanion.nvim", entries = entries }
 end
 

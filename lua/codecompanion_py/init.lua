@@ -24,8 +24,8 @@ M.user_opts = {} ---@type table what setup() was given, as given
 function M.setup(opts)
   M.user_opts = opts or {}
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), M.user_opts)
-  require("codecompanion_py.config_check").report(M.user_opts)
   require("codecompanion_py.extensions").load(M.config.extensions)
+  require("codecompanion_py.config_check").report(M.user_opts)
   local rpc = require("codecompanion_py.rpc")
   rpc.config_changed()
   rpc.start_in_background(M.config.opts or {})

@@ -119,7 +119,8 @@ def test_options_set_to_codecompanions_defaults_are_never_named(start):
 def test_what_changes_behaviour_is_named_in_one_line_once(start):
     editor = start(PASTED["many options that do nothing here"], columns=120)
     shown = messages(editor)
-    assert len(shown) == 1 and shown[0].startswith("CodeCompanion ignores display.chat.fold_context, display.chat")
+    # an extension not installed comes first (its whole line is in :checkhealth), then the options
+    assert len(shown) == 1 and shown[0].startswith("CodeCompanion: extension history is not installed: no codecomp")
     assert shown[0].endswith("… (:checkhealth codecompanion)")  # cut to fit beside the ruler: no ENTER
     assert editor.lua("return vim.fn.strdisplaywidth(...)", shown[0]) <= editor.lua("return vim.v.echospace")
     # the same setup() again, in this session or the next, says nothing more
@@ -132,8 +133,13 @@ def test_what_changes_behaviour_is_named_in_one_line_once(start):
     editor.nvim.command("checkhealth codecompanion")
     report = editor.text()
     assert "display.diff.provider has no effect here: this diff option is not read here" in report
-    assert "extensions has no effect here" in report
+    assert "extension history is not installed: no codecompanion._extensions.history on the runtimepath" in report
     assert "opts.triggers has no effect here" in report
     # a different set is news: it is named
+    editor = start("{ display = { diff = { word_highlights = { additions = false } } } }", columns=120)
+    assert messages(editor) == ["CodeCompanion ignores display.diff.word_highlights (:checkhealth codecompanion)"]
+    editor = start(PASTED["many options that do nothing here"].replace("history = {", "history_off = {"), 250)
+    assert messages(editor)[0].startswith("CodeCompanion: extension history_off is not installed: no codecompanion.")
+    assert "; ignores display.chat.fold_context, display.chat" in messages(editor)[0]
     editor = start("{ display = { diff = { word_highlights = { additions = false } } } }", columns=120)
     assert messages(editor) == ["CodeCompanion ignores display.diff.word_highlights (:checkhealth codecompanion)"]

@@ -69,10 +69,13 @@ def test_a_pasted_config_names_only_what_does_nothing_here(editor):
 def test_typos_and_what_is_not_here_are_caught(editor):
     named = editor.lua(
         'return require("codecompanion_py.config_check").unsupported({ opts = { log_levl = "DEBUG" }, '
-        "extensions = { x = {} } })"
+        "extensions = { x = {} }, interactions = { cli = { providers = { mine = {} } } } })"
     )
     assert named == [
-        {"key": "extensions", "why": "CodeCompanion's extensions are Lua modules of its own and cannot load here"},
+        {
+            "key": "interactions.cli.providers.mine",
+            "why": "CLI agents run in a terminal here; providers of your own are not read",
+        },
         {"key": "opts.log_levl", "why": "not a CodeCompanion option"},
     ]
 
