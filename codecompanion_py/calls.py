@@ -149,27 +149,6 @@ class RulesRead(Call, frozen=True, kw_only=True):
     entries: list[Any] = []  # a group's entries, as Lua flattens them (rules.RuleEntry)
 
 
-class CliItem(msgspec.Struct, kw_only=True, frozen=True):
-    """What one `#{tag}` named, as the editor read it (`kind` as chat/context.lua names it)."""
-
-    tag: str  # the whole tag as typed, e.g. "#{buffer:app.py}"
-    kind: str
-    paths: list[str] = []  # the file(s): buffer, buffers, this, selection, diagnostics
-    content: str = ""  # the body: selection lines, diagnostics, terminal output, ...
-    label: str = ""
-    filetype: str = ""
-    lines: tuple[int, int] | None = None  # a selection's first and last line
-
-
-class CliRender(Call, frozen=True, kw_only=True):
-    """`cli.render`: a CLI prompt, what its tags named, and a visual selection if any."""
-
-    prompt: str = ""
-    cwd: str = ""
-    items: list[CliItem] = []
-    selection: CliItem | None = None
-
-
 class PromptsRead(Call, frozen=True, kw_only=True):
     """`prompts.read`: the folders to read, and the aliases the config's own prompts hold."""
 
@@ -253,7 +232,6 @@ CALLS: dict[str, type[Call]] = {
     "files.read": FilesRead,
     "files.list": FilesList,
     "prompts.read": PromptsRead,
-    "cli.render": CliRender,
     "prompts.trust": PromptsTrust,
     "history.list": HistoryCall,
     **dict.fromkeys(("history.load", "history.rename", "history.delete"), SavedChatCall),

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import msgspec
 from greenlet import getcurrent
 
-from . import calls, cli_prompt, config, logfile, processes, project_files, prompt_library, prompt_trust, repository
+from . import calls, config, logfile, processes, project_files, prompt_library, prompt_trust, repository
 from .calls import Call
 from .chat.factory import SessionFactory
 from .chat.keeper import ChatKeeper
@@ -133,8 +133,7 @@ class Engine:
             "rules.read": lambda call: repository.load_rules(msgspec.structs.asdict(call)),
             "files.read": lambda call: repository.read_named(msgspec.structs.asdict(call)),
             "files.list": lambda call: self._wait(project_files.list_files(call.cwd), timeout=10),  # /file's picker
-            "prompts.read": prompt_library.read_prompts,
-            "cli.render": cli_prompt.render,  # the text a CLI agent is sent  # the library's markdown prompts, parsed
+            "prompts.read": prompt_library.read_prompts,  # the library's markdown prompts, parsed
             "prompts.trust": lambda call: prompt_trust.remember(call.file, call.root, call.trusted),
             "history.list": lambda call: self.keeper.summaries(call.dir),
             "history.load": lambda call: self.keeper.load(call.dir, call.id),

@@ -24,17 +24,6 @@ end, {
   end,
 })
 
--- :CodeCompanionCLI[!] [agent=NAME] [Ask | prompt]: `!` submits; over a range, the lines go too.
-vim.api.nvim_create_user_command("CodeCompanionCLI", function(cmd)
-  local args = cmd.args
-  local agent = args:match("^%s*agent=(%S+)")
-  args = vim.trim(args:gsub("^%s*agent=%S+", "", 1))
-  local opts = { agent = agent, submit = cmd.bang, source = vim.api.nvim_get_current_buf(),
-    range = cmd.range > 0 and { cmd.line1, cmd.line2 } or nil }
-  opts.prompt = args == "Ask" or nil
-  require("codecompanion_py.cli").run((args ~= "" and args ~= "Ask") and args or nil, opts)
-end, { nargs = "*", range = true, bang = true, desc = "CodeCompanion CLI: [agent=NAME] [Ask | prompt]" })
-
 -- What a command over a range passes on.
 local function ranged(cmd)
   return { args = cmd.args, range = cmd.range, line1 = cmd.line1, line2 = cmd.line2 }

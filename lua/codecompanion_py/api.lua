@@ -43,25 +43,9 @@ end
 ---@param args? { params?: table }
 ---@return CodeCompanionChat|nil
 function M.toggle(args)
-  local cli = package.loaded["codecompanion_py.cli"]
-  local shown = cli and vim.iter(vim.tbl_values(cli.instances)):find(function(c)
-    return require("codecompanion_py.chat.window").visible(c.bufnr)
-  end)
-  if shown then
-    return cli.hide(shown)
-  end
-  local chat = chat_module().last_chat()
-  if cli and cli.latest and not (chat and require("codecompanion_py.chat.window").visible(chat.bufnr)) then
-    return cli.toggle()
-  end
-  return M.toggle_chat(args)
-end
-
----@param args? { params?: table }
----@return CodeCompanionChat|nil
-function M.toggle_chat(args)
   return chat_module().toggle(args and args.params or nil)
 end
+M.toggle_chat = M.toggle
 
 -- add({ line1, line2 }): those lines of the current buffer into the last chat.
 ---@param args? { line1?: integer, line2?: integer }
@@ -165,21 +149,8 @@ function M.prompt(alias, args)
   return require("codecompanion_py.prompts.run").alias(alias, "", args)
 end
 
--- cli(prompt, opts) / cli(opts): an agent's own CLI in a terminal (codecompanion_py/cli.lua).
----@param prompt_or_opts? string|table
----@param opts? table
----@return table|nil
-function M.cli(prompt_or_opts, opts)
-  if type(prompt_or_opts) == "table" then
-    prompt_or_opts, opts = nil, prompt_or_opts
-  end
-  return require("codecompanion_py.cli").run(prompt_or_opts, opts)
-end
-
----@param args? { agent?: string }
-function M.toggle_cli(args)
-  return require("codecompanion_py.cli").toggle(args and args.agent)
-end
+missing("cli", "the CLI interaction")
+missing("toggle_cli", "the CLI interaction")
 missing("code_review", "code review")
 
 return M

@@ -119,12 +119,7 @@ local interactions = {
     gates = "the LLM judge of tool calls is not in this plugin",
   },
   code_review = "code review is not in this plugin",
-  cli = honoured({ "agent" }, {
-    agents = { ["*"] = honoured({ "cmd", "args", "description", "provider" }) },
-    keymaps = { next_chat = keymap, previous_chat = keymap },
-    opts = honoured({ "auto_insert", "reload" }),
-    providers = { terminal = OK, ["*"] = "CLI agents run in a terminal here; providers of your own are not read" },
-  }),
+  cli = "the CLI interaction is not in this plugin; its agents run over ACP in the chat instead",
   shared = {
     editor_context = {
       buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT }, ["*"] = EDITOR_CONTEXT },
@@ -184,7 +179,7 @@ M.SPEC = {
     },
     inline = { layout = OK },
     input = "the inline prompt is asked with vim.ui.input here",
-    cli = { window = window },
+    cli = "the CLI interaction is not in this plugin",
     icons = "these icons are not used here",
   },
   prompt_library = { ["*"] = ANY, markdown = { dirs = OK } }, -- prompts by their names

@@ -40,21 +40,15 @@ function M.debug(buf)
   end
 end
 
--- `{` / `}`: the previous or next interaction (chats and CLI terminals) in this window.
----@param from { bufnr: integer }
----@param step integer
-function M.cycle(from, step)
-  local cli = require("codecompanion_py.cli")
-  local list = vim.list_extend(chat_module().list(), vim.tbl_values(cli.instances))
-  table.sort(list, function(a, b) return a.bufnr < b.bufnr end)
+-- `{` / `}`: the previous or next chat in this window.
+local function cycle(chat, step)
+  local list = chat_module().list()
   for i, other in ipairs(#list > 1 and list or {}) do
-    if other.bufnr == from.bufnr then
+    if other == chat then
       local target = list[(i - 1 + step) % #list + 1]
       vim.cmd.buffer({ target.bufnr, mods = { keepalt = true } }) -- hiding the chat goes back to the alternate
-      local is_cli = cli.instances[target.bufnr] ~= nil
-      chat_module().last, cli.latest = is_cli and chat_module().last or target.bufnr, is_cli
-      cli.last_bufnr = is_cli and target.bufnr or cli.last_bufnr
-      config.fire(is_cli and "CLIOpened" or "ChatOpened", { bufnr = target.bufnr, id = target.bufnr })
+      chat_module().last = target.bufnr
+      config.fire("ChatOpened", { bufnr = target.bufnr, id = target.bufnr })
       return
     end
   end
@@ -87,8 +81,8 @@ M.keymaps = {
   clear = function(chat) M.clear(chat.bufnr) end,
   codeblock = editing.codeblock,
   yank_code = function(chat) editing.yank_code(chat, config.opts().register or "+") end,
-  next_chat = function(chat) M.cycle(chat, 1) end,
-  previous_chat = function(chat) M.cycle(chat, -1) end,
+  next_chat = function(chat) cycle(chat, 1) end,
+  previous_chat = function(chat) cycle(chat, -1) end,
   next_header = function(chat) editing.jump_header(chat, 1) end,
   previous_header = function(chat) editing.jump_header(chat, -1) end,
   change_adapter = function(chat) chat_module().change_adapter(chat.bufnr) end,

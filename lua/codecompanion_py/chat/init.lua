@@ -301,10 +301,6 @@ end
 ---@return integer win
 function M.show_chat(chat, window_opts)
   M.last = chat.bufnr
-  local cli = package.loaded["codecompanion_py.cli"]
-  if cli then -- toggle() goes back to the chat now
-    cli.latest = false
-  end
   local wins = window.windows(chat.bufnr)
   if #wins > 0 then
     api.nvim_set_current_win(wins[1])
