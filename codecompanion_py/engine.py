@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import msgspec
 from greenlet import getcurrent
 
-from . import calls, config, logfile, processes, project_files, prompt_library, prompt_trust, repository
+from . import calls, config, logfile, processes, project_files, prompt_library, prompt_trust, repository, terminal_agents
 from .calls import Call
 from .chat.factory import SessionFactory
 from .chat.keeper import ChatKeeper
@@ -143,6 +143,7 @@ class Engine:
             "mcp.resource": self._waited(mcp.resource),
             "mcp.resources": self._waited(mcp.resources),
             "kill_agents": self._exiting,
+            "cli.prepare": terminal_agents.prepare,  # the CLI interaction's agent and prompt
         }
 
     def _run(self) -> None:
