@@ -202,7 +202,6 @@ class McpResource(McpServerCall, frozen=True, kw_only=True):
     uri: str = ""
 
 
-_CHAT_ONLY = "stop close compact yolo clear_approvals agent_options sessions system_prompt clear regenerate debug"
 class CliPrepare(Call, frozen=True, kw_only=True):
     """`cli.prepare`: one `:CodeCompanionCLI` (its `words`) or `cli()` call (its `prompt` and
     options), with `interactions.cli` and the editor context Lua captured (terminal_agents.py)."""
@@ -219,6 +218,7 @@ class CliPrepare(Call, frozen=True, kw_only=True):
     context: dict[str, Any] = {}
 
 
+_CHAT_ONLY = "stop close compact yolo clear_approvals agent_options sessions system_prompt clear regenerate debug"
 CALLS: dict[str, type[Call]] = {
     "config.set": ConfigSet,
     "chat.open": ChatOpen,

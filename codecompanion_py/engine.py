@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import msgspec
 from greenlet import getcurrent
 
-from . import calls, config, logfile, processes, project_files, prompt_library, prompt_trust, repository, terminal_agents
+from . import calls, config, logfile, processes, project_files, prompt_library, prompt_trust, repository
 from .calls import Call
 from .chat.factory import SessionFactory
 from .chat.keeper import ChatKeeper
@@ -49,6 +49,7 @@ from .inline_calls import InlineCalls
 from .mcp.servers import McpServers
 from .mcp_calls import McpCalls
 from .messages import valid_unicode
+from .terminal_agents import prepare as prepare_cli
 from .ui import ops
 from .ui.editor import PendingCalls
 from .ui.sink import Channel
@@ -143,7 +144,7 @@ class Engine:
             "mcp.resource": self._waited(mcp.resource),
             "mcp.resources": self._waited(mcp.resources),
             "kill_agents": self._exiting,
-            "cli.prepare": terminal_agents.prepare,  # the CLI interaction's agent and prompt
+            "cli.prepare": prepare_cli,  # the CLI interaction's agent and prompt
         }
 
     def _run(self) -> None:

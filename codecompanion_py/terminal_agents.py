@@ -60,7 +60,9 @@ def resolve(section: Mapping[str, Any], name: str | None) -> Agent:
     if program is None:
         raise ConfigError(f"CLI agent `{name}`: the command `{cmd}` is not an executable on PATH")
     description = spec.get("description")
-    return Agent(name=name, argv=[program, *args], description=description if isinstance(description, str) else "CLI agent")
+    return Agent(
+        name=name, argv=[program, *args], description=description if isinstance(description, str) else "CLI agent"
+    )
 
 
 def parse_words(words: Sequence[str]) -> tuple[dict[str, str], str]:
@@ -104,7 +106,7 @@ def plan(call: Any) -> Plan:
 def prepare(call: Any) -> dict[str, Any]:
     """`cli.prepare`'s answer to Lua: the plan, or `{error}` (one line for the user)."""
     try:
-        return msgspec.to_builtins(plan(call))  # type: ignore[no-any-return]
+        return dict(msgspec.to_builtins(plan(call)))
     except ConfigError as error:
         return {"error": str(error)}
 
@@ -202,8 +204,11 @@ def _shared(name: str, target: str | None, items: Sequence[Any], cwd: str) -> tu
     if name == "diagnostics":
         label = str(first.get("label") or "").removeprefix("diagnostics of ").rsplit(" (", 1)[0]
         return f"the diagnostics in @{label}", f"Diagnostics for @{label}:\n{content}\n"
-    fenced = {"diff": ("the git diff", "- Unstaged changes:", "diff"), "messages": ("the Neovim messages",
-              "- Neovim message history:", ""), "terminal": ("the terminal output", "- Latest terminal output:", "")}
+    fenced = {
+        "diff": ("the git diff", "- Unstaged changes:", "diff"),
+        "messages": ("the Neovim messages", "- Neovim message history:", ""),
+        "terminal": ("the terminal output", "- Latest terminal output:", ""),
+    }
     if name in fenced:
         inline, heading, lang = fenced[name]
         return inline, f"{heading}\n{FENCE}{lang}\n{content}\n{FENCE}\n"

@@ -13,32 +13,20 @@ local M = {}
 M.terminals = {}
 local last, last_toggled, history = nil, nil, {}
 
-local function fire(event, data)
-  api.nvim_exec_autocmds("User", { pattern = "CodeCompanion" .. event, modeline = false, data = data })
-end
-
-local function notify(message, level)
-  vim.notify("CodeCompanion: " .. message, level or vim.log.levels.ERROR)
-end
-
+local fire = require("codecompanion_py.chat.config").fire
+local function notify(message, level) vim.notify("CodeCompanion: " .. message, level or vim.log.levels.ERROR) end
 -- The group's leader is the job's pid: the signal reaches what the agent started too.
-local function kill_group(pid, signal)
-  pcall(vim.uv.kill, -pid, signal)
-end
+local function kill_group(pid, signal) pcall(vim.uv.kill, -pid, signal) end
 
 ---@param bufnr integer
 function M.close(bufnr)
   local term = M.terminals[bufnr]
-  if not term then
-    return
-  end
+  if not term then return end
   M.terminals[bufnr] = nil
   kill_group(term.pid, "sigterm")
   pcall(vim.fn.jobstop, term.chan)
   vim.defer_fn(function() kill_group(term.pid, "sigkill") end, 2000) -- what ignored SIGTERM
-  if api.nvim_buf_is_valid(bufnr) then
-    pcall(api.nvim_buf_delete, bufnr, { force = true })
-  end
+  pcall(api.nvim_buf_delete, bufnr, { force = true })
   last = last ~= bufnr and last or nil
   fire("CLIClosed", { bufnr = bufnr })
 end
@@ -55,9 +43,7 @@ end
 -- Ready once its first screen is drawn (output, then quiet), or after 5 s: an agent that
 -- sets its tty up late would drop what came before.
 local function when_output(term)
-  if term.ready then
-    return
-  end
+  if term.ready then return end
   term.quiet = term.quiet or vim.uv.new_timer()
   term.quiet:start(term.seen and 300 or 5000, 0, vim.schedule_wrap(function()
     term.quiet:close()
@@ -66,20 +52,12 @@ local function when_output(term)
   end))
 end
 
----@param bufnr integer
----@return boolean
-function M.visible(bufnr)
-  return window.visible(bufnr)
-end
-
 -- Show the terminal: `display.chat.window` with `display.cli.window` over it.
 ---@param bufnr integer
 ---@param size? { width?: number, height?: number }
 function M.show(bufnr, size)
   last, last_toggled = bufnr, "cli"
-  if M.visible(bufnr) then
-    return
-  end
+  if window.visible(bufnr) then return end
   local all = require("codecompanion_py").config or {}
   local own = vim.tbl_deep_extend("force", options.get("display.cli.window") or {}, size or {})
   window.open(bufnr, vim.tbl_deep_extend("force", all, { display = { chat = { window = own } } }))
@@ -88,7 +66,7 @@ end
 
 ---@param bufnr integer
 function M.hide(bufnr)
-  if M.visible(bufnr) then
+  if window.visible(bufnr) then
     window.hide(bufnr)
     fire("CLIHidden", { bufnr = bufnr })
   end
@@ -102,9 +80,7 @@ function M.cycle(bufnr, step)
   local list = vim.list_extend(vim.tbl_keys(chats.chats), vim.tbl_keys(M.terminals))
   table.sort(list)
   local at = #list > 1 and vim.fn.index(list, bufnr) or -1
-  if at < 0 then
-    return
-  end
+  if at < 0 then return end
   local target = list[(at + step) % #list + 1]
   vim.cmd.buffer({ target, mods = { keepalt = true } }) -- hiding it goes back to the alternate
   if chats.chats[target] then
@@ -188,28 +164,18 @@ local function run(call, opts)
   call.cli, call.cwd = options.get("interactions.cli") or {}, vim.fn.getcwd()
   call.send_code, call.range = options.get("opts.send_code") ~= false, nil
   local ok, plan = pcall(require("codecompanion_py.rpc").request, "cli.prepare", call)
-  if not ok or plan.error then
-    return notify(ok and plan.error or tostring(plan))
-  end
-  for _, warning in ipairs(plan.warnings or {}) do
-    notify(warning, vim.log.levels.WARN)
-  end
-  if plan.action == "ask" then
-    return ask(plan, call)
-  end
+  if not ok or plan.error then return notify(ok and plan.error or tostring(plan)) end
+  vim.tbl_map(function(warning) notify(warning, vim.log.levels.WARN) end, plan.warnings or {})
+  if plan.action == "ask" then return ask(plan, call) end
   local term = plan.action == "send" and find(plan.named and plan.agent.name) or create(plan.agent)
-  if not term then
-    return
-  end
+  if not term then return end
   if opts.focus ~= false then
     M.show(term.bufnr, { width = opts.width, height = opts.height })
   end
   last, last_toggled = term.bufnr, "cli"
   if plan.text then
     vim.list_extend(term.queue, plan.submit and { plan.text, "\r" } or { plan.text })
-    if term.ready and not term.sending then
-      flush(term)
-    end
+    if term.ready and not term.sending then flush(term) end
     fire("CLISent", { bufnr = term.bufnr, text = plan.text })
   end
   return term
@@ -260,13 +226,8 @@ end
 ---@return nil
 function M.toggle_cli()
   local term = last and M.terminals[last]
-  if term and M.visible(term.bufnr) then
-    M.hide(term.bufnr)
-  elseif term then
-    M.show(term.bufnr)
-  else
-    M.cli()
-  end
+  if not term then return M.cli() end
+  (window.visible(term.bufnr) and M.hide or M.show)(term.bufnr)
 end
 
 -- require("codecompanion").toggle() asks first: a CLI that shows is hidden; with nothing
@@ -275,7 +236,7 @@ end
 function M.toggle()
   local term = last and M.terminals[last]
   local chat = require("codecompanion_py.chat").last_chat()
-  if (term and M.visible(term.bufnr)) or (last_toggled == "cli" and not (chat and window.visible(chat.bufnr))) then
+  if (term and window.visible(term.bufnr)) or (last_toggled == "cli" and not (chat and window.visible(chat.bufnr))) then
     M.toggle_cli()
     return true
   end

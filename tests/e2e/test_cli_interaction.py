@@ -114,7 +114,9 @@ def test_bang_submits_and_a_range_sends_the_selection(editor, agent, tmp_path):
     project(editor, tmp_path)
     editor.nvim.command("2,3CodeCompanionCLI! Explain this")
     text = received(log, "\r")
-    assert text == "- Selected code from @main.lua (lines 2-3):\n````lua\nlocal b = 2\nlocal c = 3\n````\nExplain this\r"
+    assert (
+        text == "- Selected code from @main.lua (lines 2-3):\n````lua\nlocal b = 2\nlocal c = 3\n````\nExplain this\r"
+    )
 
 
 def test_lua_api_named_agent_focus_false_and_diagnostics(editor, agent, tmp_path):
@@ -171,10 +173,10 @@ def test_toggle_and_cycling_across_a_chat_and_a_terminal(editor, agent, tmp_path
     # toggle(): the CLI shows, so it hides; with nothing shown, the last toggled comes back
     editor.lua(f"local chats = require('codecompanion_py.chat'); chats.hide(chats.chats[{chat}])")
     editor.lua('require("codecompanion").toggle()')
-    assert not editor.lua(f"return require('codecompanion_py.cli').visible({term})")
+    assert not editor.lua(f"return require('codecompanion_py.chat.window').visible({term})")
     assert "CodeCompanionCLIHidden" in editor.event_names()
     editor.lua('require("codecompanion").toggle()')
-    assert editor.lua(f"return require('codecompanion_py.cli').visible({term})")
+    assert editor.lua(f"return require('codecompanion_py.chat.window').visible({term})")
     assert not editor.lua(f"return require('codecompanion_py.chat.window').visible({chat})")
     assert editor.event_names().count("CodeCompanionCLIOpened") == 2
 
