@@ -133,6 +133,8 @@ def render(prompt: str, context: Mapping[str, Any], cwd: str, send_code: bool, w
             return ""
         if name == "this":
             words = _this(this, cwd)
+        elif name == "file" and target:
+            words = _at(os.path.join(cwd, target), cwd), None  # the agent reads the file itself
         elif tag in captured:
             got = captured[tag] if isinstance(captured[tag], Mapping) else {}
             warnings.extend(f"#{{{tag}}}: {why}" for why in got.get("problems") or [])
@@ -186,8 +188,6 @@ def _this(this: Mapping[str, Any] | None, cwd: str) -> tuple[str, str | None] | 
 
 def _shared(name: str, target: str | None, items: Sequence[Any], cwd: str) -> tuple[str, str | None] | None:
     items = [item for item in items if isinstance(item, Mapping)]
-    if name == "file" and target:
-        return _at(os.path.join(cwd, target), cwd), None
     if not items:
         return None
     first = items[0]

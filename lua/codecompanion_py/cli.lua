@@ -59,7 +59,8 @@ function M.show(bufnr, size)
   last, last_toggled = bufnr, "cli"
   if window.visible(bufnr) then return end
   local all = require("codecompanion_py").config or {}
-  local own = vim.tbl_deep_extend("force", options.get("display.cli.window") or {}, size or {})
+  local own = vim.tbl_deep_extend("force", { opts = { list = false } }, options.get("display.cli.window") or {},
+    size or {})
   window.open(bufnr, vim.tbl_deep_extend("force", all, { display = { chat = { window = own } } }))
   fire("CLIOpened", { bufnr = bufnr })
 end
@@ -139,7 +140,7 @@ local function capture(prompt, range)
   end
   local items, context = {}, require("codecompanion_py.chat.context")
   for tag in (prompt or ""):gmatch("#{([^}]+)}") do
-    if tag ~= "this" then
+    if not (tag == "this" or tag:find("^file:")) then
       local got, problems = context.capture({ context = { bufnr = buf } }, "#{" .. tag .. "}")
       items[tag] = { items = got, problems = problems }
     end
