@@ -111,6 +111,9 @@ local function create(agent)
   when_output(term)
   api.nvim_create_autocmd("TermClose", { buffer = buf, once = true,
     callback = vim.schedule_wrap(function() M.close(buf) end) })
+  if options.get("interactions.cli.opts.reload") ~= false then -- what the agent wrote, in the buffers
+    api.nvim_create_autocmd("BufLeave", { buffer = buf, command = "silent! checktime" })
+  end
   if options.get("interactions.cli.opts.auto_insert") then
     api.nvim_create_autocmd("BufEnter", { buffer = buf, command = "startinsert" })
   end

@@ -121,7 +121,7 @@ local interactions = {
   code_review = "code review is not in this plugin",
   cli = honoured({ "agent" }, {
     agents = ANY,
-    opts = honoured({ "auto_insert" }, { reload = "buffers are reloaded by Neovim's own autoread/:checktime here" }),
+    opts = honoured({ "auto_insert", "reload" }), -- reload: :checktime as the terminal is left
     keymaps = { next_chat = keymap, previous_chat = keymap },
     providers = "CLI agents run in a Neovim terminal here (the terminal provider); providers of your own are not read",
   }),

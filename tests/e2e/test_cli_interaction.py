@@ -23,12 +23,13 @@ AGENT = textwrap.dedent(
     log = sys.argv[1]
     with open(log + ".args", "w") as f:
         f.write(" ".join(sys.argv[2:]))
-    # a child that ignores SIGHUP and SIGTERM: gone only when its process group is killed
-    child = subprocess.Popen([sys.executable, "-c",
-        "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); "
-        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"])
-    with open(log + ".child", "w") as f:
-        f.write(str(child.pid))
+    # an orphan that ignores SIGHUP and SIGTERM: out of the agent's process tree (its parent
+    # exits), gone only when its process group is killed
+    subprocess.run([sys.executable, "-c",
+        "import os, signal, sys, time\\n"
+        "if os.fork(): os._exit(0)\\n"
+        "signal.signal(signal.SIGHUP, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
+        "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)", log + ".child"])
     tty.setraw(0)
     for n in range(6):
         os.write(1, b"scripted agent ready, line %d\\r\\n" % n)
@@ -232,3 +233,23 @@ def test_terminal_context_skips_the_agents_own_terminal(editor, agent, tmp_path)
     assert "- Latest terminal output:" in text and "tests failed: 3" in text
     assert "scripted agent ready" not in text
     assert os.path.exists(log)
+
+
+def test_leaving_the_terminal_reloads_what_the_agent_wrote(editor, agent, tmp_path):
+    configure(editor, agent, tmp_path / "log")
+    src = project(editor, tmp_path)
+    editor.lua('require("codecompanion").cli()')
+    [term] = terminals(editor)
+    (src / "main.lua").write_text("return 42\n")  # as the agent would edit it
+    editor.nvim.command("wincmd p")
+    editor.wait_for(lambda: editor.lines() == ["return 42"], what="main.lua reloaded")
+
+
+def test_neovim_exiting_kills_the_agents_process_group(editor, agent, tmp_path):
+    configure(editor, agent, tmp_path / "log")
+    project(editor, tmp_path)
+    editor.lua('require("codecompanion").cli()')
+    child_file = tmp_path / "log.child"
+    wait_until(lambda: child_file.exists() and child_file.read_text(), 20, "the agent's child")
+    editor.nvim.command("qa!", async_=True)
+    wait_until(lambda: not _alive(int(child_file.read_text())), 20, "the child killed as Neovim exits")
