@@ -253,3 +253,17 @@ def test_neovim_exiting_kills_the_agents_process_group(editor, agent, tmp_path):
     wait_until(lambda: child_file.exists() and child_file.read_text(), 20, "the agent's child")
     editor.nvim.command("qa!", async_=True)
     wait_until(lambda: not _alive(int(child_file.read_text())), 20, "the child killed as Neovim exits")
+
+
+def test_codecompanions_cli_config_is_taken_and_only_a_provider_of_your_own_is_named(editor):
+    check = "require('codecompanion_py.config_check')"
+    documented = """{ interactions = { cli = {
+        agent = "claude_code",
+        agents = { claude_code = { cmd = "claude", args = {}, description = "Claude Code CLI", provider = "terminal" } },
+        providers = { terminal = { path = "interactions.cli.providers.terminal", description = "Terminal CLI provider" } },
+        keymaps = { next_chat = { modes = { n = "}" }, callback = "keymaps.next_chat", description = "Next" } },
+        opts = { auto_insert = true, reload = true } } },
+      display = { cli = { window = { layout = "vertical", width = 0.4, height = 0.6, opts = { list = false } } } } }"""
+    assert editor.lua(f"return {check}.unsupported({documented})") == []
+    own = "{ interactions = { cli = { providers = { mine = { path = 'my.provider' } } } } }"
+    assert [item["key"] for item in editor.lua(f"return {check}.unsupported({own})")] == ["interactions.cli.providers"]
