@@ -76,9 +76,8 @@ end, {
   range = true,
   desc = "A CLI agent in a terminal: [agent=NAME] [Ask|prompt]; ! submits the prompt",
   complete = function(arg)
-    local agents = vim.tbl_get(require("codecompanion_py").config or {}, "interactions", "cli", "agents") or {}
-    local items = vim.tbl_map(function(name) return "agent=" .. name end, vim.tbl_keys(agents))
-    table.insert(items, "Ask")
+    local agents = vim.tbl_keys(require("codecompanion_py.options").get("interactions.cli.agents") or {})
+    local items = vim.list_extend({ "Ask" }, vim.tbl_map(function(name) return "agent=" .. name end, agents))
     return vim.tbl_filter(function(item) return item:find(arg, 1, true) == 1 end, items)
   end,
 })

@@ -34,9 +34,7 @@ end
 ---@param args? { params?: table }
 ---@return CodeCompanionChat|nil
 function M.toggle(args)
-  if not require("codecompanion_py.cli").toggle() then
-    return chat_module().toggle(args and args.params or nil)
-  end
+  return not require("codecompanion_py.cli").toggle() and chat_module().toggle(args and args.params or nil) or nil
 end
 M.toggle_chat = M.toggle
 

@@ -33,9 +33,8 @@ end
 
 local function flush(term)
   local item = M.terminals[term.bufnr] and table.remove(term.queue, 1)
-  term.sending = item ~= nil
-  if item then
-    pcall(vim.fn.chansend, term.chan, item)
+  term.sending = item ~= nil and pcall(vim.fn.chansend, term.chan, item)
+  if term.sending then
     vim.defer_fn(function() flush(term) end, 100) -- a TUI reads text and its Enter apart
   end
 end
@@ -58,10 +57,10 @@ end
 function M.show(bufnr, size)
   last, last_toggled = bufnr, "cli"
   if window.visible(bufnr) then return end
-  local all = require("codecompanion_py").config or {}
   local own = vim.tbl_deep_extend("force", { opts = { list = false } }, options.get("display.cli.window") or {},
     size or {})
-  window.open(bufnr, vim.tbl_deep_extend("force", all, { display = { chat = { window = own } } }))
+  window.open(bufnr, vim.tbl_deep_extend("force", require("codecompanion_py").config or {},
+    { display = { chat = { window = own } } }))
   fire("CLIOpened", { bufnr = bufnr })
 end
 
@@ -96,8 +95,9 @@ local function create(agent)
   local buf = api.nvim_create_buf(false, true)
   local term = { bufnr = buf, name = agent.name, ready = false, queue = {} }
   local ok, chan = pcall(api.nvim_buf_call, buf, function()
-    return vim.fn.jobstart(agent.argv, { term = true, cwd = vim.fn.getcwd(),
-      on_stdout = function() term.seen = true; when_output(term) end })
+    local job = { cwd = vim.fn.getcwd(), on_stdout = function() term.seen = true; when_output(term) end }
+    job.term = vim.fn.has("nvim-0.11") == 1 or nil -- 0.10 has termopen() for it
+    return (job.term and vim.fn.jobstart or vim.fn.termopen)(agent.argv, job)
   end)
   if not ok or chan <= 0 then
     pcall(api.nvim_buf_delete, buf, { force = true })
@@ -109,8 +109,12 @@ local function create(agent)
   vim.b[buf].codecompanion_cli = agent.name
   M.terminals[buf] = term
   when_output(term)
-  api.nvim_create_autocmd("TermClose", { buffer = buf, once = true,
-    callback = vim.schedule_wrap(function() M.close(buf) end) })
+  api.nvim_create_autocmd("TermClose", { buffer = buf, once = true, callback = function()
+    vim.schedule(function() M.close(buf) end)
+    if vim.v.event.status ~= 0 then -- an agent that fails at once must not vanish unexplained
+      notify(("the CLI agent `%s` exited with code %d"):format(agent.name, vim.v.event.status))
+    end
+  end })
   if options.get("interactions.cli.opts.reload") ~= false then -- what the agent wrote, in the buffers
     api.nvim_create_autocmd("BufLeave", { buffer = buf, command = "silent! checktime" })
   end

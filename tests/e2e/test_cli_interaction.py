@@ -64,6 +64,7 @@ def configure(editor, agent: Path, log: Path, extra: str = "") -> None:
                 description = "A scripted CLI", provider = "terminal" }},
               other = {{ cmd = "{sys.executable}", args = {{ "{agent}", "{log}.other", "other" }} }},
               missing = {{ cmd = "no-such-agent-cli" }},
+              failing = {{ cmd = "{sys.executable}", args = {{ "-c", "import sys; sys.exit(3)" }} }},
             }},
           }},
         }},
@@ -206,7 +207,7 @@ def test_a_missing_agent_or_command_is_one_clear_error(editor, agent, tmp_path):
     notes = editor.lua("return _G.cc_notes")
     assert notes == [
         "CodeCompanion: CLI agent `missing`: the command `no-such-agent-cli` is not an executable on PATH",
-        "CodeCompanion: CLI agent `nobody` not found in config (agents: missing, other, scripted)",
+        "CodeCompanion: CLI agent `nobody` not found in config (agents: failing, missing, other, scripted)",
     ]
     assert terminals(editor) == []
 
@@ -267,3 +268,17 @@ def test_codecompanions_cli_config_is_taken_and_only_a_provider_of_your_own_is_n
     assert editor.lua(f"return {check}.unsupported({documented})") == []
     own = "{ interactions = { cli = { providers = { mine = { path = 'my.provider' } } } } }"
     assert [item["key"] for item in editor.lua(f"return {check}.unsupported({own})")] == ["interactions.cli.providers"]
+
+
+def test_an_agent_that_exits_at_once_is_told_and_its_terminal_goes(editor, agent, tmp_path):
+    configure(editor, agent, tmp_path / "log")
+    editor.nvim.command("CodeCompanionCLI agent=failing")
+    editor.wait_for(lambda: "CodeCompanionCLIClosed" in editor.event_names(), what="the terminal closed")
+    assert editor.lua("return _G.cc_notes") == ["CodeCompanion: the CLI agent `failing` exited with code 3"]
+    assert terminals(editor) == []
+
+
+def test_the_command_completes_ask_and_the_agents(editor, agent, tmp_path):
+    configure(editor, agent, tmp_path / "log")
+    assert sorted(editor.nvim.call("getcompletion", "CodeCompanionCLI agent=o", "cmdline")) == ["agent=other"]
+    assert editor.nvim.call("getcompletion", "CodeCompanionCLI A", "cmdline") == ["Ask"]
