@@ -282,3 +282,16 @@ def test_the_command_completes_ask_and_the_agents(editor, agent, tmp_path):
     configure(editor, agent, tmp_path / "log")
     assert sorted(editor.nvim.call("getcompletion", "CodeCompanionCLI agent=o", "cmdline")) == ["agent=other"]
     assert editor.nvim.call("getcompletion", "CodeCompanionCLI A", "cmdline") == ["Ask"]
+
+
+def test_a_visual_mode_keymap_shares_the_selection_as_this(editor, agent, tmp_path):
+    log = tmp_path / "log"
+    configure(editor, agent, log)
+    project(editor, tmp_path)
+    editor.lua("""vim.keymap.set({ "n", "v" }, "<F5>", function()
+      return require("codecompanion").cli("#{this}", { focus = false })
+    end)""")
+    editor.nvim.input("ggjVj<F5>")
+    text = received(log, "````\n")
+    assert text == "- Selected code from @main.lua (lines 2-3):\n````lua\nlocal b = 2\nlocal c = 3\n````\n\n"
+    assert editor.nvim.api.get_mode()["mode"] == "n"
