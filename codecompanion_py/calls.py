@@ -209,6 +209,22 @@ class McpResource(McpServerCall, frozen=True, kw_only=True):
     uri: str = ""
 
 
+class CliPrepare(Call, frozen=True, kw_only=True):
+    """`cli.prepare`: one `:CodeCompanionCLI` (its `words`) or `cli()` call (its `prompt` and
+    options), with `interactions.cli` and the editor context Lua captured (terminal_agents.py)."""
+
+    cli: dict[str, Any] = {}
+    words: list[str] | None = None
+    prompt: str | None = None
+    agent: str | None = None
+    submit: bool = False
+    ask: bool = False
+    visual: bool = False
+    send_code: bool = True
+    cwd: str = "."
+    context: dict[str, Any] = {}
+
+
 _CHAT_ONLY = "stop close compact yolo clear_approvals agent_options sessions system_prompt clear regenerate debug"
 CALLS: dict[str, type[Call]] = {
     "config.set": ConfigSet,
@@ -238,6 +254,7 @@ CALLS: dict[str, type[Call]] = {
     **dict.fromkeys(("mcp.status", "mcp.resources"), McpServerCall),
     "mcp.prompt": McpPrompt,
     "mcp.resource": McpResource,
+    "cli.prepare": CliPrepare,
 }
 """Every call Lua can make, by method name: the struct its payload decodes to."""
 

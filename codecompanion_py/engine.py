@@ -49,6 +49,7 @@ from .inline_calls import InlineCalls
 from .mcp.servers import McpServers
 from .mcp_calls import McpCalls
 from .messages import valid_unicode
+from .terminal_agents import prepare as prepare_cli
 from .ui import ops
 from .ui.editor import PendingCalls
 from .ui.sink import Channel
@@ -144,6 +145,7 @@ class Engine:
             "mcp.resource": self._waited(mcp.resource),
             "mcp.resources": self._waited(mcp.resources),
             "kill_agents": self._exiting,
+            "cli.prepare": prepare_cli,  # the CLI interaction's agent and prompt
         }
 
     def _run(self) -> None:

@@ -67,3 +67,17 @@ end, { desc = "Open the log in a split (opts.log_level says how much goes in it)
 vim.api.nvim_create_user_command("CodeCompanionInstall", function()
   require("codecompanion_py.rpc").install()
 end, { desc = "Install the Python engine into the plugin's .venv (runs build.lua, in the background)" })
+
+vim.api.nvim_create_user_command("CodeCompanionCLI", function(cmd)
+  require("codecompanion_py.cli").command(cmd)
+end, {
+  nargs = "*",
+  bang = true,
+  range = true,
+  desc = "A CLI agent in a terminal: [agent=NAME] [Ask|prompt]; ! submits the prompt",
+  complete = function(arg)
+    local agents = vim.tbl_keys(require("codecompanion_py.options").get("interactions.cli.agents") or {})
+    local items = vim.list_extend({ "Ask" }, vim.tbl_map(function(name) return "agent=" .. name end, agents))
+    return vim.tbl_filter(function(item) return item:find(arg, 1, true) == 1 end, items)
+  end,
+})

@@ -40,10 +40,11 @@ function M.chat(args)
   })
 end
 
+-- A CLI terminal that shows, or was toggled last, is toggled instead of the chat.
 ---@param args? { params?: table }
 ---@return CodeCompanionChat|nil
 function M.toggle(args)
-  return chat_module().toggle(args and args.params or nil)
+  return not require("codecompanion_py.cli").toggle() and chat_module().toggle(args and args.params or nil) or nil
 end
 M.toggle_chat = M.toggle
 
@@ -101,7 +102,7 @@ function M.restore(bufnr)
 end
 
 local FEATURES = { chat = true, tools = true, acp = true, adapters = true, events = true, inline = true, cmd = true,
-  actions = true, prompt_library = true, workflows = true, history = true }
+  actions = true, prompt_library = true, workflows = true, history = true, cli = true }
 
 -- has("chat"), has({ "chat", "tools" }): whether this plugin has the feature(s).
 ---@param feature string|string[]
@@ -149,8 +150,17 @@ function M.prompt(alias, args)
   return require("codecompanion_py.prompts.run").alias(alias, "", args)
 end
 
-missing("cli", "the CLI interaction")
-missing("toggle_cli", "the CLI interaction")
+-- The CLI interaction (cli.lua): cli(), cli("prompt", opts), cli({ agent, prompt = true }).
+---@param prompt_or_opts? string|table
+---@param opts? table
+function M.cli(prompt_or_opts, opts)
+  return require("codecompanion_py.cli").cli(prompt_or_opts, opts)
+end
+
+---@return nil
+function M.toggle_cli()
+  require("codecompanion_py.cli").toggle_cli()
+end
 missing("code_review", "code review")
 
 return M

@@ -119,7 +119,12 @@ local interactions = {
     gates = "the LLM judge of tool calls is not in this plugin",
   },
   code_review = "code review is not in this plugin",
-  cli = "the CLI interaction is not in this plugin; its agents run over ACP in the chat instead",
+  cli = honoured({ "agent" }, {
+    agents = ANY,
+    opts = honoured({ "auto_insert", "reload" }), -- reload: :checktime as the terminal is left
+    keymaps = { next_chat = keymap, previous_chat = keymap },
+    providers = "CLI agents run in a Neovim terminal here (the terminal provider); providers of your own are not read",
+  }),
   shared = {
     editor_context = {
       buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT }, ["*"] = EDITOR_CONTEXT },
@@ -179,7 +184,7 @@ M.SPEC = {
     },
     inline = { layout = OK },
     input = "the inline prompt is asked with vim.ui.input here",
-    cli = "the CLI interaction is not in this plugin",
+    cli = { window = window },
     icons = "these icons are not used here",
   },
   prompt_library = { ["*"] = ANY, markdown = { dirs = OK } }, -- prompts by their names

@@ -40,18 +40,9 @@ function M.debug(buf)
   end
 end
 
--- `{` / `}`: the previous or next chat in this window.
+-- `{` / `}`: the previous or next chat or CLI terminal in this window.
 local function cycle(chat, step)
-  local list = chat_module().list()
-  for i, other in ipairs(#list > 1 and list or {}) do
-    if other == chat then
-      local target = list[(i - 1 + step) % #list + 1]
-      vim.cmd.buffer({ target.bufnr, mods = { keepalt = true } }) -- hiding the chat goes back to the alternate
-      chat_module().last = target.bufnr
-      config.fire("ChatOpened", { bufnr = target.bufnr, id = target.bufnr })
-      return
-    end
-  end
+  require("codecompanion_py.cli").cycle(chat.bufnr, step)
 end
 
 -- An action that sends `method` to the engine for the chat (keymaps, slash commands).

@@ -369,7 +369,7 @@ end
 function capture.terminal()
   local last
   for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "terminal" then
+    if api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "terminal" and not vim.b[buf].codecompanion_cli then
       last = buf
     end
   end
