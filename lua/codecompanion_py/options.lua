@@ -123,7 +123,8 @@ local interactions = {
     agents = ANY,
     opts = honoured({ "auto_insert", "reload" }), -- reload: :checktime as the terminal is left
     keymaps = { next_chat = keymap, previous_chat = keymap },
-    providers = "CLI agents run in a Neovim terminal here (the terminal provider); providers of your own are not read",
+    providers = { terminal = OK,
+      ["*"] = "CLI agents run in a Neovim terminal here (the terminal provider); providers of your own are not read" },
   }),
   shared = {
     editor_context = {

@@ -74,7 +74,7 @@ def test_typos_and_what_is_not_here_are_caught(editor):
     assert named == [
         {
             "key": "interactions.cli.providers.mine",
-            "why": "CLI agents run in a terminal here; providers of your own are not read",
+            "why": "CLI agents run in a Neovim terminal here (the terminal provider); providers of your own are not read",
         },
         {"key": "opts.log_levl", "why": "not a CodeCompanion option"},
     ]
