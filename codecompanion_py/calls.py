@@ -80,6 +80,10 @@ class ChatRemoveContext(ChatCall, frozen=True, kw_only=True):
     ids: list[str] = []
 
 
+class ChatFollowUp(ChatCall, frozen=True, kw_only=True):
+    text: str = ""
+
+
 class ChatSetAdapter(ChatCall, frozen=True, kw_only=True):
     adapter: str | None = None
     model: str | None = None
@@ -232,6 +236,7 @@ CALLS: dict[str, type[Call]] = {
     "chat.submit": ChatSubmit,
     "chat.remove_context": ChatRemoveContext,
     "chat.set_adapter": ChatSetAdapter,
+    "chat.follow_up": ChatFollowUp,
     "chat.models": ChatModels,
     "chat.set_option": ChatSetOption,
     "chat.resume": ChatResume,

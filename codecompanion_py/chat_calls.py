@@ -134,6 +134,9 @@ class ChatCalls:
     async def regenerate(self, call: calls.ChatCall) -> None:
         self.session(call.chat_id).regenerate()
 
+    async def follow_up(self, call: calls.ChatFollowUp) -> None:
+        self.session(call.chat_id).follow_up(call.text)
+
     async def debug(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)
         session.view.push(ops.Debug(text=session.debug()))

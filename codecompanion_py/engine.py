@@ -118,6 +118,7 @@ class Engine:
             "chat.system_prompt": chats.system_prompt,
             "chat.clear": chats.clear,
             "chat.regenerate": chats.regenerate,
+            "chat.follow_up": chats.follow_up,
             "chat.debug": chats.debug,
             "inline.run": self.inline.run,
             "inline.stop": self.inline.stop,

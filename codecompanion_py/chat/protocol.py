@@ -152,6 +152,12 @@ class Session(Protocol):
         """`gr`: drop the last reply and send the last message again (pushes `Rewind` first)."""
         ...
 
+    def follow_up(self, text: str) -> bool:
+        """`gm` while a reply streams: True when `text` goes to the LLM with the next request of
+        this turn (after its tool results, pushing `FollowUp`); False when the turn has none of
+        its own to give (an agent's), and the editor sends it as the next message instead."""
+        ...
+
     def debug(self) -> str:
         """`gd`: what the chat holds, as Markdown."""
         ...

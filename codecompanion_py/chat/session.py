@@ -95,6 +95,7 @@ class ChatSession:
             self.history.append(self._system_message)
         self.system_prompt_on = True  # `gs`
         self._last_prompt: Message | None = None  # the user's last message, for `gr`
+        self._follow_up: str | None = None  # `gm` while the reply streams, for its next request
         self.last_request: HttpRequest | None = None  # for `gd`
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
@@ -281,6 +282,21 @@ class ChatSession:
         self.history.append(self._last_prompt)
         return self._start(pages)
 
+    def follow_up(self, text: str) -> bool:
+        if not self.busy:
+            return False
+        self._follow_up = text  # the latest wins, as CodeCompanion keeps one
+        return True
+
+    def _take_follow_up(self) -> bool:
+        """Put a queued follow-up into the history and the buffer; whether there was one."""
+        text, self._follow_up = self._follow_up, None
+        if not text:
+            return False
+        self.history.append(Message.of("user", text))
+        self.view.push(ops.FollowUp(text=text))
+        return True
+
     def snapshot(self) -> list[Message]:
         """The history with the part of the reply that has streamed so far (for saving mid-stream)."""
         partial = self._stream.partial_message() if self._stream is not None else None
@@ -347,12 +363,14 @@ class ChatSession:
                 if await self._run_tools(calls):
                     status = "stopped"
                     break
-                push(ops.Begin(adapter=self.adapter_info(), continued=True))
+                followed = self._take_follow_up()  # `gm`: the user's words go with the tool results
+                push(ops.Begin(adapter=self.adapter_info(), continued=not followed))
         except CodeCompanionError as error:  # a page of /fetch that could not be read
             status, message = "error", str(error)
         except asyncio.CancelledError:  # stopped while a page was read
             status = "stopped"
         finally:
+            self._follow_up = None  # one the turn had no request for: the editor sends it
             push(
                 ops.Done(
                     status=status, tokens=usage.total_tokens if usage is not None else None, message=message or None

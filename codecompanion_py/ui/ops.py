@@ -185,6 +185,13 @@ class Error(_Op, tag="error", frozen=True):
     message: str
 
 
+class FollowUp(_Op, tag="follow_up", frozen=True):
+    """What the user sent with `gm` while the reply streamed, given to the LLM now: shown as
+    their message before the reply goes on."""
+
+    text: str
+
+
 class Done(_Op, tag="done", frozen=True):
     """The turn is over: `status` is success, error, stopped or empty; the buffer unlocks."""
 
@@ -261,6 +268,7 @@ Op = Union[
     Call,
     Fire,
     Error,
+    FollowUp,
     Done,
     ChooseModel,
     ChooseOption,

@@ -39,7 +39,6 @@ local chat = honoured({ "adapter", "model" }, {
   keymaps = {
     ["*"] = keymap,
     copilot_stats = "Copilot usage statistics are not shown here",
-    _btw = "follow-ups while a reply streams are not in this plugin yet",
   },
   -- CodeCompanion adds these with chat:add_callback(); here they can also be given for every chat
   callbacks = honoured({

@@ -235,6 +235,14 @@ def scenario_slow(cwd: str, rest: str) -> str:
     return "end_turn"
 
 
+def scenario_pause(cwd: str, rest: str) -> str:
+    """`pause S`: S seconds (1.5 by default) before a short reply, for what is typed meanwhile."""
+    if poll_cancel(float(rest or "1.5")):
+        return "cancelled"
+    say("paused")
+    return "end_turn"
+
+
 def scenario_crash(cwd: str, rest: str) -> str:
     say("about to crash")
     sys.stderr.write("fatal: the fake agent fell over\n")
@@ -298,6 +306,7 @@ SCENARIOS = {
     "plan": scenario_plan,
     "stream": scenario_stream,
     "slow": scenario_slow,
+    "pause": scenario_pause,
     "crash": scenario_crash,
     "junk": scenario_junk,
     "write_outside": scenario_write_outside,

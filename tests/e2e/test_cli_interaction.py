@@ -267,7 +267,9 @@ def test_codecompanions_cli_config_is_taken_and_only_a_provider_of_your_own_is_n
       display = { cli = { window = { layout = "vertical", width = 0.4, height = 0.6, opts = { list = false } } } } }"""
     assert editor.lua(f"return {check}.unsupported({documented})") == []
     own = "{ interactions = { cli = { providers = { mine = { path = 'my.provider' } } } } }"
-    assert [item["key"] for item in editor.lua(f"return {check}.unsupported({own})")] == ["interactions.cli.providers.mine"]
+    assert [item["key"] for item in editor.lua(f"return {check}.unsupported({own})")] == [
+        "interactions.cli.providers.mine"
+    ]
 
 
 def test_an_agent_that_exits_at_once_is_told_and_its_terminal_goes(editor, agent, tmp_path):

@@ -87,7 +87,6 @@ NAMED: dict[str, str] = {
     "display.input": "the inline prompt is asked with vim.ui.input",
     "interactions.background.chat.callbacks.on_checkpoint": "only the background title action (on_ready) runs",
     "interactions.background.gates": "no LLM judge of tool calls yet",
-    "interactions.chat.keymaps._btw": "no queued follow-up while a reply streams yet (gm)",
     "interactions.chat.keymaps.copilot_stats": "no Copilot usage statistics (gS)",
     "interactions.chat.opts.blank_prompt": "an empty message is not sent",
     "interactions.chat.opts.context_management.compaction.fallback_to_chat_adapter": "a failed summary ends the turn with its reason",

@@ -36,7 +36,7 @@ end
 """
 
 
-def tool_call_reply(*calls):
+def tool_call_reply(*calls, delay: float = 0.0):
     """One streamed assistant message that calls tools: (id, name, arguments) each."""
     frames = []
     for index, (call_id, name, arguments) in enumerate(calls):
@@ -76,7 +76,7 @@ def tool_call_reply(*calls):
             }
         )
     frames += [chunk(finish="tool_calls"), usage(30)]
-    return sse_reply(frames)
+    return sse_reply(frames, delay=delay)
 
 
 def text_reply(text):

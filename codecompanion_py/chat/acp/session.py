@@ -204,7 +204,7 @@ class AcpChatSession:
     async def apply_settings(self, raw: Mapping[str, Any]) -> None:
         if raw:
             raise AgentError(
-                f"{self.adapter.formatted_name} takes no settings from the header; use `gm` for its options"
+                f"{self.adapter.formatted_name} takes no settings from the header; use `gao` for its options"
             )
 
     def toggle_system_prompt(self) -> bool:
@@ -224,6 +224,9 @@ class AcpChatSession:
             f"{self.adapter.formatted_name} remembers its replies itself, so one cannot be regenerated; "
             "send your message again instead"
         )
+
+    def follow_up(self, text: str) -> bool:
+        return False  # an agent's turn takes no message midway: it is sent when the turn ends
 
     def debug(self) -> str:
         state = self.state

@@ -6,6 +6,7 @@ local api = vim.api
 local rpc = require("codecompanion_py.rpc")
 local config = require("codecompanion_py.chat.config")
 local editing = require("codecompanion_py.chat.editing")
+local buffer = require("codecompanion_py.chat.buffer")
 local shared = require("codecompanion_py.chat.shared")
 
 local M = {}
@@ -69,6 +70,21 @@ M.keymaps = {
     chat_module().close(chat.bufnr)
   end,
   stop = function(chat) chat_module().stop(chat.bufnr) end,
+  -- `gm`: a follow-up while the reply streams, sent with its next request or as the next message
+  btw = function(chat)
+    if chat.status ~= "streaming" then
+      return vim.notify("CodeCompanion: gm sends a follow-up while a reply streams; now write it and send it")
+    end
+    vim.ui.input({ prompt = "btw ..." }, function(text)
+      if text and text ~= "" and chat.status == "streaming" then
+        chat.follow_up = text
+        rpc.notify("chat.follow_up", { chat_id = chat.bufnr, text = text })
+      elseif text and text ~= "" then -- the reply ended while it was typed
+        buffer.add_to_message(chat, text)
+        chat_module().submit(chat.bufnr)
+      end
+    end)
+  end,
   clear = function(chat) M.clear(chat.bufnr) end,
   codeblock = editing.codeblock,
   yank_code = function(chat) editing.yank_code(chat, config.opts().register or "+") end,

@@ -27,6 +27,7 @@ for _, row in ipairs({
   { "regenerate", { n = "gr" }, "regenerate", "Regenerate the last response", "http" },
   { "close", { n = "<C-c>", i = "<C-c>" }, "close", "Close the chat buffer" },
   { "stop", { n = "q" }, "stop", "Stop the current request" },
+  { "_btw", { n = "gm" }, "btw", "Send a follow-up while streaming" },
   { "clear", { n = "gx" }, "clear", "Clear all messages from the chat" },
   { "codeblock", { n = "gc" }, "codeblock", "Insert an empty codeblock" },
   { "yank_code", { n = "gy" }, "yank_code", "Yank code from the last codeblock" },

@@ -24,6 +24,7 @@ end
 ---@field blocks? table<string, { mark: integer, count: integer }> blocks rewritten in place
 ---@field shared? table[] context items sent (chat/shared.lua)
 ---@field commands? table[] the agent's slash commands
+---@field follow_up? string what `gm` queued while the reply streams
 local Chat = {}
 Chat.__index = Chat
 

@@ -210,6 +210,15 @@ local function done_marks(chat, op, row)
   end
 end
 
+-- `gm`'s follow-up, given to the LLM with the tool results: the user's message, then a new reply.
+---@param chat CodeCompanionChat
+---@param op { text: string }
+function M.follow_up(chat, op)
+  chat.follow_up = nil
+  after_block(chat)
+  append(chat, "\n\n" .. config.user_header() .. "\n\n" .. op.text)
+end
+
 ---@param chat CodeCompanionChat
 ---@param op { status: "success"|"error"|"stopped"|"empty", message?: string, tokens?: integer }
 function M.done(chat, op)
@@ -237,6 +246,14 @@ function M.done(chat, op)
   end
   config.run_callbacks(chat, "on_completed", { status = op.status })
   config.run_callbacks(chat, "on_ready")
+  local follow_up = chat.follow_up -- `gm` the turn had no request for: the next message (sent if it ended well)
+  chat.follow_up = nil
+  if follow_up then
+    buffer.add_to_message(chat, follow_up)
+    if op.status == "success" then
+      vim.schedule(function() require("codecompanion_py.chat").submit(buf) end)
+    end
+  end
 end
 
 -- A list to pick from with vim.ui.select (so any picker plugin styles it): `pick(index)`.
