@@ -43,6 +43,7 @@ CATALOG: dict[str, str] = {
     "run_command": "run_command",
     "fetch_webpage": "fetch_webpage",
     "memory": "memory",
+    "web_search": "web_search",
 }
 ALIASES = {"cmd_runner": "run_command"}  # CodeCompanion's name for the command tool
 
