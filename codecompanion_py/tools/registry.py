@@ -32,6 +32,7 @@ from .catalog import run_command
 from .contract import ToolDefinition, load_python_tool
 
 CATALOG: dict[str, str] = {
+    "ask_questions": "ask_questions",
     "read_file": "read_file",
     "create_file": "create_file",
     "insert_edit_into_file": "insert_edit_into_file",
@@ -80,7 +81,7 @@ _FILE_TOOLS = [
 DEFAULT_GROUPS: dict[str, dict[str, Any]] = {
     "agent": {
         "description": "Agent: read, search, edit and create files, run commands",
-        "tools": [*_FILE_TOOLS, "get_diagnostics", "run_command"],
+        "tools": ["ask_questions", *_FILE_TOOLS, "get_diagnostics", "run_command"],
         "system_prompt": AGENT_PROMPT,
     },
     "files": {
