@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from codecompanion_py.tools.registry import CATALOG, ToolSettings, enabled_definitions
 
 from .test_catalog import NOTES, Editor, chat, project  # noqa: F401 (the fixture)
@@ -26,22 +28,19 @@ def test_the_schemas_the_model_sees_are_codecompanions() -> None:
     assert severity["enum"] == ["ERROR", "WARNING", "INFORMATION", "HINT"]
 
 
-async def test_codecompanions_append_mode_applies_the_edits(project: Path) -> None:  # noqa: F811
-    edit = {"oldText": "needle", "newText": "pin", "replaceAll": False}
+@pytest.mark.parametrize(
+    ("mode", "edit", "written"),
+    [  # append applies the edits; overwrite makes the first edit's newText the file
+        ("append", {"oldText": "needle", "newText": "pin", "replaceAll": False}, b"hello\npin in notes\n"),
+        ("overwrite", {"oldText": "", "newText": "all new\n", "replaceAll": False}, b"all new\n"),
+    ],
+)
+async def test_codecompanions_modes(project: Path, mode: str, edit: dict, written: bytes) -> None:  # noqa: F811
     result = await chat(project.root).run(
-        "insert_edit_into_file", filepath="notes.txt", edits=[edit], explanation="rename", mode="append"
+        "insert_edit_into_file", filepath="notes.txt", edits=[edit], explanation="why", mode=mode
     )
     assert result.status == "success", result.content
-    assert (project.root / "notes.txt").read_bytes() == b"hello\npin in notes\n"
-
-
-async def test_codecompanions_overwrite_mode_writes_the_first_edits_new_text(project: Path) -> None:  # noqa: F811
-    edit = {"oldText": "", "newText": "all new\n", "replaceAll": False}
-    result = await chat(project.root).run(
-        "insert_edit_into_file", filepath="notes.txt", edits=[edit], explanation="reset", mode="overwrite"
-    )
-    assert result.status == "success", result.content
-    assert (project.root / "notes.txt").read_bytes() == b"all new\n"
+    assert (project.root / "notes.txt").read_bytes() == written
 
 
 async def test_the_older_edit_forms_still_work(project: Path) -> None:  # noqa: F811
