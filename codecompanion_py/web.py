@@ -28,11 +28,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import html
+import json
 import re
 import socket
 import time
 import zlib
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
@@ -129,14 +132,54 @@ async def _fetch(url: httpx.URL, elsewhere: bool, settings: outbound.ClientSetti
             text = _decode(body, response.charset_encoding)
             if "html" in (kind or "html"):
                 text = await asyncio.to_thread(html_to_text, text)
-            return _capped(text, cut)
+            return capped(text, cut)
     raise ConfigError(f"could not fetch {url}: more than {MAX_REDIRECTS} redirects")
 
 
-def _capped(text: str, cut: bool) -> str:
+async def api_json(
+    method: str,
+    url: str,
+    *,
+    settings: outbound.ClientSettings,
+    headers: dict[str, str],
+    params: dict[str, str] | None = None,
+    body: Any = None,
+    secrets: Sequence[str] = (),
+) -> Any:
+    """The JSON answer of a web API (a search backend), through the same door as pages: a
+    checked URL and address, the deadline, MAX_BYTES; no redirects. Errors name the status
+    and a scrubbed start of the answer; what the answer holds stays untrusted (`capped`)."""
+    target = checked_url(url)
+
+    async def ask() -> tuple[int, bytes]:
+        async with outbound.http_client(
+            read_timeout=DEADLINE, connect_guard=netguard.checked_addresses, settings=settings
+        ) as client:
+            await _check_destination(target, settings)
+            async with client.stream(
+                method, target, headers={**_HEADERS, **headers}, params=params, json=body
+            ) as response:
+                return response.status_code, (await _read_body(target, response))[0]
+
+    try:
+        status, raw = await asyncio.wait_for(ask(), DEADLINE)
+    except asyncio.TimeoutError:
+        raise ConfigError(f"{target.host}: no answer within {DEADLINE:g} s") from None
+    except httpx.HTTPError as error:
+        raise ConfigError(f"could not reach {target.host}: {type(error).__name__}: {error}") from None
+    text = raw.decode("utf-8", "replace")
+    if status >= 400:
+        raise ConfigError(f"{target.host} answered HTTP {status}: {scrub_secrets(text[:300], secrets)}")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise ConfigError(f"{target.host} answered with something that is not JSON") from None
+
+
+def capped(text: str, cut: bool = False, secrets: Sequence[str] = ()) -> str:
     """`text` scrubbed of the secrets the engine knows (a page that echoes your key), then
     at most MAX_CHARS of it, and a last line that says what was left out."""
-    text = scrub_secrets(text, (), cut=cut)
+    text = scrub_secrets(text, secrets, cut=cut)
     notes = []
     if len(text) > MAX_CHARS:
         text = clip(text, MAX_CHARS, marker="")

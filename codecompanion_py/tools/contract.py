@@ -53,6 +53,9 @@ class ToolDefinition:
     # Shows the change it will make (a diff) in its approval: `require_confirmation_after`
     # asks there too, as CodeCompanion's edit tools confirm their preview.
     previews: bool = False
+    # The parameters checked before a run when they are wider than the schema the model sees:
+    # a built-in whose schema became CodeCompanion's still takes the older forms.
+    accepts: dict[str, Any] | None = None
     # A Lua `build_cmd(args)` of a tool that extends run_command.
     build_cmd: Any = None
 

@@ -128,7 +128,8 @@ class Orchestrator:
                 f"You made an error in calling the `{call.name}` tool: {data.get('error')}. "
                 f"The arguments must be one JSON object matching the tool's schema. Nothing was run."
             )
-        found = arguments.problems(call.arguments, self.tools[call.name].spec().parameters)
+        definition = self.tools[call.name]
+        found = arguments.problems(call.arguments, definition.accepts or definition.spec().parameters)
         if found:
             return (
                 f"You made an error in calling the `{call.name}` tool: {'; '.join(found)}. "

@@ -32,6 +32,7 @@ from .catalog import run_command
 from .contract import ToolDefinition, load_python_tool
 
 CATALOG: dict[str, str] = {
+    "ask_questions": "ask_questions",
     "read_file": "read_file",
     "create_file": "create_file",
     "insert_edit_into_file": "insert_edit_into_file",
@@ -42,8 +43,31 @@ CATALOG: dict[str, str] = {
     "get_diagnostics": "get_diagnostics",
     "run_command": "run_command",
     "fetch_webpage": "fetch_webpage",
+    "memory": "memory",
+    "web_search": "web_search",
 }
 ALIASES = {"cmd_runner": "run_command"}  # CodeCompanion's name for the command tool
+
+# The meaning of CodeCompanion's agent prompt, in our words.
+AGENT_PROMPT = """<instructions>
+You are a coding agent, expert in many languages and frameworks, working in the user's project through tools.
+The user asks a question or sets a task: gather context with the tools and act; don't assume.
+Keep the kind of project in mind. When a feature names no files, split it into parts and think which files each needs.
+If you are unsure which tool helps, call several. Keep calling tools until the task is done;
+stop only when it truly cannot be.
+Explore the project to make a complete fix. After a tool call, carry on from where you were without repeating yourself.
+Don't show terminal commands in a code block unless asked. Don't read again a file already in the context.
+</instructions>
+<toolUseInstructions>
+Follow each tool's JSON schema exactly, with every required property, as valid JSON.
+Act with the tools instead of asking the user to do it by hand; when you say you will do something, do it.
+Don't name tools to the user: say "I'll edit the file", not the tool's name.
+Call tools in parallel when you can. Use the file paths the user or the tools gave you.
+</toolUseInstructions>
+<outputFormatting>
+Write Markdown; put file names and symbols in backticks. Code examples go in blocks of four backticks with the language.
+Make code changes with insert_edit_into_file when you have it, not as code blocks.
+</outputFormatting>"""
 
 _FILE_TOOLS = [
     "create_file",
@@ -57,12 +81,8 @@ _FILE_TOOLS = [
 DEFAULT_GROUPS: dict[str, dict[str, Any]] = {
     "agent": {
         "description": "Agent: read, search, edit and create files, run commands",
-        "tools": [*_FILE_TOOLS, "get_diagnostics", "run_command"],
-        "system_prompt": (
-            "You are an agent working in the user's project through tools. Read before you edit, make the "
-            "smallest change that does the job, run the tests with run_command when there are any, and "
-            "report what you did. Paths are relative to the project root."
-        ),
+        "tools": ["ask_questions", *_FILE_TOOLS, "get_diagnostics", "run_command"],
+        "system_prompt": AGENT_PROMPT,
     },
     "files": {
         "description": "Read, search, create, edit and delete files in the project",

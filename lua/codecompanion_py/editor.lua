@@ -112,6 +112,11 @@ function methods.approve(chat, args, reply)
     require("codecompanion_py.chat").show(chat, args.detail, nil, { fold = false })
     vim.cmd("redraw") -- the diff on screen before the question takes the command line
   end
+  if args.input then -- a typed answer (ask_questions)
+    return vim.ui.input({ prompt = args.prompt }, function(text)
+      reply({ choice = text and "answer" or "cancel", text = text })
+    end)
+  end
   local labels, choices = approval_choices(args)
   local prompt = args.prompt
   if type(args.must_ask) == "string" then

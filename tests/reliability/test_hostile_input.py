@@ -198,7 +198,7 @@ BAD_ARGUMENTS = {
     "line_a_word": (
         "read_file",
         '{"filepath": "notes.txt", "start_line_number_base_zero": "abc"}',
-        "`start_line_number_base_zero` must be integer, got str 'abc'",
+        "`start_line_number_base_zero` must be number, got str 'abc'",
     ),
     "edits_a_sentence": (
         "insert_edit_into_file",

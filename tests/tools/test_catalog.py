@@ -175,6 +175,10 @@ def test_every_catalog_tool_is_covered_here() -> None:
         "get_diagnostics",
         "run_command",
         "fetch_webpage",
+        # their own tests: tests/tools/test_memory.py, test_web_search.py, test_ask_questions.py
+        "memory",
+        "web_search",
+        "ask_questions",
     }
 
 
@@ -803,10 +807,16 @@ async def test_get_diagnostics_of_a_file_open_in_the_editor(project):
     assert result.content == (
         "notes.txt:2:1: ERROR: undefined name [pyright]\n    needle in notes\nnotes.txt:1:3: WARN: style\n    hello"
     )
-    warnings = await session.run("get_diagnostics", filepath="notes.txt", severity="WARN")
-    assert warnings.content == "notes.txt:1:3: WARN: style\n    hello"
-    hints = await session.run("get_diagnostics", filepath="notes.txt", severity="HINT")
-    assert hints.content == "No diagnostics in notes.txt."
+    # CodeCompanion's names, and a minimum as in CodeCompanion: ERROR leaves the warning out
+    errors = await session.run("get_diagnostics", filepath="notes.txt", severity="ERROR")
+    assert errors.content == "notes.txt:2:1: ERROR: undefined name [pyright]\n    needle in notes"
+    for least in ("WARNING", "WARN", "INFORMATION", "HINT"):
+        assert (await session.run("get_diagnostics", filepath="notes.txt", severity=least)).content == result.content
+    information = Editor(diagnostics={str(project.root / "notes.txt"): [{**DIAGNOSTICS[1], "severity": "INFO"}]})
+    warning_only = await chat(project.root, information).run(
+        "get_diagnostics", filepath="notes.txt", severity="WARNING"
+    )
+    assert warning_only.content == "No diagnostics in notes.txt."
 
 
 async def test_get_diagnostics_through_an_inside_symlink_asks_about_the_real_file(project):

@@ -7,9 +7,17 @@ from typing import Any
 
 from ..contract import ToolRun
 from . import documents
-from .schema import FILEPATH, catalog_tool
+from .schema import FILEPATH, catalog_tool, widened
 
-SEVERITIES = ["ERROR", "WARN", "INFO", "HINT"]
+SEVERITIES = ["ERROR", "WARNING", "INFORMATION", "HINT"]  # CodeCompanion's schema names
+# Neovim's names, most severe first; the schema's names and Neovim's both accepted
+_RANK = {"ERROR": 0, "WARN": 1, "INFO": 2, "HINT": 3}
+_NEOVIM = {"WARNING": "WARN", "INFORMATION": "INFO"}
+
+
+def _rank(name: Any) -> int:
+    name = str(name or "HINT").upper()
+    return _RANK.get(_NEOVIM.get(name, name), 3)
 
 
 def setup(self: ToolRun, tools: Any) -> None:
@@ -27,8 +35,8 @@ async def diagnostics(self: ToolRun, args: dict[str, Any], input: Any, output_ha
             "data": f"{target.relative} is not open in the editor, so it has no "
             "diagnostics; read it or run the project's checks instead.",
         }
-    wanted = args.get("severity")
-    items = [d for d in reply.get("items") or [] if not wanted or d.get("severity") == wanted]
+    least = _rank(args.get("severity"))  # as in CodeCompanion, a minimum: WARNING includes errors
+    items = [d for d in reply.get("items") or [] if _rank(d.get("severity")) <= least]
     if not items:
         return {"status": "success", "data": f"No diagnostics in {target.relative}."}
     lines = [
@@ -40,11 +48,23 @@ async def diagnostics(self: ToolRun, args: dict[str, Any], input: Any, output_ha
     return {"status": "success", "data": "\n".join(lines)}
 
 
-TOOL = catalog_tool(
-    "get_diagnostics",
-    "Get the editor's diagnostics (errors, warnings) for a file.",
-    {"filepath": FILEPATH, "severity": {"type": "string", "enum": SEVERITIES}},
+TOOL = widened(
+    catalog_tool(
+        "get_diagnostics",
+        "Get the editor's diagnostics (errors, warnings, information, hints) for a file, each with its "
+        "line of code. Use it to see what is wrong in a file before fixing it.",
+        {
+            "filepath": FILEPATH,
+            "severity": {
+                "type": "string",
+                "enum": SEVERITIES,
+                "description": "The least severe level to include; HINT (the default) includes all",
+            },
+        },
+        ["filepath"],
+        cmds=[diagnostics],
+        handlers={"setup": setup},
+    ),
     ["filepath"],
-    cmds=[diagnostics],
-    handlers={"setup": setup},
+    severity={"type": "string", "enum": [*SEVERITIES, "WARN", "INFO"]},  # Neovim's names, sent before
 )

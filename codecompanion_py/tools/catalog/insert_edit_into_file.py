@@ -18,29 +18,27 @@ from ...errors import ToolError
 from ..contract import APPROVAL, ToolRun
 from ..edits import Edit, apply_edits, apply_mode, unified_diff
 from . import documents
-from .schema import FILEPATH, catalog_tool
+from .schema import FILEPATH, catalog_tool, widened
 
-MODES = ("edit", "append", "overwrite")
+MODES = ("append", "overwrite", "edit")  # "edit": our older name for append
 
 
 async def setup(self: ToolRun, tools: Any) -> None:
     self.target = documents.resolve(self, self.args.get("filepath"))
     self.document = await documents.open_document(self, self.target, exact=True)
     documents.check_not_stale(self, self.document)
-    mode = self.args.get("mode") or "edit"
-    if mode == "edit":
+    mode, content = _mode_and_content(self.args)
+    if content is None:
         raw_edits = self.args.get("edits")
         if not isinstance(raw_edits, list) or not raw_edits:
             raise ToolError(
                 "`edits` must be a non-empty list of {oldText, newText, replaceAll} objects "
-                "(or use mode append/overwrite with `content`)"
+                '(mode "overwrite" replaces the whole file with the first edit\'s newText)'
             )
         edits = [Edit.from_args(_unix_edit(raw), i) for i, raw in enumerate(raw_edits, 1)]
         outcome = apply_edits(self.document.text, edits)
     else:
-        if not isinstance(self.args.get("content"), str):
-            raise ToolError(f"mode {mode} needs `content`: the text to {mode}")
-        outcome = apply_mode(self.document.text, mode, _unix(self.args["content"]))
+        outcome = apply_mode(self.document.text, mode, _unix(content))
     placeholders = [w for w in outcome.warnings if "placeholder" in w.lower()]
     if placeholders:
         raise ToolError("; ".join(placeholders) + ". Write out the real code: placeholders would replace it.")
@@ -55,6 +53,25 @@ async def setup(self: ToolRun, tools: Any) -> None:
     self.review = {"path": str(self.target.real), "relative": self.target.relative, "before": self.document.text}
     if self.document.raw is not None:  # written on disk: a rejection puts back these exact bytes
         self.review["original"] = self.document.raw
+
+
+def _mode_and_content(args: Mapping[str, Any]) -> tuple[str, str | None]:
+    """CodeCompanion's modes: "append" applies the edits, "overwrite" makes the first edit's
+    newText the whole file. Our older form is still taken: `content` with mode append (added
+    at the end) or overwrite, and mode "edit". (mode, None) means: apply the edits."""
+    mode = args.get("mode") or "append"
+    if mode not in MODES:
+        raise ToolError(f"`mode` must be one of {', '.join(map(repr, MODES))}, not {str(mode)[:40]!r}")
+    content = args.get("content")
+    if isinstance(content, str) and mode in ("append", "overwrite"):
+        return mode, content
+    if mode == "overwrite":
+        edits = args.get("edits")
+        first = edits[0] if isinstance(edits, list) and edits else None
+        if not isinstance(first, Mapping) or not isinstance(first.get("newText"), str):
+            raise ToolError('mode "overwrite" needs the new file text as `newText` of the first edit')
+        return mode, first["newText"]
+    return "edit", None
 
 
 def _unix(text: str) -> str:
@@ -92,34 +109,52 @@ def prompt(self: ToolRun, tools: Any) -> str:
     return f"Apply this edit to {self.target.relative}?" + (f" ({explanation})" if explanation else "")
 
 
-TOOL = catalog_tool(
-    "insert_edit_into_file",
-    "Edit a file in the project. Each edit replaces oldText, copied exactly from the file with enough "
-    "surrounding lines to be unique, by newText. Never use placeholders like '... existing code ...'. "
-    "mode append adds `content` at the end; mode overwrite replaces the whole file with `content`.",
-    {
-        "filepath": FILEPATH,
-        "edits": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "oldText": {"type": "string"},
-                    "newText": {"type": "string"},
-                    "replaceAll": {"type": "boolean"},
+TOOL = widened(
+    catalog_tool(
+        "insert_edit_into_file",
+        "Edit a file in the project. Each edit replaces oldText, copied exactly from the file with enough "
+        "surrounding lines (a function's signature, names) to be unique, by newText; replaceAll replaces "
+        "every occurrence. Never use placeholders like '... existing code ...'. mode append applies the "
+        "edits; mode overwrite replaces the whole file with the first edit's newText.",
+        {
+            "filepath": FILEPATH,
+            "edits": {
+                "type": "array",
+                "description": "The edits, applied in order",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "oldText": {"type": "string", "description": "Exact text to find, unique in the file"},
+                        "newText": {"type": "string", "description": "The text that replaces it"},
+                        "replaceAll": {
+                            "type": "boolean",
+                            "default": False,
+                            "description": "Replace every occurrence of oldText, not one",
+                        },
+                    },
+                    "required": ["oldText", "newText", "replaceAll"],
+                    "additionalProperties": False,
                 },
-                "required": ["oldText", "newText"],
             },
+            "mode": {
+                "type": "string",
+                "enum": ["append", "overwrite"],
+                "default": "append",
+                "description": "append: apply the edits; overwrite: the first edit's newText becomes the file",
+            },
+            "explanation": {"type": "string", "description": "Briefly, what the edits do"},
         },
-        "mode": {"type": "string", "enum": list(MODES)},
-        "content": {"type": "string", "description": "For mode append or overwrite"},
-        "explanation": {"type": "string", "description": "One sentence: why this edit"},
-    },
-    ["filepath"],
-    cmds=[write],
-    handlers={"setup": setup, "prompt_condition": prompt_condition},
-    output={"prompt": prompt},
-    # CodeCompanion 19's defaults: no question before, the diff to confirm (asked once).
-    opts={"require_approval_before": False, "require_confirmation_after": True},
-    previews=True,
+        ["filepath", "edits", "explanation", "mode"],
+        strict=True,
+        cmds=[write],
+        handlers={"setup": setup, "prompt_condition": prompt_condition},
+        output={"prompt": prompt},
+        # CodeCompanion 19's defaults: no question before, the diff to confirm (asked once).
+        opts={"require_approval_before": False, "require_confirmation_after": True},
+        previews=True,
+    ),
+    ["filepath"],  # our older forms: mode edit, `content` for append/overwrite, replaceAll left out
+    edits={"type": "array", "items": {"type": "object"}},  # each edit is checked by Edit.from_args
+    mode={"type": "string", "enum": list(MODES)},
+    content={"type": "string"},
 )

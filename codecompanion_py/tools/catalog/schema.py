@@ -43,3 +43,11 @@ def catalog_tool(
     return ToolDefinition(
         name=name, schema=function_schema(name, description, properties, required, strict=strict), **fields
     )
+
+
+def widened(tool: ToolDefinition, required: list[str], **properties: dict[str, Any]) -> ToolDefinition:
+    """`tool` accepting fewer required fields and the given (older) property forms besides
+    the schema the model is shown."""
+    parameters = tool.schema["function"]["parameters"]
+    tool.accepts = {**parameters, "required": required, "properties": {**parameters["properties"], **properties}}
+    return tool
