@@ -60,6 +60,7 @@ class ChatOpen(ChatCall, frozen=True, kw_only=True):
     model: str | None = None
     command: str | None = None  # `command=`: which of an agent's `commands` starts it
     cwd: str | None = None
+    fork_of: ChatId | None = None  # `/fork`: the chat whose conversation this one copies
     history_id: str | None = None  # a saved chat the user picked
     resume_id: str | None = None  # the saved chat it wrote to in an engine that stopped
     # a library prompt's chat
@@ -82,6 +83,10 @@ class ChatRemoveContext(ChatCall, frozen=True, kw_only=True):
 
 class ChatFollowUp(ChatCall, frozen=True, kw_only=True):
     text: str = ""
+
+
+class ChatRename(ChatCall, frozen=True, kw_only=True):
+    title: str = ""
 
 
 class ChatSetAdapter(ChatCall, frozen=True, kw_only=True):
@@ -237,6 +242,7 @@ CALLS: dict[str, type[Call]] = {
     "chat.remove_context": ChatRemoveContext,
     "chat.set_adapter": ChatSetAdapter,
     "chat.follow_up": ChatFollowUp,
+    "chat.rename": ChatRename,
     "chat.models": ChatModels,
     "chat.set_option": ChatSetOption,
     "chat.resume": ChatResume,

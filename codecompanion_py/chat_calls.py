@@ -76,6 +76,9 @@ class ChatCalls:
             )
         if saved is not None:
             session.restore(saved)
+        source = self.sessions.get(call.fork_of) if call.fork_of is not None else None
+        if source is not None:  # `/fork`: its conversation, tools and context, to go elsewhere from here
+            session.fork_from(source)
         session.use_prompt(
             PromptSetup(
                 system_prompts=tuple(text for text in call.system_prompts if isinstance(text, str)),
@@ -136,6 +139,11 @@ class ChatCalls:
 
     async def follow_up(self, call: calls.ChatFollowUp) -> None:
         self.session(call.chat_id).follow_up(call.text)
+
+    async def rename(self, call: calls.ChatRename) -> None:
+        """`/rename`: the chat's title in the history from now on."""
+        title = self._keeper.retitle(call.chat_id, call.title)
+        self._channel.notify(f"CodeCompanion: the chat is now {title!r}", "INFO")
 
     async def debug(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)

@@ -119,6 +119,7 @@ class Engine:
             "chat.clear": chats.clear,
             "chat.regenerate": chats.regenerate,
             "chat.follow_up": chats.follow_up,
+            "chat.rename": chats.rename,
             "chat.debug": chats.debug,
             "inline.run": self.inline.run,
             "inline.stop": self.inline.stop,

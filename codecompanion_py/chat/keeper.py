@@ -245,6 +245,22 @@ class ChatKeeper:
                 kept.title = title
         return True
 
+    def retitle(self, chat_id: Any, title: str) -> str:
+        """`/rename` in open chat `chat_id`: its title from now on (saved at once when it has
+        been saved before); the title as kept."""
+        kept, title = self._kept.get(chat_id), " ".join(title.split())[: history.TITLE_LENGTH]
+        if kept is None or not title:
+            raise ConfigError("a title cannot be empty" if kept is not None else "this chat is not open in the engine")
+        kept.title = title
+        store = self.store()
+        if store is not None:
+            try:
+                record = store.load(kept.id)
+            except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+                return title  # not saved yet: its first save takes the title
+            store.save(msgspec.structs.replace(record, title=title, titled=True))
+        return title
+
     def load(self, folder: str | None, chat: str) -> dict[str, Any]:
         """The saved chat, for the editor to show before it opens it again."""
         record = self._load(self._store(folder), chat)

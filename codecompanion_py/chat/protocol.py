@@ -152,6 +152,11 @@ class Session(Protocol):
         """`gr`: drop the last reply and send the last message again (pushes `Rewind` first)."""
         ...
 
+    def fork_from(self, source: Session) -> None:
+        """`/fork`: start from `source`'s conversation, tools and shared context (HTTP chats;
+        an agent keeps its history itself: `AgentError`)."""
+        ...
+
     def follow_up(self, text: str) -> bool:
         """`gm` while a reply streams: True when `text` goes to the LLM with the next request of
         this turn (after its tool results, pushing `FollowUp`); False when the turn has none of

@@ -23,7 +23,7 @@ from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
 from ..editor_port import Editor
-from ..errors import CodeCompanionError, ConfigError
+from ..errors import AgentError, CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent
 from ..mcp.servers import McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
@@ -44,7 +44,7 @@ from .context import ContextItem
 from .debug import debug_text
 from .history import Record
 from .mcp_tools import ChatMcpTools
-from .protocol import PromptSetup, SavedState, refuse_turn
+from .protocol import PromptSetup, SavedState, Session, refuse_turn
 
 log = logging.getLogger("codecompanion_py.chat")
 
@@ -281,6 +281,14 @@ class ChatSession:
         self._last_prompt = Message.of("user", text)
         self.history.append(self._last_prompt)
         return self._start(pages)
+
+    def fork_from(self, source: Session) -> None:
+        if not isinstance(source, ChatSession):
+            raise AgentError("an agent keeps its conversation itself; only a chat with an HTTP adapter can be forked")
+        self.history[:] = source.snapshot()  # messages are frozen: shared, never changed
+        self.tools.update(source.tools)
+        self._prompted |= source._prompted
+        self._last_prompt = source._last_prompt
 
     def follow_up(self, text: str) -> bool:
         if not self.busy:

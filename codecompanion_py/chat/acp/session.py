@@ -37,7 +37,7 @@ from ...ui.view import EventView
 from ..context import ContextItem
 from ..debug import debug_text
 from ..history import Record
-from ..protocol import PromptSetup, SavedState, refuse_turn
+from ..protocol import PromptSetup, SavedState, Session, refuse_turn
 from .prompt import prompt_blocks
 from .requests import AgentRequests
 from .state import MODE_OPTION, AgentState
@@ -224,6 +224,9 @@ class AcpChatSession:
             f"{self.adapter.formatted_name} remembers its replies itself, so one cannot be regenerated; "
             "send your message again instead"
         )
+
+    def fork_from(self, source: Session) -> None:
+        raise AgentError("an agent keeps its conversation itself; /fork copies chats with HTTP adapters")
 
     def follow_up(self, text: str) -> bool:
         return False  # an agent's turn takes no message midway: it is sent when the turn ends

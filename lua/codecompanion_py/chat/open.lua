@@ -119,6 +119,7 @@ end
 ---@field system_prompts? string[]
 ---@field ignore_system_prompt? boolean
 ---@field tools? string[]
+---@field fork_of? CodeCompanionChat a chat whose conversation this one copies (/fork)
 
 ---@param opts? CodeCompanionOpenOpts
 ---@return CodeCompanionChat
@@ -131,6 +132,7 @@ function M.open(opts)
   vim.bo[buf].bufhidden = "hide" -- hidden, a chat keeps its buffer, its state and its stream
   vim.bo[buf].buflisted = (config.display().window or {}).buflisted == true
   api.nvim_buf_set_lines(buf, 0, -1, false, opts.saved and transcript_lines(opts.saved)
+    or opts.fork_of and api.nvim_buf_get_lines(opts.fork_of.bufnr, 0, -1, false)
     or { config.user_header(), "", "" })
   local chat = object.new({
     bufnr = buf,
@@ -142,7 +144,7 @@ function M.open(opts)
     open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, command = opts.command,
       cwd = vim.fn.getcwd(),
       system_prompts = opts.system_prompts, ignore_system_prompt = opts.ignore_system_prompt, tools = opts.tools,
-      history_id = opts.saved and opts.saved.id or nil },
+      history_id = opts.saved and opts.saved.id or nil, fork_of = opts.fork_of and opts.fork_of.bufnr },
   })
   for event, fn in pairs(config.get("callbacks") or {}) do
     for _, f in ipairs(type(fn) == "table" and fn or { fn }) do

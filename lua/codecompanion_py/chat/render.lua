@@ -42,6 +42,7 @@ function M.ready(chat, op)
   local payload = chat.open_payload
   payload.adapter, payload.model = op.adapter.name, op.adapter.model
   payload.resume_id = op.saved_id or payload.resume_id
+  payload.fork_of = nil -- forked once: a new engine reopens the fork from its own saved chat
 end
 
 ---@param chat CodeCompanionChat

@@ -12,6 +12,8 @@
 --   /mcp      start, stop, inspect MCP servers, attach a resource (mcp.lua); a running
 --             server's prompts are /mcp:<server>:<prompt>
 --   /now      the date and time
+--   /fork     (HTTP chats) a new chat with this one's conversation, tools and context
+--   /rename   the chat's title in the history
 --   /mode, /acp_session_options, /resume   (agent chats) the agent's options, an earlier session
 -- Pickers: telescope, fzf-lua, mini.pick or snacks when installed (or named by a command's
 -- `opts.provider`), else vim.ui.select (pickers.lua).
@@ -123,6 +125,26 @@ M.COMMANDS = {
   mcp = {
     description = "Start, stop or look at MCP servers; attach a resource",
     run = function(chat, insert) require("codecompanion_py.mcp").slash(chat, insert) end,
+  },
+  fork = {
+    description = "Fork the chat: a copy of it to take elsewhere",
+    http = true,
+    run = function(chat)
+      if not require("codecompanion_py.chat.object").busy(chat, "wait for the reply (or press q) before forking") then
+        require("codecompanion_py.chat").open({ adapter = chat.adapter.name, model = chat.adapter.model,
+          fork_of = chat })
+      end
+    end,
+  },
+  rename = {
+    description = "Rename the chat (its title in the history)",
+    run = function(chat)
+      vim.ui.input({ prompt = "Title: " }, function(title)
+        if title and vim.trim(title) ~= "" then
+          require("codecompanion_py.rpc").notify("chat.rename", { chat_id = chat.bufnr, title = title })
+        end
+      end)
+    end,
   },
   now = {
     description = "Insert the date and time",
