@@ -18,7 +18,7 @@ M.ANY = ANY
 local OWN_CONTEXT = "#{buffer}, #{chat} and #{clipboard} work; context of your own cannot be added here yet"
 local TRIGGERS = "the triggers are #, @, / and \\ here"
 local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
-  .. "context of your own cannot be added from the config yet"
+  .. "context of your own goes in interactions.chat.editor_context here"
 
 -- `keys` each honoured, beside the entries of `rest` (more keys, or the reasons some are not)
 ---@param keys string[]
@@ -68,8 +68,7 @@ local chat = honoured({ "adapter", "model" }, {
     }),
     opts = { acp = { trigger = TRIGGERS } },
   },
-  editor_context = EDITOR_CONTEXT,
-  variables = EDITOR_CONTEXT,
+  editor_context = { ["*"] = honoured({ "callback", "description", "opts" }) }, -- your own #{name}
   opts = honoured({
     "system_prompt", "goto_file_action", "register", "completion_provider", "prompt_decorator",
     "max_context_chars", -- this plugin's own: the most of one #{...} capture that is sent
@@ -87,6 +86,8 @@ local chat = honoured({ "adapter", "model" }, {
     },
   }),
 })
+
+chat.variables = chat.editor_context -- the older spelling
 
 local window = honoured({
   "layout", "position", "width", "height", "border", "relative", "full_height", "buflisted", "title", "row", "col",
@@ -204,7 +205,7 @@ M.SPEC = {
   -- python, background_start: this plugin's own, for the engine's host
   opts = honoured({ "log_level", "language", "send_code", "python", "background_start" }, {
     submit_delay = "a prompt given to a new chat is sent at once here",
-    per_project_config = "per-project config files are not read here",
+    per_project_config = { enabled = OK, files = OK, paths = ANY },
     triggers = TRIGGERS,
   }),
 }

@@ -406,6 +406,29 @@ M.DESCRIPTIONS = {
 M.KINDS = vim.tbl_keys(capture)
 table.sort(M.KINDS)
 
+-- The user's own `#{name}` (interactions.chat.editor_context.<name>, as CodeCompanion's): its
+-- callback, or a Lua file that returns one, is given { Chat, config, params } and returns the text.
+---@param name string
+---@return fun(chat: table, arg?: string): table|nil, string|nil
+local function own(name)
+  local root = require("codecompanion_py")
+  local entry = (root.chat_option("editor_context") or {})[name] or (root.chat_option("variables") or {})[name]
+  if capture[name] or type(entry) ~= "table" or entry.callback == nil then
+    return nil
+  end
+  return function(chat, arg)
+    local callback = entry.callback
+    if type(callback) == "string" then
+      callback = assert(loadfile(vim.fn.expand(callback)))()
+    end
+    local text = callback({ Chat = chat, config = vim.tbl_extend("force", entry, { name = name }), params = arg })
+    if type(text) ~= "string" then
+      return nil, "its callback returned no text"
+    end
+    return { kind = name, label = entry.description or ("#{" .. name .. "}"), content = text }
+  end
+end
+
 -- `item` cut to `limit` characters (max_context_chars), with a line that says so.
 ---@param item { content?: string, label: string }
 ---@param limit? integer
@@ -434,7 +457,7 @@ function M.capture(chat, text, max_chars)
   for name, arg, after in text:gmatch("#{(%w+):?([^}]*)}()") do
     local param = text:sub(after):match("^{(%a+)}")
     local key = name .. ":" .. arg
-    local fn = capture[name]
+    local fn = capture[name] or own(name)
     if fn and not seen[key] then
       seen[key] = true
       local ok, got, why = pcall(fn, chat, arg ~= "" and arg or nil)
