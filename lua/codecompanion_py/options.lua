@@ -186,7 +186,7 @@ M.SPEC = {
   prompt_library = { ["*"] = ANY, markdown = { dirs = OK } }, -- prompts by their names
   rules = {
     ["*"] = ANY, -- rule groups: { description, files = {...}, parser, enabled }
-    parsers = "the claude and codecompanion parsers follow @imports here; parsers of your own are not read",
+    parsers = ANY, -- your own: a function that returns a parser, or a Lua file that does
     opts = {
       chat = honoured({ "autoload", "enabled" }, {
         default_params = "a rules file is sent once here, not followed",
