@@ -62,8 +62,7 @@ local chat = honoured({ "adapter", "model" }, {
     },
   },
   slash_commands = {
-    ["*"] = honoured({ "description", "callback", "enabled", "keymaps" }, {
-      path = "a slash command is a callback function here, not a module path",
+    ["*"] = honoured({ "description", "callback", "enabled", "keymaps", "path" }, {
       opts = honoured({ "provider", "contains_code" }, { ["*"] = "this slash command option is not read here" }),
     }),
     opts = { acp = { trigger = TRIGGERS } },
