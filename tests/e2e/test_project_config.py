@@ -93,12 +93,14 @@ def test_per_project_paths_apply_in_their_directory_only(editor, tmp_path):
     other.mkdir()
     extra = (
         f'opts = {{ per_project_config = {{ paths = {{ ["{mine}"] = {{ opts = {{ language = "Latin" }} }},'
-        f' ["{other}/nowhere"] = "not a table" }} }} }},'
+        f' ["{other}/"] = "not a table" }} }} }},'
     )
     for where, language in ((mine, "Latin"), (other, None)):
         editor.nvim.command(f"cd {where}")
+        editor.lua("_G.early = {}; vim.notify = function(msg) table.insert(_G.early, msg) end")
         setup(editor, "http://127.0.0.1:9", extra)
         assert option(editor, "'opts', 'language'") == language
+    assert early(editor) == [f'CodeCompanion: per_project_config.paths["{other}/"] must be a table']
 
 
 def test_editor_context_of_your_own_reaches_the_llm(editor, tmp_path):
