@@ -408,25 +408,16 @@ table.sort(M.KINDS)
 
 -- The user's own `#{name}` (interactions.chat.editor_context.<name>, as CodeCompanion's): its
 -- callback, or a Lua file that returns one, is given { Chat, config, params } and returns the text.
----@param name string
----@return fun(chat: table, arg?: string): table|nil, string|nil
 local function own(name)
   local root = require("codecompanion_py")
   local entry = (root.chat_option("editor_context") or {})[name] or (root.chat_option("variables") or {})[name]
-  if capture[name] or type(entry) ~= "table" or entry.callback == nil then
-    return nil
-  end
-  return function(chat, arg)
-    local callback = entry.callback
-    if type(callback) == "string" then
-      callback = assert(loadfile(vim.fn.expand(callback)))()
-    end
+  return type(entry) == "table" and entry.callback ~= nil and function(chat, arg)
+    local callback = type(entry.callback) == "string" and assert(loadfile(vim.fn.expand(entry.callback)))()
+      or entry.callback
     local text = callback({ Chat = chat, config = vim.tbl_extend("force", entry, { name = name }), params = arg })
-    if type(text) ~= "string" then
-      return nil, "its callback returned no text"
-    end
-    return { kind = name, label = entry.description or ("#{" .. name .. "}"), content = text }
-  end
+    return type(text) == "string" and { kind = name, label = entry.description or ("#{" .. name .. "}"),
+      content = text } or nil, "its callback returned no text"
+  end or nil
 end
 
 -- `item` cut to `limit` characters (max_context_chars), with a line that says so.
