@@ -236,6 +236,8 @@ return Todo
         run_slash(editor, "/gon", "/gone")
         editor.wait_for(lambda: any("nowhere.lua" in n for n in notes(editor)), what="the missing file said")
         # a pasted built-in's CodeCompanion module path keeps this plugin's /file
-        assert editor.lua("local s = require('codecompanion_py.chat.slash') return s.commands().file.run == s.COMMANDS.file.run")
+        assert editor.lua(
+            "local s = require('codecompanion_py.chat.slash') return s.commands().file.run == s.COMMANDS.file.run"
+        )
         send(editor, "what to do?", 1)
         assert "Context: todo\n```\nbuy milk\n```" in context_sent(server, 0)
