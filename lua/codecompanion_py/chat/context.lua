@@ -161,24 +161,13 @@ function capture.help(_, arg)
       end
     end
   end
-  for _, tag in ipairs(candidates) do
-    if files[tag] then
-      arg = tag
-      break
-    end
-  end
+  arg = vim.iter(candidates):find(function(tag) return files[tag] end) or arg
   local file = files[arg]
   if not file then
     return nil, ("there is no help tag %q"):format(arg)
   end
   local lines = vim.fn.readfile(file)
-  local start
-  for i, line in ipairs(lines) do
-    if line:find("*" .. arg .. "*", 1, true) then
-      start = i
-      break
-    end
-  end
+  local start = vim.iter(ipairs(lines)):find(function(_, line) return line:find("*" .. arg .. "*", 1, true) end)
   if not start then
     return nil, ("the help tag %q is not in %s"):format(arg, file)
   end

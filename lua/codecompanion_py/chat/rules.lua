@@ -168,8 +168,7 @@ function M.load(config, names)
       table.insert(problems, ("the rules were not read: %s"):format(ok and "no answer from the engine" or answer))
     end
   end
-  local files, items = read({ entries = found }) or {}, {}
-  local included = {}
+  local files, items, included = read({ entries = found }) or {}, {}, {}
   for _, file in ipairs(files) do
     vim.list_extend(included, parse(config, file, problems))
   end

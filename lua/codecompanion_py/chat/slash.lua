@@ -150,12 +150,9 @@ local function path_command(spec)
     local ok, err = pcall(function()
       local found, class = pcall(require, spec.path)
       class = found and class or assert(loadfile(vim.fs.normalize(spec.path)))()
-      local on, why = true, nil
-      if class.enabled then
-        on, why = class.enabled(chat)
-      end
-      return on == false and error(why or "not enabled", 0) or class.new({ Chat = chat, config = spec,
-        context = chat.context }):execute({})
+      local on, why = (class.enabled or function() end)(chat)
+      return on == false and error(why or "not enabled", 0)
+        or class.new({ Chat = chat, config = spec, context = chat.context }):execute({})
     end)
     return ok or vim.notify(("CodeCompanion: /%s: %s"):format(spec.path, err), vim.log.levels.WARN)
   end
