@@ -112,8 +112,10 @@ def test_editor_context_of_your_own_reaches_the_llm(editor, tmp_path):
       ticket = {{ description = "A ticket", callback = "{tmp_path / "ticket.lua"}" }},
       empty = {{ callback = function() return nil end }},
     }},"""
-    with ServerThread(ScriptedServer.sequence([reply("ok 1")])) as server:
+    with ServerThread(ScriptedServer.sequence([reply("ok 1"), reply("ok 2")])) as server:
         setup(editor, server.url, chat_config(own))
+        editor.nvim.command("terminal echo from-the-terminal")
+        editor.wait_for(lambda: "from-the-terminal" in "\n".join(editor.lines(0)), what="the terminal's output")
         editor.nvim.command("CodeCompanionChat")
         chat = editor.nvim.current.buffer.number
         complete = editor.lua("return require('codecompanion_py.chat.completion').items(nil, '#')")
@@ -129,3 +131,8 @@ def test_editor_context_of_your_own_reaches_the_llm(editor, tmp_path):
         editor.nvim.input("<CR>")
         editor.wait_for(lambda: any("#{empty}: its callback returned no text" in n for n in notes(editor)))
         assert len(server.requests) == 1 and editor.lines(chat)[-1] == "#{empty} please"
+
+        # the built-ins still beside them
+        editor.nvim.command("normal! Gdd")
+        send(editor, "#{terminal}", 2)
+        assert "from-the-terminal" in "\n".join(context_sent(server, 1))

@@ -259,10 +259,7 @@ function capture.buffers()
       table.insert(items, buffer_item(buf, "buffer"))
     end
   end
-  if #items == 0 then
-    return nil, "there are no file buffers to share"
-  end
-  return items
+  return #items > 0 and items or nil, "there are no file buffers to share"
 end
 
 function capture.selection(chat)
@@ -300,10 +297,7 @@ function capture.viewport()
       })
     end
   end
-  if #items == 0 then
-    return nil, "no window shows a file"
-  end
-  return items
+  return #items > 0 and items or nil, "no window shows a file"
 end
 
 local SEVERITY = { "ERROR", "WARN", "INFO", "HINT" }
@@ -356,12 +350,9 @@ function capture.diff()
 end
 
 function capture.terminal()
-  local last
-  for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "terminal" then
-      last = buf
-    end
-  end
+  local last = vim.iter(api.nvim_list_bufs()):filter(function(buf)
+    return api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "terminal"
+  end):last()
   if not last then
     return nil, "there is no terminal buffer"
   end
