@@ -272,13 +272,8 @@ function capture.selection(chat)
     return nil, ("%s has no selection"):format(relative(buf))
   end
   local lines = api.nvim_buf_get_lines(buf, first[1] - 1, last[1], false)
-  return {
-    kind = "selection",
-    label = ("%s lines %d-%d"):format(relative(buf), first[1], last[1]),
-    path = api.nvim_buf_get_name(buf),
-    filetype = vim.bo[buf].filetype,
-    content = table.concat(lines, "\n"),
-  }
+  return { kind = "selection", label = ("%s lines %d-%d"):format(relative(buf), first[1], last[1]),
+    path = api.nvim_buf_get_name(buf), filetype = vim.bo[buf].filetype, content = table.concat(lines, "\n") }
 end
 
 function capture.viewport()
