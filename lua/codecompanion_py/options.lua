@@ -17,8 +17,8 @@ M.ANY = ANY
 
 local OWN_CONTEXT = "#{buffer}, #{chat} and #{clipboard} work; context of your own cannot be added here yet"
 local TRIGGERS = "the triggers are #, @, / and \\ here"
-local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
-  .. "context of your own goes in interactions.chat.editor_context here"
+local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work as they are here"
+local OWN_ENTRY = { callback = OK, description = OK, opts = OK, path = EDITOR_CONTEXT } -- your own #{name}
 
 -- `keys` each honoured, beside the entries of `rest` (more keys, or the reasons some are not)
 ---@param keys string[]
@@ -67,7 +67,7 @@ local chat = honoured({ "adapter", "model" }, {
     }),
     opts = { acp = { trigger = TRIGGERS } },
   },
-  editor_context = { ["*"] = honoured({ "callback", "description", "opts" }) }, -- your own #{name}
+  editor_context = { ["*"] = OWN_ENTRY },
   opts = honoured({
     "system_prompt", "goto_file_action", "register", "completion_provider", "prompt_decorator",
     "max_context_chars", -- this plugin's own: the most of one #{...} capture that is sent
@@ -123,7 +123,8 @@ local interactions = {
   shared = {
     editor_context = {
       buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT } },
-      ["*"] = EDITOR_CONTEXT,
+      opts = "which buffers #{buffers} shares is this plugin's own here",
+      ["*"] = OWN_ENTRY,
     },
     keymaps = { ["*"] = keymap }, -- the diff review's: g1 g2 g3 g4 gv } { (and g5 g6, this plugin's)
     ["*"] = EDITOR_CONTEXT,

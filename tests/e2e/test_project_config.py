@@ -108,12 +108,21 @@ def test_editor_context_of_your_own_reaches_the_llm(editor, tmp_path):
         "return function(self) return 'ticket ' .. (self.params or 'none') .. ' from ' .. self.config.name end\n"
     )
     own = f"""editor_context = {{
-      branch = {{ description = "The git branch", callback = function(self) return "on branch main" end }},
       ticket = {{ description = "A ticket", callback = "{tmp_path / "ticket.lua"}" }},
       empty = {{ callback = function() return nil end }},
     }},"""
+    # CodeCompanion 19 reads them from interactions.shared; its docs say interactions.chat
+    shared = """interactions = { shared = { editor_context = {
+      branch = { description = "The git branch", callback = function(self) return "on branch main" end },
+    } } },"""
     with ServerThread(ScriptedServer.sequence([reply("ok 1"), reply("ok 2")])) as server:
-        setup(editor, server.url, chat_config(own))
+        setup(editor, server.url, chat_config(own).replace("interactions = {", "strategies = {") + shared)
+        assert (
+            editor.lua(
+                "return #require('codecompanion_py.config_check').unsupported(require('codecompanion_py').user_opts)"
+            )
+            == 0
+        )
         editor.nvim.command("terminal echo from-the-terminal")
         editor.wait_for(lambda: "from-the-terminal" in "\n".join(editor.lines(0)), what="the terminal's output")
         editor.nvim.command("CodeCompanionChat")

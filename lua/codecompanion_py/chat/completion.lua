@@ -36,10 +36,8 @@ function M.items(chat, base)
     for _, kind in ipairs(context.KINDS) do
       add("#{" .. kind .. "}", context.DESCRIPTIONS[kind] or "editor context", "context")
     end
-    for name, entry in pairs(require("codecompanion_py").chat_option("editor_context") or {}) do
-      if type(entry) == "table" and entry.callback and not context.DESCRIPTIONS[name] then
-        add("#{" .. name .. "}", entry.description or "editor context", "context")
-      end
+    for name, entry in pairs(context.own()) do
+      add("#{" .. name .. "}", entry.description or "editor context", "context")
     end
   elseif sigil == "/" then
     for _, item in ipairs(require("codecompanion_py.chat.slash").items(chat or {}, base)) do

@@ -381,18 +381,31 @@ M.DESCRIPTIONS = {
 M.KINDS = vim.tbl_keys(capture)
 table.sort(M.KINDS)
 
--- The user's own `#{name}` (interactions.chat.editor_context.<name>, as CodeCompanion's): its
--- callback, or a Lua file that returns one, is given { Chat, config, params } and returns the text.
+-- The user's own `#{name}` entries that have a `callback`: interactions.shared.editor_context
+-- (where CodeCompanion 19 reads them), and interactions.chat.editor_context (its docs') over them.
+---@return table<string, table>
+function M.own()
+  local root, found = require("codecompanion_py"), {}
+  for _, entries in ipairs({ vim.tbl_get(root.config or {}, "interactions", "shared", "editor_context") or false,
+    root.chat_option("variables") or false, root.chat_option("editor_context") or false }) do
+    for name, entry in pairs(type(entries) == "table" and entries or {}) do
+      found[name] = type(entry) == "table" and entry.callback ~= nil and not capture[name] and entry or found[name]
+    end
+  end
+  return found
+end
+
+-- An own entry captured: its callback, or a Lua file that returns one, is given { Chat, config,
+-- params } and returns the text.
 local function own(name)
-  local root = require("codecompanion_py")
-  local entry = (root.chat_option("editor_context") or {})[name] or (root.chat_option("variables") or {})[name]
-  return type(entry) == "table" and entry.callback ~= nil and function(chat, arg)
+  local entry = M.own()[name]
+  return entry and function(chat, arg)
     local callback = type(entry.callback) == "string" and assert(loadfile(vim.fn.expand(entry.callback)))()
       or entry.callback
     local text = callback({ Chat = chat, config = vim.tbl_extend("force", entry, { name = name }), params = arg })
     return type(text) == "string" and { kind = name, label = entry.description or ("#{" .. name .. "}"),
       content = text } or nil, "its callback returned no text"
-  end or nil
+  end
 end
 
 -- `item` cut to `limit` characters (max_context_chars), with a line that says so.
