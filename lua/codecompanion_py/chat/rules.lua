@@ -109,20 +109,16 @@ end
 ---@return { path: string }[] included
 local function parse(config, file, problems)
   local parser = vim.tbl_get(rules_config(config), "parsers", file.parser or "")
-  if type(parser) ~= "function" and (type(parser) ~= "string" or BUILTIN[parser]) then
-    return {}
-  end
+  if type(parser) ~= "function" and (type(parser) ~= "string" or BUILTIN[parser]) then return {} end
   local ok, out = pcall(function()
     local fn = type(parser) == "function" and parser() or assert(loadfile(vim.fs.normalize(parser)))()
-    return fn({ path = file.path, filename = vim.fs.basename(file.path), content = file.content, parser = file.parser })
+    local got = fn(vim.tbl_extend("force", file, { filename = vim.fs.basename(file.path) }))
+    if type(got) ~= "table" or type(got.content) ~= "string" then error("it returned no content", 0) end
+    file.content, file.system_prompt = got.content, type(got.system_prompt) == "string" and got.system_prompt or nil
+    return vim.tbl_map(function(p) return { path = tostring(p) } end, vim.tbl_get(got, "meta", "included_files") or {})
   end)
-  if not ok or type(out) ~= "table" or type(out.content) ~= "string" then
-    table.insert(problems, ("the %s parser failed on %s: %s"):format(file.parser, vim.fn.fnamemodify(file.path, ":~:."),
-      ok and "it returned no content" or out))
-    return {}
-  end
-  file.content, file.system_prompt = out.content, out.system_prompt
-  return vim.tbl_map(function(path) return { path = path } end, vim.tbl_get(out, "meta", "included_files") or {})
+  return ok and out or table.insert(problems, ("the %s parser failed on %s: %s"):format(file.parser,
+    vim.fn.fnamemodify(file.path, ":~:."), out)) or {}
 end
 
 -- The rules items of `names` (groups), and the problems met (one sentence each). The engine
