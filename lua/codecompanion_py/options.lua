@@ -63,7 +63,9 @@ local chat = honoured({ "adapter", "model" }, {
   },
   slash_commands = {
     ["*"] = honoured({ "description", "callback", "enabled", "keymaps", "path" }, {
-      opts = honoured({ "provider", "contains_code" }, { ["*"] = "this slash command option is not read here" }),
+      opts = honoured({ "provider", "contains_code" }, {
+        ["*"] = "the built-in commands do not read this here (one given by path gets its opts)",
+      }),
     }),
     opts = { acp = { trigger = TRIGGERS } },
   },

@@ -21,9 +21,7 @@ end
 ---@param cfg table|nil opts.per_project_config
 ---@return table|nil
 function M.config(cfg)
-  if type(cfg) ~= "table" or cfg.enabled == false then
-    return nil
-  end
+  if type(cfg) ~= "table" or cfg.enabled == false then return nil end
   local cwd, found = vim.fs.normalize(vim.fn.getcwd()), {}
   for path, value in pairs(type(cfg.paths) == "table" and cfg.paths or {}) do
     if vim.fs.normalize(vim.fn.expand(tostring(path))) == cwd then
