@@ -25,6 +25,7 @@ project file is (real paths, protected names) and how one is read without blocki
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -146,6 +147,30 @@ def imports(text: str) -> list[str]:
     return found
 
 
+def system_prompt_section(text: str) -> tuple[str, str]:
+    """A `codecompanion` rules file split as CodeCompanion's parser splits it: its `## System
+    Prompt` section (up to the next `#` or `##` heading, its `@` lines left out) and the rest."""
+    prompt: list[str] = []
+    rest: list[str] = []
+    inside = fenced = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and _SECTION.match(stripped):
+            inside = stripped.startswith("## ") and stripped[3:].strip().lower() == "system prompt"
+            if inside:
+                continue
+        if not inside:
+            rest.append(line)
+        elif not stripped.startswith("@"):
+            prompt.append(line)
+    return "\n".join(prompt).strip(), "\n".join(rest)
+
+
+_SECTION = re.compile(r"#{1,2}\s")
+
+
 @dataclass
 class RulesLoad:
     """One `rules.read`: the files read ({path, content}) and one sentence per problem."""
@@ -214,7 +239,12 @@ class RulesLoad:
             self.say(f"{importer} imports {door.show(real)}: {refused}" if importer else str(refused))
             return
         self.left -= len(text.encode("utf-8", errors="replace"))
-        self.items.append({"path": str(real), "content": text})
+        item = {"path": str(real), "content": text} | ({"parser": parser} if parser else {})
+        if parser == "codecompanion":
+            prompt, item["content"] = system_prompt_section(text)
+            if prompt:
+                item["system_prompt"] = prompt
+        self.items.append(item)
         if parser not in ("claude", "codecompanion"):
             return
         label = door.show(real)
@@ -258,7 +288,7 @@ def load_rules(payload: Mapping[str, Any]) -> dict[str, list[Any]]:
     for problem in problems:
         load.say(problem)
     for file in _rule_files(payload.get("files")) + found:
-        load.add(file.path, file.parser, trusted=file.named)
+        load.add(os.path.join(cwd, file.path), file.parser, trusted=file.named)
     return {"items": load.items, "problems": load.summary()}
 
 
@@ -276,4 +306,4 @@ def _size(count: int) -> str:
     return f"{count / 1_000_000:g} MB" if count >= 1_000_000 else f"{count / 1000:.0f} KB"
 
 
-__all__ = ["Door", "RulesLoad", "imports", "load_rules", "read_named"]
+__all__ = ["Door", "RulesLoad", "imports", "load_rules", "read_named", "system_prompt_section"]

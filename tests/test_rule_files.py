@@ -142,3 +142,29 @@ def test_a_glob_over_a_deep_tree_of_long_names_is_searched_in_time(tmp_path):
     files, problems = rule_files([RuleEntry("**/*.md")], str(tmp_path), str(tmp_path))
     assert time.monotonic() - started < 5
     assert [Path(file.path).name for file in files] == ["hit.md"] and problems == []
+
+
+def test_the_system_prompt_section_is_split_off_as_codecompanions_parser_does():
+    text = (
+        "# Team\nUse tabs.\n## System Prompt\nBe terse.\n@skip.md\n### Detail\nStill the prompt.\n"
+        "```\n## System Prompt in a fence\n```\n# Next\nRest.\n"
+    )
+    prompt, rest = repository.system_prompt_section(text)
+    assert prompt == "Be terse.\n### Detail\nStill the prompt.\n```\n## System Prompt in a fence\n```"
+    assert rest == "# Team\nUse tabs.\n# Next\nRest."
+    assert repository.system_prompt_section("## system prompt\n") == ("", "")
+    assert repository.system_prompt_section("No section.\n## Other\n") == ("", "No section.\n## Other")
+
+
+def test_a_rules_file_read_with_the_codecompanion_parser_carries_its_system_prompt(tmp_path):
+    (tmp_path / "AGENTS.md").write_text("Rule.\n## System Prompt\nBe terse.\n")
+    (tmp_path / "OTHER.md").write_text("Rule.\n## System Prompt\nBe terse.\n")
+    answer = repository.load_rules(
+        {
+            "cwd": str(tmp_path),
+            "entries": [{"path": "AGENTS.md", "parser": "codecompanion"}, {"path": "OTHER.md", "parser": "mine"}],
+        }
+    )
+    mine, other = answer["items"]
+    assert mine["system_prompt"] == "Be terse." and mine["content"] == "Rule."
+    assert "system_prompt" not in other and other["parser"] == "mine" and "Be terse." in other["content"]

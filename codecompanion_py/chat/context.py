@@ -45,6 +45,7 @@ class ContextItem(msgspec.Struct, kw_only=True):
     filetype: str = ""
     path: str | None = None
     update: Literal["diff", "all"] | None = None
+    system_prompt: str | None = None  # a rules file's `## System Prompt` section
 
 
 def items_of(raw: Any) -> list[ContextItem]:
@@ -129,7 +130,12 @@ def without(history: Iterable[Message], ids: Iterable[str]) -> list[Message]:
 def add(history: list[Message], items: Sequence[ContextItem]) -> None:
     """Append each item's message (reading images now: a bad one raises before anything is
     added); an item re-sent whole replaces what it sent before."""
-    messages = [message_of(item) for item in items]
+    messages = []
+    for item in items:
+        if item.system_prompt:  # a system message of its own beside the default, as CodeCompanion sends it
+            text = KNOWN.scrub(item.system_prompt)
+            messages.append(Message(role="system", parts=(TextPart(text=text),), context_id=item.id))
+        messages.append(message_of(item))
     replaced = [item.id for item in items if item.update == "all"]
     if replaced:
         history[:] = without(history, replaced)
@@ -140,7 +146,7 @@ def shared(history: Iterable[Message]) -> list[dict[str, str]]:
     """The context items a history holds, in the order first shared (for a reopened chat's block)."""
     seen: dict[str, str] = {}
     for message in history:
-        if message.context_id and message.context_id not in seen:
+        if message.context_id and message.context_id not in seen and message.role != "system":
             first = message.text.split("\n", 1)[0]
             seen[message.context_id] = first.removeprefix("Context: ")
     return [{"id": key, "label": label} for key, label in seen.items()]

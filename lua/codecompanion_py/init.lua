@@ -24,6 +24,11 @@ M.user_opts = {} ---@type table what setup() was given, as given
 function M.setup(opts)
   M.user_opts = opts or {}
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), M.user_opts)
+  local project = require("codecompanion_py.project").config(vim.tbl_get(M.config, "opts", "per_project_config"))
+  if project then -- over setup()'s, and named by the report like it
+    M.user_opts = vim.tbl_deep_extend("force", M.user_opts, project)
+    M.config = vim.tbl_deep_extend("force", M.config, project)
+  end
   require("codecompanion_py.extensions").load(M.config.extensions)
   require("codecompanion_py.config_check").report(M.user_opts)
   local rpc = require("codecompanion_py.rpc")

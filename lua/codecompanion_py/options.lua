@@ -17,8 +17,8 @@ M.ANY = ANY
 
 local OWN_CONTEXT = "#{buffer}, #{chat} and #{clipboard} work; context of your own cannot be added here yet"
 local TRIGGERS = "the triggers are #, @, / and \\ here"
-local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work; "
-  .. "context of your own cannot be added from the config yet"
+local EDITOR_CONTEXT = "#{buffer}, #{selection} and the other built-in context work as they are here"
+local OWN_ENTRY = { callback = OK, description = OK, opts = OK, path = EDITOR_CONTEXT } -- your own #{name}
 
 -- `keys` each honoured, beside the entries of `rest` (more keys, or the reasons some are not)
 ---@param keys string[]
@@ -61,14 +61,14 @@ local chat = honoured({ "adapter", "model" }, {
     },
   },
   slash_commands = {
-    ["*"] = honoured({ "description", "callback", "enabled", "keymaps" }, {
-      path = "a slash command is a callback function here, not a module path",
-      opts = honoured({ "provider", "contains_code" }, { ["*"] = "this slash command option is not read here" }),
+    ["*"] = honoured({ "description", "callback", "enabled", "keymaps", "path" }, {
+      opts = honoured({ "provider", "contains_code" }, {
+        ["*"] = "the built-in commands do not read this here (one given by path gets its opts)",
+      }),
     }),
     opts = { acp = { trigger = TRIGGERS, enabled = "the agent's own slash commands are always offered here" } },
   },
-  editor_context = EDITOR_CONTEXT,
-  variables = EDITOR_CONTEXT,
+  editor_context = { ["*"] = OWN_ENTRY },
   opts = honoured({
     "system_prompt", "goto_file_action", "register", "completion_provider", "prompt_decorator",
     "max_context_chars", -- this plugin's own: the most of one #{...} capture that is sent
@@ -86,6 +86,8 @@ local chat = honoured({ "adapter", "model" }, {
     },
   }),
 })
+
+chat.variables = chat.editor_context -- the older spelling
 
 local window = honoured({
   "layout", "position", "width", "height", "border", "relative", "full_height", "buflisted", "title", "row", "col",
@@ -128,7 +130,8 @@ local interactions = {
   shared = {
     editor_context = {
       buffer = { opts = { default_params = OK, ["*"] = EDITOR_CONTEXT }, ["*"] = EDITOR_CONTEXT },
-      ["*"] = EDITOR_CONTEXT,
+      opts = "which buffers #{buffers} shares is this plugin's own here",
+      ["*"] = OWN_ENTRY,
     },
     keymaps = { ["*"] = keymap }, -- the diff review's: g1 g2 g3 g4 gv } { (and g5 g6, this plugin's)
     ["*"] = EDITOR_CONTEXT,
@@ -190,7 +193,7 @@ M.SPEC = {
   prompt_library = { ["*"] = ANY, markdown = { dirs = OK } }, -- prompts by their names
   rules = {
     ["*"] = ANY, -- rule groups: { description, files = {...}, parser, enabled }
-    parsers = "the claude and codecompanion parsers follow @imports here; parsers of your own are not read",
+    parsers = ANY, -- your own: a function that returns a parser, or a Lua file that does
     opts = {
       chat = honoured({ "autoload", "enabled" }, {
         default_params = "a rules file is sent once here, not followed",
@@ -209,7 +212,7 @@ M.SPEC = {
   -- python, background_start: this plugin's own, for the engine's host
   opts = honoured({ "log_level", "language", "send_code", "python", "background_start" }, {
     submit_delay = "a prompt given to a new chat is sent at once here",
-    per_project_config = "per-project config files are not read here",
+    per_project_config = { enabled = OK, files = OK, paths = ANY },
     triggers = TRIGGERS,
   }),
 }

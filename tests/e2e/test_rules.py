@@ -132,3 +132,41 @@ def test_a_project_without_rules_files_opens_a_chat_without_waiting_for_the_engi
         (project / "AGENTS.md").write_text("Use tabs.\n")
         open_chat_in(editor, project)
         assert editor.lua("return _G.asked") == ["rules.read"]  # a file that is there: the engine reads it
+
+
+def test_a_system_prompt_section_and_parsers_of_your_own_as_in_codecompanion(editor, tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "RULES.md").write_text(
+        "# Team\nUse tabs.\n\n## System Prompt\nYou are a terse reviewer.\n@skip.md\n\n## More\nKeep it short.\n"
+    )
+    (project / "notes.md").write_text("note one\n")
+    (project / "inc.md").write_text("included here\n")
+    (tmp_path / "outside.md").write_text("outside the project\n")
+    (project / "broken.md").write_text("stays as it is\n")
+    (tmp_path / "upper.lua").write_text(
+        "return function(file) return { content = file.content:upper(), system_prompt = 'From ' .. file.filename,"
+        " meta = { included_files = { 'inc.md', '../outside.md' } } } end\n"
+    )
+    rules = f"""rules = {{
+      parsers = {{ upper = "{tmp_path / "upper.lua"}", boom = function() return function() error("kaput") end end }},
+      mine = {{ description = "Mine", files = {{
+        {{ path = "RULES.md", parser = "codecompanion" }}, {{ path = "notes.md", parser = "upper" }},
+        {{ path = "broken.md", parser = "boom" }} }} }},
+      opts = {{ chat = {{ autoload = "mine" }} }},
+    }},"""
+    with ServerThread(ScriptedServer.sequence([reply("ok")])) as server:
+        setup(editor, server.url, chat_config("") + rules)
+        open_chat_in(editor, project)
+        said = "\n".join(notes(editor))
+        assert "the boom parser failed on broken.md: " in said and "kaput" in said
+        assert "outside.md" in said and "not read" in said  # an included file stays inside the project
+        send(editor, "hello", 1)
+        body = server.requests[0].json()["messages"]
+        systems = [m["content"] for m in body if m["role"] == "system"]
+        assert "You are a terse reviewer." in systems and "From notes.md" in systems
+        assert not any("skip.md" in text for text in systems)
+        sent = "\n".join(context_sent(server, 0))
+        assert "Use tabs." in sent and "Keep it short." in sent and "terse reviewer" not in sent
+        assert "NOTE ONE" in sent and "included here" in sent and "outside the project" not in sent
+        assert "stays as it is" in sent

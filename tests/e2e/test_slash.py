@@ -200,3 +200,44 @@ def test_a_help_tag_is_found_as_help_finds_it(editor):
         "return { require('codecompanion_py.chat.context').capture({ adapter = {} }, '#{help:nvim_buf_set_lines()}') }"
     )
     assert items[0]["label"] == "Vim help *nvim_buf_set_lines()* (api.txt)"  # an exact tag stays itself
+
+
+def test_a_slash_command_given_by_path_runs_as_codecompanion_runs_one(editor, tmp_path):
+    (tmp_path / "todo.lua").write_text(
+        """local Todo = {}
+function Todo.new(args) return setmetatable({ Chat = args.Chat, config = args.config }, { __index = Todo }) end
+function Todo:execute()
+  self.Chat:add_context({ role = "user", content = "buy " .. self.config.opts.item }, "todo", "<todo>")
+end
+function Todo.enabled(chat) return true end
+return Todo
+"""
+    )
+    (tmp_path / "off.lua").write_text(
+        "return { enabled = function() return false, 'needs a git repository' end, new = function() error('ran') end }\n"
+    )
+    with ServerThread(ScriptedServer.sequence([reply("one")])) as server:
+        setup(
+            editor,
+            server.url,
+            chat_config(f"""slash_commands = {{
+              todo = {{ path = "{tmp_path / "todo.lua"}", description = "My todo", opts = {{ item = "milk" }} }},
+              off = {{ path = "{tmp_path / "off.lua"}", description = "Off" }},
+              gone = {{ path = "{tmp_path / "nowhere.lua"}", description = "Gone" }},
+              file = {{ path = "interactions.chat.slash_commands.builtin.file", description = "Files" }},
+            }}"""),
+        )
+        editor.nvim.command("CodeCompanionChat")
+        chat = editor.nvim.current.buffer.number
+        run_slash(editor, "/tod", "/todo")
+        editor.wait_for(lambda: block(editor, chat) == ["> Context:", "> - <todo>todo</todo>"], what="listed")
+        run_slash(editor, "/of", "/off")
+        editor.wait_for(lambda: any("off.lua: needs a git repository" in n for n in notes(editor)), what="why")
+        run_slash(editor, "/gon", "/gone")
+        editor.wait_for(lambda: any("nowhere.lua" in n for n in notes(editor)), what="the missing file said")
+        # a pasted built-in's CodeCompanion module path keeps this plugin's /file
+        assert editor.lua(
+            "local s = require('codecompanion_py.chat.slash') return s.commands().file.run == s.COMMANDS.file.run"
+        )
+        send(editor, "what to do?", 1)
+        assert "Context: todo\n```\nbuy milk\n```" in context_sent(server, 0)

@@ -36,6 +36,9 @@ function M.items(chat, base)
     for _, kind in ipairs(context.KINDS) do
       add("#{" .. kind .. "}", context.DESCRIPTIONS[kind] or "editor context", "context")
     end
+    for name, entry in pairs(context.own()) do
+      add("#{" .. name .. "}", entry.description or "editor context", "context")
+    end
   elseif sigil == "/" then
     for _, item in ipairs(require("codecompanion_py.chat.slash").items(chat or {}, base)) do
       item.group = "slash"

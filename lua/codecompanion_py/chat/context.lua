@@ -161,24 +161,13 @@ function capture.help(_, arg)
       end
     end
   end
-  for _, tag in ipairs(candidates) do
-    if files[tag] then
-      arg = tag
-      break
-    end
-  end
+  arg = vim.iter(candidates):find(function(tag) return files[tag] end) or arg
   local file = files[arg]
   if not file then
     return nil, ("there is no help tag %q"):format(arg)
   end
   local lines = vim.fn.readfile(file)
-  local start
-  for i, line in ipairs(lines) do
-    if line:find("*" .. arg .. "*", 1, true) then
-      start = i
-      break
-    end
-  end
+  local start = vim.iter(ipairs(lines)):find(function(_, line) return line:find("*" .. arg .. "*", 1, true) end)
   if not start then
     return nil, ("the help tag %q is not in %s"):format(arg, file)
   end
@@ -270,10 +259,7 @@ function capture.buffers()
       table.insert(items, buffer_item(buf, "buffer"))
     end
   end
-  if #items == 0 then
-    return nil, "there are no file buffers to share"
-  end
-  return items
+  return #items > 0 and items or nil, "there are no file buffers to share"
 end
 
 function capture.selection(chat)
@@ -286,13 +272,8 @@ function capture.selection(chat)
     return nil, ("%s has no selection"):format(relative(buf))
   end
   local lines = api.nvim_buf_get_lines(buf, first[1] - 1, last[1], false)
-  return {
-    kind = "selection",
-    label = ("%s lines %d-%d"):format(relative(buf), first[1], last[1]),
-    path = api.nvim_buf_get_name(buf),
-    filetype = vim.bo[buf].filetype,
-    content = table.concat(lines, "\n"),
-  }
+  return { kind = "selection", label = ("%s lines %d-%d"):format(relative(buf), first[1], last[1]),
+    path = api.nvim_buf_get_name(buf), filetype = vim.bo[buf].filetype, content = table.concat(lines, "\n") }
 end
 
 function capture.viewport()
@@ -311,10 +292,7 @@ function capture.viewport()
       })
     end
   end
-  if #items == 0 then
-    return nil, "no window shows a file"
-  end
-  return items
+  return #items > 0 and items or nil, "no window shows a file"
 end
 
 local SEVERITY = { "ERROR", "WARN", "INFO", "HINT" }
@@ -367,12 +345,9 @@ function capture.diff()
 end
 
 function capture.terminal()
-  local last
-  for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "terminal" and not vim.b[buf].codecompanion_cli then
-      last = buf
-    end
-  end
+  local last = vim.iter(api.nvim_list_bufs()):filter(function(buf)
+    return api.nvim_buf_is_valid(buf) and vim.bo[buf].buftype == "terminal" and not vim.b[buf].codecompanion_cli
+  end):last()
   if not last then
     return nil, "there is no terminal buffer"
   end
@@ -406,6 +381,33 @@ M.DESCRIPTIONS = {
 M.KINDS = vim.tbl_keys(capture)
 table.sort(M.KINDS)
 
+-- The user's own `#{name}` entries that have a `callback`: interactions.shared.editor_context
+-- (where CodeCompanion 19 reads them), and interactions.chat.editor_context (its docs') over them.
+---@return table<string, table>
+function M.own()
+  local root, found = require("codecompanion_py"), {}
+  for _, entries in ipairs({ vim.tbl_get(root.config or {}, "interactions", "shared", "editor_context") or false,
+    root.chat_option("variables") or false, root.chat_option("editor_context") or false }) do
+    for name, entry in pairs(type(entries) == "table" and entries or {}) do
+      found[name] = type(entry) == "table" and entry.callback ~= nil and not capture[name] and entry or found[name]
+    end
+  end
+  return found
+end
+
+-- An own entry captured: its callback, or a Lua file that returns one, is given { Chat, config,
+-- params } and returns the text.
+local function own(name)
+  local entry = M.own()[name]
+  return entry and function(chat, arg)
+    local callback = type(entry.callback) == "string" and assert(loadfile(vim.fn.expand(entry.callback)))()
+      or entry.callback
+    local text = callback({ Chat = chat, config = vim.tbl_extend("force", entry, { name = name }), params = arg })
+    return type(text) == "string" and { kind = name, label = entry.description or ("#{" .. name .. "}"),
+      content = text } or nil, "its callback returned no text"
+  end
+end
+
 -- `item` cut to `limit` characters (max_context_chars), with a line that says so.
 ---@param item { content?: string, label: string }
 ---@param limit? integer
@@ -434,7 +436,7 @@ function M.capture(chat, text, max_chars)
   for name, arg, after in text:gmatch("#{(%w+):?([^}]*)}()") do
     local param = text:sub(after):match("^{(%a+)}")
     local key = name .. ":" .. arg
-    local fn = capture[name]
+    local fn = capture[name] or own(name)
     if fn and not seen[key] then
       seen[key] = true
       local ok, got, why = pcall(fn, chat, arg ~= "" and arg or nil)

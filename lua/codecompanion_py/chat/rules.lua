@@ -29,6 +29,7 @@ M.DEFAULTS = {
 }
 
 local NOT_GROUPS = { opts = true, parsers = true }
+local BUILTIN = { claude = true, codecompanion = true, none = true } -- the engine's parsers
 
 local function rules_config(config)
   return type(config.rules) == "table" and config.rules or {}
@@ -102,6 +103,24 @@ local function entries(group, parser, out)
   return out
 end
 
+-- A parser of the user's own (rules.parsers.<name>: a function that returns one, or a Lua file
+-- that does, as CodeCompanion resolves them) over a file the engine read: what it returns
+-- replaces the file's content and system prompt; its meta.included_files come through the door.
+---@return { path: string }[] included
+local function parse(config, file, problems)
+  local parser = vim.tbl_get(rules_config(config), "parsers", file.parser or "")
+  if type(parser) ~= "function" and (type(parser) ~= "string" or BUILTIN[parser]) then return {} end
+  local ok, out = pcall(function()
+    local fn = type(parser) == "function" and parser() or assert(loadfile(vim.fs.normalize(parser)))()
+    local got = fn(vim.tbl_extend("force", file, { filename = vim.fs.basename(file.path) }))
+    if type(got) ~= "table" or type(got.content) ~= "string" then error("it returned no content", 0) end
+    file.content, file.system_prompt = got.content, type(got.system_prompt) == "string" and got.system_prompt or nil
+    return vim.tbl_map(function(p) return { path = tostring(p) } end, vim.tbl_get(got, "meta", "included_files") or {})
+  end)
+  return ok and out or table.insert(problems, ("the %s parser failed on %s: %s"):format(file.parser,
+    vim.fn.fnamemodify(file.path, ":~:."), out)) or {}
+end
+
 -- The rules items of `names` (groups), and the problems met (one sentence each). The engine
 -- finds the files each entry names (codecompanion_py/rules.py) and reads them through the
 -- repository door: regular files only, sizes capped, invalid UTF-8 replaced, and a
@@ -134,23 +153,26 @@ function M.load(config, names)
     return {}, problems
   end
   local allowed = vim.tbl_get(rules_config(config), "opts", "allowed_paths") or {}
-  local ok, answer = pcall(require("codecompanion_py.rpc").request, "rules.read", {
-    cwd = vim.fn.getcwd(),
-    home = vim.uv.os_homedir(),
-    allowed = type(allowed) == "table" and vim.tbl_filter(function(p) return type(p) == "string" end, allowed) or {},
-    entries = found,
-  })
-  if not ok or type(answer) ~= "table" then
-    if answer ~= require("codecompanion_py.rpc").GONE then -- an engine that stopped says so itself
+  local function read(payload) -- through the engine's door; the files read, or nil
+    local ok, answer = pcall(require("codecompanion_py.rpc").request, "rules.read", vim.tbl_extend("force", {
+      cwd = cwd, home = vim.uv.os_homedir(),
+      allowed = type(allowed) == "table" and vim.tbl_filter(function(p) return type(p) == "string" end, allowed) or {},
+    }, payload))
+    if ok and type(answer) == "table" then
+      return vim.list_extend(problems, answer.problems or {}) and answer.items or {}
+    elseif answer ~= require("codecompanion_py.rpc").GONE then -- an engine that stopped says so itself
       table.insert(problems, ("the rules were not read: %s"):format(ok and "no answer from the engine" or answer))
     end
-    return {}, problems
   end
-  vim.list_extend(problems, answer.problems or {})
-  local items = {}
-  for _, file in ipairs(answer.items or {}) do
+  local files, items, included = read({ entries = found }) or {}, {}, {}
+  for _, file in ipairs(files) do
+    vim.list_extend(included, parse(config, file, problems))
+  end
+  vim.list_extend(files, #included > 0 and read({ files = included }) or {})
+  for _, file in ipairs(files) do
     table.insert(items, { kind = "rules", path = file.path, label = vim.fn.fnamemodify(file.path, ":~:."),
-      content = file.content, filetype = vim.filetype.match({ filename = file.path }) or "markdown" })
+      content = file.content, system_prompt = file.system_prompt,
+      filetype = vim.filetype.match({ filename = file.path }) or "markdown" })
   end
   return items, problems
 end

@@ -236,7 +236,7 @@ end
 ---@return table
 function M.wire(item)
   return { id = item.id, kind = item.kind, label = item.label, content = item.content, filetype = item.filetype,
-    path = item.path, update = item.update }
+    path = item.path, update = item.update, system_prompt = item.system_prompt }
 end
 
 -- `gba` / `gbd` on a buffer's line of the block: follow it whole, or by its changes (again: stop).

@@ -165,6 +165,21 @@ local function user_commands()
   return type(configured) == "table" and configured or {}
 end
 
+-- A command given by `path` (a Lua file, or a module on 'runtimepath'), run as CodeCompanion
+-- runs one: its `enabled(chat)`, then `.new({ Chat, config, context }):execute()`.
+local function path_command(spec)
+  return function(chat)
+    local ok, err = pcall(function()
+      local found, class = pcall(require, spec.path)
+      class = found and class or assert(loadfile(vim.fs.normalize(spec.path)))()
+      local on, why = (class.enabled or function() end)(chat)
+      return on == false and error(why or "not enabled", 0)
+        or class.new({ Chat = chat, config = spec, context = chat.context }):execute({})
+    end)
+    return ok or vim.notify(("CodeCompanion: /%s: %s"):format(spec.path, err), vim.log.levels.WARN)
+  end
+end
+
 -- A library prompt as `/alias`: its user text (placeholders filled from the buffer the chat
 -- was opened from) goes into the message, its tools as `@{tool}`.
 local function library_command(item)
@@ -214,7 +229,7 @@ function M.commands()
   for name, spec in pairs(user_commands()) do
     if type(spec) == "table" and name ~= "opts" then
       local base = out[name] or {}
-      local callback = spec.callback
+      local callback = spec.callback or (not base.run and type(spec.path) == "string" and path_command(spec)) or nil
       out[name] = {
         description = spec.description or base.description or name,
         agent = base.agent,
