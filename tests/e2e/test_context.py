@@ -196,8 +196,8 @@ def test_slash_commands_complete_run_and_share_what_they_pick(editor, tmp_path):
         start, items = editor.lua("local chat = require('codecompanion_py.chat') return { 0, chat.omnifunc(0, '/') }")
         words = [i["word"] for i in items]  # /mode and /resume: agents only
         assert words == [
-            "/buffer", "/commit", "/compact", "/explain", "/fetch", "/file", "/help", "/image", "/lsp", "/mcp", "/now",
-            "/rules", "/symbols",
+            "/buffer", "/commit", "/compact", "/explain", "/fetch", "/file", "/fork", "/help", "/image", "/lsp", "/mcp",
+            "/now", "/rename", "/rules", "/symbols",
         ]  # fmt: skip
 
 
