@@ -61,6 +61,7 @@ class ChatOpen(ChatCall, frozen=True, kw_only=True):
     command: str | None = None  # `command=`: which of an agent's `commands` starts it
     cwd: str | None = None
     fork_of: ChatId | None = None  # `/fork`: the chat whose conversation this one copies
+    hooks: list[str] = []  # Lua callbacks the engine calls: "on_tool_output"
     history_id: str | None = None  # a saved chat the user picked
     resume_id: str | None = None  # the saved chat it wrote to in an engine that stopped
     # a library prompt's chat
@@ -75,6 +76,7 @@ class ChatSubmit(ChatCall, frozen=True, kw_only=True):
     settings: dict[str, Any] | None = None  # the settings header
     context: list[ContextItem] = []
     removed: list[str] = []
+    hooks: list[str] | None = None  # the chat's Lua callbacks the engine calls, as they are now
 
 
 class ChatRemoveContext(ChatCall, frozen=True, kw_only=True):
@@ -87,6 +89,12 @@ class ChatFollowUp(ChatCall, frozen=True, kw_only=True):
 
 class ChatRename(ChatCall, frozen=True, kw_only=True):
     title: str = ""
+
+
+class ChatHooks(ChatCall, frozen=True, kw_only=True):
+    """`chat.hooks`: the Lua callbacks the engine calls for this chat, now."""
+
+    hooks: list[str] = []
 
 
 class ChatSetAdapter(ChatCall, frozen=True, kw_only=True):
@@ -243,6 +251,7 @@ CALLS: dict[str, type[Call]] = {
     "chat.set_adapter": ChatSetAdapter,
     "chat.follow_up": ChatFollowUp,
     "chat.rename": ChatRename,
+    "chat.hooks": ChatHooks,
     "chat.models": ChatModels,
     "chat.set_option": ChatSetOption,
     "chat.resume": ChatResume,

@@ -79,6 +79,7 @@ class ChatCalls:
         source = self.sessions.get(call.fork_of) if call.fork_of is not None else None
         if source is not None:  # `/fork`: its conversation, tools and context, to go elsewhere from here
             session.fork_from(source)
+        session.hooks = frozenset(call.hooks)
         session.use_prompt(
             PromptSetup(
                 system_prompts=tuple(text for text in call.system_prompts if isinstance(text, str)),
@@ -115,6 +116,8 @@ class ChatCalls:
         if self._after_refused_open(call.chat_id):
             return
         session = self.session(call.chat_id)
+        if call.hooks is not None:  # callbacks added since the chat opened (on ChatCreated, say)
+            session.hooks = frozenset(call.hooks)
         if call.settings is not None:  # the settings header: checked before anything is sent
             await session.apply_settings(call.settings)
         task = session.submit(call.text, call.context, [i for i in call.removed if i])
@@ -140,6 +143,9 @@ class ChatCalls:
     async def follow_up(self, call: calls.ChatFollowUp) -> None:
         self.session(call.chat_id).follow_up(call.text)
 
+    async def hooks(self, call: calls.ChatHooks) -> None:
+        self.session(call.chat_id).hooks = frozenset(call.hooks)
+
     async def rename(self, call: calls.ChatRename) -> None:
         """`/rename`: the chat's title in the history from now on."""
         title = self._keeper.retitle(call.chat_id, call.title)
@@ -163,6 +169,7 @@ class ChatCalls:
             replacement = self._factory.open(
                 session.chat_id, name, model, session.view.sink, session.workspace, history=session.history
             )
+            replacement.hooks = session.hooks
             await session.close()
             self.sessions[session.chat_id] = replacement
             session = replacement

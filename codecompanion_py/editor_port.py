@@ -23,6 +23,7 @@ EditorMethod = Literal[
     "review",  # show a written edit for the user to keep or reject
     "diagnostics",  # vim.diagnostic entries of a file
     "lua.call",  # a function of the setup() table
+    "tool.output",  # the chat's `on_tool_output` callbacks, which may change a tool's output
 ]
 
 EDITOR_METHODS: tuple[str, ...] = get_args(EditorMethod)

@@ -120,6 +120,7 @@ class Engine:
             "chat.regenerate": chats.regenerate,
             "chat.follow_up": chats.follow_up,
             "chat.rename": chats.rename,
+            "chat.hooks": chats.hooks,
             "chat.debug": chats.debug,
             "inline.run": self.inline.run,
             "inline.stop": self.inline.stop,

@@ -152,6 +152,9 @@ class Session(Protocol):
         """`gr`: drop the last reply and send the last message again (pushes `Rewind` first)."""
         ...
 
+    hooks: frozenset[str]
+    """The chat's Lua callbacks the engine calls ("on_tool_output"), as the editor says."""
+
     def fork_from(self, source: Session) -> None:
         """`/fork`: start from `source`'s conversation, tools and shared context (HTTP chats;
         an agent keeps its history itself: `AgentError`)."""

@@ -96,6 +96,7 @@ class ChatSession:
         self.system_prompt_on = True  # `gs`
         self._last_prompt: Message | None = None  # the user's last message, for `gr`
         self._follow_up: str | None = None  # `gm` while the reply streams, for its next request
+        self.hooks: frozenset[str] = frozenset()
         self.last_request: HttpRequest | None = None  # for `gd`
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
@@ -560,6 +561,7 @@ class ChatSession:
             chat_id=self.chat_id,
             reads=self.file_reads,
             http=self.client.settings,
+            hooks=self.hooks,
         )
         orchestrator = Orchestrator(
             self.tools, {n: self.tool_settings.config_of(n) for n in self.tools}, context, self.view

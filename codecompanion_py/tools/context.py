@@ -61,6 +61,7 @@ class ToolsContext:
     # `await invoke(run, fn, *args)` calls a tool's function, Lua or Python (set by the
     # orchestrator): for Python tools that call back into a Lua part (run_command's extensions).
     invoke: Callable[..., Any] | None = None
+    hooks: frozenset[str] = frozenset()  # the chat's Lua callbacks the engine must call: "on_tool_output"
 
     def fire(self, event: str, data: Mapping[str, Any]) -> None:
         if self.surface is not None:

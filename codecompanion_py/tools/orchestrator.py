@@ -178,7 +178,23 @@ class Orchestrator:
             with contextlib.suppress(ToolError):
                 await self._handler(run, "on_exit")
         self._fire("ToolFinished", {**data, "status": status})
+        await self._on_tool_output(run)
         return self._result(run, status)
+
+    async def _on_tool_output(self, run: ToolRun) -> None:
+        """The chat's `on_tool_output` callbacks may change each output before it is added
+        (CodeCompanion's { tool, for_llm, for_user }); one that fails leaves it as it was."""
+        if "on_tool_output" not in self.context.hooks:
+            return
+        for output in run.outputs:
+            shown = output.for_user if output.for_user is not None else output.for_llm  # as CodeCompanion's
+            args = {"tool": run.name, "for_llm": output.for_llm, "for_user": shown}
+            with contextlib.suppress(Exception):
+                changed = await self.context.editor.call("tool.output", args)
+                if isinstance(changed, Mapping) and isinstance(changed.get("for_llm"), str):
+                    output.for_llm = changed["for_llm"]
+                    for_user = changed.get("for_user")
+                    output.for_user = for_user if isinstance(for_user, str) else None
 
     async def _cancelled(self, run: ToolRun) -> ToolResultPart:
         # Called while the turn is being stopped: a Lua `cancelled` handler gets a moment,

@@ -14,6 +14,7 @@
 --   diagnostics    vim.diagnostic entries of a file
 --   lua.call       call a function of the setup() table (functions.lua): an api_key
 --                  function, a handler, a schema default, the system prompt...
+--   tool.output    the chat's `on_tool_output` callbacks, given { tool, for_llm, for_user } to change
 
 ---@class codecompanion_py.CallOp the `call` op: a question from the engine
 ---@field id integer what the answer carries back
@@ -411,6 +412,14 @@ end
 
 function methods.lua_call(_, args, reply)
   reply(require("codecompanion_py.functions").call(args))
+end
+
+function methods.tool_output(chat, args, reply)
+  local data = { tool = args.tool, for_llm = args.for_llm, for_user = args.for_user }
+  if chat then
+    require("codecompanion_py.chat.config").run_callbacks(chat, "on_tool_output", data)
+  end
+  reply({ for_llm = tostring(data.for_llm or ""), for_user = data.for_user ~= nil and tostring(data.for_user) or nil })
 end
 
 -- "tool.invoke" arrives as a dotted name; the table keys use underscores.

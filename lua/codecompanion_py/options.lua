@@ -43,9 +43,9 @@ local chat = honoured({ "adapter", "model" }, {
   -- CodeCompanion adds these with chat:add_callback(); here they can also be given for every chat
   callbacks = honoured({
     "on_created", "on_before_submit", "on_submitted", "on_ready", "on_completed", "on_cancelled", "on_closed",
+    "on_tool_output",
   }, {
     on_checkpoint = "the engine holds the messages here; there is no checkpoint callback",
-    on_tool_output = "tool output cannot be changed from Lua here",
   }),
   tools = {
     ["*"] = ANY,

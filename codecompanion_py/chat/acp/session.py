@@ -73,6 +73,7 @@ class AcpChatSession:
         self.editor = editor
         self.workspace = workspace
         self.history: list[Message] = list(history or [])  # kept canonical, for a switch to an HTTP adapter
+        self.hooks: frozenset[str] = frozenset()  # an agent runs its own tools: none apply
         self._carried = len(self.history)  # messages from before this agent: told to it once
         self.approvals = Approvals()
         self.context = ToolsContext(
