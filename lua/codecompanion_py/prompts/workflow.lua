@@ -126,7 +126,7 @@ function M.start(item, context)
     return vim.notify("CodeCompanion: the workflow " .. item.name .. " has no steps", vim.log.levels.WARN)
   end
   local chat = run.chat(vim.tbl_extend("force", item, { opts = vim.tbl_extend("force", item.opts,
-    { auto_submit = true }) }), first, context)
+    { auto_submit = item.opts.auto_submit ~= false }) }), first, context)
   if not chat then return nil end -- a helper failed, and said so
   local flow = {
     item = item,
