@@ -78,7 +78,9 @@ def test_the_inline_prompt_asks_then_writes_into_the_buffer(editor, tmp_path):
         editor.wait_event("CodeCompanionInlineFinished")
         assert editor.lua("return _G.cc_asked") == "Inline prompt: "
         sent = messages(server, 0)
-        assert any("senior python developer" in str(m["content"]) and "raw code only" in str(m["content"]) for m in sent)
+        assert any(
+            "senior python developer" in str(m["content"]) and "raw code only" in str(m["content"]) for m in sent
+        )
         assert "add y" in sent[-1]["content"]
         editor.wait_for(lambda: "y = 2" in editor.lines(), what="the code in the buffer")
 
@@ -98,7 +100,9 @@ def test_a_prompts_context_is_listed_and_sent_with_it(editor, tmp_path):
         "## user\n\nUse the context.\n",
     )
     with ServerThread(ScriptedServer.sequence([reply("Used.")])) as server:
-        setup(editor, server.url, chat_config("") + f'prompt_library = {{ markdown = {{ dirs = {{ "{prompts}" }} }} }},')
+        setup(
+            editor, server.url, chat_config("") + f'prompt_library = {{ markdown = {{ dirs = {{ "{prompts}" }} }} }},'
+        )
         editor.nvim.command(f"cd {work}")
         editor.nvim.command("CodeCompanion /withctx")
         editor.wait_event("CodeCompanionChatDone")
@@ -151,7 +155,9 @@ def test_a_pre_hooks_buffer_is_where_an_inline_prompt_writes(editor, tmp_path):
     prompt_file(prompts, "bad.md", "name: Bad hook\ninteraction: chat\npre_hook: hooks.missing\nopts:\n  alias: bad\n")
     (tmp_path / "a.py").write_text("x = 1\n")
     with ServerThread(ScriptedServer.sequence([answer("PLACEMENT: add\n```html\n<html></html>\n```\n")])) as server:
-        setup(editor, server.url, chat_config("") + f'prompt_library = {{ markdown = {{ dirs = {{ "{prompts}" }} }} }},')
+        setup(
+            editor, server.url, chat_config("") + f'prompt_library = {{ markdown = {{ dirs = {{ "{prompts}" }} }} }},'
+        )
         editor.nvim.command(f"edit {tmp_path / 'a.py'}")
         editor.nvim.command("CodeCompanion /html")
         editor.wait_event("CodeCompanionInlineFinished")
@@ -187,7 +193,9 @@ def test_a_projects_pre_hook_runs_only_once_the_project_is_trusted(editor, tmp_p
 
         pick(editor, "Trust them")
         editor.lua("require('codecompanion_py.prompts').items(true)")
-        editor.wait_for(lambda: editor.lua("return require('codecompanion_py.prompts').find('hooked') ~= nil"),
-                        what="the trusted prompts")
+        editor.wait_for(
+            lambda: editor.lua("return require('codecompanion_py.prompts').find('hooked') ~= nil"),
+            what="the trusted prompts",
+        )
         editor.nvim.command("CodeCompanion /hooked")
         editor.wait_for(marker.exists, what="the pre_hook ran")

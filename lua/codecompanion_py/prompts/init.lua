@@ -140,13 +140,12 @@ end
 
 -- `fn` of `name.lua` beside a markdown prompt (its `${name.fn}`, its `pre_hook: name.fn`).
 ---@param item codecompanion_py.PromptItem
----@param name string
----@param fn string
+---@param name string?
+---@param fn string?
 ---@return any
 function M.helper(item, name, fn)
   -- a project's prompts are read only once it is trusted (prompt_library.py): no untrusted code runs
-  local helpers = item.dir and loadfile(vim.fs.joinpath(item.dir, name .. ".lua"))
-  local ok, module = pcall(helpers or function() end)
+  local ok, module = pcall(item.dir and name and loadfile(vim.fs.joinpath(item.dir, name .. ".lua")) or function() end)
   return ok and type(module) == "table" and module[fn] or nil
 end
 
@@ -186,10 +185,7 @@ function M.messages(item, prompts, context)
   for _, prompt in ipairs(prompts or {}) do
     local keep = prompt.condition == nil or (type(prompt.condition) == "function" and prompt.condition(context))
     if keep then
-      local content = prompt.content
-      if type(content) == "function" then
-        content = content(context)
-      end
+      local content = type(prompt.content) == "function" and prompt.content(context) or prompt.content
       if type(content) == "string" and content ~= "" then
         table.insert(out, { role = prompt.role or "user", content = M.expand(content, item, context, failed),
           opts = prompt.opts })

@@ -29,13 +29,14 @@ local KINDS = { file = "file", symbols = "symbols", url = "fetch" }
 local function mentions(item)
   local out = {}
   for _, entry in ipairs(type(item.context) == "table" and item.context or {}) do
-    local kind, targets = KINDS[type(entry) == "table" and entry.type or ""], entry.url or entry.path
-    for _, target in ipairs(type(targets) == "table" and targets or { targets }) do
-      if kind and type(target) == "string" then table.insert(out, ("#{%s:%s}"):format(kind, target)) end
-    end
+    entry = type(entry) == "table" and entry or {}
+    local kind, targets = KINDS[entry.type], entry.url or entry.path
     if not kind then
       vim.notify(("CodeCompanion: %s: context type %s is not file, symbols or url"):format(item.name,
         vim.inspect(entry.type)), vim.log.levels.WARN)
+    end
+    for _, target in ipairs(kind and (type(targets) == "table" and targets or { targets }) or {}) do
+      table.insert(out, ("#{%s:%s}"):format(kind, tostring(target)))
     end
   end
   return table.concat(out, " ")
@@ -50,9 +51,7 @@ end
 function M.chat(item, list, context, extra)
   local system, user = split(item, list, context)
   if not system then return nil end
-  if extra and extra ~= "" then
-    user = user ~= "" and (user .. "\n\n" .. extra) or extra
-  end
+  if extra and extra ~= "" then user = user ~= "" and (user .. "\n\n" .. extra) or extra end
   local adapter, model = adapter_of(item)
   local chat = require("codecompanion_py.chat").open({
     adapter = adapter,
@@ -65,13 +64,11 @@ function M.chat(item, list, context, extra)
     mcp_servers = item.mcp_servers,
     context = { bufnr = context.bufnr, filetype = context.filetype },
   })
-  local named = mentions(item) -- read now and listed in the chat's context block, as rules are
-  if named ~= "" then
-    local found, problems = require("codecompanion_py.chat.context").capture(chat, named)
-    for _, problem in ipairs(problems) do vim.notify("CodeCompanion: " .. problem, vim.log.levels.WARN) end
-    require("codecompanion_py.chat.shared").add_pending(chat, found)
-    require("codecompanion_py.chat.buffer").show_context(chat)
-  end
+  -- its `context`: read now and listed in the chat's context block, as rules are
+  local found, problems = require("codecompanion_py.chat.context").capture(chat, mentions(item))
+  for _, problem in ipairs(problems) do vim.notify("CodeCompanion: " .. problem, vim.log.levels.WARN) end
+  require("codecompanion_py.chat.shared").add_pending(chat, found)
+  if #found > 0 then require("codecompanion_py.chat.buffer").show_context(chat) end
   if item.opts.auto_submit == true and user ~= "" then chat:submit() end
   return chat
 end
@@ -80,16 +77,10 @@ end
 -- it) runs first; a buffer number it returns is where an inline prompt writes. Nil: it failed.
 local function pre_hook(item, context)
   local named = item.opts.pre_hook or item.pre_hook
-  local hook, ok, result = named, true, nil
-  if type(named) == "string" then
-    local name, fn = named:match("^([%w_]+)%.([%w_]+)$")
-    hook = name and prompts.helper(item, name, fn)
-  end
-  if type(hook) == "function" then
-    ok, result = pcall(hook, context)
-  elseif named ~= nil then
-    ok, result = false, ("%s names no function of a .lua file beside the prompt"):format(vim.inspect(named))
-  end
+  if named == nil then return context end
+  local hook = type(named) == "string" and prompts.helper(item, named:match("^([%w_]+)%.([%w_]+)$")) or named
+  local ok, result = type(hook) == "function", vim.inspect(named) .. " names no function of a .lua file beside it"
+  if ok then ok, result = pcall(hook, context) end
   if not ok then
     return vim.notify(("CodeCompanion: %s: pre_hook: %s"):format(item.name, result), vim.log.levels.ERROR)
   end
