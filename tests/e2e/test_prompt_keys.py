@@ -85,10 +85,11 @@ def test_the_inline_prompt_asks_then_writes_into_the_buffer(editor, tmp_path):
         editor.wait_for(lambda: "y = 2" in editor.lines(), what="the code in the buffer")
 
 
-def test_a_prompts_context_is_listed_and_sent_with_it(editor, tmp_path):
+def test_a_prompts_context_and_rules_are_listed_and_sent_with_it(editor, tmp_path):
     work = tmp_path / "work"  # the project; the prompts are the user's own, outside it
     work.mkdir()
     (work / "notes.txt").write_text("NOTE-ALPHA\n")
+    (work / "RULES.md").write_text("RULE-BETA\n")
     (work / "shapes.lua").write_text("local M = {}\nfunction M.area(r)\n  return r * r\nend\nreturn M\n")
     prompts = tmp_path / "prompts"
     prompt_file(
@@ -96,18 +97,22 @@ def test_a_prompts_context_is_listed_and_sent_with_it(editor, tmp_path):
         "ctx.md",
         "name: With context\ninteraction: chat\nopts:\n  alias: withctx\n  auto_submit: true\n"
         "context:\n  - type: file\n    path:\n      - notes.txt\n  - type: symbols\n    path: shapes.lua\n"
-        "  - type: nothing\n",
+        "  - type: nothing\nrules:\n  - mine\n",
         "## user\n\nUse the context.\n",
     )
     with ServerThread(ScriptedServer.sequence([reply("Used.")])) as server:
         setup(
-            editor, server.url, chat_config("") + f'prompt_library = {{ markdown = {{ dirs = {{ "{prompts}" }} }} }},'
+            editor,
+            server.url,
+            chat_config("")
+            + f'prompt_library = {{ markdown = {{ dirs = {{ "{prompts}" }} }} }},'
+            + ' rules = { mine = { description = "Mine", files = { "RULES.md" } } },',
         )
         editor.nvim.command(f"cd {work}")
         editor.nvim.command("CodeCompanion /withctx")
         editor.wait_event("CodeCompanionChatDone")
         sent = "\n".join(str(m["content"]) for m in messages(server, 0))
-        assert "NOTE-ALPHA" in sent
+        assert "NOTE-ALPHA" in sent and "RULE-BETA" in sent  # its rules too
         assert "area" in sent  # the outline of shapes.lua
         assert messages(server, 0)[-1]["content"] == "Use the context."
         assert "notes.txt" in editor.text()  # listed in the chat's context block

@@ -23,6 +23,7 @@
 ---  is_workflow, user_prompt, max_repeats, enabled
 ---@field prompts codecompanion_py.PromptMessage[]|codecompanion_py.PromptMessage[][] a workflow: one list per step
 ---@field tools? string[]|"none"
+---@field rules? string[] rule groups its chat loads
 ---@field context? { type: "file"|"symbols"|"url", path?: string|string[], url?: string|string[] }[]
 ---@field mcp_servers? string[]|"none" the MCP servers its chat starts with (in place of default_servers)
 ---@field pre_hook? string|function runs first (a markdown prompt's: `name.fn` of `name.lua` beside it)

@@ -64,6 +64,7 @@ function M.chat(item, list, context, extra)
     mcp_servers = item.mcp_servers,
     context = { bufnr = context.bufnr, filetype = context.filetype },
   })
+  if type(item.rules) == "table" then require("codecompanion_py.chat").load_rules(chat, item.rules) end
   -- its `context`: read now and listed in the chat's context block, as rules are
   local found, problems = require("codecompanion_py.chat.context").capture(chat, mentions(item))
   for _, problem in ipairs(problems) do vim.notify("CodeCompanion: " .. problem, vim.log.levels.WARN) end
