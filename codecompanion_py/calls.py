@@ -68,6 +68,7 @@ class ChatOpen(ChatCall, frozen=True, kw_only=True):
     system_prompts: list[Any] = []
     ignore_system_prompt: bool = False
     tools: list[str] | None = None
+    mcp_servers: list[str] | str | None = None  # its MCP servers ("none": not even the defaults)
 
 
 class ChatSubmit(ChatCall, frozen=True, kw_only=True):

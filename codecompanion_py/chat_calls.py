@@ -85,6 +85,7 @@ class ChatCalls:
                 system_prompts=tuple(text for text in call.system_prompts if isinstance(text, str)),
                 ignore_system_prompt=call.ignore_system_prompt,
                 tools=tuple(call.tools) if call.tools is not None else None,
+                mcp_servers=_servers(call.mcp_servers),
             )
         )
         old = self.sessions.pop(chat_id, None)
@@ -229,3 +230,13 @@ class ChatCalls:
         self._keeper.forget(call.chat_id)
         if session is not None:
             await session.close()
+
+
+def _servers(named: list[str] | str | None) -> tuple[str, ...] | None:
+    """A library prompt's `mcp_servers`: its list, "none" (not even the defaults), or None
+    (the defaults)."""
+    if named == "none":
+        return ()
+    if isinstance(named, list):
+        return tuple(name for name in named if isinstance(name, str))
+    return None

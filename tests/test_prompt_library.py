@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codecompanion_py import front_matter, prompt_library, prompt_trust
+from codecompanion_py import chat_calls, front_matter, prompt_library, prompt_trust
 from codecompanion_py.front_matter import FrontMatterError, decode
 from codecompanion_py.prompt_library import PromptError, PromptMessage, parse_markdown, read_prompts
 
@@ -217,6 +217,8 @@ def test_the_builtins_parse_and_a_project_prompt_never_takes_another_prompts_ali
     )
     by_name = {item["name"]: item for item in read["items"]}
     assert {"Explain code", "Fix code", "Commit message", "Hijack", "Cfg", "Own"} <= set(by_name)
+    assert {"Code workflow", "Inline prompt", "Upgrade Tools"} <= set(by_name)  # CodeCompanion 19's too
+    assert len(by_name["Code workflow"]["prompts"]) == 3 and by_name["Code workflow"]["opts"]["auto_submit"] is False
     assert "Hidden" not in by_name
     assert by_name["Explain code"]["source"] == "builtin" and by_name["Explain code"]["opts"]["alias"] == "explain"
     assert by_name["Own"]["opts"] == {"alias": "own"} and by_name["Own"]["root"] == str(project.resolve())
@@ -228,6 +230,21 @@ def test_the_builtins_parse_and_a_project_prompt_never_takes_another_prompts_ali
     assert '.prompts/hijack.md: /explain is already "Explain code"\'s alias, which keeps it' in problems
     assert '.prompts/nested/cfg.md: /mine is already "From the config"\'s alias, which keeps it' in problems
     assert "ask" not in read
+
+
+def test_a_prompts_pre_hook_context_and_mcp_servers_reach_lua_as_written():
+    item = parse_markdown(
+        "---\nname: Keys\npre_hook: hooks.make\nmcp_servers: none\ncontext:\n"
+        "  - type: file\n    path:\n      - a.lua\n      - b.lua\n  - type: url\n    url: https://x.test\n---\n## user\nhi\n"
+    ).for_lua()
+    assert item["pre_hook"] == "hooks.make" and item["mcp_servers"] == "none"
+    assert item["context"] == [{"type": "file", "path": ["a.lua", "b.lua"]}, {"type": "url", "url": "https://x.test"}]
+
+
+def test_a_prompts_mcp_servers_name_the_chats_servers():
+    assert chat_calls._servers("none") == ()
+    assert chat_calls._servers(["fake", 3, "web"]) == ("fake", "web")
+    assert chat_calls._servers(None) is None
 
 
 def trusting(tmp_path: Path, project: Path, trusted: bool | None = True) -> Path:

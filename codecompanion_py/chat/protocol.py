@@ -44,6 +44,7 @@ class PromptSetup(msgspec.Struct, frozen=True, kw_only=True):
     system_prompts: tuple[str, ...] = ()
     ignore_system_prompt: bool = False
     tools: tuple[str, ...] | None = None
+    mcp_servers: tuple[str, ...] | None = None  # in place of `mcp.opts.default_servers`
 
 
 class Session(Protocol):

@@ -223,6 +223,8 @@ class ChatSession:
                 self.history.append(Message.of("system", text))
         if setup.tools is not None:
             self.enable(list(setup.tools))
+        if setup.mcp_servers is not None:  # an unknown name is said when the turn loads it
+            self.mcp_tools.names = list(setup.mcp_servers)
 
     def attach_mcp(self, server: str) -> None:
         self.mcp_tools.attach(server)

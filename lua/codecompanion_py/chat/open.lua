@@ -120,6 +120,7 @@ end
 ---@field ignore_system_prompt? boolean
 ---@field tools? string[]
 ---@field fork_of? CodeCompanionChat a chat whose conversation this one copies (/fork)
+---@field mcp_servers? string[]|"none" in place of `mcp.opts.default_servers`
 
 ---@param opts? CodeCompanionOpenOpts
 ---@return CodeCompanionChat
@@ -144,7 +145,8 @@ function M.open(opts)
     open_payload = { chat_id = buf, adapter = opts.adapter, model = opts.model, command = opts.command,
       cwd = vim.fn.getcwd(),
       system_prompts = opts.system_prompts, ignore_system_prompt = opts.ignore_system_prompt, tools = opts.tools,
-      history_id = opts.saved and opts.saved.id or nil, fork_of = opts.fork_of and opts.fork_of.bufnr },
+      mcp_servers = opts.mcp_servers, history_id = opts.saved and opts.saved.id or nil,
+      fork_of = opts.fork_of and opts.fork_of.bufnr },
   })
   for event, fn in pairs(config.get("callbacks") or {}) do
     for _, f in ipairs(type(fn) == "table" and fn or { fn }) do

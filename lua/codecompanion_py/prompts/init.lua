@@ -23,6 +23,10 @@
 ---  is_workflow, user_prompt, max_repeats, enabled
 ---@field prompts codecompanion_py.PromptMessage[]|codecompanion_py.PromptMessage[][] a workflow: one list per step
 ---@field tools? string[]|"none"
+---@field rules? string[] rule groups its chat loads
+---@field context? { type: "file"|"symbols"|"url", path?: string|string[], url?: string|string[] }[]
+---@field mcp_servers? string[]|"none" the MCP servers its chat starts with (in place of default_servers)
+---@field pre_hook? string|function runs first (a markdown prompt's: `name.fn` of `name.lua` beside it)
 ---@field condition? fun(context: table): boolean
 ---@field source "builtin"|"config"|"markdown"|"project"
 ---@field path? string a markdown prompt's file
@@ -135,6 +139,17 @@ function M.context(buf, line1, line2, visual)
   }
 end
 
+-- `fn` of `name.lua` beside a markdown prompt (its `${name.fn}`, its `pre_hook: name.fn`).
+---@param item codecompanion_py.PromptItem
+---@param name string?
+---@param fn string?
+---@return any
+function M.helper(item, name, fn)
+  -- a project's prompts are read only once it is trusted (prompt_library.py): no untrusted code runs
+  local ok, module = pcall(item.dir and name and loadfile(vim.fs.joinpath(item.dir, name .. ".lua")) or function() end)
+  return ok and type(module) == "table" and module[fn] or nil
+end
+
 -- `${context.x}` and `${file.fn}` in `text`; a helper function that fails is named in the
 -- text, and its error added to `failed`.
 ---@param text string
@@ -148,10 +163,7 @@ function M.expand(text, item, context, failed)
       local value = context[key]
       return value ~= nil and tostring(value) or ""
     end
-    -- a project's prompts are read only once it is trusted (prompt_library.py): no untrusted code runs
-    local helpers = item.dir and loadfile(vim.fs.joinpath(item.dir, scope .. ".lua"))
-    local ok, module = pcall(helpers or function() end)
-    local value = ok and type(module) == "table" and module[key] or nil
+    local value = M.helper(item, scope, key)
     if type(value) == "function" then
       local called, result = pcall(value, { context = context, item = item })
       if not called then table.insert(failed or {}, tostring(result)) end
@@ -174,10 +186,7 @@ function M.messages(item, prompts, context)
   for _, prompt in ipairs(prompts or {}) do
     local keep = prompt.condition == nil or (type(prompt.condition) == "function" and prompt.condition(context))
     if keep then
-      local content = prompt.content
-      if type(content) == "function" then
-        content = content(context)
-      end
+      local content = type(prompt.content) == "function" and prompt.content(context) or prompt.content
       if type(content) == "string" and content ~= "" then
         table.insert(out, { role = prompt.role or "user", content = M.expand(content, item, context, failed),
           opts = prompt.opts })

@@ -24,6 +24,24 @@ local function split(item, list, context)
   return system, table.concat(user, "\n\n")
 end
 
+-- The `#{...}` mentions of a prompt's `context` (CodeCompanion's file, symbols and url items).
+local KINDS = { file = "file", symbols = "symbols", url = "fetch" }
+local function mentions(item)
+  local out = {}
+  for _, entry in ipairs(type(item.context) == "table" and item.context or {}) do
+    entry = type(entry) == "table" and entry or {}
+    local kind, targets = KINDS[entry.type], entry.url or entry.path
+    if not kind then
+      vim.notify(("CodeCompanion: %s: context type %s is not file, symbols or url"):format(item.name,
+        vim.inspect(entry.type)), vim.log.levels.WARN)
+    end
+    for _, target in ipairs(kind and (type(targets) == "table" and targets or { targets }) or {}) do
+      table.insert(out, ("#{%s:%s}"):format(kind, tostring(target)))
+    end
+  end
+  return table.concat(out, " ")
+end
+
 -- Open a chat for prompts `list` (the item's, or a workflow's first step).
 ---@param item codecompanion_py.PromptItem
 ---@param list codecompanion_py.PromptMessage[]
@@ -33,20 +51,42 @@ end
 function M.chat(item, list, context, extra)
   local system, user = split(item, list, context)
   if not system then return nil end
-  if extra and extra ~= "" then
-    user = user ~= "" and (user .. "\n\n" .. extra) or extra
-  end
+  if extra and extra ~= "" then user = user ~= "" and (user .. "\n\n" .. extra) or extra end
   local adapter, model = adapter_of(item)
-  return require("codecompanion_py.chat").open({
+  local chat = require("codecompanion_py.chat").open({
     adapter = adapter,
     model = model,
     prompt = user,
-    submit = item.opts.auto_submit == true and user ~= "",
+    submit = false,
     system_prompts = system,
     ignore_system_prompt = item.opts.ignore_system_prompt == true,
     tools = type(item.tools) == "table" and item.tools or nil, -- not "none"
+    mcp_servers = item.mcp_servers,
     context = { bufnr = context.bufnr, filetype = context.filetype },
   })
+  if type(item.rules) == "table" then require("codecompanion_py.chat").load_rules(chat, item.rules) end
+  -- its `context`: read now and listed in the chat's context block, as rules are
+  local found, problems = require("codecompanion_py.chat.context").capture(chat, mentions(item))
+  for _, problem in ipairs(problems) do vim.notify("CodeCompanion: " .. problem, vim.log.levels.WARN) end
+  require("codecompanion_py.chat.shared").add_pending(chat, found)
+  if #found > 0 then require("codecompanion_py.chat.buffer").show_context(chat) end
+  if item.opts.auto_submit == true and user ~= "" then chat:submit() end
+  return chat
+end
+
+-- `opts.pre_hook` (a markdown prompt's `pre_hook: name.fn`, a function of `name.lua` beside
+-- it) runs first; a buffer number it returns is where an inline prompt writes. Nil: it failed.
+local function pre_hook(item, context)
+  local named = item.opts.pre_hook or item.pre_hook
+  if named == nil then return context end
+  local hook = type(named) == "string" and prompts.helper(item, named:match("^([%w_]+)%.([%w_]+)$")) or named
+  local ok, result = type(hook) == "function", vim.inspect(named) .. " names no function of a .lua file beside it"
+  if ok then ok, result = pcall(hook, context) end
+  if not ok then
+    return vim.notify(("CodeCompanion: %s: pre_hook: %s"):format(item.name, result), vim.log.levels.ERROR)
+  end
+  local into = type(result) == "number" and item.interaction == "inline" and vim.api.nvim_buf_is_valid(result)
+  return into and prompts.context(result) or context
 end
 
 local function inline(item, context, extra)
@@ -82,6 +122,8 @@ function M.run(item, context, extra)
       end
     end)
   end
+  context = pre_hook(item, context)
+  if not context then return end
   if item.opts.is_workflow or item.interaction == "workflow" then
     return require("codecompanion_py.prompts.workflow").start(item, context)
   elseif item.interaction == "inline" then

@@ -105,15 +105,10 @@ local function send(flow, index)
   lines[#lines] = nil
   api.nvim_buf_set_lines(buf, #lines, -1, false, vim.split(text, "\n", { plain = true }))
   show_step(flow, label)
-  local auto = true
   for _, message in ipairs(messages) do
-    if type(message.opts) == "table" and message.opts.auto_submit == false then
-      auto = false
-    end
+    if type(message.opts) == "table" and message.opts.auto_submit == false then return end -- the user sends it
   end
-  if auto then
-    require("codecompanion_py.chat").submit(buf)
-  end
+  require("codecompanion_py.chat").submit(buf)
 end
 
 -- Start the workflow `item` in a new chat.
@@ -126,7 +121,7 @@ function M.start(item, context)
     return vim.notify("CodeCompanion: the workflow " .. item.name .. " has no steps", vim.log.levels.WARN)
   end
   local chat = run.chat(vim.tbl_extend("force", item, { opts = vim.tbl_extend("force", item.opts,
-    { auto_submit = true }) }), first, context)
+    { auto_submit = item.opts.auto_submit ~= false }) }), first, context)
   if not chat then return nil end -- a helper failed, and said so
   local flow = {
     item = item,
