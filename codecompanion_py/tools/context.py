@@ -9,14 +9,14 @@ orchestrator, which builds one per batch and sets `invoke`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..editor_port import Editor
 from ..events import ToolResultEvent
 from ..outbound import ClientSettings
-from .approvals import Approvals
+from .approvals import Approvals, Verdict
 from .contract import ToolRun
 
 if TYPE_CHECKING:
@@ -61,6 +61,8 @@ class ToolsContext:
     # `await invoke(run, fn, *args)` calls a tool's function, Lua or Python (set by the
     # orchestrator): for Python tools that call back into a Lua part (run_command's extensions).
     invoke: Callable[..., Any] | None = None
+    # `await judge(tool, action)`: the tools judge's verdict (chat/judge.py); None when it is off.
+    judge: Callable[[str, str], Awaitable[Verdict]] | None = None
 
     def fire(self, event: str, data: Mapping[str, Any]) -> None:
         if self.surface is not None:

@@ -35,7 +35,7 @@ from ..processes.commands import safe_env
 from ..processes.run import run_process
 from ..scrubber import KNOWN
 from . import arguments
-from .approvals import Answer, choice_of, must_prompt, visible
+from .approvals import Answer, Verdict, choice_of, must_prompt, visible
 from .context import Surface, ToolsContext
 from .contract import APPROVAL, CONFIRMATION, Outcome, ToolDefinition, ToolRun, env_allow
 from .edits import unified_diff
@@ -223,8 +223,14 @@ class Orchestrator:
             must_ask=run.must_ask,
         ):
             return None
+        verdict = await self._judged(run)
+        if verdict is not None and verdict.safe:
+            approvals.remember(run.name, command)  # this exact action is not judged again
+            return None
         prompt = await self._invoke(run, run.definition.output.get("prompt"), self.context)
         prompt = visible(str(prompt) if prompt else f"Run the `{run.name}` tool with {json.dumps(run.args)}?")
+        if verdict is not None and verdict.reason:
+            prompt += f'\nJudge: _"{visible(verdict.reason)}"_'
         request = {
             "tool": run.name,
             "id": run.function_call.id,
@@ -249,6 +255,32 @@ class Orchestrator:
             approvals.remember(run.name, command)
         self._fire("ToolApprovalFinished", {"tool": run.name, "id": run.function_call.id, "choice": answer.choice})
         return answer
+
+    async def _judged(self, run: ToolRun) -> Verdict | None:
+        """The tools judge's verdict, when it vets this call: in YOLO mode, for a tool with
+        `opts.judge_in_yolo_mode` and a `gates.judge_context`, never for a call that must ask."""
+        gate = run.definition.gates.get("judge_context")
+        judge = self.context.judge
+        if judge is None or gate is None or run.must_ask or not self.context.approvals.yolo:
+            return None
+        if not run.opts.get("judge_in_yolo_mode"):
+            return None
+        action = await self._invoke(run, gate, self.context)
+        if not isinstance(action, str) or not action.strip():
+            return None
+        self._fire("ToolsJudgeStarted", {"id": run.function_call.id, "tool": run.name, "context": action})
+        verdict = await judge(run.name, action)
+        self._fire(
+            "ToolsJudgeFinished",
+            {
+                "id": run.function_call.id,
+                "tool": run.name,
+                "safe": verdict.safe,
+                "reason": verdict.reason,
+                "status": "success" if verdict.safe else "error",
+            },
+        )
+        return verdict
 
     def _command_of(self, run: ToolRun) -> str | None:
         """For tools approved per command (`require_cmd_approval`), the command text."""

@@ -116,7 +116,12 @@ local interactions = {
       },
       opts = { enabled = OK },
     },
-    gates = "the LLM judge of tool calls is not in this plugin",
+    gates = {
+      judge = honoured({ "enabled", "adapter" }, {
+        opts = { system_prompt = OK },
+        action = "the judge is built into the engine here; its action cannot be replaced",
+      }),
+    },
   },
   code_review = "code review is not in this plugin",
   cli = "the CLI interaction is not in this plugin; its agents run over ACP in the chat instead",
