@@ -179,7 +179,7 @@ M.SPEC = {
       enabled = "the inline assistant always ends in the diff review here",
       threshold_for_chat = "tool edits show their diff in the chat here",
       window = "the review is in the buffer itself here; gv opens a diff tab",
-      word_highlights = "the review highlights whole lines here",
+      word_highlights = honoured({ "additions", "deletions" }),
       ["*"] = "this diff option is not read here",
     },
     inline = { layout = OK },
