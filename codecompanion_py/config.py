@@ -79,6 +79,7 @@ class Config:
     context_management: compaction.Settings = field(default_factory=compaction.Settings)
     background_adapter: Any = None  # None: the chat's own adapter
     judge: JudgeSettings = field(default_factory=JudgeSettings)  # interactions.background.gates.judge
+    diff_threshold_for_chat: int = 6  # display.diff.threshold_for_chat
 
     def chat_system_prompt(self, cwd: str) -> str | lua.LuaFunction | None:
         """The system prompt of a chat in `cwd`. The default one, as CodeCompanion's, tells
@@ -139,6 +140,11 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     config.adapters = Adapters(http_entries, agents, cmd_timeout=cmd_timeout)
     _chat_settings(raw, config)
     _background_settings(raw, config)
+    diff = _table(_table(raw.get("display"), "display").get("diff"), "display.diff")
+    limit = diff.get("threshold_for_chat", 6)
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
+        raise ConfigError(f"display.diff.threshold_for_chat must be a number of at least 0, not {limit!r}")
+    config.diff_threshold_for_chat = int(limit)
     config.mcp = dict(_table(raw.get("mcp"), "mcp"))
     written.extend(_table(config.mcp.get("servers"), "mcp.servers").values())
     KNOWN.remember(secret for table in written for secret in written_secrets(table))

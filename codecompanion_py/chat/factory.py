@@ -101,6 +101,7 @@ class SessionFactory:
             mcp=self._mcp(),
             registry=lambda: self._config().adapters,
             judge=replace(config.judge, adapter=config.judge.adapter or config.background_adapter),
+            diff_threshold_for_chat=config.diff_threshold_for_chat,
         )
         if history:
             session.history.extend(m for m in history if m.role != "system")

@@ -77,6 +77,7 @@ class ChatSession:
         mcp: McpServers | None = None,
         registry: Adapters | Callable[[], Adapters] = BUILTIN,
         judge: JudgeSettings | None = None,
+        diff_threshold_for_chat: int = 6,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
@@ -113,6 +114,7 @@ class ChatSession:
         self.mcp = mcp
         self.mcp_tools = ChatMcpTools(mcp, self.view, chat_id)
         self.judge_settings = judge or JudgeSettings(enabled=False)
+        self.diff_threshold_for_chat = diff_threshold_for_chat
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -538,6 +540,7 @@ class ChatSession:
             reads=self.file_reads,
             http=self.client.settings,
             judge=self._judge if self.judge_settings.enabled else None,
+            diff_threshold_for_chat=self.diff_threshold_for_chat,
         )
         orchestrator = Orchestrator(
             self.tools, {n: self.tool_settings.config_of(n) for n in self.tools}, context, self.view

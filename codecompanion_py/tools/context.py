@@ -63,6 +63,9 @@ class ToolsContext:
     invoke: Callable[..., Any] | None = None
     # `await judge(tool, action)`: the tools judge's verdict (chat/judge.py); None when it is off.
     judge: Callable[[str, str], Awaitable[Verdict]] | None = None
+    # `display.diff.threshold_for_chat`: an edit of this many changed lines or fewer is asked
+    # about in the chat, its diff shown there, instead of reviewed in the file (0: never).
+    diff_threshold_for_chat: int = 6
 
     def fire(self, event: str, data: Mapping[str, Any]) -> None:
         if self.surface is not None:

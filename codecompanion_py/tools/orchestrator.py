@@ -38,7 +38,7 @@ from . import arguments
 from .approvals import Answer, Verdict, choice_of, must_prompt, visible
 from .context import Surface, ToolsContext
 from .contract import APPROVAL, CONFIRMATION, Outcome, ToolDefinition, ToolRun, env_allow
-from .edits import unified_diff
+from .edits import changed_lines, unified_diff
 
 log = logging.getLogger("codecompanion_py.tools")
 
@@ -304,11 +304,20 @@ class Orchestrator:
         if needed and "prompt_condition" in run.definition.handlers:
             needed = await self._invoke(run, run.definition.handlers["prompt_condition"], self.context, run.opts)
         if not needed and run.definition.previews and await self._opt_value(run, CONFIRMATION):
-            if run.review is not None and self.context.editor.reviews_edits:
+            if run.review is not None and self.context.editor.reviews_edits and not self._small(run):
                 run.reviewed_after = not self.context.approvals.yolo  # written, then reviewed
                 return False
             return True  # no review after: the preview is the question before
         return bool(needed)
+
+    def _small(self, run: ToolRun) -> bool:
+        """An edit small enough (`display.diff.threshold_for_chat` changed lines or fewer) to
+        be asked about in the chat, its diff shown there, rather than reviewed in the file."""
+        limit = self.context.diff_threshold_for_chat
+        new = getattr(run, "new_text", None)
+        if not limit or run.review is None or not isinstance(new, str):
+            return False
+        return 0 < changed_lines(str(run.review.get("before", "")), new) <= limit
 
     async def _review(self, run: ToolRun) -> Outcome:
         """The written edit, reviewed in the editor (its diff review: accept, reject, hunk by

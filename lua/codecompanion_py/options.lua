@@ -177,7 +177,7 @@ M.SPEC = {
     },
     diff = {
       enabled = "the inline assistant always ends in the diff review here",
-      threshold_for_chat = "tool edits show their diff in the chat here",
+      threshold_for_chat = OK,
       window = "the review is in the buffer itself here; gv opens a diff tab",
       word_highlights = honoured({ "additions", "deletions" }),
       ["*"] = "this diff option is not read here",
