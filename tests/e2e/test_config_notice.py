@@ -135,5 +135,7 @@ def test_what_changes_behaviour_is_named_in_one_line_once(start):
     assert "extensions has no effect here" in report
     assert "opts.triggers has no effect here" in report
     # a different set is news: it is named
-    editor = start("{ display = { diff = { word_highlights = { additions = false } } } }", columns=120)
-    assert messages(editor) == ["CodeCompanion ignores display.diff.word_highlights (:checkhealth codecompanion)"]
+    editor = start('{ interactions = { background = { gates = { judge = { action = "mine" } } } } }', columns=120)
+    assert messages(editor) == [
+        "CodeCompanion ignores interactions.background.gates.judge.action (:checkhealth codecompanion)"
+    ]

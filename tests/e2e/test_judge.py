@@ -10,12 +10,22 @@ import pytest
 
 from codecompanion_py.demo.server import ScriptedServer, ServerThread, error_reply
 
+from .lua_tools import calculator_v19
 from .test_tools import RECORD_UI, text_reply, tool_call_reply
 
 pytestmark = pytest.mark.nvim
 
 
-def setup_judged(editor, url, cwd, gates="judge = { opts = { system_prompt = function(d) return d .. ' MINE' end } }"):
+RUN_COMMAND = "run_command = { opts = { judge_in_yolo_mode = true } }, opts = { default_tools = { 'run_command' } },"
+
+
+def setup_judged(
+    editor,
+    url,
+    cwd,
+    gates="judge = { opts = { system_prompt = function(d) return d .. ' MINE' end } }",
+    tools=RUN_COMMAND,
+):
     editor.nvim.command(f"cd {cwd}")
     editor.lua(RECORD_UI)
     editor.lua('_G.cc_answers = { "Reject", "not now" }')
@@ -27,10 +37,7 @@ def setup_judged(editor, url, cwd, gates="judge = { opts = { system_prompt = fun
       end }} }},
       interactions = {{
         background = {{ gates = {{ {gates} }} }},
-        chat = {{ adapter = "testllm", tools = {{
-          run_command = {{ opts = {{ judge_in_yolo_mode = true }} }},
-          opts = {{ default_tools = {{ "run_command" }} }},
-        }} }},
+        chat = {{ adapter = "testllm", tools = {{ {tools} }} }},
       }},
     }}""")
     editor.nvim.command("CodeCompanionChat")
@@ -100,3 +107,25 @@ def test_without_the_gate_or_the_tool_opting_in_the_judge_is_never_asked(editor,
         [prompt] = editor.lua("return _G.cc_prompts")
         assert "Judge:" not in prompt["prompt"]
         assert not any(json.dumps(e).count("Judge") for e in editor.events())
+
+
+JUDGED_CALCULATOR = calculator_v19("""
+  opts = { require_approval_before = true, allowed_in_yolo_mode = false, judge_in_yolo_mode = true },
+  gates = { judge_context = function(self, meta)
+    return ("calculate %s %s %s"):format(self.args.num1, self.args.operation, self.args.num2)
+  end },""")
+
+
+def test_a_lua_tool_with_gates_judge_context_is_judged_with_its_own_words(editor, tmp_path):
+    replies = [
+        tool_call_reply(("k1", "calculator", {"num1": 6, "num2": 7, "operation": "multiply"})),
+        text_reply('{"safe": true, "reason": "arithmetic"}'),
+        text_reply("42"),
+    ]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        tools = f"calculator = {JUDGED_CALCULATOR}, opts = {{ default_tools = {{ 'calculator' }} }},"
+        setup_judged(editor, server.url, tmp_path, gates="judge = { enabled = true }", tools=tools)
+        assert editor.lua("return _G.cc_prompts") == []
+        assert "calculate 6 multiply 7" in server.requests[1].json()["messages"][1]["content"]
+        result = [m for m in server.requests[2].json()["messages"] if m["role"] == "tool"]
+        assert "42" in result[0]["content"]
