@@ -21,10 +21,9 @@ from ..adapters.lua import LuaFunction
 from ..client import HttpClient
 from ..editor_port import Editor
 from ..errors import CodeCompanionError
-from ..events import ErrorEvent, FinalEvent
 from ..messages import Message
-from ..stream.iterators import HttpStreamIterator
 from ..tools.approvals import Verdict
+from . import background
 
 log = logging.getLogger("codecompanion_py.tools")
 
@@ -94,17 +93,11 @@ async def judge(
         Message.of("system", prompt),
         Message.of("user", f"The `{tool}` tool wants to perform this action:\n\n{action[:_CONTEXT_CHARS]}"),
     ]
-    stream = HttpStreamIterator(adapter, request, client=client, settings={}, tools=None, editor=editor)
-    answer: str | None = None
     try:
-        async for event in stream:
-            if isinstance(event, FinalEvent):
-                answer = event.message.text
-            elif isinstance(event, ErrorEvent):
-                return Verdict(safe=False, reason="The judge request failed")
+        answer = await background.ask(adapter, client, request, editor)
     except CodeCompanionError as error:
         log.info("the judge request failed: %s", error)
+        answer = None
+    if answer is None:
         return Verdict(safe=False, reason="The judge request failed")
-    finally:
-        await stream.close()
     return read_verdict(answer)

@@ -269,7 +269,11 @@ class Orchestrator:
         if not isinstance(action, str) or not action.strip():
             return None
         self._fire("ToolsJudgeStarted", {"id": run.function_call.id, "tool": run.name, "context": action})
-        verdict = await judge(run.name, action)
+        try:
+            verdict = await judge(run.name, action)
+        except Exception:  # whatever goes wrong, the judge approves nothing
+            log.exception("the tools judge failed")
+            verdict = Verdict(safe=False, reason="The judge request failed")
         self._fire(
             "ToolsJudgeFinished",
             {
