@@ -43,6 +43,7 @@ from .adapters.base import DEFAULT_CMD_TIMEOUT, written_secrets
 from .adapters.models import DEFAULT_CACHE_SECONDS
 from .adapters.registry import EXTENDS_KEY, Adapters, Definition, merge_over
 from .chat import compaction
+from .chat.judge import JudgeSettings
 from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
 from .logfile import LEVELS
@@ -77,6 +78,8 @@ class Config:
     make_titles: bool = False
     context_management: compaction.Settings = field(default_factory=compaction.Settings)
     background_adapter: Any = None  # None: the chat's own adapter
+    judge: JudgeSettings = field(default_factory=JudgeSettings)  # interactions.background.gates.judge
+    diff_threshold_for_chat: int = 6  # display.diff.threshold_for_chat
 
     def chat_system_prompt(self, cwd: str) -> str | lua.LuaFunction | None:
         """The system prompt of a chat in `cwd`. The default one, as CodeCompanion's, tells
@@ -137,6 +140,11 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     config.adapters = Adapters(http_entries, agents, cmd_timeout=cmd_timeout)
     _chat_settings(raw, config)
     _background_settings(raw, config)
+    diff = _table(_table(raw.get("display"), "display").get("diff"), "display.diff")
+    limit = diff.get("threshold_for_chat", 6)
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
+        raise ConfigError(f"display.diff.threshold_for_chat must be a number of at least 0, not {limit!r}")
+    config.diff_threshold_for_chat = int(limit)
     config.mcp = dict(_table(raw.get("mcp"), "mcp"))
     written.extend(_table(config.mcp.get("servers"), "mcp.servers").values())
     KNOWN.remember(secret for table in written for secret in written_secrets(table))
@@ -226,6 +234,9 @@ def _background_settings(raw: Mapping[str, Any], config: Config) -> None:
         background = _table(_table(raw.get(key), key).get("background"), f"{key}.background")
         if "adapter" in background:
             config.background_adapter = background["adapter"] or None
+        gates = _table(background.get("gates"), f"{key}.background.gates")
+        if "judge" in gates:
+            config.judge = _judge_settings(_table(gates["judge"], f"{key}.background.gates.judge"), key)
         chat = _table(background.get("chat"), f"{key}.background.chat")
         if "enabled" not in _table(chat.get("opts"), f"{key}.background.chat.opts"):
             continue
@@ -236,6 +247,15 @@ def _background_settings(raw: Mapping[str, Any], config: Config) -> None:
             and on_ready.get("enabled", True) is not False
             and TITLE_ACTION in (actions if isinstance(actions, list) else [])
         )
+
+
+def _judge_settings(judge: Mapping[str, Any], key: str) -> JudgeSettings:
+    prompt = _table(judge.get("opts"), f"{key}.background.gates.judge.opts").get("system_prompt")
+    if prompt is not None and not isinstance(prompt, (str, lua.LuaFunction)):
+        raise ConfigError(f"{key}.background.gates.judge.opts.system_prompt must be a string or a function")
+    return JudgeSettings(
+        enabled=judge.get("enabled", True) is not False, adapter=judge.get("adapter") or None, system_prompt=prompt
+    )
 
 
 def _chat_opts(raw: Mapping[str, Any], key: str) -> Mapping[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..adapters.base import HTTPAdapter
@@ -99,6 +100,8 @@ class SessionFactory:
             context_management=config.context_management,
             mcp=self._mcp(),
             registry=lambda: self._config().adapters,
+            judge=replace(config.judge, adapter=config.judge.adapter or config.background_adapter),
+            diff_threshold_for_chat=config.diff_threshold_for_chat,
         )
         if history:
             session.history.extend(m for m in history if m.role != "system")

@@ -28,7 +28,7 @@ from ..events import ErrorEvent, FinalEvent, NoticeEvent
 from ..mcp.servers import McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
 from ..stream.iterators import HttpStreamIterator, joined_tokens
-from ..tools.approvals import Approvals
+from ..tools.approvals import Approvals, Verdict
 from ..tools.context import ChatHandle, ToolsContext
 from ..tools.orchestrator import Orchestrator
 from ..tools.registry import ToolSettings, mentions
@@ -37,12 +37,13 @@ from ..ui import ops
 from ..ui.ops import AdapterInfo, AgentOption, AgentSession
 from ..ui.sink import Sink
 from ..ui.view import EventView
-from . import compaction
+from . import compaction, judge
 from . import context as shared_context
 from . import settings as settings_header
 from .context import ContextItem
 from .debug import debug_text
 from .history import Record
+from .judge import JudgeSettings
 from .mcp_tools import ChatMcpTools
 from .protocol import PromptSetup, SavedState, Session, refuse_turn
 
@@ -75,6 +76,8 @@ class ChatSession:
         context_management: compaction.Settings | None = None,
         mcp: McpServers | None = None,
         registry: Adapters | Callable[[], Adapters] = BUILTIN,
+        judge: JudgeSettings | None = None,
+        diff_threshold_for_chat: int = 6,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
@@ -112,6 +115,8 @@ class ChatSession:
         self._stream: HttpStreamIterator | None = None  # the reply streaming now
         self.mcp = mcp
         self.mcp_tools = ChatMcpTools(mcp, self.view, chat_id)
+        self.judge_settings = judge or JudgeSettings(enabled=False)
+        self.diff_threshold_for_chat = diff_threshold_for_chat
         self.enable(self.tool_settings.default_tools)
 
     @property
@@ -564,6 +569,8 @@ class ChatSession:
             reads=self.file_reads,
             http=self.client.settings,
             hooks=self.hooks,
+            judge=self._judge if self.judge_settings.enabled else None,
+            diff_threshold_for_chat=self.diff_threshold_for_chat,
         )
         orchestrator = Orchestrator(
             self.tools, {n: self.tool_settings.config_of(n) for n in self.tools}, context, self.view
@@ -577,6 +584,16 @@ class ChatSession:
         for extra in batch.messages:
             self.history.append(Message.of("user", str(extra.get("content", ""))))
         return batch.cancelled
+
+    async def _judge(self, tool: str, action: str) -> Verdict:
+        """The tools judge's verdict, through its adapter (the background one, else this chat's)."""
+        spec = self.judge_settings.adapter
+        try:
+            adapter = self.registry.http(spec) if spec is not None else self.adapter
+        except CodeCompanionError as error:
+            return Verdict(safe=False, reason=f"The judge's adapter is not usable: {error}")
+        prompt = await judge.system_prompt(self.judge_settings, self.editor)
+        return await judge.judge(adapter, self.client, prompt, tool, action, self.editor)
 
     def _answer_all(self, calls: tuple[ToolCall, ...], status: ToolStatus, text: str) -> None:
         self.history.append(

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..editor_port import Editor
-from ..events import ErrorEvent, FinalEvent
 from ..messages import Message
-from ..stream.iterators import HttpStreamIterator
+from . import background
 from .history import TITLE_LENGTH
 
 INSTRUCTION = (
@@ -48,14 +47,5 @@ async def make_title(
 ) -> str | None:
     """The LLM's title for the chat, or None when it gave none."""
     prompt = [Message.of("system", INSTRUCTION), Message.of("user", conversation(messages) or "(empty)")]
-    stream = HttpStreamIterator(adapter, prompt, client=client, settings={}, tools=None, editor=editor)
-    answer: str | None = None
-    try:
-        async for event in stream:
-            if isinstance(event, FinalEvent):
-                answer = event.message.text
-            elif isinstance(event, ErrorEvent):
-                return None
-    finally:
-        await stream.close()
+    answer = await background.ask(adapter, client, prompt, editor)
     return clean(answer) if answer else None

@@ -37,6 +37,14 @@ class Answer:
     reason: str | None = None
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """The tools judge's answer (chat/judge.py): run without asking, or ask with `reason`."""
+
+    safe: bool
+    reason: str = ""
+
+
 @dataclass
 class Approvals:
     """One chat's approval memory (CodeCompanion keeps it per chat buffer too)."""

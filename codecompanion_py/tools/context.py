@@ -9,14 +9,14 @@ orchestrator, which builds one per batch and sets `invoke`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..editor_port import Editor
 from ..events import ToolResultEvent
 from ..outbound import ClientSettings
-from .approvals import Approvals
+from .approvals import Approvals, Verdict
 from .contract import ToolRun
 
 if TYPE_CHECKING:
@@ -62,6 +62,11 @@ class ToolsContext:
     # orchestrator): for Python tools that call back into a Lua part (run_command's extensions).
     invoke: Callable[..., Any] | None = None
     hooks: frozenset[str] = frozenset()  # the chat's Lua callbacks the engine must call: "on_tool_output"
+    # `await judge(tool, action)`: the tools judge's verdict (chat/judge.py); None when it is off.
+    judge: Callable[[str, str], Awaitable[Verdict]] | None = None
+    # `display.diff.threshold_for_chat`: an edit of this many changed lines or fewer is asked
+    # about in the chat, its diff shown there, instead of reviewed in the file (0: never).
+    diff_threshold_for_chat: int = 6
 
     def fire(self, event: str, data: Mapping[str, Any]) -> None:
         if self.surface is not None:

@@ -48,6 +48,8 @@ class ToolDefinition:
     env: Callable[..., Any] | LuaFunction | None = None
     handlers: dict[str, Any] = field(default_factory=dict)
     output: dict[str, Any] = field(default_factory=dict)
+    # `gates.judge_context(self, meta)`: the action, in words, for the tools judge to vet.
+    gates: dict[str, Any] = field(default_factory=dict)
     description: str = ""
     lua: bool = False
     # Shows the change it will make (a diff) in its approval: `require_confirmation_after`
@@ -75,6 +77,7 @@ class ToolDefinition:
             env=get("env"),
             handlers=dict(get("handlers") or {}),
             output=dict(get("output") or {}),
+            gates=dict(get("gates") or {}),
         )
 
     @property

@@ -463,6 +463,12 @@ def _diff_lines(text: str) -> list[str]:
     return lines
 
 
+def changed_lines(old: str, new: str) -> int:
+    """Lines removed plus lines added (CodeCompanion's measure for `threshold_for_chat`)."""
+    a, b = _diff_lines(old), _diff_lines(new)
+    return sum(a2 - a1 + b2 - b1 for tag, a1, a2, b1, b2 in _ChangedSpan(a, b).get_opcodes() if tag != "equal")
+
+
 def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
     """A unified diff with a/ and b/ headers, "" when the texts are identical."""
     if old == new:

@@ -35,10 +35,10 @@ from ..processes.commands import safe_env
 from ..processes.run import run_process
 from ..scrubber import KNOWN
 from . import arguments
-from .approvals import Answer, choice_of, must_prompt, visible
+from .approvals import Answer, Verdict, choice_of, must_prompt, visible
 from .context import Surface, ToolsContext
 from .contract import APPROVAL, CONFIRMATION, Outcome, ToolDefinition, ToolRun, env_allow
-from .edits import unified_diff
+from .edits import changed_lines, unified_diff
 
 log = logging.getLogger("codecompanion_py.tools")
 
@@ -240,8 +240,14 @@ class Orchestrator:
             must_ask=run.must_ask,
         ):
             return None
+        verdict = await self._judged(run)
+        if verdict is not None and verdict.safe:
+            approvals.remember(run.name, command)  # this exact action is not judged again
+            return None
         prompt = await self._invoke(run, run.definition.output.get("prompt"), self.context)
         prompt = visible(str(prompt) if prompt else f"Run the `{run.name}` tool with {json.dumps(run.args)}?")
+        if verdict is not None and verdict.reason:
+            prompt += f'\nJudge: _"{visible(verdict.reason)}"_'
         request = {
             "tool": run.name,
             "id": run.function_call.id,
@@ -267,6 +273,36 @@ class Orchestrator:
         self._fire("ToolApprovalFinished", {"tool": run.name, "id": run.function_call.id, "choice": answer.choice})
         return answer
 
+    async def _judged(self, run: ToolRun) -> Verdict | None:
+        """The tools judge's verdict, when it vets this call: in YOLO mode, for a tool with
+        `opts.judge_in_yolo_mode` and a `gates.judge_context`, never for a call that must ask."""
+        gate = run.definition.gates.get("judge_context")
+        judge = self.context.judge
+        if judge is None or gate is None or run.must_ask or not self.context.approvals.yolo:
+            return None
+        if not run.opts.get("judge_in_yolo_mode"):
+            return None
+        action = await self._invoke(run, gate, self.context)
+        if not isinstance(action, str) or not action.strip():
+            return None
+        self._fire("ToolsJudgeStarted", {"id": run.function_call.id, "tool": run.name, "context": action})
+        try:
+            verdict = await judge(run.name, action)
+        except Exception:  # whatever goes wrong, the judge approves nothing
+            log.exception("the tools judge failed")
+            verdict = Verdict(safe=False, reason="The judge request failed")
+        self._fire(
+            "ToolsJudgeFinished",
+            {
+                "id": run.function_call.id,
+                "tool": run.name,
+                "safe": verdict.safe,
+                "reason": verdict.reason,
+                "status": "success" if verdict.safe else "error",
+            },
+        )
+        return verdict
+
     def _command_of(self, run: ToolRun) -> str | None:
         """For tools approved per command (`require_cmd_approval`), the command text."""
         if not run.opts.get("require_cmd_approval"):
@@ -289,11 +325,20 @@ class Orchestrator:
         if needed and "prompt_condition" in run.definition.handlers:
             needed = await self._invoke(run, run.definition.handlers["prompt_condition"], self.context, run.opts)
         if not needed and run.definition.previews and await self._opt_value(run, CONFIRMATION):
-            if run.review is not None and self.context.editor.reviews_edits:
+            if run.review is not None and self.context.editor.reviews_edits and not self._small(run):
                 run.reviewed_after = not self.context.approvals.yolo  # written, then reviewed
                 return False
             return True  # no review after: the preview is the question before
         return bool(needed)
+
+    def _small(self, run: ToolRun) -> bool:
+        """An edit small enough (`display.diff.threshold_for_chat` changed lines or fewer) to
+        be asked about in the chat, its diff shown there, rather than reviewed in the file."""
+        limit = self.context.diff_threshold_for_chat
+        new = getattr(run, "new_text", None)
+        if not limit or run.review is None or not isinstance(new, str):
+            return False
+        return 0 < changed_lines(str(run.review.get("before", "")), new) <= limit
 
     async def _review(self, run: ToolRun) -> Outcome:
         """The written edit, reviewed in the editor (its diff review: accept, reject, hunk by

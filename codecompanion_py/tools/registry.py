@@ -258,6 +258,7 @@ def _lua_definition(name: str, description: Mapping[str, Any]) -> ToolDefinition
         env=LuaFunction.of_tool(name, "env") if description.get("env") else None,
         handlers={h: LuaFunction.of_tool(name, f"handlers.{h}") for h in _list(description.get("handlers"))},
         output={o: LuaFunction.of_tool(name, f"output.{o}") for o in _list(description.get("output"))},
+        gates={g: LuaFunction.of_tool(name, f"gates.{g}") for g in _list(description.get("gates"))},
         lua=True,
     )
 

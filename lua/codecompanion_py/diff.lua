@@ -8,7 +8,9 @@
 -- the inline review's `interactions.inline.keymaps` win), g5 and g6 this plugin's own; they are
 -- listed above the first hunk's new lines, brought into view (never moving the user's window).
 -- Highlights: CodeCompanionDiffAdd, CodeCompanionDiffDelete and CodeCompanionDiffHint, linked
--- by default to DiffAdd, DiffDelete and Comment.
+-- by default to DiffAdd, DiffDelete and Comment; within a changed line the changed words,
+-- CodeCompanionDiffText and CodeCompanionDiffTextDelete (both DiffText by default), as
+-- `display.diff.word_highlights` says.
 --
 -- Rejecting puts the lines back byte for byte and the buffer's 'modified' as it was; the
 -- writes of the edit are one undo step, so accepting leaves one `u` to undo it all. A buffer
@@ -42,6 +44,8 @@ local function highlights()
   api.nvim_set_hl(0, "CodeCompanionDiffAdd", { link = "DiffAdd", default = true })
   api.nvim_set_hl(0, "CodeCompanionDiffDelete", { link = "DiffDelete", default = true })
   api.nvim_set_hl(0, "CodeCompanionDiffHint", { link = "Comment", default = true })
+  api.nvim_set_hl(0, "CodeCompanionDiffText", { link = "DiffText", default = true })
+  api.nvim_set_hl(0, "CodeCompanionDiffTextDelete", { link = "DiffText", default = true })
 end
 
 -- `section`: a review of its own (CodeCompanion's `interactions.inline.keymaps`) whose keys
@@ -76,6 +80,47 @@ function M.hunks(base, lines)
   return vim.diff(joined(base), joined(lines), { result_type = "indices", algorithm = "histogram" })
 end
 
+-- The line's words, runs of blanks and other characters, as byte ranges { from, to } (0-based, to exclusive).
+local function tokens(line)
+  local out, at = {}, 1
+  while at <= #line do
+    local _, stop = line:find("^[%w_]+", at)
+    stop = stop or select(2, line:find("^%s+", at)) or select(2, line:find("^[%z\1-\127\194-\244][\128-\191]*", at))
+    table.insert(out, { at - 1, stop })
+    at = stop + 1
+  end
+  return out
+end
+
+-- The changed words of `old` and of `new` (a pair of lines of a changed hunk), as byte ranges.
+---@param old string
+---@param new string
+---@return integer[][], integer[][]
+function M.words(old, new)
+  local a, b = tokens(old), tokens(new)
+  local function text(line, list)
+    return joined(vim.tbl_map(function(r) return line:sub(r[1] + 1, r[2]) end, list))
+  end
+  local gone, added = {}, {}
+  for _, h in ipairs(vim.diff(text(old, a), text(new, b), { result_type = "indices" })) do
+    if h[2] > 0 then table.insert(gone, { a[h[1]][1], a[h[1] + h[2] - 1][2] }) end
+    if h[4] > 0 then table.insert(added, { b[h[3]][1], b[h[3] + h[4] - 1][2] }) end
+  end
+  return gone, added
+end
+
+-- An old line as virtual text: its changed words in CodeCompanionDiffTextDelete.
+local function old_line(line, spans)
+  local out, at = {}, 0
+  for _, span in ipairs(spans) do
+    table.insert(out, { line:sub(at + 1, span[1]), "CodeCompanionDiffDelete" })
+    table.insert(out, { line:sub(span[1] + 1, span[2]), { "CodeCompanionDiffDelete", "CodeCompanionDiffTextDelete" } })
+    at = span[2]
+  end
+  table.insert(out, { line:sub(at + 1), "CodeCompanionDiffDelete" })
+  return out
+end
+
 -- The hunk's rows in the buffer (0-based, end exclusive) and where its old lines are drawn.
 local function rows(review, hunk)
   local _, _, b_start, b_count = unpack(hunk)
@@ -103,18 +148,32 @@ local function reveal(review, jump)
 end
 
 local function render(review)
+  local word = require("codecompanion_py.options").get("display.diff.word_highlights") or {}
   api.nvim_buf_clear_namespace(review.buf, ns, 0, -1)
   review.filler = 0
   local last_row = api.nvim_buf_line_count(review.buf) - 1
   for index, hunk in ipairs(review.hunks) do
     local a_start, a_count = hunk[1], hunk[2]
     local first, stop = rows(review, hunk)
-    for row = first, stop - 1 do
-      api.nvim_buf_set_extmark(review.buf, ns, row, 0, { line_hl_group = "CodeCompanionDiffAdd", sign_text = "+" })
-    end
+    local new_lines = api.nvim_buf_get_lines(review.buf, first, stop, false)
     local old = {}
-    for i = a_start, a_start + a_count - 1 do
-      table.insert(old, { { review.base[i] or "", "CodeCompanionDiffDelete" } })
+    for i = 0, math.max(a_count, stop - first) - 1 do
+      local before, after = i < a_count and review.base[a_start + i] or nil, new_lines[i + 1]
+      local gone, added = {}, {}
+      if before and after then -- a changed line: its changed words too
+        gone, added = M.words(before, after)
+      end
+      if after then
+        local row = first + i
+        api.nvim_buf_set_extmark(review.buf, ns, row, 0, { line_hl_group = "CodeCompanionDiffAdd", sign_text = "+" })
+        for _, span in ipairs(word.additions ~= false and added or {}) do
+          api.nvim_buf_set_extmark(review.buf, ns, row, span[1],
+            { end_col = span[2], hl_group = "CodeCompanionDiffText", priority = 5000 })
+        end
+      end
+      if before then
+        table.insert(old, old_line(before, word.deletions ~= false and gone or {}))
+      end
     end
     if index == 1 then -- last, right above the new lines: shown when the old ones overflow the window
       table.insert(old, { { review.hint, "CodeCompanionDiffHint" } })

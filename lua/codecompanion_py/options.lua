@@ -117,7 +117,12 @@ local interactions = {
       },
       opts = { enabled = OK },
     },
-    gates = "the LLM judge of tool calls is not in this plugin",
+    gates = {
+      judge = honoured({ "enabled", "adapter" }, {
+        opts = { system_prompt = OK },
+        action = "the judge is built into the engine here; its action cannot be replaced",
+      }),
+    },
   },
   code_review = "code review is not in this plugin",
   cli = honoured({ "agent" }, {
@@ -180,9 +185,9 @@ M.SPEC = {
     },
     diff = {
       enabled = "the inline assistant always ends in the diff review here",
-      threshold_for_chat = "tool edits show their diff in the chat here",
+      threshold_for_chat = OK,
       window = "the review is in the buffer itself here; gv opens a diff tab",
-      word_highlights = "the review highlights whole lines here",
+      word_highlights = honoured({ "additions", "deletions" }),
       ["*"] = "this diff option is not read here",
     },
     inline = { layout = OK },

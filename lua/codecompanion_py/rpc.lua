@@ -253,6 +253,10 @@ function M.payload_for_config()
       config[key] = value
     end
   end
+  local display = require("codecompanion_py").config.display
+  if type(display) == "table" then -- the engine decides which edits are asked in the chat
+    config.display = { diff = { threshold_for_chat = vim.tbl_get(display, "diff", "threshold_for_chat") } }
+  end
   local data = require("codecompanion_py.functions").to_data(config, "", {}, prepare)
   local v = vim.version()
   local sysname = vim.uv.os_uname().sysname

@@ -201,6 +201,7 @@ local function describe(name, tool)
     cmds = describe_cmds(tool.cmds),
     handlers = function_names(tool.handlers),
     output = function_names(tool.output),
+    gates = function_names(tool.gates), -- gates.judge_context: what the tools judge vets
     env = type(tool.env) == "function" or nil,
     opts = options(tool.opts),
     extends = tool.extends,
@@ -322,7 +323,7 @@ local function resolve_fn(run, tool_name, path)
     return key and ((M.configs[tool_name] or {}).opts or {})[key]
   elseif scope == "opts" then
     return (def.opts or {})[rest]
-  elseif scope == "handlers" or scope == "output" then
+  elseif scope == "handlers" or scope == "output" or scope == "gates" then
     return (def[scope] or {})[rest]
   end
 end

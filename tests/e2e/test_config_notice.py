@@ -136,10 +136,10 @@ def test_what_changes_behaviour_is_named_in_one_line_once(start):
     assert "extension history is not installed: no codecompanion._extensions.history on the runtimepath" in report
     assert "opts.triggers has no effect here" in report
     # a different set is news: it is named
-    editor = start("{ display = { diff = { word_highlights = { additions = false } } } }", columns=120)
-    assert messages(editor) == ["CodeCompanion ignores display.diff.word_highlights (:checkhealth codecompanion)"]
     editor = start(PASTED["many options that do nothing here"].replace("history = {", "history_off = {"), 250)
     assert messages(editor)[0].startswith("CodeCompanion: extension history_off is not installed: no codecompanion.")
     assert "; ignores display.chat.fold_context, display.chat" in messages(editor)[0]
-    editor = start("{ display = { diff = { word_highlights = { additions = false } } } }", columns=120)
-    assert messages(editor) == ["CodeCompanion ignores display.diff.word_highlights (:checkhealth codecompanion)"]
+    editor = start('{ interactions = { background = { gates = { judge = { action = "mine" } } } } }', columns=120)
+    assert messages(editor) == [
+        "CodeCompanion ignores interactions.background.gates.judge.action (:checkhealth codecompanion)"
+    ]

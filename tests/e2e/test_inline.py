@@ -239,3 +239,46 @@ def test_cmd_puts_the_command_on_the_command_line_without_running_it(editor, tmp
         system = server.requests[0].json()["messages"][0]["content"]
         assert "one command" in system
         editor.nvim.input("<Esc>")
+
+
+WORD_MARKS = """
+local buf = ...
+local out = { words = {}, old = {} }
+for _, m in ipairs(vim.api.nvim_buf_get_extmarks(buf, vim.api.nvim_create_namespace('codecompanion_py_diff'), 0, -1,
+  { details = true })) do
+  local d = m[4]
+  if d.hl_group == 'CodeCompanionDiffText' then
+    table.insert(out.words, vim.api.nvim_buf_get_text(buf, m[2], m[3], m[2], d.end_col, {})[1])
+  end
+  for _, line in ipairs(d.virt_lines or {}) do
+    for _, chunk in ipairs(line) do
+      if type(chunk[2]) == 'table' and vim.tbl_contains(chunk[2], 'CodeCompanionDiffTextDelete') then
+        table.insert(out.old, chunk[1])
+      end
+    end
+  end
+end
+return out
+"""
+
+
+@pytest.mark.parametrize("words", ["on", "additions off"])
+def test_a_changed_line_has_its_changed_words_highlighted_in_both_versions(editor, tmp_path, words):
+    if words != "on":
+        editor.setup("{ display = { diff = { word_highlights = { additions = false } } } }")
+    lines = ["local total = price * count", "return total"]
+    buf = open_code(editor, tmp_path, lines)
+    buf[0] = "local total = price + count"
+    buf.append("print(total)")  # an added line has no words of its own to mark
+    editor.lua(
+        "require('codecompanion_py.diff').start(..., { start = 0, count = 3, original = select(2, ...) })",
+        buf.number,
+        lines,
+    )
+    marked = editor.lua(WORD_MARKS, buf.number)
+    assert marked["words"] == (["+"] if words == "on" else [])
+    assert marked["old"] == ["*"]
+    assert (
+        editor.lua("return vim.fn.hlexists('CodeCompanionDiffText') + vim.fn.hlexists('CodeCompanionDiffTextDelete')")
+        == 2
+    )

@@ -83,9 +83,9 @@ def text_reply(text):
     return sse_reply([chunk(text), chunk(finish="stop"), usage(40)])
 
 
-def setup_with_tools(editor, url, tools_lua="", answers=(), key="strategies"):
+def setup_with_tools(editor, url, tools_lua="", answers=(), key="strategies", extra=""):
     """setup() with a local OpenAI-compatible LLM and `tools_lua` in the chat's tools, under
-    `key` (`strategies`, or CodeCompanion 19's `interactions`)."""
+    `key` (`strategies`, or CodeCompanion 19's `interactions`); `extra` more of the table."""
     editor.lua(RECORD_UI)
     editor.lua("_G.cc_answers = ...", list(answers))
     editor.setup(f"""{{
@@ -95,6 +95,7 @@ def setup_with_tools(editor, url, tools_lua="", answers=(), key="strategies"):
         }})
       end }} }},
       {key} = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
+      {extra}
     }}""")
 
 
@@ -174,6 +175,10 @@ def project(tmp_path):
     return root
 
 
+# every edit reviewed in its file, however small (by default up to 6 changed lines are asked in the chat)
+REVIEW_IN_FILE = "display = { diff = { threshold_for_chat = 0 } },"
+
+
 def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor, project):
     python = os.environ.get("PYTHON", "python3")
     edit = {"filepath": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]}
@@ -191,7 +196,7 @@ def test_an_agent_reads_edits_a_loaded_buffer_runs_the_tests_and_reports(editor,
         editor.nvim.command(f"cd {project}")
         editor.nvim.command("edit calc.py")
         editor.nvim.command("normal! Goprint('unsaved line')")  # the user's unsaved text
-        setup_with_tools(editor, server.url, answers=["Accept"])
+        setup_with_tools(editor, server.url, answers=["Accept"], extra=REVIEW_IN_FILE)
         editor.nvim.command("CodeCompanionChat Fix calc.py with @{agent}")
         chat = editor.nvim.current.buffer.number
         # the edit is written, then reviewed in its buffer (CodeCompanion's default): g2 keeps it
@@ -256,6 +261,39 @@ def test_a_rejected_edit_changes_nothing_and_the_llm_hears_why(editor, project):
         assert "CodeCompanionFileEdited" not in editor.event_names()
 
 
+def test_a_small_edit_is_asked_in_the_chat_with_its_diff_and_a_larger_one_reviewed_in_the_file(editor, project):
+    small = {"filepath": "calc.py", "edits": [{"oldText": "return a - b", "newText": "return a + b"}]}
+    body = "".join(f"    x{n} = {n}\n" for n in range(8))
+    large = {
+        "filepath": "calc.py",
+        "edits": [{"oldText": "    return a + b\n", "newText": body + "    return a + b\n"}],
+    }
+    replies = [
+        tool_call_reply(("e1", "insert_edit_into_file", small)),
+        tool_call_reply(("e2", "insert_edit_into_file", large)),
+        text_reply("Done."),
+    ]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        editor.nvim.command(f"cd {project}")
+        setup_with_tools(editor, server.url, answers=["Accept"])
+        editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
+        chat = editor.nvim.current.buffer.number
+        calc = editor.wait_for(lambda: max(editor.nvim.call("bufnr", str(project / "calc.py")), 0), what="loaded")
+        editor.wait_for(  # 2 changed lines: asked before, in the chat; 8 added: written, then reviewed
+            lambda: editor.lua("return require('codecompanion_py.diff').reviews[...] ~= nil", calc),
+            what="the review of the larger edit",
+            timeout=30,
+        )
+        [prompt] = editor.lua("return _G.cc_prompts")
+        assert "insert_edit_into_file" in prompt["prompt"] or "calc.py" in prompt["prompt"]
+        text = editor.text(chat)
+        assert "-    return a - b" in text and "+    return a + b" in text  # the small diff, in the chat
+        editor.lua("require('codecompanion_py.diff').act(..., 'accept_change')", calc)
+        editor.wait_event("CodeCompanionChatDone", timeout=30)
+        assert (project / "calc.py").read_text() == "def add(a, b):\n" + body + "    return a + b\n"
+        assert len(editor.lua("return _G.cc_prompts")) == 1
+
+
 CC_EDIT_DEFAULTS = """insert_edit_into_file = { opts = {
   require_approval_before = { buffer = false, file = false }, require_confirmation_after = true } },"""
 
@@ -273,7 +311,7 @@ def test_an_edit_reviewed_after_it_is_written_partly_rejected_and_the_llm_told(e
     replies = [tool_call_reply(("e1", "insert_edit_into_file", edit)), text_reply("Noted.")]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
         editor.nvim.command(f"cd {project}")
-        setup_with_tools(editor, server.url, tools_lua, answers=[])
+        setup_with_tools(editor, server.url, tools_lua, answers=[], extra=REVIEW_IN_FILE)
         editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
         calc = editor.wait_for(lambda: max(editor.nvim.call("bufnr", str(project / "calc.py")), 0), what="loaded")
         editor.wait_for(

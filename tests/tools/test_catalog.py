@@ -493,7 +493,9 @@ async def test_require_approval_before_as_a_table_asks_for_buffers_and_files_apa
     buffer = {"bufnr": 3, "lines": ["hello", "needle in notes"], "modified": False, "changedtick": 7, "eol": True}
     editor = Reviewing(buffers={str(project.root / "notes.txt"): buffer} if in_buffer else {})
     settings = ToolSettings.from_config({"insert_edit_into_file": {"opts": {"require_approval_before": rule}}})
-    result = await chat(project.root, editor, settings=settings).run(
+    edit = chat(project.root, editor, settings=settings)
+    edit.orchestrator.context.diff_threshold_for_chat = 0  # no edit is small enough to ask in the chat
+    result = await edit.run(
         "insert_edit_into_file", filepath="notes.txt", edits=[{"oldText": "hello", "newText": "HELLO"}]
     )
     assert result.status == "success", result.content

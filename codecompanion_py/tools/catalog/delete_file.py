@@ -34,5 +34,11 @@ TOOL = catalog_tool(
     cmds=[delete],
     handlers={"setup": setup},
     output={"prompt": lambda self, tools: f"Delete {self.target.relative}?"},
-    opts={"requires_approval": True, "require_cmd_approval": True, "allowed_in_yolo_mode": False},
+    gates={"judge_context": lambda self, tools: f"Delete the file: {self.target.relative}"},
+    opts={
+        "requires_approval": True,
+        "require_cmd_approval": True,
+        "allowed_in_yolo_mode": False,
+        "judge_in_yolo_mode": False,
+    },
 )

@@ -78,6 +78,7 @@ OPTS: dict[str, Any] = {
     "requires_approval": True,
     "require_cmd_approval": True,
     "allowed_in_yolo_mode": False,
+    "judge_in_yolo_mode": False,
     "timeout": DEFAULT_TIMEOUT_MS,
     "env_allow": [],
 }
@@ -95,6 +96,7 @@ TOOL = catalog_tool(
     cmds=[run],
     handlers={"setup": setup},
     output={"prompt": prompt},
+    gates={"judge_context": lambda self, tools: self.command},
     opts=OPTS,
 )
 
