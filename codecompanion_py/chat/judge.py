@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +84,23 @@ async def system_prompt(settings: JudgeSettings, editor: Editor | None) -> str:
         if isinstance(result, str) and result:
             return result
     return SYSTEM_PROMPT
+
+
+async def verdict(
+    settings: JudgeSettings,
+    adapter: Callable[[], HTTPAdapter],
+    client: HttpClient,
+    editor: Editor | None,
+    tool: str,
+    action: str,
+) -> Verdict:
+    """The judge's verdict on `action` of `tool`, through `adapter()` (its own, the background
+    one, else the chat's); an adapter that cannot be used is an unsafe verdict."""
+    try:
+        chosen = adapter()
+    except CodeCompanionError as error:
+        return Verdict(safe=False, reason=f"The judge's adapter is not usable: {error}")
+    return await judge(chosen, client, await system_prompt(settings, editor), tool, action, editor)
 
 
 async def judge(

@@ -156,6 +156,11 @@ class Session(Protocol):
     hooks: frozenset[str]
     """The chat's Lua callbacks the engine calls ("on_tool_output"), as the editor says."""
 
+    def fork_state(self) -> tuple[list[Message], dict[str, Any], set[str]]:
+        """What a fork of this chat starts from: its messages, tools and the system prompts
+        they brought (an agent keeps its conversation itself: `AgentError`)."""
+        ...
+
     def fork_from(self, source: Session) -> None:
         """`/fork`: start from `source`'s conversation, tools and shared context (HTTP chats;
         an agent keeps its history itself: `AgentError`)."""

@@ -11,8 +11,9 @@ ops reach the user (batched RPC in Neovim, a list in tests).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
@@ -23,7 +24,7 @@ from ..adapters.base import HTTPAdapter
 from ..adapters.lua import LuaFunction, adapter_table
 from ..client import HttpClient, HttpRequest
 from ..editor_port import Editor
-from ..errors import AgentError, CodeCompanionError, ConfigError
+from ..errors import CodeCompanionError, ConfigError
 from ..events import ErrorEvent, FinalEvent, NoticeEvent
 from ..mcp.servers import McpServers
 from ..messages import Message, ToolCall, ToolResultPart, ToolStatus, Usage
@@ -290,28 +291,26 @@ class ChatSession:
         self.history.append(self._last_prompt)
         return self._start(pages)
 
+    def fork_state(self) -> tuple[list[Message], dict[str, Any], set[str]]:
+        return self.snapshot(), dict(self.tools), set(self._prompted)  # messages are frozen: shared
+
     def fork_from(self, source: Session) -> None:
-        if not isinstance(source, ChatSession):
-            raise AgentError("an agent keeps its conversation itself; only a chat with an HTTP adapter can be forked")
-        self.history[:] = source.snapshot()  # messages are frozen: shared, never changed
-        self.tools.update(source.tools)
-        self._prompted |= source._prompted
-        self._last_prompt = source._last_prompt
+        history, tools, prompted = source.fork_state()
+        self.history[:] = history
+        self.tools.update(tools)
+        self._prompted |= prompted
 
     def follow_up(self, text: str) -> bool:
-        if not self.busy:
-            return False
-        self._follow_up = text  # the latest wins, as CodeCompanion keeps one
-        return True
+        self._follow_up = text if self.busy else None  # the latest wins, as CodeCompanion keeps one
+        return self.busy
 
     def _take_follow_up(self) -> bool:
         """Put a queued follow-up into the history and the buffer; whether there was one."""
         text, self._follow_up = self._follow_up, None
-        if not text:
-            return False
-        self.history.append(Message.of("user", text))
-        self.view.push(ops.FollowUp(text=text))
-        return True
+        if text:
+            self.history.append(Message.of("user", text))
+            self.view.push(ops.FollowUp(text=text))
+        return bool(text)
 
     def snapshot(self) -> list[Message]:
         """The history with the part of the reply that has streamed so far (for saving mid-stream)."""
@@ -569,7 +568,7 @@ class ChatSession:
             reads=self.file_reads,
             http=self.client.settings,
             hooks=self.hooks,
-            judge=self._judge if self.judge_settings.enabled else None,
+            judge=self._judge() if self.judge_settings.enabled else None,
             diff_threshold_for_chat=self.diff_threshold_for_chat,
         )
         orchestrator = Orchestrator(
@@ -585,23 +584,14 @@ class ChatSession:
             self.history.append(Message.of("user", str(extra.get("content", ""))))
         return batch.cancelled
 
-    async def _judge(self, tool: str, action: str) -> Verdict:
-        """The tools judge's verdict, through its adapter (the background one, else this chat's)."""
+    def _judge(self) -> Callable[[str, str], Awaitable[Verdict]]:
         spec = self.judge_settings.adapter
-        try:
-            adapter = self.registry.http(spec) if spec is not None else self.adapter
-        except CodeCompanionError as error:
-            return Verdict(safe=False, reason=f"The judge's adapter is not usable: {error}")
-        prompt = await judge.system_prompt(self.judge_settings, self.editor)
-        return await judge.judge(adapter, self.client, prompt, tool, action, self.editor)
+        chosen = (lambda: self.registry.http(spec)) if spec is not None else (lambda: self.adapter)
+        return functools.partial(judge.verdict, self.judge_settings, chosen, self.client, self.editor)
 
     def _answer_all(self, calls: tuple[ToolCall, ...], status: ToolStatus, text: str) -> None:
-        self.history.append(
-            Message(
-                role="tool",
-                parts=tuple(ToolResultPart(tool_call_id=c.id, name=c.name, content=text, status=status) for c in calls),
-            )
-        )
+        parts = tuple(ToolResultPart(tool_call_id=c.id, name=c.name, content=text, status=status) for c in calls)
+        self.history.append(Message(role="tool", parts=parts))
 
     def _keep_partial(self, stream: HttpStreamIterator) -> None:
         partial = stream.partial_message()

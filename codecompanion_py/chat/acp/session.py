@@ -226,6 +226,9 @@ class AcpChatSession:
             "send your message again instead"
         )
 
+    def fork_state(self) -> tuple[list[Message], dict[str, Any], set[str]]:
+        raise AgentError("an agent keeps its conversation itself; /fork copies chats with HTTP adapters")
+
     def fork_from(self, source: Session) -> None:
         raise AgentError("an agent keeps its conversation itself; /fork copies chats with HTTP adapters")
 
