@@ -51,7 +51,8 @@ def _check(value: Any, schema: Any, where: str, found: list[str]) -> None:
         for name, item in value.items():
             if name in properties:
                 _check(item, properties[name], f"`{name}`", found)
-            elif schema.get("additionalProperties") is False:
+            elif schema.get("additionalProperties") is False and "properties" in schema:
+                # without `properties` the object is free-form, as providers read it (mcphub's tool_input)
                 found.append(f"{where} has an unknown field `{name}` (expected: {', '.join(properties) or 'none'})")
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         for index, item in enumerate(value):

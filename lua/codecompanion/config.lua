@@ -14,8 +14,13 @@ return require("codecompanion_py.alias").load({ "lua/codecompanion/config.lua" }
     local current = require("codecompanion_py").config
     return current, current.interactions == nil and current.strategies ~= nil and "strategies" or "interactions"
   end
-  return setmetatable({}, {
+  local CONSTANTS = { LLM_ROLE = "llm", USER_ROLE = "user", SYSTEM_ROLE = "system" }
+  local proxy = {}
+  return setmetatable(proxy, {
     __index = function(_, key)
+      if key == "constants" or key == "config" then -- CodeCompanion's module has both
+        return key == "constants" and CONSTANTS or proxy
+      end
       local current, interactions = config()
       key = (key == "strategies" or key == "interactions") and interactions or key
       for path in TABLES:gmatch("%S+") do

@@ -102,7 +102,8 @@ function M.restore(bufnr)
 end
 
 local FEATURES = { chat = true, tools = true, acp = true, adapters = true, events = true, inline = true, cmd = true,
-  actions = true, prompt_library = true, workflows = true, history = true, cli = true }
+  actions = true, prompt_library = true, workflows = true, history = true, cli = true, extensions = true,
+  ["function-calling"] = true }
 
 -- has("chat"), has({ "chat", "tools" }): whether this plugin has the feature(s).
 ---@param feature string|string[]

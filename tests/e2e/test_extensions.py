@@ -5,8 +5,13 @@ extensions come from GitHub, which a machine with only package registries cannot
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import socket
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +19,7 @@ from codecompanion_py.demo.server import ScriptedServer, ServerThread
 
 from .test_chat_surface import notes, reply, send
 from .test_completion_plugins import plugin
-from .test_tools import tool_call_reply
+from .test_tools import text_reply, tool_call_reply, tool_messages
 
 pytestmark = pytest.mark.nvim
 
@@ -235,3 +240,37 @@ def test_codecompanion_lualine_counts_requests_in_the_statusline(editor):
         editor.wait_for(lambda: spinning.search(editor.lua(status)), what="one request counted, spinning")
         editor.wait_event("CodeCompanionChatDone", count=1)
         editor.wait_for(lambda: "0 ✓" in editor.lua(status) or None, what="none left, done")
+
+
+def mcp_hub() -> str:
+    command = shutil.which("mcp-hub")
+    if command is None:
+        pytest.skip("mcphub.nvim's node hub is not installed (npm install -g mcp-hub@4.2.1)")
+    return command
+
+
+def test_the_llm_calls_an_mcp_tool_through_mcphub(editor, tmp_path):
+    hub = mcp_hub()
+    use(editor, "plenary.nvim", "mcphub.nvim")
+    servers = tmp_path / "servers.json"
+    fake = Path(__file__).parents[1] / "mcp" / "fake_server.py"
+    servers.write_text(json.dumps({"mcpServers": {"fake": {"command": sys.executable, "args": [str(fake)]}}}))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    call = ("call_1", "use_mcp_tool", {"server_name": "fake", "tool_name": "echo", "tool_input": {"text": "ping"}})
+    with ServerThread(ScriptedServer.sequence([tool_call_reply(call), text_reply("It said ping.")])) as server:
+        editor.lua(
+            f"""require("mcphub").setup({{ cmd = "{hub}", port = {port}, config = "{servers}",
+              auto_approve = true, shutdown_delay = 0 }})"""
+        )
+        setup_with(editor, server.url, 'mcphub = { callback = "mcphub.extensions.codecompanion" },')
+        status = """local h = require("mcphub").get_hub_instance()
+          local s = h and h:is_ready() and h:get_server("fake")
+          return s and s.status or vim.NIL"""
+        editor.wait_for(lambda: editor.lua(status) == "connected", timeout=60, what="the hub and its server")
+        editor.nvim.command("CodeCompanionChat Echo ping with @{mcp}")
+        editor.wait_event("CodeCompanionChatDone", timeout=60)
+        assert notes(editor) == []
+        assert "ping" in tool_messages(server.requests[1])[0]["content"]
+        assert "It said ping." in editor.text()

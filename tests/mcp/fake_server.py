@@ -79,7 +79,8 @@ for line in sys.stdin:
         continue
     if method == "initialize":
         result = {
-            "protocolVersion": "2025-11-25",
+            # the client's version, as a server that supports it answers (mcp-hub asks an older one)
+            "protocolVersion": message.get("params", {}).get("protocolVersion", "2025-11-25"),
             "capabilities": {"tools": {}, "prompts": {}, "resources": {}},
             "serverInfo": {"name": "fake", "version": "1"},
             "instructions": "Use echo to test.",
