@@ -243,7 +243,9 @@ class CliPrepare(Call, frozen=True, kw_only=True):
     context: dict[str, Any] = {}
 
 
-_CHAT_ONLY = "stop close compact yolo clear_approvals agent_options sessions system_prompt clear regenerate debug"
+_CHAT_ONLY = (
+    "stop close compact yolo clear_approvals agent_options sessions system_prompt clear regenerate debug copilot_stats"
+)
 CALLS: dict[str, type[Call]] = {
     "config.set": ConfigSet,
     "chat.open": ChatOpen,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import calls
+from .adapters.http import copilot_stats
 from .chat.factory import SessionFactory, workspace_of
 from .chat.keeper import ChatKeeper
 from .chat.protocol import PromptSetup, Session
@@ -19,6 +20,7 @@ from .ui import ops
 from .ui.sink import Channel, RenderSink
 
 if TYPE_CHECKING:
+    from .client import HttpClient
     from .config import Config
 
 
@@ -32,6 +34,7 @@ class ChatCalls:
         config: Callable[[], Config],
         keeper: ChatKeeper,
         factory: SessionFactory,
+        client: Callable[[], HttpClient],
     ) -> None:
         self.sessions = sessions  # the engine's: it saves and closes them
         self._channel = channel
@@ -39,6 +42,7 @@ class ChatCalls:
         self._config = config
         self._keeper = keeper
         self._factory = factory
+        self._client = client
         self._refused: set[Any] = set()  # chats whose last open failed, which said why
 
     def session(self, chat_id: Any) -> Session:
@@ -155,6 +159,12 @@ class ChatCalls:
     async def debug(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)
         session.view.push(ops.Debug(text=session.debug()))
+
+    async def copilot_stats(self, call: calls.ChatCall) -> None:
+        """`gS`: the Copilot account's usage, in a float."""
+        session = self.session(call.chat_id)
+        stats = await copilot_stats.fetch(getattr(session, "adapter", None), self._client())
+        session.view.push(ops.Debug(text="\n".join(copilot_stats.lines(stats)), title="Copilot usage"))
 
     async def set_adapter(self, call: calls.ChatSetAdapter) -> None:
         """Switch the chat's adapter and/or model. A session changes in place when it can

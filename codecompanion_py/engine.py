@@ -87,6 +87,7 @@ class Engine:
             config=lambda: self.config,
             keeper=self.keeper,
             factory=factory,
+            client=lambda: self.client,
         )
         self.inline = InlineCalls(
             channel=channel,
@@ -122,6 +123,7 @@ class Engine:
             "chat.rename": chats.rename,
             "chat.hooks": chats.hooks,
             "chat.debug": chats.debug,
+            "chat.copilot_stats": chats.copilot_stats,
             "inline.run": self.inline.run,
             "inline.stop": self.inline.stop,
             "cmd.run": self.inline.command,

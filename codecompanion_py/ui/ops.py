@@ -248,9 +248,11 @@ class Rewind(_Op, tag="rewind", frozen=True):
 
 
 class Debug(_Op, tag="debug", frozen=True):
-    """`gd`: what the engine holds for this chat, as Markdown for a read-only window."""
+    """`gd`: what the engine holds for this chat, as Markdown for a read-only window (`gS`:
+    the Copilot account's usage, under its `title`)."""
 
     text: str
+    title: str | None = None
 
 
 Op = Union[

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from codecompanion_py.demo.server import ScriptedServer, ServerThread, sse_reply
+from codecompanion_py.demo.server import ScriptedServer, ServerThread, json_reply, sse_reply
 from tests.e2e.test_chat import chunk
 
 pytestmark = pytest.mark.nvim
@@ -296,3 +296,66 @@ def test_a_chat_wiped_any_other_way_is_closed_too(editor):
         closed = editor.wait_event("CodeCompanionChatClosed")
         assert closed["data"]["bufnr"] == buf and editor.lua("return _G.closed") == buf
         assert editor.lua("return require('codecompanion').last_chat()") is None
+
+
+
+# `copilot_internal/user` as GitHub answers it for a paid account (fields CodeCompanion reads)
+COPILOT_USER = {
+    "access_type_sku": "monthly_subscriber_quota",
+    "copilot_plan": "individual",
+    "quota_reset_date": "2026-12-01",
+    "quota_snapshots": {
+        "chat": {"entitlement": 0, "remaining": 0, "unlimited": True, "percent_remaining": 100.0},
+        "completions": {"entitlement": 0, "remaining": 0, "unlimited": True, "percent_remaining": 100.0},
+        "premium_interactions": {
+            "entitlement": 300,
+            "remaining": 225,
+            "unlimited": False,
+            "overage_permitted": False,
+            "percent_remaining": 75.0,
+        },
+    },
+}
+
+
+def test_gs_shows_the_copilot_accounts_usage_and_is_refused_elsewhere(editor):
+    stats = ScriptedServer(lambda r: json_reply(COPILOT_USER))
+    with ServerThread(stats) as github, ServerThread(ScriptedServer.sequence([])) as other:
+        editor.lua("vim.env.GH_COPILOT_TOKEN = 'gho_secret_login'")
+        editor.lua(f"""require("codecompanion").setup({{
+          adapters = {{ http = {{
+            testllm = function() return require("codecompanion.adapters").extend("openai_compatible", {{
+              env = {{ url = "{other.url}" }}, schema = {{ model = {{ default = "test-model" }} }} }}) end,
+            copilot = function() return require("codecompanion.adapters").extend("copilot", {{
+              opts = {{ stats_url = "{github.url}/copilot_internal/user" }} }}) end,
+          }} }},
+          interactions = {{ chat = {{ adapter = "copilot" }} }},
+        }})""")
+        editor.lua("_G.cc_notes = {}; vim.notify = function(msg) table.insert(_G.cc_notes, msg) end")
+        editor.nvim.command("CodeCompanionChat")
+        editor.wait_event("CodeCompanionChatAdapter")
+        editor.nvim.input("gS")
+        editor.wait_for(lambda: editor.nvim.current.buffer.options["filetype"] == "markdown", what="the float")
+        shown = editor.lines()
+        assert shown[:5] == [
+            "## Premium Interactions",
+            "- Used: 75 / 300 (25.0%)",
+            "  █████░░░░░░░░░░░░░░░",
+            "- Overage: Not Permitted",
+            "",
+        ]
+        assert "## Chat" in shown and "- Status: Unlimited" in shown and shown[-1] == "Quotas reset on 2026-12-01"
+        request = stats.requests[0]
+        assert request.method == "GET" and request.path == "/copilot_internal/user"
+        assert request.headers["authorization"] == "Bearer gho_secret_login"
+        editor.nvim.input("q")
+        editor.nvim.command("CodeCompanionChat adapter=testllm")
+        editor.wait_event("CodeCompanionChatAdapter", count=2)
+        editor.nvim.input("gS")
+        editor.wait_for(
+            lambda: (
+                "CodeCompanion: usage statistics are only available when using the Copilot adapter" in notes(editor)
+            ),
+            what="the refusal",
+        )
+        assert len(stats.requests) == 1

@@ -104,6 +104,7 @@ M.keymaps = {
   clear_rules = function(chat) chat_module().remove_context(chat, "rules") end,
   acp_options = engine("chat.agent_options"),
   acp_resume = engine("chat.sessions"),
+  copilot_stats = engine("chat.copilot_stats"),
 }
 
 return M

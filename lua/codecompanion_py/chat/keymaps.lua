@@ -46,6 +46,7 @@ for _, row in ipairs({
   { "yolo_mode", { n = "gty" }, "yolo_mode", "Toggle YOLO/auto-approval of tool calls" },
   { "auto_tool_mode", { n = "gta" }, "yolo_mode", "Toggle YOLO/auto-approval of tool calls (its name before v18)" },
   { "goto_file_under_cursor", { n = "gR" }, "goto_file_under_cursor", "Open the file path under the cursor" },
+  { "copilot_stats", { n = "gS" }, "copilot_stats", "Show Copilot usage statistics", "http" },
   -- this plugin's own, for coding agents (CodeCompanion has /mode and /resume for these)
   { "acp_options", { n = "gao" }, "acp_options", "Pick the agent's mode, model or another option", "acp" },
   { "acp_resume", { n = "gas" }, "acp_resume", "Resume an earlier session of the agent", "acp" },

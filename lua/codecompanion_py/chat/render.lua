@@ -399,10 +399,10 @@ end
 
 -- A read-only float with what the engine holds for the chat; q closes it.
 ---@param chat CodeCompanionChat
----@param op { text: string }
+---@param op { text: string, title?: string }
 function M.debug(chat, op)
   require("codecompanion_py.chat.float").open(vim.split(op.text, "\n", { plain = true }), {
-    title = (" Debug: chat %d "):format(chat.bufnr), width = math.max(20, math.floor(vim.o.columns * 0.8)),
+    title = " " .. (op.title or ("Debug: chat %d"):format(chat.bufnr)) .. " ", width = math.max(20, math.floor(vim.o.columns * 0.8)),
     height = math.max(5, math.floor(vim.o.lines * 0.8)), filetype = "markdown", wrap = true, keys = { "q" },
   })
 end
