@@ -403,7 +403,8 @@ end
 function M.debug(chat, op)
   require("codecompanion_py.chat.float").open(vim.split(op.text, "\n", { plain = true }), {
     title = " " .. (op.title or ("Debug: chat %d"):format(chat.bufnr)) .. " ",
-    width = math.max(20, math.floor(vim.o.columns * 0.8)), height = math.max(5, math.floor(vim.o.lines * 0.8)), filetype = "markdown", wrap = true, keys = { "q" },
+    width = math.max(20, math.floor(vim.o.columns * 0.8)), height = math.max(5, math.floor(vim.o.lines * 0.8)),
+    filetype = "markdown", wrap = true, keys = { "q" },
   })
 end
 
