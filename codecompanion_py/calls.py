@@ -274,6 +274,7 @@ CALLS: dict[str, type[Call]] = {
     "prompts.trust": PromptsTrust,
     "history.list": HistoryCall,
     **dict.fromkeys(("history.load", "history.rename", "history.delete"), SavedChatCall),
+    "chat.agent_commands": ChatCall,
     **dict.fromkeys(("mcp.status", "mcp.resources"), McpServerCall),
     "mcp.prompt": McpPrompt,
     "mcp.resource": McpResource,

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from . import calls
+from .adapters.acp import AcpAdapter
 from .adapters.http import copilot_stats
 from .chat.factory import SessionFactory, workspace_of
 from .chat.keeper import ChatKeeper
@@ -92,12 +93,13 @@ class ChatCalls:
                 mcp_servers=_servers(call.mcp_servers),
             )
         )
-        old = self.sessions.pop(chat_id, None)
-        if old is not None:
-            await old.close()
-        self.sessions[chat_id] = session
+        # the new session takes the chat before the old one is closed: a message sent meanwhile
+        # (a chat opened again, /command) goes to the new one
+        old, self.sessions[chat_id] = self.sessions.get(chat_id), session
         self._refused.discard(chat_id)
         self._announce(session)
+        if old is not None:
+            await old.close()
 
     def _announce(self, session: Session, *, model_changed: bool = True) -> None:
         """The chat's adapter, to the buffer (header, settings) and to listeners."""
@@ -165,6 +167,14 @@ class ChatCalls:
         session = self.session(call.chat_id)
         stats = await copilot_stats.fetch(getattr(session, "adapter", None), self._client())
         session.view.push(ops.Debug(text="\n".join(copilot_stats.lines(stats)), title="Copilot usage"))
+
+    def agent_commands(self, call: calls.ChatCall) -> list[str]:
+        """`/command`: the names of the chat's agent's `commands` (a request: Lua picks one and
+        opens the chat again with `command=` it)."""
+        adapter = getattr(self.session(call.chat_id), "adapter", None)
+        if not isinstance(adapter, AcpAdapter):
+            raise ConfigError("/command is for agents (ACP adapters)")
+        return sorted(name for name, argv in adapter.commands.items() if name != "selected" and isinstance(argv, list))
 
     async def set_adapter(self, call: calls.ChatSetAdapter) -> None:
         """Switch the chat's adapter and/or model. A session changes in place when it can

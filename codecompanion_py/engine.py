@@ -145,6 +145,7 @@ class Engine:
             "history.load": lambda call: self.keeper.load(call.dir, call.id),
             "history.rename": lambda call: self.keeper.rename(call.dir, call.id, call.title),
             "history.delete": lambda call: self.keeper.delete(call.dir, call.id),
+            "chat.agent_commands": chats.agent_commands,
             "mcp.status": self._waited(mcp.status),  # a server's data, as Lua can take it
             "mcp.prompt": self._waited(mcp.prompt),
             "mcp.resource": self._waited(mcp.resource),

@@ -36,10 +36,7 @@ local keymap = honoured({ "modes", "callback", "description", "index", "hide", "
 
 local chat = honoured({ "adapter", "model" }, {
   roles = honoured({ "llm", "user" }),
-  keymaps = {
-    ["*"] = keymap,
-    copilot_stats = "Copilot usage statistics are not shown here",
-  },
+  keymaps = { ["*"] = keymap },
   -- CodeCompanion adds these with chat:add_callback(); here they can also be given for every chat
   callbacks = honoured({
     "on_created", "on_before_submit", "on_submitted", "on_ready", "on_completed", "on_cancelled", "on_closed",

@@ -365,3 +365,34 @@ def test_ga_switches_an_http_chat_to_an_agent_and_back(editor, project):
         editor.wait_event("CodeCompanionChatDone", count=3)
         assert "again" in editor.text()
         assert not [n for n in editor.lua("return _G.cc_notes") if "error" in n.lower() or "unknown" in n.lower()]
+
+
+def test_command_starts_the_agent_again_with_another_of_its_commands(editor, project):
+    editor.nvim.command(f"cd {project}")
+    editor.lua(RECORD_UI)
+    editor.lua("_G.cc_answers = {}")
+    editor.setup(f"""{{
+      adapters = {{ acp = {{ fake = {{
+        commands = {{ default = {{ "{sys.executable}", "{FAKE_AGENT}" }},
+                      other = {{ "{sys.executable}", "{FAKE_AGENT}", "other-command" }} }},
+        defaults = {{ timeout = 10000 }},
+      }} }} }},
+      strategies = {{ chat = {{ adapter = "fake" }} }},
+    }}""")
+    editor.nvim.command("CodeCompanionChat hello")
+    editor.wait_event("CodeCompanionChatDone")
+    assert processes(b"other-command") == []
+    editor.lua("""vim.ui.select = function(items, opts, on_choice)
+      _G.cc_commands = { prompt = opts.prompt, items = items }; on_choice("other", 2) end""")
+    editor.nvim.command("normal! G")
+    editor.nvim.options["completeopt"] = "menuone,noinsert"
+    editor.nvim.input("A/comm<C-x><C-o>")
+    editor.wait_for(lambda: editor.nvim.call("pumvisible") == 1, what="the completion menu")
+    editor.nvim.input("<C-y><Esc>")
+    editor.wait_for(lambda: editor.lua("return _G.cc_commands") is not None, what="the commands offered")
+    assert editor.lua("return _G.cc_commands") == {"prompt": "Select Command", "items": ["default", "other"]}
+    editor.type_prompt("again")
+    editor.nvim.input("<CR>")
+    editor.wait_event("CodeCompanionChatDone", count=2)
+    assert "echo: again" in editor.text() and len(processes(b"other-command")) == 1
+    assert "CodeCompanion: switched to the `other` command" in editor.lua("return _G.cc_notes")

@@ -85,7 +85,6 @@ NAMED: dict[str, str] = {
     "display.input": "the inline prompt is asked with vim.ui.input",
     "interactions.background.gates.judge.action": "the judge is built into the engine: its action cannot be replaced",
     "interactions.background.chat.callbacks.on_checkpoint": "only the background title action (on_ready) runs",
-    "interactions.chat.keymaps.copilot_stats": "no Copilot usage statistics (gS)",
     "interactions.chat.opts.blank_prompt": "an empty message is not sent",
     "interactions.chat.opts.context_management.compaction.fallback_to_chat_adapter": "a failed summary ends the turn with its reason",
     "interactions.chat.opts.debounce": "the completion plugin's own debounce applies",

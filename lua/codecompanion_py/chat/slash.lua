@@ -14,6 +14,7 @@
 --   /now      the date and time
 --   /fork     (HTTP chats) a new chat with this one's conversation, tools and context
 --   /rename   the chat's title in the history
+--   /command  (agent chats) start the agent again with another of its `commands`
 --   /mode, /acp_session_options, /resume   (agent chats) the agent's options, an earlier session
 -- Pickers: telescope, fzf-lua, mini.pick or snacks when installed (or named by a command's
 -- `opts.provider`), else vim.ui.select (pickers.lua).
@@ -155,6 +156,24 @@ M.COMMANDS = {
   acp_session_options = { description = "Change the agent's session options (mode, model...)", agent = true,
     run = engine("chat.agent_options") },
   resume = { description = "Resume an earlier session of the agent", agent = true, run = engine("chat.sessions") },
+  command = {
+    description = "Start the agent again with another of its commands (a new session)",
+    agent = true,
+    run = function(chat, _, provider)
+      local rpc = require("codecompanion_py.rpc")
+      local ok, names = pcall(rpc.request, "chat.agent_commands", { chat_id = chat.bufnr })
+      if not ok or #names < 2 then
+        return vim.notify("CodeCompanion: /command needs an agent with more than one command in its `commands`"
+          .. (ok and "" or (": " .. tostring(names))), vim.log.levels.WARN)
+      end
+      pickers.select(names, { prompt = "Select Command" }, function(name)
+        if name and rpc.notify("chat.open", vim.tbl_extend("force", chat.open_payload, { command = name })) then
+          chat.open_payload.command = name -- kept for an engine restart
+          vim.notify(("CodeCompanion: switched to the `%s` command"):format(name))
+        end
+      end, provider)
+    end,
+  },
 }
 
 -- `interactions.chat.slash_commands`: the user's own commands (a `callback` called with the
