@@ -116,6 +116,16 @@ class ChatResume(ChatCall, frozen=True, kw_only=True):
     session_id: str = ""
 
 
+class ChatShare(ChatCall, frozen=True, kw_only=True):
+    """`/share`: the chat's text and where it goes (`chat/share.py`)."""
+
+    text: str = ""
+    token: str = ""
+    description: str = ""
+    filename: str = ""
+    url: str = ""
+
+
 class InlineRun(ChatCall, frozen=True, kw_only=True):
     prompt: str = ""
     adapter: AdapterSpec | None = None
@@ -258,6 +268,7 @@ CALLS: dict[str, type[Call]] = {
     "chat.models": ChatModels,
     "chat.set_option": ChatSetOption,
     "chat.resume": ChatResume,
+    "chat.share": ChatShare,
     **{f"chat.{name}": ChatCall for name in _CHAT_ONLY.split()},
     "inline.run": InlineRun,
     "inline.stop": ChatCall,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from . import calls
 from .adapters.acp import AcpAdapter
 from .adapters.http import copilot_stats
+from .chat import share
 from .chat.factory import SessionFactory, workspace_of
 from .chat.keeper import ChatKeeper
 from .chat.protocol import PromptSetup, Session
@@ -235,6 +236,11 @@ class ChatCalls:
         task = session.compact()
         if task is not None:
             task.add_done_callback(lambda _task: self._keeper.after_turn(session))
+
+    async def share(self, call: calls.ChatShare) -> None:
+        """`/share`: the chat as a secret gist; the user is told its address."""
+        address = await share.share(self._client(), call)
+        self._channel.notify(f"CodeCompanion: the chat is shared as a secret gist: {address}", "INFO")
 
     async def remove_context(self, call: calls.ChatRemoveContext) -> None:
         self.session(call.chat_id).remove_context([i for i in call.ids if i])

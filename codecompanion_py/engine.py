@@ -116,6 +116,7 @@ class Engine:
             "chat.set_option": chats.set_option,
             "chat.sessions": chats.sessions_of_agent,
             "chat.resume": chats.resume,
+            "chat.share": chats.share,
             "chat.system_prompt": chats.system_prompt,
             "chat.clear": chats.clear,
             "chat.regenerate": chats.regenerate,

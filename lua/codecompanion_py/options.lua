@@ -59,7 +59,7 @@ local chat = honoured({ "adapter", "model" }, {
   },
   slash_commands = {
     ["*"] = honoured({ "description", "callback", "enabled", "keymaps", "path" }, {
-      opts = honoured({ "provider", "contains_code" }, {
+      opts = honoured({ "provider", "contains_code", "token", "url" }, {
         ["*"] = "the built-in commands do not read this here (one given by path gets its opts)",
       }),
     }),

@@ -298,7 +298,6 @@ def test_a_chat_wiped_any_other_way_is_closed_too(editor):
         assert editor.lua("return require('codecompanion').last_chat()") is None
 
 
-
 # `copilot_internal/user` as GitHub answers it for a paid account (fields CodeCompanion reads)
 COPILOT_USER = {
     "access_type_sku": "monthly_subscriber_quota",

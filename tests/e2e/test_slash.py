@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread
+from codecompanion_py.demo.server import Reply, ScriptedServer, ServerThread, json_reply
 from tests.e2e.test_chat_surface import chat_config, notes, reply, send, setup
 from tests.e2e.test_context import block, context_sent, user_message
 
@@ -241,3 +241,35 @@ return Todo
         )
         send(editor, "what to do?", 1)
         assert "Context: todo\n```\nbuy milk\n```" in context_sent(server, 0)
+
+
+def test_share_posts_a_scrubbed_secret_gist_and_says_where_it_went(editor, tmp_path):
+    gist = {"html_url": "https://gist.github.com/someone/abc123", "id": "abc123"}
+    github = ScriptedServer(lambda r: json_reply(gist, status=201))
+    with ServerThread(ScriptedServer.sequence([reply("Your key is sk-live-1234567890abcdef.")])) as server:
+        with ServerThread(github) as gists:
+            editor.lua("vim.env.MY_SERVICE_API_KEY = 'sk-live-1234567890abcdef'")
+            setup(
+                editor,
+                server.url,
+                chat_config(
+                    "slash_commands = { share = { opts = { token = 'ghp_gisttoken0123456789',"
+                    f" url = '{gists.url}/gists' }} }} }},"
+                ),
+            )
+            editor.lua("""_G.cc_inputs = {}; vim.ui.input = function(opts, on_done)
+              table.insert(_G.cc_inputs, opts.default); on_done(opts.default) end""")
+            editor.nvim.command("CodeCompanionChat")
+            send(editor, "What is my key?", 1)
+            run_slash(editor, "/sha", "/share")
+            note = "CodeCompanion: the chat is shared as a secret gist: https://gist.github.com/someone/abc123"
+            editor.wait_for(lambda: note in notes(editor), what="where it went")
+            assert editor.lua("return _G.cc_inputs") == ["CodeCompanion Chat", "codecompanion-chat.md"]
+            request = github.requests[0]
+            assert request.method == "POST" and request.path == "/gists"
+            assert request.headers["authorization"] == "Bearer ghp_gisttoken0123456789"
+            body = request.json()
+            assert body["public"] is False and body["description"] == "CodeCompanion Chat"
+            content = body["files"]["codecompanion-chat.md"]["content"]
+            assert "What is my key?" in content and "Your key is ***." in content
+            assert "sk-live" not in content and "ghp_gisttoken" not in content

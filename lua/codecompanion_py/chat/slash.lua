@@ -8,6 +8,7 @@
 --   /fetch    a web page: `#{fetch:url}`, read by the engine when the message goes
 --   /help     a section of Vim's help: `#{help:tag}`
 --   /symbols  the tree-sitter outline of a file: `#{symbols:path}`
+--   /share    the chat as a secret GitHub gist (`opts.token`), scrubbed; the engine says where
 --   /compact  summarise the earlier turns now (an agent keeps its own context: \compact)
 --   /mcp      start, stop, inspect MCP servers, attach a resource (mcp.lua); a running
 --             server's prompts are /mcp:<server>:<prompt>
@@ -122,6 +123,22 @@ M.COMMANDS = {
     description = "Summarise the earlier turns to free the context window",
     http = true,
     run = function(chat) require("codecompanion_py.chat").compact(chat) end,
+  },
+  share = {
+    description = "Share the chat as a secret GitHub gist (scrubbed of secrets)",
+    run = function(chat)
+      local spec = (require("codecompanion_py").chat_option("slash_commands") or {}).share
+      local opts = type(spec) == "table" and type(spec.opts) == "table" and spec.opts or {}
+      vim.ui.input({ prompt = "Gist description: ", default = chat.title or "CodeCompanion Chat" }, function(about)
+        if not about then return end
+        vim.ui.input({ prompt = "Gist filename: ", default = "codecompanion-chat.md" }, function(name)
+          if not name then return end -- the engine scrubs the text, posts it and says where it went
+          require("codecompanion_py.rpc").notify("chat.share", { chat_id = chat.bufnr, token = opts.token,
+            url = opts.url, description = vim.trim(about), filename = vim.trim(name),
+            text = table.concat(api.nvim_buf_get_lines(chat.bufnr, 0, -1, false), "\n") })
+        end)
+      end)
+    end,
   },
   mcp = {
     description = "Start, stop or look at MCP servers; attach a resource",
