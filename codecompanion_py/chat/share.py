@@ -7,11 +7,10 @@ Enterprise).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
-from ..calls import ChatShare
 from ..client import HttpClient, HttpRequest
 from ..errors import ConfigError, ProviderError
 from ..scrubber import scrub_secrets
@@ -20,7 +19,22 @@ GIST_API_URL = "https://api.github.com/gists"
 TIMEOUT = 20.0  # seconds without an answer from GitHub
 
 
-async def share(client: HttpClient, call: ChatShare) -> str:
+class ShareRequest(Protocol):
+    """What `/share` sends (`calls.ChatShare`), read only."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def token(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def filename(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+
+
+async def share(client: HttpClient, call: ShareRequest) -> str:
     """The secret gist's address."""
     if not call.token:
         raise ConfigError(
