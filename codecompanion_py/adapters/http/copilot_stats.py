@@ -74,16 +74,12 @@ def lines(stats: dict[str, Any]) -> list[str]:
             ("completions", "Completions"),
         ):
             quota = _table(snapshots.get(name))
-            out += _quota(
-                title,
-                _number(quota.get("entitlement")),
-                _number(quota.get("remaining")),
-                quota.get("unlimited") is True,
-            )
-            if name == "premium_interactions" and quota and quota.get("unlimited") is not True:
-                out.insert(
-                    -1, "- Overage: " + ("Permitted" if quota.get("overage_permitted") is True else "Not Permitted")
-                )
+            unlimited = quota.get("unlimited") is True
+            block = _quota(title, _number(quota.get("entitlement")), _number(quota.get("remaining")), unlimited)
+            if name == "premium_interactions" and block and not unlimited:
+                overage = "Permitted" if quota.get("overage_permitted") is True else "Not Permitted"
+                block.insert(-1, f"- Overage: {overage}")
+            out += block
         reset = stats.get("quota_reset_date")
     if isinstance(reset, str) and reset:
         out.append(f"Quotas reset on {reset}")
