@@ -79,7 +79,7 @@ class Config:
     context_management: compaction.Settings = field(default_factory=compaction.Settings)
     background_adapter: Any = None  # None: the chat's own adapter
     judge: JudgeSettings = field(default_factory=JudgeSettings)  # interactions.background.gates.judge
-    diff_threshold_for_chat: int = 6  # display.diff.threshold_for_chat
+    diff_threshold_for_chat: int = 0  # display.diff.threshold_for_chat (0: every edit is reviewed in its file)
 
     def chat_system_prompt(self, cwd: str) -> str | lua.LuaFunction | None:
         """The system prompt of a chat in `cwd`. The default one, as CodeCompanion's, tells
@@ -141,7 +141,7 @@ def load(raw: Mapping[str, Any] | None) -> Config:
     _chat_settings(raw, config)
     _background_settings(raw, config)
     diff = _table(_table(raw.get("display"), "display").get("diff"), "display.diff")
-    limit = diff.get("threshold_for_chat", 6)
+    limit = diff.get("threshold_for_chat", 0)
     if isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit < 0:
         raise ConfigError(f"display.diff.threshold_for_chat must be a number of at least 0, not {limit!r}")
     config.diff_threshold_for_chat = int(limit)

@@ -78,7 +78,7 @@ class ChatSession:
         mcp: McpServers | None = None,
         registry: Adapters | Callable[[], Adapters] = BUILTIN,
         judge: JudgeSettings | None = None,
-        diff_threshold_for_chat: int = 6,
+        diff_threshold_for_chat: int = 0,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter

@@ -66,7 +66,7 @@ class ToolsContext:
     judge: Callable[[str, str], Awaitable[Verdict]] | None = None
     # `display.diff.threshold_for_chat`: an edit of this many changed lines or fewer is asked
     # about in the chat, its diff shown there, instead of reviewed in the file (0: never).
-    diff_threshold_for_chat: int = 6
+    diff_threshold_for_chat: int = 0
 
     def fire(self, event: str, data: Mapping[str, Any]) -> None:
         if self.surface is not None:

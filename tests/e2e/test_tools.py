@@ -275,7 +275,10 @@ def test_a_small_edit_is_asked_in_the_chat_with_its_diff_and_a_larger_one_review
     ]
     with ServerThread(ScriptedServer.sequence(replies)) as server:
         editor.nvim.command(f"cd {project}")
-        setup_with_tools(editor, server.url, answers=["Accept"])
+        # CodeCompanion's default threshold (here the default is 0: every edit reviewed in its file)
+        setup_with_tools(
+            editor, server.url, answers=["Accept"], extra="display = { diff = { threshold_for_chat = 6 } },"
+        )
         editor.nvim.command("CodeCompanionChat Fix calc.py with @{files}")
         chat = editor.nvim.current.buffer.number
         calc = editor.wait_for(lambda: max(editor.nvim.call("bufnr", str(project / "calc.py")), 0), what="loaded")
