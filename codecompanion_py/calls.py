@@ -92,12 +92,6 @@ class ChatRename(ChatCall, frozen=True, kw_only=True):
     title: str = ""
 
 
-class ChatHooks(ChatCall, frozen=True, kw_only=True):
-    """`chat.hooks`: the Lua callbacks the engine calls for this chat, now."""
-
-    hooks: list[str] = []
-
-
 class ChatSetAdapter(ChatCall, frozen=True, kw_only=True):
     adapter: str | None = None
     model: str | None = None
@@ -264,7 +258,6 @@ CALLS: dict[str, type[Call]] = {
     "chat.set_adapter": ChatSetAdapter,
     "chat.follow_up": ChatFollowUp,
     "chat.rename": ChatRename,
-    "chat.hooks": ChatHooks,
     "chat.models": ChatModels,
     "chat.set_option": ChatSetOption,
     "chat.resume": ChatResume,

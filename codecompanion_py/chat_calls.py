@@ -151,9 +151,6 @@ class ChatCalls:
     async def follow_up(self, call: calls.ChatFollowUp) -> None:
         self.session(call.chat_id).follow_up(call.text)
 
-    async def hooks(self, call: calls.ChatHooks) -> None:
-        self.session(call.chat_id).hooks = frozenset(call.hooks)
-
     async def rename(self, call: calls.ChatRename) -> None:
         """`/rename`: the chat's title in the history from now on."""
         title = self._keeper.retitle(call.chat_id, call.title)

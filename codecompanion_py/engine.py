@@ -122,7 +122,6 @@ class Engine:
             "chat.regenerate": chats.regenerate,
             "chat.follow_up": chats.follow_up,
             "chat.rename": chats.rename,
-            "chat.hooks": chats.hooks,
             "chat.debug": chats.debug,
             "chat.copilot_stats": chats.copilot_stats,
             "inline.run": self.inline.run,

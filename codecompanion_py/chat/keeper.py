@@ -236,9 +236,7 @@ class ChatKeeper:
     def rename(self, folder: str | None, chat: str, title: str) -> bool:
         store = self._store(folder)
         record = self._load(store, chat)
-        title = " ".join(title.split())
-        if not title:
-            raise ConfigError("a title cannot be empty")
+        title = _clean_title(title)
         store.save(msgspec.structs.replace(record, title=title, titled=True))
         for kept in self._kept.values():  # an open chat keeps the new title
             if kept.id == record.id:
@@ -248,15 +246,15 @@ class ChatKeeper:
     def retitle(self, chat_id: Any, title: str) -> str:
         """`/rename` in open chat `chat_id`: its title from now on (saved at once when it has
         been saved before); the title as kept."""
-        kept, title = self._kept.get(chat_id), " ".join(title.split())[: history.TITLE_LENGTH]
-        if kept is None or not title:
-            raise ConfigError("a title cannot be empty" if kept is not None else "this chat is not open in the engine")
-        kept.title = title
+        kept = self._kept.get(chat_id)
+        if kept is None:
+            raise ConfigError("this chat is not open in the engine")
+        kept.title = title = _clean_title(title)
         store = self.store()
         if store is not None:
             try:
-                record = store.load(kept.id)
-            except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+                record = self._load(store, kept.id)
+            except ConfigError:
                 return title  # not saved yet: its first save takes the title
             store.save(msgspec.structs.replace(record, title=title, titled=True))
         return title
@@ -288,3 +286,11 @@ class ChatKeeper:
             return store.load(chat)
         except (OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError) as error:
             raise ConfigError(f"the saved chat {chat} cannot be read: {error}") from None
+
+
+def _clean_title(title: str) -> str:
+    """A title as the user gave it, on one line; a `ConfigError` when nothing is left."""
+    cleaned = " ".join(title.split())
+    if not cleaned:
+        raise ConfigError("a title cannot be empty")
+    return cleaned

@@ -33,12 +33,19 @@ function M.explain(err)
   return (text:gsub("\nstack traceback:.*", ""):gsub("\n.*", ""))
 end
 
--- Tell the user in one line that `what` failed, and why; the whole error goes to the log.
+-- Tell the user in one line that `what` failed, and why (or, `later`, keep the line for the
+-- notice after startup: two lines would ask for ENTER); the whole error goes to the log.
 ---@param what string e.g. "extension history did not load"
 ---@param err any
-function M.report(what, err)
+---@param later? boolean
+function M.report(what, err, later)
   require("codecompanion.utils.log"):error("%s: %s", what, tostring(err))
-  vim.notify(("CodeCompanion: %s: %s"):format(what, M.explain(err)), vim.log.levels.ERROR)
+  local line = what .. ": " .. M.explain(err)
+  if later then
+    table.insert(M.failed, line)
+  else
+    vim.notify("CodeCompanion: " .. line, vim.log.levels.ERROR)
+  end
 end
 
 ---@param name string
@@ -59,8 +66,7 @@ local function resolve(name, callback)
   return extension
 end
 
--- Set up one extension and keep its exports; false when it failed, after telling the user
--- (or, `later`, keeping the line for the notice after startup: two lines would ask for ENTER).
+-- Set up one extension and keep its exports; false when it failed, after `M.report`.
 ---@param name string
 ---@param extension string|table|fun(): table|nil as `callback` is given
 ---@param opts? table
@@ -80,12 +86,7 @@ function M.register(name, extension, opts, later)
     what = "extension " .. name .. " is not installed"
     err = "no codecompanion._extensions." .. name .. " on the runtimepath"
   end
-  if later then
-    require("codecompanion.utils.log"):error("%s: %s", what, tostring(err))
-    table.insert(M.failed, what .. ": " .. M.explain(err))
-  else
-    M.report(what, err)
-  end
+  M.report(what, err, later)
   return false
 end
 

@@ -33,11 +33,8 @@ Chat.__index = Chat
 function Chat:add_callback(event, fn)
   self.callbacks[event] = self.callbacks[event] or {}
   table.insert(self.callbacks[event], fn)
-  if event == "on_tool_output" then -- the engine asks for these (a round trip each tool output)
-    self.open_payload.hooks = { "on_tool_output" }
-    if self.engine_ready then
-      require("codecompanion_py.rpc").notify("chat.hooks", { chat_id = self.bufnr, hooks = { "on_tool_output" } })
-    end
+  if event == "on_tool_output" then -- the engine asks for these (a round trip each tool output): told
+    self.open_payload.hooks = { "on_tool_output" } -- with the chat's open and with each message
   end
 end
 
