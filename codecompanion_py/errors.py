@@ -20,6 +20,8 @@
     ├── RpcError                 a JSON-RPC error answer (code, message, data), ours to
     │                            send or the peer's to us
     ├── ConnectionClosed         the JSON-RPC peer closed its end before answering
+    ├── SnapshotError            a checkpoint or a review baseline could not be taken or
+    │                            restored (no git, a folder too large, a git failure)
     └── ToolError                a tool could not do what the LLM asked (the message goes
         ├── PathRefused          back to the LLM): a path outside the project, a FIFO...
         └── EditRefused          an edit that does not match, is ambiguous or unsafe
@@ -146,6 +148,11 @@ class EditRefused(ToolError):
     pass
 
 
+class SnapshotError(CodeCompanionError):
+    """A snapshot of the project (a checkpoint, the review's baseline) could not be taken,
+    read or restored; `str()` says why and what still works."""
+
+
 __all__ = [
     "AdapterError",
     "AgentError",
@@ -163,6 +170,7 @@ __all__ = [
     "RequestTimeout",
     "ResponseTooLarge",
     "RpcError",
+    "SnapshotError",
     "StreamError",
     "ToolError",
     "TransportError",

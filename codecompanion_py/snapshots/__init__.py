@@ -1,0 +1,1 @@
+"""Snapshots of the project, shared by the code review's baseline and the chat's checkpoints."""

@@ -1,0 +1,214 @@
+"""One project's snapshots as git trees, written through an index of our own.
+
+A snapshot is `git add -A` into an index file that is ours (kept under the data folder,
+one per worktree) and `git write-tree`: the user's index, staged changes, stash and refs
+are never touched. The first snapshot starts from a copy of the user's index, so git knows
+the files' stat data and hashes only what changed; with git's untracked cache on our index
+a snapshot of 20,000 files with 50 changed takes about 40 ms.
+
+In a git repository the trees go into its own object store and our refs live under
+`refs/worktree/codecompanion/`, which git keeps per worktree. A folder that is not a
+repository gets a bare shadow repository under the data folder (at most `MAX_SHADOW_FILES`
+files: a home folder is refused, not copied). What is ignored (`.gitignore`) is not in a
+snapshot.
+
+Blobs come back through `cat-file --filters`, as a checkout writes them (line endings,
+LFS), so a restored file has the bytes it had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import shutil
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import SnapshotError
+from ..processes.commands import safe_env
+from ..processes.run import run_process_raw
+
+REFS = "refs/worktree/codecompanion/"
+BASELINE_REF = REFS + "baseline"
+MAX_SHADOW_FILES = 50_000
+GIT_TIMEOUT = 60.0
+MAX_GIT_OUTPUT = 256 * 1024 * 1024
+ABSENT = "0" * 40
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "CodeCompanion",
+    "GIT_AUTHOR_EMAIL": "codecompanion@localhost",
+    "GIT_COMMITTER_NAME": "CodeCompanion",
+    "GIT_COMMITTER_EMAIL": "codecompanion@localhost",
+}
+# what would change the bytes stored, or ask the user something, whatever their config says
+_CONFIG = ("core.autocrlf=false", "core.safecrlf=false", "core.untrackedCache=true", "advice.addEmbeddedRepo=false")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file that differs between two snapshots (`git diff-tree --raw`)."""
+
+    path: str  # relative to the root, with `/`
+    old_mode: str  # "000000" when absent
+    new_mode: str
+    old: str  # blob ids; ABSENT when the file is not there
+    new: str
+
+
+class GitStore:
+    """Snapshots of one worktree (or one folder without git)."""
+
+    def __init__(self, root: Path, git_dir: Path, index: Path, *, shadow: bool) -> None:
+        self.root = root
+        self.git_dir = git_dir
+        self.index = index
+        self.shadow = shadow
+        self.lock = asyncio.Lock()  # one `add` at a time on our index
+
+    async def git(self, *args: str, stdin: bytes | None = None, ok: Iterable[int] = (0,)) -> bytes:
+        argv = ["git", f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
+        for item in _CONFIG:
+            argv += ["-c", item]
+        env = safe_env() | _IDENTITY | {"GIT_INDEX_FILE": str(self.index)}
+        result = await run_process_raw(
+            [*argv, *args],
+            cwd=self.root,
+            env=env,
+            stdin=stdin,
+            timeout=GIT_TIMEOUT,
+            max_output=MAX_GIT_OUTPUT,
+            merge_stderr=False,
+            keep_tail=False,
+        )
+        if result.exit_code not in tuple(ok) or result.timed_out or result.truncated:
+            said = result.stderr.decode("utf-8", "replace").strip().splitlines()
+            why = said[-1] if said else "timed out" if result.timed_out else f"exit {result.exit_code}"
+            raise SnapshotError(f"git {args[0]} failed in {self.root}: {why}")
+        return result.output
+
+    async def snapshot(self) -> str:
+        """The worktree as it is now: a tree id."""
+        async with self.lock:
+            if not self.index.exists():
+                await asyncio.to_thread(self._seed_index)
+            await self.git("add", "-A", "--", ".")
+            return (await self.git("write-tree")).decode().strip()
+
+    def _seed_index(self) -> None:
+        self.index.parent.mkdir(parents=True, exist_ok=True)
+        theirs = self.git_dir / "index"
+        if not self.shadow and theirs.is_file():  # their stat data: only what changed is hashed
+            shutil.copyfile(theirs, self.index)
+
+    async def commit(self, tree: str, message: str) -> str:
+        return (await self.git("commit-tree", tree, "-m", message)).decode().strip()
+
+    async def set_refs(self, refs: Mapping[str, str | None]) -> None:
+        """Point each ref at an object, or delete it (None), in one transaction."""
+        lines = [f"update {name} {sha}" if sha else f"delete {name}" for name, sha in refs.items()]
+        if lines:
+            await self.git("update-ref", "--stdin", stdin=("\n".join(lines) + "\n").encode())
+
+    async def ref(self, name: str) -> str | None:
+        out = await self.git("rev-parse", "--verify", "--quiet", name + "^{object}", ok=(0, 1))
+        return out.decode().strip() or None
+
+    async def refs(self, prefix: str) -> list[tuple[str, str]]:
+        out = await self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix)
+        return [tuple(line.split(" ", 1)) for line in out.decode().splitlines() if " " in line]  # type: ignore[misc]
+
+    async def tree_of(self, rev: str) -> str:
+        return (await self.git("rev-parse", "--verify", rev + "^{tree}")).decode().strip()
+
+    async def changes(self, old: str, new: str, paths: Sequence[str] = ()) -> list[Change]:
+        """The files that differ from tree `old` to tree `new` (no rename detection)."""
+        out = await self.git("diff-tree", "-r", "-z", "--raw", "--no-renames", old, new, "--", *paths)
+        fields = out.split(b"\0")
+        found: list[Change] = []
+        for meta, name in zip(fields[0::2], fields[1::2], strict=False):
+            parts = meta.decode().lstrip(":").split(" ")
+            if len(parts) >= 4:
+                found.append(Change(os.fsdecode(name), parts[0], parts[1], parts[2], parts[3]))
+        return found
+
+    async def blobs(self, wanted: Sequence[tuple[str, str]]) -> dict[str, bytes]:
+        """Each (blob id, path)'s bytes as a checkout would write them at that path."""
+        if not wanted:
+            return {}
+        request = "".join(f"{sha} {path}\n" for sha, path in wanted).encode()
+        out = await self.git("cat-file", "--batch", "--filters", stdin=request)
+        found: dict[str, bytes] = {}
+        at = 0
+        for _sha, path in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].split(b" ")
+            if len(header) < 3:
+                raise SnapshotError(f"git has no copy of {path} in the snapshot")
+            size = int(header[2])
+            found[path] = out[end + 1 : end + 1 + size]
+            at = end + 2 + size
+        return found
+
+    async def diff(self, old: str, new: str, paths: Sequence[str] = (), *, context: int = 0) -> str:
+        """A unified diff between two trees (what the review shows hunk by hunk)."""
+        flags = (f"-U{context}", "--no-color", "--no-ext-diff", "--no-renames")
+        out = await self.git("diff", *flags, old, new, "--", *paths)
+        return out.decode("utf-8", "replace")
+
+    async def branch(self) -> str:
+        out = await self.git("symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1, 128))
+        return out.decode().strip() or "HEAD"
+
+
+async def open_store(cwd: str | os.PathLike[str], data_dir: str | os.PathLike[str]) -> GitStore:
+    """The store for the worktree holding `cwd`, or a shadow one for a folder without git."""
+    if shutil.which("git") is None:
+        raise SnapshotError("checkpoints and code review need git, which is not on PATH")
+    folder = Path(cwd).resolve()
+    data = Path(data_dir)
+    result = await run_process_raw(
+        ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir"],
+        cwd=folder,
+        timeout=GIT_TIMEOUT,
+        merge_stderr=False,
+    )
+    lines = result.output.decode().splitlines() if result.ok else []
+    if len(lines) == 2:
+        root, git_dir = Path(lines[0]), Path(lines[1])
+        return GitStore(root, git_dir, data / "indexes" / (_key(git_dir) + ".index"), shadow=False)
+    count = await asyncio.to_thread(_count_files, folder, MAX_SHADOW_FILES)
+    if count > MAX_SHADOW_FILES:
+        raise SnapshotError(
+            f"{folder} is not a git repository and holds more than {MAX_SHADOW_FILES:,} files: "
+            "it is not snapshotted (run `git init` there to have checkpoints)"
+        )
+    shadow = data / "shadow" / (_key(folder) + ".git")
+    if not (shadow / "HEAD").exists():
+        shadow.parent.mkdir(parents=True, exist_ok=True)
+        made = await run_process_raw(["git", "init", "--bare", "-q", str(shadow)], cwd=folder, merge_stderr=False)
+        if not made.ok:
+            raise SnapshotError(f"could not make a snapshot store in {shadow}: {made.stderr.decode(errors='replace')}")
+    return GitStore(folder, shadow, data / "indexes" / (_key(shadow) + ".index"), shadow=True)
+
+
+def _key(path: Path) -> str:
+    return hashlib.sha256(os.fsencode(path)).hexdigest()[:20]
+
+
+def _count_files(root: Path, cap: int) -> int:
+    """Files under `root` (not following links), counting stops past `cap`."""
+    count, pending = 0, [root]
+    while pending and count <= cap:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != ".git":
+                            pending.append(Path(entry.path))
+                    else:
+                        count += 1
+        except OSError:
+            continue
+    return count
