@@ -70,7 +70,7 @@ class Config:
     # what was left out, each said to the user once; the rest of the config still applies
     problems: list[str] = field(default_factory=list)
     language: str = "English"  # opts.language
-    editor: dict[str, str] = field(default_factory=dict)  # what Lua adds: nvim_version, os, history_dir, log_file
+    editor: dict[str, str] = field(default_factory=dict)  # what Lua adds (rpc.lua payload_for_config)
     # interactions.background: an LLM writes each chat's title after its first turn
     inline_adapter: Any = None  # interactions.inline.adapter (None: the chat's)
     cmd_adapter: Any = None  # interactions.cmd.adapter
@@ -177,7 +177,9 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         config.language = language.strip()
     editor = _table(raw.get(EDITOR_KEY), EDITOR_KEY)
     config.editor = {
-        key: str(editor[key]) for key in ("nvim_version", "os", "history_dir", "log_file") if editor.get(key)
+        key: str(editor[key])
+        for key in ("nvim_version", "os", "history_dir", "log_file", "data_dir")
+        if editor.get(key)
     }
     http_opts = _table(http.get("opts"), "adapters.http.opts")
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))

@@ -49,6 +49,7 @@ from .inline_calls import InlineCalls
 from .mcp.servers import McpServers
 from .mcp_calls import McpCalls
 from .messages import valid_unicode
+from .snapshots.stores import Stores
 from .terminal_agents import prepare as prepare_cli
 from .ui import ops
 from .ui.editor import PendingCalls
@@ -70,6 +71,7 @@ class Engine:
         self._retired: list[HttpClient] = []  # clients replaced by a config change, closed at the end
         self.mcp = McpServers()
         self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.channel.notify)
+        self.stores = Stores(lambda: self.config.editor.get("data_dir"))  # checkpoints, the review's baseline
         self.pending = PendingCalls()
         self._thread: threading.Thread | None = None
         if loop is None:

@@ -266,6 +266,7 @@ function M.payload_for_config()
     os = sysname == "Darwin" and "Mac" or (sysname:find("Windows") and "Windows") or sysname,
     history_dir = M.history_dir(), -- saved chats
     log_file = M.log_file(), -- as logfile.py writes it
+    data_dir = vim.fn.stdpath("data") .. "/codecompanion_py", -- snapshots (checkpoints, the review's baseline)
   }
   return data
 end
