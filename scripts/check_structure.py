@@ -4,10 +4,11 @@
   package of `codecompanion_py`): a lower layer never imports a higher one. Imports under
   `if TYPE_CHECKING:` are types only and do not count; imports inside functions do.
 * No product file over 600 lines, Python or Lua.
-* The Lua stays thin: under 7,000 lines of code in all (lines that are neither blank nor a
+* The Lua stays thin: under 7,800 lines of code in all (lines that are neither blank nor a
   comment, so the LuaCATS annotations asked for below do not count against it).
   The CodeCompanion extension API and the CLI terminals are Lua by nature (extensions are Lua
-  code calling Lua), which is what the room above the first 6,000 lines is for.
+  code calling Lua), as are the code review's quickfix, comments and diff views and the
+  rewind's buffer reloads: what the room above the first 6,000 lines is for.
 * Every exported Lua function (`function M.name(...)`, `M.name = function(...)`) carries a
   LuaCATS `---@param` line for each of its parameters, under the same names in the same
   order, so the annotations cannot drift from the code they describe.
@@ -26,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "codecompanion_py"
 MAX_LINES = 600
-MAX_LUA_LINES = 7000
+MAX_LUA_LINES = 7800
 
 
 def python_files() -> list[Path]:
