@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -18,6 +18,7 @@ import msgspec
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
+from ..snapshots.checkpoints import Checkpoint
 from . import history, titles
 from .context import shared
 from .history import HistoryStore, Record
@@ -41,6 +42,7 @@ class _Kept:
     # Without the LLM's: the first message as the user typed it (not as `prompt_decorator`
     # made it), or the title it was saved with.
     first_line: str | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)  # the worktree before each turn
 
 
 class ChatKeeper:
@@ -80,7 +82,9 @@ class ChatKeeper:
             self._kept[chat_id] = _Kept(history.new_id(), time.time())
             return None
         title = record.title if record.titled else None
-        self._kept[chat_id] = _Kept(record.id, record.created, title=title, first_line=record.title)
+        self._kept[chat_id] = _Kept(
+            record.id, record.created, title=title, first_line=record.title, checkpoints=list(record.checkpoints)
+        )
         return record
 
     def saved_id(self, chat_id: Any) -> str | None:
@@ -94,6 +98,11 @@ class ChatKeeper:
         kept = self._kept.get(chat_id)
         if kept is not None and kept.first_line is None and text.strip():
             kept.first_line = history.first_line(text)
+
+    def checkpoints(self, chat_id: Any) -> list[Checkpoint]:
+        """The chat's checkpoints, oldest first: the list itself, changed in place."""
+        kept = self._kept.get(chat_id)
+        return kept.checkpoints if kept is not None else []
 
     def forget(self, chat_id: Any) -> None:
         self._kept.pop(chat_id, None)
@@ -166,6 +175,7 @@ class ChatKeeper:
             session_id=state.session_id,
             settings=dict(state.settings),
             messages=messages,
+            checkpoints=list(kept.checkpoints),
         )
         try:
             if store.save(record, prune=False):  # a new file: the folder is pruned, off this step

@@ -43,6 +43,7 @@ _IDENTITY = {
     "GIT_COMMITTER_EMAIL": "codecompanion@localhost",
 }
 # what would change the bytes stored, or ask the user something, whatever their config says
+_CONVERTING = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
 _CONFIG = ("core.autocrlf=false", "core.safecrlf=false", "core.untrackedCache=true", "advice.addEmbeddedRepo=false")
 
 
@@ -134,11 +135,13 @@ class GitStore:
         return found
 
     async def blobs(self, wanted: Sequence[tuple[str, str]]) -> dict[str, bytes]:
-        """Each (blob id, path)'s bytes as a checkout would write them at that path."""
+        """Each (blob id, path)'s bytes as a checkout would write them at that path: as
+        stored, but for paths whose attributes convert them (line endings, LFS), which go
+        through `cat-file --filters` one by one (its batch mode misreports their sizes)."""
         if not wanted:
             return {}
-        request = "".join(f"{sha} {path}\n" for sha, path in wanted).encode()
-        out = await self.git("cat-file", "--batch", "--filters", stdin=request)
+        request = "".join(f"{sha}\n" for sha, _path in wanted).encode()
+        out = await self.git("cat-file", "--batch", stdin=request)
         found: dict[str, bytes] = {}
         at = 0
         for _sha, path in wanted:
@@ -149,7 +152,22 @@ class GitStore:
             size = int(header[2])
             found[path] = out[end + 1 : end + 1 + size]
             at = end + 2 + size
+        converted = await self._converted([path for _sha, path in wanted])
+        for sha, path in wanted:
+            if path in converted:
+                found[path] = await self.git("cat-file", "--filters", f"--path={path}", sha)
         return found
+
+    async def _converted(self, paths: Sequence[str]) -> set[str]:
+        """The paths whose attributes change their bytes between the store and the worktree."""
+        names = b"\0".join(os.fsencode(path) for path in paths)
+        out = await self.git("check-attr", "-z", "--stdin", *_CONVERTING, stdin=names)
+        fields = out.split(b"\0")
+        return {
+            os.fsdecode(path)
+            for path, _attr, value in zip(fields[0::3], fields[1::3], fields[2::3], strict=False)
+            if value not in (b"unspecified", b"unset")
+        }
 
     async def diff(self, old: str, new: str, paths: Sequence[str] = (), *, context: int = 0) -> str:
         """A unified diff between two trees (what the review shows hunk by hunk)."""
