@@ -25,6 +25,7 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import msgspec
 
@@ -79,7 +80,7 @@ class RewindPlan:
 class Restored:
     relative: str
     path: str
-    action: str  # "restored" | "removed" | "kept"
+    action: Literal["restored", "removed", "kept"]
 
 
 class Checkpoints:

@@ -220,6 +220,12 @@ class AcpChatSession:
         self.session_id = None
         self.resume_id = None
 
+    def rewind(self, keep: int) -> None:
+        kept = [m for m in self.history if m.role != "system"][:keep]
+        self.clear()
+        self.history[:] = kept
+        self._carried = len(kept)  # told to the agent's new session with the next message
+
     def regenerate(self) -> asyncio.Task[None] | None:
         raise AgentError(
             f"{self.adapter.formatted_name} remembers its replies itself, so one cannot be regenerated; "
