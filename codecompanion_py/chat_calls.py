@@ -133,17 +133,18 @@ class ChatCalls:
         if call.settings is not None:  # the settings header: checked before anything is sent
             await session.apply_settings(call.settings)
         chain = self._keeper.checkpoints(session.chat_id)
+        before = None
         if not session.busy:  # the worktree before the turn (a message refused while one runs needs none)
-            await self._rewinder.before_turn(session, chain, header=call.header, text=call.typed or call.text)
+            before = self._rewinder.before_turn(session, chain, header=call.header, text=call.typed or call.text)
         task = session.submit(call.text, call.context, [i for i in call.removed if i])
         if task is not None:  # saved as it goes, and once the turn ends, however it ends
             self._keeper.typed(session.chat_id, call.typed or call.text)
             self._keeper.watch(session, task)
-            task.add_done_callback(lambda _task: self._turn_ended(session, chain))
+            task.add_done_callback(lambda _task: self._turn_ended(session, chain, before))
 
-    def _turn_ended(self, session: Session, chain: list[Checkpoint]) -> None:
+    def _turn_ended(self, session: Session, chain: list[Checkpoint], before: asyncio.Future[None] | None) -> None:
         self._keeper.after_turn(session)
-        self._rewinder.after_turn(chain, lambda: self._keeper.save(session))  # saved again with the snapshot
+        self._rewinder.after_turn(chain, before, lambda: self._keeper.save(session))  # saved again with it
 
     async def rewind(self, call: calls.ChatRewind) -> None:
         """`gz`, `/rewind`: back to before one of the chat's turns."""

@@ -83,7 +83,11 @@ class ChatKeeper:
             return None
         title = record.title if record.titled else None
         self._kept[chat_id] = _Kept(
-            record.id, record.created, title=title, first_line=record.title, checkpoints=list(record.checkpoints)
+            record.id,
+            record.created,
+            title=title,
+            first_line=record.title,
+            checkpoints=[c for c in record.checkpoints if c.valid()],  # a saved file is not trusted
         )
         return record
 

@@ -33,11 +33,18 @@ class Rewinder:
         self._told: set[str] = set()  # folders whose snapshot failed, said once each
         self._pending: set[asyncio.Task[None]] = set()  # snapshots after turns
 
-    async def before_turn(self, session: Session, chain: list[Checkpoint], *, header: int, text: str) -> None:
-        """A checkpoint of the worktree the turn starts from (and the review's baseline);
-        a folder that cannot have one is said once, and the chat goes on without."""
-        root = str(session.workspace.root)
-        keep = sum(m.role != "system" for m in session.history)
+    def before_turn(self, session: Session, chain: list[Checkpoint], *, header: int, text: str) -> asyncio.Task[None]:
+        """The checkpoint of the worktree the turn starts from (and the review's baseline),
+        taken while the request goes out: the session waits for it before anything may change
+        a file. A folder that cannot have one is said once, and the chat goes on without."""
+        keep = sum(m.role != "system" for m in session.history)  # now, before the turn adds its message
+        task = asyncio.get_running_loop().create_task(
+            self._checkpoint(str(session.workspace.root), chain, header=header, keep=keep, text=text)
+        )
+        session.before_changes = task
+        return task
+
+    async def _checkpoint(self, root: str, chain: list[Checkpoint], *, header: int, keep: int, text: str) -> None:
         try:
             checkpoint = await self.checkpoints.before_turn(root, header=header, keep=keep, text=text)
             store = await self.checkpoints.stores.for_folder(root)
@@ -47,6 +54,9 @@ class Rewinder:
                 self._told.add(root)
                 self._notify(f"CodeCompanion: no checkpoints in this folder: {error}", "WARN")
             return
+        except Exception:  # never in the turn's way
+            log.exception("the checkpoint before a turn failed")
+            return
         # a header seen before (after /clear) replaces the turns from it on; the oldest past the bound go
         dropped = [c for c in chain if c.header >= header]
         chain[:] = [c for c in chain if c.header < header] + [checkpoint]
@@ -55,12 +65,17 @@ class Rewinder:
         if dropped:
             await self.checkpoints.drop(dropped)
 
-    def after_turn(self, chain: list[Checkpoint], on_saved: Callable[[], object]) -> asyncio.Task[None] | None:
-        """The worktree as the turn left it, then `on_saved` (the chat is saved with it)."""
-        if not chain:
-            return None
+    def after_turn(
+        self, chain: list[Checkpoint], before: asyncio.Future[None] | None, on_saved: Callable[[], object]
+    ) -> asyncio.Task[None]:
+        """The worktree as the turn left it (once its checkpoint is in `chain`), then
+        `on_saved` (the chat is saved with it)."""
 
         async def snap() -> None:
+            if before is not None:
+                await before
+            if not chain:
+                return
             try:
                 await self.checkpoints.after_turn(chain[-1])
             except SnapshotError as error:
@@ -97,6 +112,9 @@ class Rewinder:
         if index is None:
             raise ConfigError(_no_checkpoint(chain, header))
         target = chain[index]
+        store = await self.checkpoints.stores.for_folder(str(session.workspace.root))
+        if target.root != str(store.root):
+            raise ConfigError(f"that checkpoint is of {target.root}, not of this chat's folder: open the chat there")
         if target.keep < 0 and restore != "files":
             raise ConfigError("the conversation was compacted since that turn: rewind its files only")
         files = restore in ("all", "files")
@@ -117,8 +135,8 @@ class Rewinder:
             restored = [ops.RestoredFile(path=r.path, relative=r.relative, action=r.action) for r in done]
         if conversation:
             session.rewind(target.keep)
-        await self.checkpoints.settle(chain, index, conversation=conversation)
         session.view.push(ops.Rewound(header=header, conversation=conversation, files=tuple(restored)))
+        await self.checkpoints.settle(chain, index, conversation=conversation)  # after the user sees it
         return True
 
     def listing(self, chain: list[Checkpoint]) -> list[dict[str, Any]]:

@@ -100,6 +100,7 @@ class ChatSession(WithoutAgent):
         self._last_prompt: Message | None = None  # the user's last message, for `gr`
         self._follow_up: str | None = None  # `gm` while the reply streams, for its next request
         self.hooks: frozenset[str] = frozenset()
+        self.before_changes: asyncio.Future[None] | None = None
         self.last_request: HttpRequest | None = None  # for `gd`
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
@@ -547,6 +548,8 @@ class ChatSession(WithoutAgent):
 
     async def _run_tools(self, calls: tuple[ToolCall, ...]) -> bool:
         """Run a batch of tool calls; True when the user stopped it."""
+        if self.before_changes is not None:  # the worktree's checkpoint first
+            await asyncio.shield(self.before_changes)
         if self.editor is None:
             self._answer_all(calls, "error", "Tools are not available in this chat.")
             return False

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import re
 import secrets
 import time
 from collections.abc import Collection, Sequence
@@ -37,6 +39,8 @@ from .stores import Stores
 log = logging.getLogger("codecompanion_py.snapshots")
 
 CHECKPOINT_REFS = REFS + "checkpoints/"
+_REF = re.compile(r"[0-9]{14}-[0-9a-f]{6}")
+_OBJECT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 MAX_PER_CHAT = 50
 MAX_REFS = 1000
 MAX_SHOWN_BYTES = 512 * 1024  # a conflict's checkpoint side, shown in a diff
@@ -59,6 +63,17 @@ class Checkpoint(msgspec.Struct, kw_only=True):
     at: float = 0.0
     text: str = ""
     """The message's first line, for `/rewind`'s list."""
+
+    def valid(self) -> bool:
+        """Whether a saved chat's checkpoint can be used as it is: its ref name and object ids
+        go to git (a newline in one would be a command of its own), so each must look right."""
+        return bool(
+            _REF.fullmatch(self.ref)
+            and _OBJECT.fullmatch(self.before)
+            and (self.after is None or _OBJECT.fullmatch(self.after))
+            and os.path.isabs(self.root)
+            and self.header >= 0
+        )
 
 
 @dataclass(frozen=True)

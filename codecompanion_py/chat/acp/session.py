@@ -74,6 +74,7 @@ class AcpChatSession:
         self.workspace = workspace
         self.history: list[Message] = list(history or [])  # kept canonical, for a switch to an HTTP adapter
         self.hooks: frozenset[str] = frozenset()  # an agent runs its own tools: none apply
+        self.before_changes: asyncio.Future[None] | None = None
         self._carried = len(self.history)  # messages from before this agent: told to it once
         self.approvals = Approvals()
         self.context = ToolsContext(
@@ -337,6 +338,8 @@ class AcpChatSession:
                 shared=shared,
             )
             self.history.append(Message.of("user", text))
+            if self.before_changes is not None:  # the worktree's checkpoint before the agent may write
+                await asyncio.shield(self.before_changes)
             result = await client.prompt(session_id, blocks)
             stop = result.get("stopReason")
             if stop == "cancelled":
