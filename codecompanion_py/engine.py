@@ -84,6 +84,9 @@ class Engine:
         else:
             self.loop = loop  # its thread is the caller's: whether it yields is the caller's choice
         atexit.register(self.kill_agents)  # the host exiting some other way
+        self.keeper.dropped = lambda checkpoints: asyncio.run_coroutine_threadsafe(
+            self.rewinder.checkpoints.drop(checkpoints), self.loop
+        )
         factory = SessionFactory(lambda: self.config, lambda: self.client, lambda: self.mcp, self.pending)
         chats = ChatCalls(
             self.sessions,

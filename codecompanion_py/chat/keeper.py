@@ -7,6 +7,7 @@ an LLM writes for it (when the background interaction is on); and the editor's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -58,6 +59,9 @@ class ChatKeeper:
         self._kept: dict[Any, _Kept] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._prunes_due: set[str] = set()  # folders with a prune already on the way
+        # the refs of a deleted chat's checkpoints go (set by the engine; chats pruned from the
+        # history leave theirs to the bound of refs a worktree keeps)
+        self.dropped: Callable[[list[Checkpoint]], object] | None = None
 
     def store(self, folder: Any = None) -> HistoryStore | None:
         root = folder or self._settings().editor.get("history_dir")
@@ -244,7 +248,13 @@ class ChatKeeper:
         return self._store(folder).summaries()
 
     def delete(self, folder: str | None, chat: str) -> bool:
-        self._store(folder).delete(chat)
+        """The saved chat goes, and its checkpoints' refs with it (through `dropped`)."""
+        store = self._store(folder)
+        with contextlib.suppress(OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+            checkpoints = [c for c in store.load(chat).checkpoints if c.valid()]
+            if checkpoints and self.dropped is not None:
+                self.dropped(checkpoints)
+        store.delete(chat)
         return True
 
     def rename(self, folder: str | None, chat: str, title: str) -> bool:

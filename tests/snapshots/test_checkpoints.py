@@ -186,3 +186,53 @@ async def test_a_huge_folder_without_git_is_refused_clearly(
         (root / f"{n}.txt").write_text("x")
     with pytest.raises(SnapshotError, match="not a git repository and holds more than 3 files"):
         await points.before_turn(str(root), header=1, keep=0, text="x")
+
+
+async def test_a_linked_worktree_has_its_own_checkpoints(repo: Path, points: Checkpoints, tmp_path: Path) -> None:
+    git(repo, "commit", "-qam", "work")
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", str(linked), "-b", "agent")
+    (linked / "a.txt").write_text("in the linked tree\n")
+    linked_files = tree_bytes(linked)
+    here = await points.before_turn(str(repo), header=1, keep=0, text="x")
+    there = await points.before_turn(str(linked), header=1, keep=0, text="x")
+    await points.keep_alive(here)
+    await points.keep_alive(there)
+    assert here.root == str(repo) and there.root == str(linked)
+    (linked / "a.txt").write_text("agent\n")
+    (repo / "a.txt").write_text("user in main\n")
+    await points.after_turn(there)
+    await points.apply(await points.plan([there], 0, dirty=()), keep_mine=())
+    assert tree_bytes(linked) == linked_files  # the linked tree rewound...
+    assert (repo / "a.txt").read_text() == "user in main\n"  # ...and nothing of the main one touched
+    # refs/worktree/ is per worktree: each sees only its own
+    assert git(repo, "for-each-ref", "--format=%(refname)", CHECKPOINT_REFS).split() == [CHECKPOINT_REFS + here.ref]
+    assert git(linked, "for-each-ref", "--format=%(refname)", CHECKPOINT_REFS).split() == [
+        CHECKPOINT_REFS + there.ref,
+        CHECKPOINT_REFS + there.ref + "-after",
+    ]
+
+
+def test_deleting_a_saved_chat_drops_its_checkpoints(repo: Path, points: Checkpoints, tmp_path: Path) -> None:
+    import asyncio
+    import json
+    from types import SimpleNamespace
+
+    from codecompanion_py.chat.keeper import ChatKeeper
+
+    async def made():
+        checkpoint = await points.before_turn(str(repo), header=1, keep=0, text="x")
+        await points.after_turn(checkpoint)
+        return checkpoint
+
+    checkpoint = asyncio.run(made())
+    folder = tmp_path / "history"
+    folder.mkdir()
+    saved = {"id": "c", "title": "t", "adapter": "a", "messages": []}
+    saved["checkpoints"] = [{k: getattr(checkpoint, k) for k in checkpoint.__struct_fields__}]
+    (folder / "c.json").write_text(json.dumps(saved))
+    keeper = ChatKeeper(lambda: SimpleNamespace(editor={"history_dir": str(folder)}), lambda: None, print)  # type: ignore[arg-type,return-value]
+    keeper.dropped = lambda chain: asyncio.run(points.drop(chain))
+    assert git(repo, "for-each-ref", CHECKPOINT_REFS).count("\n") == 2
+    keeper.delete(None, "c")
+    assert git(repo, "for-each-ref", CHECKPOINT_REFS) == "" and not (folder / "c.json").exists()
