@@ -307,8 +307,7 @@ class Engine:
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())
         self.sessions.clear()
-        await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
-        await self.rewinder.close()
+        await asyncio.gather(*(session.close() for session in sessions), self.rewinder.close(), return_exceptions=True)
         await self.keeper.close()
         await self.mcp.close()
         for retired in [*self._retired, *([self._client] if self._client is not None else [])]:

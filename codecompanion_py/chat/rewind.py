@@ -23,7 +23,7 @@ from .protocol import Session
 
 log = logging.getLogger("codecompanion_py.chat")
 
-CLOSE_WAIT = 3.0
+CLOSE_WAIT = 1.0
 
 
 class Rewinder:
@@ -88,7 +88,7 @@ class Rewinder:
         return task
 
     async def close(self) -> None:
-        """The engine stops: the snapshots after turns finish (a few seconds at most)."""
+        """The engine stops: the snapshots after turns finish (a second at most)."""
         if self._pending:
             _done, late = await asyncio.wait(list(self._pending), timeout=CLOSE_WAIT)
             for task in late:

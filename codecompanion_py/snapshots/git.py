@@ -67,6 +67,7 @@ class GitStore:
         self.index = index
         self.shadow = shadow
         self.lock = asyncio.Lock()  # one `add` at a time on our index
+        self._queued: asyncio.Future[str] | None = None  # the next snapshot, shared by who waits for it
 
     async def git(self, *args: str, stdin: bytes | None = None, ok: Iterable[int] = (0,)) -> bytes:
         argv = ["git", f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
@@ -90,8 +91,15 @@ class GitStore:
         return result.output
 
     async def snapshot(self) -> str:
-        """The worktree as it is now: a tree id."""
+        """The worktree as it is now (or later): a tree id. Those who ask while one is being
+        taken share the next one, so thirty chats starting at once take two, not thirty."""
+        if self._queued is None:
+            self._queued = asyncio.ensure_future(self._take())
+        return await asyncio.shield(self._queued)
+
+    async def _take(self) -> str:
         async with self.lock:
+            self._queued = None  # who asks from now on may have changed files since: a new one
             if not self.index.exists():
                 await asyncio.to_thread(self._seed_index)
             await self.git("add", "-A", "--", ".")
