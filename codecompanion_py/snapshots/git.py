@@ -44,7 +44,13 @@ _IDENTITY = {
 }
 # what would change the bytes stored, or ask the user something, whatever their config says
 _CONVERTING = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
-_CONFIG = ("core.autocrlf=false", "core.safecrlf=false", "core.untrackedCache=true", "advice.addEmbeddedRepo=false")
+_CONFIG = (
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "core.untrackedCache=true",
+    "core.splitIndex=false",  # a split index's shared part would be written beside the user's
+    "advice.addEmbeddedRepo=false",
+)
 
 
 @dataclass(frozen=True)
@@ -102,13 +108,18 @@ class GitStore:
             self._queued = None  # who asks from now on may have changed files since: a new one
             if not self.index.exists():
                 await asyncio.to_thread(self._seed_index)
-            await self.git("add", "-A", "--", ".")
+            try:
+                await self.git("add", "-A", "--", ".")
+            except SnapshotError:  # our index is damaged (or a copy git cannot read): begin again
+                self.index.unlink(missing_ok=True)
+                await self.git("add", "-A", "--", ".")
             return (await self.git("write-tree")).decode().strip()
 
     def _seed_index(self) -> None:
         self.index.parent.mkdir(parents=True, exist_ok=True)
         theirs = self.git_dir / "index"
-        if not self.shadow and theirs.is_file():  # their stat data: only what changed is hashed
+        split = any(self.git_dir.glob("sharedindex.*"))  # their index names a file beside it
+        if not self.shadow and theirs.is_file() and not split:  # their stat data: only what changed is hashed
             shutil.copyfile(theirs, self.index)
 
     async def commit(self, tree: str, message: str) -> str:

@@ -236,3 +236,15 @@ def test_deleting_a_saved_chat_drops_its_checkpoints(repo: Path, points: Checkpo
     assert git(repo, "for-each-ref", CHECKPOINT_REFS).count("\n") == 2
     keeper.delete(None, "c")
     assert git(repo, "for-each-ref", CHECKPOINT_REFS) == "" and not (folder / "c.json").exists()
+
+
+async def test_a_split_index_or_a_damaged_index_of_ours_still_snapshots(repo: Path, points: Checkpoints) -> None:
+    git(repo, "update-index", "--split-index")  # the user's index now names a shared part beside it
+    assert list((repo / ".git").glob("sharedindex.*"))
+    first = await points.before_turn(str(repo), header=1, keep=0, text="x")
+    store = await points.stores.for_folder(str(repo))
+    store.index.write_bytes(b"DIRC garbage")  # ours, damaged
+    (repo / "a.txt").write_text("changed\n")
+    second = await points.before_turn(str(repo), header=2, keep=0, text="x")
+    assert [c.path for c in await store.changes(first.before, second.before)] == ["a.txt"]
+    assert not list(store.index.parent.glob("sharedindex.*"))
