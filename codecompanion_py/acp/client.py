@@ -33,6 +33,9 @@ class ClientHandler(Protocol):
     async def request_permission(self, params: dict[str, Any]) -> dict[str, Any]: ...
     async def read_text_file(self, params: dict[str, Any]) -> dict[str, Any]: ...
     async def write_text_file(self, params: dict[str, Any]) -> dict[str, Any]: ...
+    async def changes_allowed(self) -> None:
+        """Returns once the agent may change files (the turn's checkpoint is taken)."""
+        ...
 
 
 class AcpClient:
@@ -261,6 +264,8 @@ class AcpClient:
 
     async def _on_request(self, method: str, params: Any) -> Any:
         args = params_of(params)
+        if method in ("session/request_permission", "fs/write_text_file", "terminal/create"):
+            await self.handler.changes_allowed()  # what may change a file waits for the checkpoint
         if method == "session/request_permission":
             return await self._permission(args)
         if method == "fs/read_text_file":

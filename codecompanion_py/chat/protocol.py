@@ -162,8 +162,9 @@ class Session(Protocol):
     hooks: frozenset[str]
     """The chat's Lua callbacks the engine calls ("on_tool_output"), as the editor says."""
     before_changes: asyncio.Future[None] | None
-    """The turn's checkpoint being taken (set by the engine as the turn starts): nothing that
-    may change files (tools; the prompt to an agent) runs before it is done."""
+    """The turn's checkpoint being taken (set by the engine as the turn starts), while the
+    request or the agent's prompt goes out: nothing that may change a file (tools; an agent's
+    writes, terminals and permission requests) runs before it is done."""
 
     def fork_state(self) -> tuple[list[Message], dict[str, Any], set[str]]:
         """What a fork of this chat starts from: its messages, tools and the system prompts

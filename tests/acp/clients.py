@@ -39,6 +39,9 @@ class Recorder:
         Path(params["path"]).write_text(params["content"])
         return {}
 
+    async def changes_allowed(self) -> None:
+        pass
+
     def text(self, kind: str = "agent_message_chunk") -> str:
         return "".join(u["content"]["text"] for u in self.updates if u["sessionUpdate"] == kind)
 

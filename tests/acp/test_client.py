@@ -85,6 +85,27 @@ async def test_permission_then_write(started, tmp_path):
     assert statuses == ["pending", "in_progress", "completed"]
 
 
+async def test_what_may_change_a_file_waits_until_changes_are_allowed(started, tmp_path):
+    """The turn's checkpoint is taken while the prompt goes out: the agent's permission
+    requests, writes and terminals wait for it (`changes_allowed`), its messages do not."""
+    allowed = asyncio.Event()
+
+    class Checkpointing(Recorder):
+        async def changes_allowed(self) -> None:
+            await allowed.wait()
+
+    handler = Checkpointing(choose="allow")
+    client = await started(handler)
+    await client.new_session()
+    turn = asyncio.ensure_future(client.prompt("sess-1", [{"type": "text", "text": "permission"}]))
+    await async_wait_until(lambda: any(u.get("toolCallId") == "call-1" for u in handler.updates), message="the call")
+    await asyncio.sleep(0.2)
+    assert handler.permissions == [] and not (tmp_path / "hello.txt").exists() and not turn.done()
+    allowed.set()
+    assert (await turn)["stopReason"] == "end_turn"
+    assert (tmp_path / "hello.txt").read_text() == "hello from the agent\n"
+
+
 async def test_rejected_permission_writes_nothing(started, tmp_path):
     handler = Recorder(choose="reject")
     client = await started(handler)

@@ -108,3 +108,26 @@ async def test_the_round_limit_stops_the_loop_and_still_answers_the_calls(tmp_pa
     finally:
         await client.aclose()
         await server.close()
+
+
+async def test_tools_wait_for_the_turns_checkpoint_while_the_request_goes_out(tmp_path):
+    """The engine takes the worktree's checkpoint while the request goes out
+    (`before_changes`): the LLM is asked at once, the tool runs only once it is taken."""
+    import asyncio
+
+    session, server, client = await session_for(tmp_path, call_reply("a", "one"), sse_reply([delta("done")]))
+    checkpoint = asyncio.get_running_loop().create_future()
+    session.before_changes = checkpoint
+    try:
+        turn = session.submit("use @{echo}")
+        assert turn is not None
+        while len(server.requests) < 1 or not any(op["op"] == "tool_call" for op in session.view.sink.ops):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        assert not any(m.role == "tool" for m in session.history) and len(server.requests) == 1
+        checkpoint.set_result(None)
+        await turn
+        assert [r.content for m in session.history for r in m.tool_results] == ["ONE"]
+    finally:
+        await client.aclose()
+        await server.close()

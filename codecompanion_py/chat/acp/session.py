@@ -338,8 +338,6 @@ class AcpChatSession:
                 shared=shared,
             )
             self.history.append(Message.of("user", text))
-            if self.before_changes is not None:  # the worktree's checkpoint before the agent may write
-                await asyncio.shield(self.before_changes)
             result = await client.prompt(session_id, blocks)
             stop = result.get("stopReason")
             if stop == "cancelled":
@@ -513,6 +511,10 @@ class AcpChatSession:
 
     async def write_text_file(self, params: dict[str, Any]) -> dict[str, Any]:
         return await self.requests.write_text_file(params)
+
+    async def changes_allowed(self) -> None:
+        if self.before_changes is not None:
+            await asyncio.shield(self.before_changes)
 
     def _spawn(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)
