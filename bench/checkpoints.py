@@ -10,8 +10,9 @@
   user's wait; the same for an agent's next message (the scripted agent, running).
 * Rewind of 50 files, from `require("codecompanion").rewind()` in Neovim to
   `User CodeCompanionChatRewound` (the files written, the chat told): the scripted agent
-  writes 50 files in a turn of its own, the rewind puts them back. Meanwhile a 5 ms timer in
-  Neovim records how late it fires, over the whole run (turns, snapshots and rewinds).
+  writes 50 files through the editor in a turn of its own, the rewind puts them back.
+  Meanwhile a 5 ms timer in Neovim records how late it fires, over the whole run (turns,
+  snapshots and rewinds).
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def in_neovim(nvim, url: str, root: Path, tiny: Path, changed: list[str]) -> dic
     rewinds, before = [], (root / changed[0]).read_text()
     for run in range(RUNS):
         writes = {path: f"agent {run}\n" for path in changed}
-        nvim.command("CodeCompanionChat adapter=fake files " + json.dumps({"direct": writes}).replace(" ", ""))
+        nvim.command("CodeCompanionChat adapter=fake files " + json.dumps({"editor": writes}).replace(" ", ""))
         wait("CodeCompanionChatDone")
         time.sleep(0.3)  # the snapshot after the turn (a human takes longer to press gz)
         nvim.exec_lua("_G.cp.start = vim.uv.hrtime(); require('codecompanion').rewind({ turn = 1, restore = 'files' })")

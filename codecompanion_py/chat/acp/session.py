@@ -45,6 +45,10 @@ from .updates import REPLY_UPDATES, AgentUpdates
 
 log = logging.getLogger("codecompanion_py.acp")
 MAX_TURN_CHARS = 64 * 1024 * 1024
+# An agent's prompt waits this long for the turn's checkpoint (seconds); past it the prompt goes
+# and what the agent asks the editor to change waits instead (`changes_allowed`): a change it
+# made by itself, unasked, would have to come before its model's first answer.
+PROMPT_WAITS_FOR_CHECKPOINT = 0.05
 """What a turn may show (reply, thoughts, tool output, plans): an agent that streams past it
 is stopped and the rest dropped, so it cannot fill the editor's memory (a provider's reply
 is capped the same way, by `max_response_bytes`)."""
@@ -338,6 +342,8 @@ class AcpChatSession:
                 shared=shared,
             )
             self.history.append(Message.of("user", text))
+            if self.before_changes is not None:  # the checkpoint first, unless it takes long
+                await asyncio.wait([self.before_changes], timeout=PROMPT_WAITS_FOR_CHECKPOINT)
             result = await client.prompt(session_id, blocks)
             stop = result.get("stopReason")
             if stop == "cancelled":
