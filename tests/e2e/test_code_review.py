@@ -1,0 +1,238 @@
+"""CodeCompanion's code review in real Neovim, against real git repositories made here: a chat
+whose LLM (a local scripted server) edits files through the built-in tools, then
+`:CodeCompanionCodeReview` and its subcommands, the quickfix keys, comments as virtual
+text, `#{code_review}` in the next message, `Share`, worktrees, a folder without git and
+a PATH without git."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codecompanion_py.demo.server import ScriptedServer, ServerThread
+
+from .test_tools import RECORD_UI, setup_with_tools, text_reply, tool_call_reply
+
+pytestmark = pytest.mark.nvim
+
+BASELINE = "refs/worktree/codecompanion/baseline"
+CALC = "".join(f"line {n}\n" for n in range(1, 21))
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    done = subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "calc.txt").write_text(CALC)
+    (root / "notes.md").write_text("# Notes\n")
+    (root / "staged.txt").write_text("one\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first")
+    (root / "staged.txt").write_text("one\ntwo, staged by the user\n")
+    git(root, "add", "staged.txt")  # the user's staged change: never touched by the review
+    return root
+
+
+def edits(*pairs: tuple[str, str]) -> dict:
+    return {"filepath": "calc.txt", "edits": [{"oldText": old, "newText": new} for old, new in pairs]}
+
+
+def start(editor, url: str, cwd: Path, storage: Path, extra: str = "") -> None:
+    editor.nvim.command(f"cd {cwd}")
+    review = f'code_review = {{ opts = {{ storage_dir = "{storage}" }} }},'
+    setup_with_tools(editor, url, extra=f"interactions = {{ {review} }}, {extra}")
+    editor.lua(RECORD_UI)
+
+
+def chat_turn(editor, prompt: str, done: int) -> int:
+    """A message sent in the chat (opened once, YOLO on: tools run unasked); its buffer."""
+    if not editor.lua("return require('codecompanion_py.chat').last_chat() ~= nil"):
+        editor.nvim.command("CodeCompanionChat")
+        editor.nvim.input("gty")
+        editor.wait_for(lambda: any("YOLO" in n for n in editor.lua("return _G.cc_notes")), what="YOLO on")
+    buf = editor.lua("return require('codecompanion_py.chat').last_chat().bufnr")
+    editor.nvim.command(f"buffer {buf}")
+    editor.type_prompt(prompt)
+    editor.nvim.input("<CR>")
+    editor.wait_event("CodeCompanionChatDone", count=done, timeout=60)
+    return buf
+
+
+def review(editor, *args: str) -> list[tuple[str, int]]:
+    editor.nvim.command("CodeCompanionCodeReview " + " ".join(args))
+    return qf(editor)[1]
+
+
+def qf(editor) -> tuple[str, list[tuple[str, int]]]:
+    """The quickfix list's title and entries (file name, line)."""
+    title, items = editor.lua("""local got = vim.fn.getqflist({ title = 1, items = 1 })
+      return { got.title, vim.tbl_map(function(i)
+        return { vim.fs.basename(vim.api.nvim_buf_get_name(i.bufnr)), i.lnum } end, got.items) }""")
+    return title, [tuple(item) for item in items]
+
+
+def press_in_list(editor, index: int, key: str) -> None:
+    editor.nvim.command("botright copen")
+    editor.nvim.call("cursor", index, 1)
+    editor.nvim.input(key)
+
+
+def comment(editor, line: int, text: str | None, *, end: int | None = None) -> None:
+    """`:CodeCompanionCodeReview Comment` on `line` (or line..end) of the current file, its
+    input filled with `text` (None: left as it opened) and sent with the chat's <CR>."""
+    before = editor.nvim.api.get_current_win()
+    rng = f"{line},{end}" if end else ""
+    if not end:
+        editor.nvim.call("cursor", line, 1)
+    editor.nvim.command(f"{rng}CodeCompanionCodeReview Comment")
+    editor.wait_for(lambda: editor.nvim.api.get_current_win() != before, what="the comment's input")
+    if text is not None:
+        editor.nvim.command("%delete _")
+        if text:
+            editor.nvim.api.buf_set_lines(0, 0, -1, False, text.split("\n"))
+    editor.nvim.input("<Esc><CR>")
+    editor.wait_for(lambda: editor.nvim.api.get_current_win() == before, what="the input closed")
+
+
+def pending_marks(editor, buf: int) -> list[tuple[int, str]]:
+    return [
+        (row, text)
+        for row, text in editor.lua(
+            """local ns = vim.api.nvim_create_namespace("codecompanion_py_review")
+            local out = {}
+            for _, m in ipairs(vim.api.nvim_buf_get_extmarks(..., ns, 0, -1, { details = true })) do
+              for _, line in ipairs(m[4].virt_lines or {}) do table.insert(out, { m[2] + 1, line[1][1] }) end
+            end
+            return out""",
+            buf,
+        )
+    ]
+
+
+def test_a_round_of_review_from_the_agent_s_edits_to_its_next_round(editor, repo, tmp_path):
+    index_before = (repo / ".git" / "index").read_bytes()
+    cached_before = git(repo, "diff", "--cached")
+    new_file = {"filepath": "made.txt", "content": "made by the agent\n"}
+    replies = [
+        tool_call_reply(
+            ("e1", "insert_edit_into_file", edits(("line 2\n", "line two\n"), ("line 15\n", "line fifteen\n"))),
+            ("e2", "create_file", new_file),
+        ),
+        text_reply("Done."),
+        text_reply("I'll fix those."),  # the reply to the review (it makes no edit here)...
+        tool_call_reply(("e3", "insert_edit_into_file", edits(("line 8\n", "line eight\n")))),
+        text_reply("Round two."),
+    ]
+    storage = tmp_path / "storage"
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        start(editor, server.url, repo, storage)
+        editor.nvim.command("CodeCompanionCodeReview Start")
+        assert git(repo, "rev-parse", "--verify", "-q", BASELINE).strip()
+        chat = chat_turn(editor, "Rename the lines with @{files}", done=1)
+        (repo / "notes.md").write_text("# Notes\nthe user's own edit\n")  # not the agent's
+
+        review(editor)
+        title, entries = qf(editor)
+        assert "one entry per hunk" in title
+        assert entries == [("calc.txt", 2), ("calc.txt", 15), ("made.txt", 1)]
+
+        # `a` accepts the hunk under the cursor, `x` ignores the file: both leave the review
+        press_in_list(editor, 1, "a")
+        editor.wait_for(lambda: len(qf(editor)[1]) == 2, what="the accepted hunk gone")
+        assert qf(editor)[1] == [("calc.txt", 15), ("made.txt", 1)]
+        press_in_list(editor, 2, "x")
+        editor.wait_for(lambda: len(qf(editor)[1]) == 1, what="the ignored file gone")
+        assert qf(editor)[1] == [("calc.txt", 15)]
+        # All: every change since the baseline, the user's own and what was accepted or ignored
+        review(editor, "All")
+        assert sorted(qf(editor)[1]) == [("calc.txt", 2), ("calc.txt", 15), ("made.txt", 1), ("notes.md", 2)]
+        review(editor)
+        assert qf(editor)[1] == [("calc.txt", 15)]
+
+        # `d`: the baseline's side beside the file, both in diff mode
+        diffopt = editor.nvim.options["diffopt"]
+        press_in_list(editor, 1, "d")
+        editor.wait_for(lambda: editor.nvim.eval("&diff") == 1, what="the diff")
+        windows = [w for w in editor.nvim.windows if w.options["diff"]]
+        assert len(windows) == 2
+        sides = {editor.nvim.api.buf_get_name(w.buffer.number).endswith("calc.txt") for w in windows}
+        assert sides == {True, False}
+        base = next(w.buffer for w in windows if not w.buffer.name.endswith("calc.txt"))
+        assert base[14] == "line 15" and editor.nvim.current.buffer[14] == "line fifteen"
+        assert editor.nvim.options["diffopt"] == diffopt
+        editor.nvim.command("only")
+
+        # `c`: a comment on the hunk, shown above its line
+        calc = editor.nvim.call("bufnr", str(repo / "calc.txt"))
+        editor.nvim.command("botright copen")
+        editor.nvim.call("cursor", 1, 1)
+        editor.nvim.input("c")
+        editor.wait_for(lambda: editor.nvim.current.buffer.options["filetype"] == "markdown", what="the input")
+        editor.nvim.api.buf_set_lines(0, 0, -1, False, ["Fifteen should stay a number"])
+        editor.nvim.input("<Esc><CR>")
+        editor.wait_for(lambda: pending_marks(editor, calc), what="the comment's virtual text")
+        assert pending_marks(editor, calc) == [(15, "💬 Fifteen should stay a number")]
+
+        # Comment on a range; then on its line again: it opens with the comment, to edit
+        editor.nvim.command(f"buffer {calc}")
+        comment(editor, 4, "Why these?", end=5)
+        editor.wait_for(lambda: len(pending_marks(editor, calc)) == 2, what="two comments")
+        comment(editor, 4, None)  # opened with its text, sent unchanged
+        editor.nvim.command(f"buffer {calc}")
+        comment(editor, 5, "Why these lines?")  # line 5 is in the 4-5 comment: edited, not added
+        editor.wait_for(lambda: (4, "💬 Why these lines?") in pending_marks(editor, calc), what="the edit")
+        assert len(pending_marks(editor, calc)) == 2
+        comment(editor, 4, "")  # empty: deleted
+        editor.wait_for(lambda: len(pending_marks(editor, calc)) == 1, what="the deletion")
+        comment(editor, 7, "And this line")
+        editor.wait_for(lambda: len(pending_marks(editor, calc)) == 2, what="a third comment")
+
+        # Approve with comments pending: the baseline moves, the comments stay, and it says so
+        old_baseline = git(repo, "rev-parse", BASELINE)
+        editor.lua("_G.cc_notes = {}")
+        editor.nvim.command("CodeCompanionCodeReview Approve")
+        assert any("still pending" in n for n in editor.lua("return _G.cc_notes"))
+        assert git(repo, "rev-parse", BASELINE) != old_baseline
+        assert len(pending_marks(editor, calc)) == 2
+
+        # #{code_review}: the comments go to the LLM as blocks, the chat shows them short
+        chat_turn(editor, "Please action #{code_review}", done=2)
+        body = server.requests[2].json()
+        sent = "\n".join(m["content"] for m in body["messages"] if m["role"] == "user" and m["content"])
+        assert "Please action my comments from the code review, which I've attached" in sent
+        assert "#{code_review}" not in sent
+        assert '<comment file="calc.txt" lines="15-15">' in sent and "line fifteen" in sent
+        assert "Fifteen should stay a number" in sent
+        assert '<comment file="calc.txt" lines="7-7">' in sent and "And this line" in sent
+        shown = editor.text(chat)
+        turn = shown[shown.index("Please action #{code_review}") : shown.index("I'll fix those.")]
+        assert "calc.txt:15\nFifteen should stay a number" in turn  # under the message, not the code
+        assert "line fifteen" not in turn
+        assert pending_marks(editor, calc) == []  # sent: no longer pending
+        after_send = git(repo, "rev-parse", BASELINE)
+        assert after_send != git(repo, "rev-parse", "HEAD")
+
+        # a message with the tag and nothing pending: the tag does nothing; the agent edits
+        # again, and the next review shows only that round
+        chat_turn(editor, "Next round #{code_review}", done=3)
+        assert "Next round #{code_review}" in "\n".join(
+            m["content"] for m in server.requests[3].json()["messages"] if m["role"] == "user"
+        )
+        assert git(repo, "rev-parse", BASELINE) == after_send
+        review(editor)
+        assert qf(editor)[1] == [("calc.txt", 8)]
+
+    assert (repo / ".git" / "index").read_bytes() == index_before  # the user's index, byte for byte
+    assert git(repo, "diff", "--cached") == cached_before
