@@ -169,6 +169,9 @@ function M.open(scope, keep)
   last.root, last.baseline_ref = answer.root, answer.baseline_ref
   local items = answer.items or {}
   if #items == 0 and not keep then
+    if ours() then -- no stale hunks left in the list
+      vim.fn.setqflist({}, "r", { title = TITLE .. ": nothing to review", items = {} })
+    end
     return notify(last.scope == "all" and "nothing has changed since the baseline"
       or "no changes to review (:CodeCompanionCodeReview All shows every change since the baseline)")
   end
@@ -332,12 +335,12 @@ function M.edit_comments()
   api.nvim_win_set_buf(0, buf)
   vim.bo[buf].bufhidden, vim.bo[buf].filetype = "wipe", "markdown"
   pcall(api.nvim_buf_set_name, buf, "codecompanion-review://" .. answer.comments_file)
-  api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(answer.text or "", "\n", { plain = true }))
-  vim.bo[buf].modified = false
+  local before = vim.split(answer.text or "", "\n", { plain = true })
+  api.nvim_buf_set_lines(buf, 0, -1, false, before)
   api.nvim_create_autocmd("BufWipeout", { buffer = buf, once = true, callback = function()
-    if vim.bo[buf].modified then
-      local text = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
-      vim.schedule(function() request("review.save_comments", { text = text }) end)
+    local now = api.nvim_buf_get_lines(buf, 0, -1, false) -- a scratch buffer: never 'modified'
+    if not vim.deep_equal(now, before) then
+      vim.schedule(function() request("review.save_comments", { text = table.concat(now, "\n") }) end)
     end
   end })
 end

@@ -86,7 +86,7 @@ def qf(editor) -> tuple[str, list[tuple[str, int]]]:
 def press_in_list(editor, index: int, key: str) -> None:
     editor.nvim.command("botright copen")
     editor.nvim.call("cursor", index, 1)
-    editor.nvim.input(key)
+    editor.nvim.command(f"normal {key}")  # the list's mapping, run to its end
 
 
 def comment(editor, line: int, text: str | None, *, end: int | None = None) -> None:
@@ -236,3 +236,194 @@ def test_a_round_of_review_from_the_agent_s_edits_to_its_next_round(editor, repo
 
     assert (repo / ".git" / "index").read_bytes() == index_before  # the user's index, byte for byte
     assert git(repo, "diff", "--cached") == cached_before
+
+
+def comments_on_disk(storage: Path) -> dict[str, str]:
+    return {str(p.relative_to(storage)): p.read_text() for p in storage.rglob("comments.md")}
+
+
+def test_share_writes_review_md_copies_its_path_and_starts_a_new_round(editor, repo, tmp_path):
+    storage = tmp_path / "storage"
+    start(editor, "http://127.0.0.1:9", repo, storage)
+    editor.nvim.command("CodeCompanionCodeReview Start")
+    # an agent outside Neovim (a CLI in another terminal) changes the file
+    (repo / "calc.txt").write_text(CALC.replace("line 3\n", "line III\n"))
+    assert review(editor) == []  # not through our tools: only `All` has it
+    assert review(editor, "All") == [("calc.txt", 3)]
+    editor.nvim.command(f"edit {repo / 'calc.txt'}")
+    comment(editor, 3, "Roman numerals? Really?")
+    calc = editor.nvim.current.buffer.number
+    editor.wait_for(lambda: pending_marks(editor, calc), what="virtual text")
+
+    editor.nvim.command("CodeCompanionCodeReview Share")
+    path = Path(editor.nvim.call("getreg", '"'))
+    assert path.name == "review.md" and path.is_relative_to(storage)
+    shared = path.read_text()
+    assert '<comment file="calc.txt" lines="3-3">' in shared and "line III" in shared
+    assert "Roman numerals? Really?" in shared
+    assert pending_marks(editor, calc) == [] and comments_on_disk(storage) == {}
+    assert review(editor, "All") == []  # the baseline advanced: the next round starts empty
+
+    # the next round's review.md is the same file
+    (repo / "calc.txt").write_text(CALC.replace("line 4\n", "line IV\n"))
+    comment(editor, 4, "Again")
+    editor.lua("_G.cc_notes = {}")
+    editor.nvim.command("CodeCompanionCodeReview Share")
+    assert Path(editor.nvim.call("getreg", '"')) == path and "Again" in path.read_text()
+    assert "Roman" not in path.read_text()
+    editor.nvim.command("CodeCompanionCodeReview Share")  # nothing pending: said, nothing written
+    assert any("no comments to share" in n for n in editor.lua("return _G.cc_notes"))
+
+
+def test_the_comments_file_is_edited_by_hand_and_saved_by_bw(editor, repo, tmp_path):
+    storage = tmp_path / "storage"
+    start(editor, "http://127.0.0.1:9", repo, storage)
+    editor.nvim.command(f"edit {repo / 'calc.txt'}")
+    calc = editor.nvim.current.buffer.number
+    comment(editor, 2, "First thought")
+    comment(editor, 9, "Second thought")
+    editor.wait_for(lambda: len(pending_marks(editor, calc)) == 2, what="two comments")
+
+    editor.nvim.command("CodeCompanionCodeReview Comments")
+    text = editor.text()
+    assert "## calc.txt:2-2" in text and "line 2" in text and "First thought" in text
+    lines = [line.replace("First thought", "A better thought") for line in editor.lines()]
+    editor.nvim.api.buf_set_lines(0, 0, -1, False, lines)
+    editor.nvim.command("bw")
+    editor.wait_for(lambda: (2, "💬 A better thought") in pending_marks(editor, calc), what="the edit saved")
+    assert "A better thought" in "".join(comments_on_disk(storage).values())
+
+    # text that is no comment is kept aside, never dropped; the comments go on
+    editor.nvim.command("CodeCompanionCodeReview Comments")
+    editor.nvim.api.buf_set_lines(0, 0, 0, False, ["stray words before any heading"])
+    editor.nvim.command("bw")
+    editor.wait_for(lambda: list(storage.rglob("comments.md.kept-*")), what="the kept text")
+    [kept] = storage.rglob("comments.md.kept-*")
+    assert "stray words before any heading" in kept.read_text()
+    assert len(pending_marks(editor, calc)) == 2
+
+
+def test_a_broken_state_file_is_kept_aside_and_the_review_goes_on(editor, repo, tmp_path):
+    storage = tmp_path / "storage"
+    start(editor, "http://127.0.0.1:9", repo, storage)
+    editor.nvim.command("CodeCompanionCodeReview Start")
+    (repo / "calc.txt").write_text(CALC.replace("line 3\n", "line III\n"))
+    review(editor, "All")
+    press_in_list(editor, 1, "x")
+    [state] = storage.rglob("state.json")
+    editor.wait_for(lambda: "calc.txt" in state.read_text(), what="the file ignored")
+    state.write_text("{not json")
+    editor.lua("_G.cc_notes = {}")
+    assert review(editor, "All") == [("calc.txt", 3)]
+    notes = editor.lua("return _G.cc_notes")
+    assert any("state.json" in n and "kept as" in n for n in notes), notes
+    [aside] = storage.rglob("state.json.broken-*")
+    assert aside.read_text() == "{not json"
+
+
+def test_each_worktree_has_its_own_baseline_and_comments(editor, repo, tmp_path):
+    storage = tmp_path / "storage"
+    git(repo, "commit", "-q", "-m", "staged")
+    other = tmp_path / "other"
+    git(repo, "worktree", "add", "-q", "-b", "feature", str(other))
+    start(editor, "http://127.0.0.1:9", repo, storage)
+    editor.nvim.command("CodeCompanionCodeReview Start")
+    main_baseline = git(repo, "rev-parse", BASELINE)
+    editor.nvim.command(f"edit {repo / 'calc.txt'}")
+    comment(editor, 1, "main's comment")
+
+    editor.nvim.command(f"cd {other}")
+    assert subprocess.run(["git", "rev-parse", "-q", "--verify", BASELINE], cwd=other).returncode != 0
+    (other / "calc.txt").write_text(CALC.replace("line 6\n", "line six\n"))
+    editor.nvim.command("CodeCompanionCodeReview Start")
+    other_baseline = git(other, "rev-parse", BASELINE)
+    assert other_baseline != main_baseline and git(repo, "rev-parse", BASELINE) == main_baseline
+    (other / "calc.txt").write_text(CALC.replace("line 6\n", "line six\n").replace("line 9\n", "line nine\n"))
+    assert review(editor, "All") == [("calc.txt", 9)]  # the feature branch's round, from its own baseline
+    editor.nvim.command(f"edit {other / 'calc.txt'}")
+    comment(editor, 9, "feature's comment")
+    on_disk = comments_on_disk(storage)
+    assert len(on_disk) == 2  # one per repository root and branch
+    [mine] = [text for text in on_disk.values() if "feature's" in text]
+    assert "main's" not in mine
+
+    editor.nvim.command(f"cd {repo}")
+    editor.nvim.command("CodeCompanionCodeReview Comments")
+    assert "main's comment" in editor.text() and "feature's" not in editor.text()
+
+
+def test_a_folder_without_git_is_reviewed_through_a_shadow_store(editor, tmp_path):
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("alpha\nbeta\n")
+    start(editor, "http://127.0.0.1:9", folder, tmp_path / "storage")
+    editor.nvim.command("CodeCompanionCodeReview Start")
+    (folder / "notes.txt").write_text("alpha\nBETA\n")
+    (folder / "new.txt").write_text("new\n")
+    assert review(editor, "All") == [("new.txt", 1), ("notes.txt", 2)]
+    assert not (folder / ".git").exists()
+    press_in_list(editor, 2, "d")
+    editor.wait_for(lambda: editor.nvim.eval("&diff") == 1, what="the diff")
+    base = next(w.buffer for w in editor.nvim.windows if w.options["diff"] and w != editor.nvim.current.window)
+    assert base[:] == ["alpha", "beta"]
+
+
+def test_options_turn_it_off_unmap_keys_and_take_a_diff_provider(editor, repo, tmp_path):
+    storage = tmp_path / "storage"
+    start(editor, "http://127.0.0.1:9", repo, storage)
+    # as setup() would have them; set after it so the rest of the setup stays the shared one
+    editor.lua(
+        "local c = require('codecompanion_py').config.interactions.code_review;"
+        "c.keymaps = { ignore = false }; c.display = { diff = { provider = function(t) _G.target = t end } }"
+    )
+    editor.nvim.command("CodeCompanionCodeReview Start")
+    (repo / "calc.txt").write_text(CALC.replace("line 5\n", "line five\n"))
+    assert review(editor, "All") == [("calc.txt", 5)]
+    press_in_list(editor, 1, "d")
+    editor.wait_for(lambda: editor.lua("return _G.target ~= nil"), what="the provider called")
+    target = editor.lua("return _G.target")
+    assert target["path"] == str(repo / "calc.txt") and target["line"] == 5
+    assert target["baseline_ref"] == BASELINE and target["root"] == str(repo) and target["id"]
+    editor.nvim.command("botright copen")  # in the list: `x` is not mapped, `a` is
+    assert editor.nvim.call("maparg", "x", "n") == "" and editor.nvim.call("maparg", "a", "n") != ""
+    assert review(editor, "All") == [("calc.txt", 5)]
+    assert "calc.txt" not in "".join(p.read_text() for p in storage.rglob("state.json"))
+
+    editor.lua("require('codecompanion_py').config.interactions.code_review.enabled = false")
+    editor.lua("_G.cc_notes = {}")
+    editor.nvim.command("cclose | CodeCompanionCodeReview All")
+    assert any("code review is off" in n for n in editor.lua("return _G.cc_notes"))
+    got = editor.lua("return require('codecompanion_py.chat.context').capture({}, '#{code_review}')")
+    assert got == []
+
+
+def test_without_git_on_path_the_review_lists_the_files_the_agent_edited(spawn, nvim_home, monkeypatch, tmp_path):
+    init, env = nvim_home
+    for key in ("XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(key, env[key])
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    monkeypatch.setenv("PATH", str(bare))
+    assert shutil.which("git") is None
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    (folder / "calc.txt").write_text(CALC)
+    editor = spawn(init)
+    replies = [tool_call_reply(("e1", "insert_edit_into_file", edits(("line 2\n", "line two\n")))), text_reply("ok")]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        start(editor, server.url, folder, tmp_path / "storage")
+        chat_turn(editor, "Edit with @{files}", done=1)
+        assert (folder / "calc.txt").read_text().startswith("line 1\nline two\n")
+        editor.lua("_G.cc_notes = {}")
+        editor.nvim.command("CodeCompanionCodeReview")
+        notes = editor.lua("return _G.cc_notes")
+        assert any("git" in n and "files edited" in n for n in notes), notes
+        title, entries = qf(editor)
+        assert title == "Files edited by the LLM" and entries == [("calc.txt", 1)]
+        # comments still work, and #{code_review} sends them
+        editor.nvim.command(f"edit {folder / 'calc.txt'}")
+        comment(editor, 2, "no git, still a comment")
+        calc = editor.nvim.current.buffer.number
+        editor.wait_for(lambda: pending_marks(editor, calc), what="the comment shown")
+        got = editor.lua("return require('codecompanion_py.chat.context').capture({}, '#{code_review}')")
+        assert "no git, still a comment" in got[0]["content"] and "line two" in got[0]["content"]
