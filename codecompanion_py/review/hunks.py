@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass
 
 _HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_PATH = re.compile(r"^\+\+\+ (?:b/(.*)|/dev/null)$|^--- (?:a/(.*)|/dev/null)$")
 
 
 @dataclass(frozen=True)
@@ -62,11 +61,9 @@ def parse(diff: str) -> list[Hunk]:
             close()
             header, body, path = None, [], _git_path(line)
         elif header is None and (line.startswith("+++ ") or line.startswith("--- ")):
-            found = _PATH.match(line)
-            if found and (found.group(1) or found.group(2)):
-                path = _unquote(found.group(1) or found.group(2))
+            path = _side(line[4:]) or path
         elif line.startswith("Binary files ") and header is None:
-            hunks.append(Hunk(path, 1, 0, 1, 0, (f"+[binary file {path} changed]",)))
+            hunks.append(Hunk(path, 1, 1, 1, 1, (f"+[binary file {path} changed]",)))
         elif found_header := _HEADER.match(line):
             close()
             old_start, old_count, new_start, new_count = found_header.groups()
@@ -87,6 +84,12 @@ def _git_path(line: str) -> str:
     rest = line[len("diff --git ") :]
     half = len(rest) // 2
     return _unquote(rest[half + 1 :][2:]) if rest[half : half + 1] == " " else ""
+
+
+def _side(text: str) -> str:
+    """`a/x`, `"b/x"` or `/dev/null` (no file on that side: "")."""
+    text = _unquote(text)
+    return "" if text == "/dev/null" else text[2:] if text[:2] in ("a/", "b/") else text
 
 
 def _unquote(path: str) -> str:

@@ -29,7 +29,7 @@ MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_COMMENT_CHARS = 20_000
 MAX_CODE_CHARS = 40_000
 _HEADING = re.compile(r"^## (.+):(\d+)-(\d+)\s*$")
-_FENCE = re.compile(r"^(`{4,})(\S*)\s*$")
+_FENCE = re.compile(r"^(`{3,})(\S*)\s*$")
 
 
 class ReviewError(CodeCompanionError):
