@@ -205,12 +205,12 @@ local function current_spot()
   return name ~= "" and { path = name, line = api.nvim_win_get_cursor(0)[1] } or nil, index
 end
 
-local function mark(method)
+local function mark(send)
   local spot, index = current_spot()
   if not spot then
     return notify("put the cursor on a hunk, in its file or in the review's list", vim.log.levels.WARN)
   end
-  local answer = request(method, spot)
+  local answer = send(spot)
   if answer then
     notify(answer.message)
     if ours() then
@@ -219,8 +219,8 @@ local function mark(method)
   end
 end
 
-function actions.accept() mark("review.accept") end
-function actions.ignore() mark("review.ignore") end
+function actions.accept() mark(function(spot) return request("review.accept", spot) end) end
+function actions.ignore() mark(function(spot) return request("review.ignore", spot) end) end
 
 function actions.comment()
   local entry, index = entry_under_cursor()
