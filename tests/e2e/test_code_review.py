@@ -427,3 +427,30 @@ def test_without_git_on_path_the_review_lists_the_files_the_agent_edited(spawn, 
         editor.wait_for(lambda: pending_marks(editor, calc), what="the comment shown")
         got = editor.lua("return require('codecompanion_py.chat.context').capture({}, '#{code_review}')")
         assert "no git, still a comment" in got[0]["content"] and "line two" in got[0]["content"]
+
+
+def test_a_cli_agent_s_prompt_takes_the_baseline_and_code_review_sends_the_comments(editor, repo, tmp_path):
+    from .test_cli_interaction import AGENT, configure, received
+
+    script, log, storage = tmp_path / "agent.py", tmp_path / "log", tmp_path / "storage"
+    script.write_text(AGENT)
+    editor.nvim.command(f"cd {repo}")
+    configure(editor, script, log)
+    editor.lua(
+        "require('codecompanion_py').config.interactions.code_review = { opts = { storage_dir = ... } }", str(storage)
+    )
+    editor.nvim.command("CodeCompanionCLI hello")
+    received(log, "hello")
+    editor.wait_for(
+        lambda: subprocess.run(["git", "rev-parse", "-q", "--verify", BASELINE], cwd=repo).returncode == 0,
+        what="the baseline taken for the CLI agent",
+    )
+    first = git(repo, "rev-parse", BASELINE)
+
+    (repo / "calc.txt").write_text(CALC.replace("line 2\n", "line 2 \n"))  # the agent's work
+    editor.nvim.command(f"edit {repo / 'calc.txt'}")
+    comment(editor, 2, "Spell it out")
+    editor.nvim.command("CodeCompanionCLI Please action #{code_review}")
+    text = received(log, "Spell it out")
+    assert '<comment file="calc.txt" lines="2-2">' in text and "line 2 " in text
+    assert comments_on_disk(storage) == {} and git(repo, "rev-parse", BASELINE) != first
