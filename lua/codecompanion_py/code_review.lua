@@ -9,23 +9,8 @@ local options = require("codecompanion_py.options")
 
 local M = {}
 
-M.DEFAULTS = {
-  enabled = true,
-  keymaps = {
-    accept = { modes = { n = "a" }, callback = "keymaps.accept", description = "Accept the hunk under the cursor" },
-    comment = { modes = { n = "c" }, callback = "keymaps.comment",
-      description = "Comment on the hunk under the cursor" },
-    diff = { modes = { n = "d" }, callback = "keymaps.diff",
-      description = "Diff the hunk under the cursor against the baseline" },
-    ignore = { modes = { n = "x" }, callback = "keymaps.ignore",
-      description = "Ignore the hunk's file until the baseline advances" },
-  },
-  display = {
-    diff = { enabled = true, layout = "vertical", provider = "native" },
-    virtual_text = { enabled = true, icon = "💬 ", overflow = "trunc" },
-  },
-  opts = { storage_dir = vim.fs.joinpath(vim.fn.stdpath("data"), "codecompanion", "code_review") },
-}
+-- CodeCompanion's defaults (init.lua's `defaults`), for a config that was never set up.
+M.DEFAULTS = require("codecompanion_py").defaults.interactions.code_review
 local REPLACEMENT = "my comments from the code review, which I've attached"
 local TITLE = "CodeCompanion code review"
 local ns = api.nvim_create_namespace("codecompanion_py_review")
@@ -90,8 +75,11 @@ local function draw(buf)
       local lines = vim.tbl_map(function(line) return { { (shown.icon or "") .. line, "Comment" } } end,
         vim.split(c.comment, "\n", { plain = true }))
       local row = math.min(c.start_line, api.nvim_buf_line_count(buf)) - 1
-      pcall(api.nvim_buf_set_extmark, buf, ns, row, 0,
-        { virt_lines = lines, virt_lines_above = true, virt_lines_overflow = shown.overflow })
+      local mark = { virt_lines = lines, virt_lines_above = true, virt_lines_overflow = shown.overflow }
+      if not pcall(api.nvim_buf_set_extmark, buf, ns, row, 0, mark) then
+        mark.virt_lines_overflow = nil -- a Neovim before 0.11 has no such key
+        pcall(api.nvim_buf_set_extmark, buf, ns, row, 0, mark)
+      end
     end
   end
 end
