@@ -6,6 +6,7 @@
 -- opts.storage_dir), as CodeCompanion 19 has them.
 local api = vim.api
 local options = require("codecompanion_py.options")
+local ui = require("codecompanion_py.review_ui")
 
 local M = {}
 
@@ -59,36 +60,11 @@ end
 
 -- Virtual text ------------------------------------------------------------------------------
 
-local function draw(buf)
-  if not api.nvim_buf_is_loaded(buf) then
-    return
-  end
-  api.nvim_buf_clear_namespace(buf, ns, 0, -1)
-  local shown = opt("display.virtual_text")
-  local name = api.nvim_buf_get_name(buf)
-  if not pending or shown.enabled == false or name == "" or vim.bo[buf].buftype ~= "" then
-    return
-  end
-  local real = vim.uv.fs_realpath(name) or name
-  for _, c in ipairs(pending) do
-    if c.file == real or c.file == name then
-      local lines = vim.tbl_map(function(line) return { { (shown.icon or "") .. line, "Comment" } } end,
-        vim.split(c.comment, "\n", { plain = true }))
-      local row = math.min(c.start_line, api.nvim_buf_line_count(buf)) - 1
-      local mark = { virt_lines = lines, virt_lines_above = true, virt_lines_overflow = shown.overflow }
-      if not pcall(api.nvim_buf_set_extmark, buf, ns, row, 0, mark) then
-        mark.virt_lines_overflow = nil -- a Neovim before 0.11 has no such key
-        pcall(api.nvim_buf_set_extmark, buf, ns, row, 0, mark)
-      end
-    end
-  end
-end
-
 -- The pending comments drawn again in every loaded buffer.
 ---@return nil
 function M.redraw()
   for _, buf in ipairs(api.nvim_list_bufs()) do
-    draw(buf)
+    ui.draw(buf, ns, pending, opt("display.virtual_text"))
   end
 end
 
@@ -96,7 +72,7 @@ api.nvim_create_autocmd("BufWinEnter", {
   group = api.nvim_create_augroup("codecompanion_py_review", { clear = true }),
   callback = function(ev)
     if pending then
-      draw(ev.buf)
+      ui.draw(ev.buf, ns, pending, opt("display.virtual_text"))
     end
   end,
 })
@@ -234,41 +210,10 @@ function actions.diff()
     return
   end
   in_file(entry, index)
-  require("codecompanion_py.review_diff").show(answer, target, diff.layout)
+  ui.diff(answer, target, diff.layout)
 end
 
 -- Comments ---------------------------------------------------------------------------------
-
--- The input a comment is written in: <send> keys of the chat submit it, the chat's close keys
--- (and `q` in normal mode) leave it.
-local function input(title, default, on_submit)
-  local buf = api.nvim_create_buf(false, true)
-  vim.bo[buf].filetype = "markdown"
-  api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(default or "", "\n", { plain = true }))
-  local width = math.min(80, vim.o.columns - 4)
-  local win = api.nvim_open_win(buf, true, { relative = "cursor", row = 1, col = 0, width = width, height = 5,
-    border = "rounded", title = " " .. title .. " ", title_pos = "left" })
-  vim.bo[buf].bufhidden = "wipe"
-  local function close() pcall(api.nvim_win_close, win, true) end
-  local keys = {}
-  for _, map in ipairs(require("codecompanion_py.chat.keymaps").resolve(require("codecompanion_py").config)) do
-    keys[map.name] = map.modes
-  end
-  local function bind(modes, fn)
-    for mode, lhs in pairs(modes or {}) do
-      for _, key in ipairs(type(lhs) == "table" and lhs or { lhs }) do
-        vim.keymap.set(mode, key, fn, { buffer = buf, nowait = true })
-      end
-    end
-  end
-  bind(keys.send, function()
-    local text = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
-    vim.cmd.stopinsert()
-    close()
-    on_submit(text)
-  end)
-  bind(vim.tbl_extend("force", { n = "q" }, keys.close or {}), close)
-end
 
 local function comment_on(file, line)
   for _, c in ipairs(pending or {}) do
@@ -301,7 +246,7 @@ function M.comment(args)
     first, last_line = existing.start_line, existing.end_line
   end
   local code = table.concat(api.nvim_buf_get_lines(buf, first - 1, last_line, false), "\n")
-  input(("Comment on %s:%d-%d"):format(vim.fn.fnamemodify(name, ":~:."), first, last_line),
+  ui.input(("Comment on %s:%d-%d"):format(vim.fn.fnamemodify(name, ":~:."), first, last_line),
     existing and existing.comment, function(text)
       request("review.comment", { path = name, line = first, end_line = last_line, code = code,
         filetype = vim.bo[buf].filetype, text = text })
