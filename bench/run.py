@@ -19,6 +19,8 @@
 9. The host's memory across 100 chats and with a 1,000-turn chat reopened.
 10. Cold start: a fresh Neovim with a UI from `:CodeCompanionChat hi` to the first token, issued
     right after start and after 1 s idle, beside CodeCompanion.nvim's own (bench/cold_start.py).
+11. Checkpoints in a 20,000-file repository with 50 files changed: the snapshot before a turn,
+    what it adds to the first chunk, a rewind of 50 files, the editor's lag (bench/checkpoints.py).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from codecompanion_py.messages import Message  # noqa: E402
 from codecompanion_py.stream.iterators import HttpStreamIterator  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench"))
+import checkpoints  # noqa: E402
 import cold_start  # noqa: E402
 
 REPEATS = 7
@@ -759,6 +762,8 @@ def main() -> None:
         report["many_chats"] = bench_many_chats(editor)
         print("9. memory across 100 chats ...", flush=True)
         report["memory"] = bench_memory(editor)
+        print("11. checkpoints in a 20,000-file repository ...", flush=True)
+        report["checkpoints"] = checkpoints.bench_checkpoints(editor.nvim, bench_server)
     finally:
         editor.close()
     for key, title, bench in (
@@ -850,6 +855,7 @@ def main() -> None:
     )
     c = report["cold_start"]
     print("\n".join(cold_start.report_lines(c, c["idle_cost"])))
+    print("\n".join(checkpoints.report_lines(report["checkpoints"])))
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "latest.json").write_text(json.dumps(report, indent=2, default=str))

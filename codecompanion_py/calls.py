@@ -14,7 +14,7 @@ Lua's empty table `{}` arrives as an empty list: a field typed as a map takes it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -78,6 +78,15 @@ class ChatSubmit(ChatCall, frozen=True, kw_only=True):
     context: list[ContextItem] = []
     removed: list[str] = []
     hooks: list[str] | None = None  # the chat's Lua callbacks the engine calls, as they are now
+    header: int = 0  # which `## Me` of the buffer (from the top) the message was written under
+
+
+class ChatRewind(ChatCall, frozen=True, kw_only=True):
+    """`gz`, `/rewind`, `rewind()`: back to before the turn sent under the `header`th `## Me`."""
+
+    header: int = 0
+    restore: Literal["all", "files", "conversation"] = "all"
+    dirty: list[str] = []  # files open with unsaved changes: never overwritten unasked
 
 
 class ChatRemoveContext(ChatCall, frozen=True, kw_only=True):
@@ -295,6 +304,7 @@ CALLS: dict[str, type[Call]] = {
     "chat.set_option": ChatSetOption,
     "chat.resume": ChatResume,
     "chat.share": ChatShare,
+    "chat.rewind": ChatRewind,
     **{f"chat.{name}": ChatCall for name in _CHAT_ONLY.split()},
     "inline.run": InlineRun,
     "inline.stop": ChatCall,
@@ -311,7 +321,7 @@ CALLS: dict[str, type[Call]] = {
     "prompts.trust": PromptsTrust,
     "history.list": HistoryCall,
     **dict.fromkeys(("history.load", "history.rename", "history.delete"), SavedChatCall),
-    "chat.agent_commands": ChatCall,
+    **dict.fromkeys(("chat.agent_commands", "chat.checkpoints"), ChatCall),
     **dict.fromkeys(("mcp.status", "mcp.resources"), McpServerCall),
     "mcp.prompt": McpPrompt,
     "mcp.resource": McpResource,

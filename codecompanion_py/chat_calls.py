@@ -17,7 +17,9 @@ from .chat import share
 from .chat.factory import SessionFactory, workspace_of
 from .chat.keeper import ChatKeeper
 from .chat.protocol import PromptSetup, Session
+from .chat.rewind import Rewinder
 from .errors import ConfigError
+from .snapshots.checkpoints import Checkpoint
 from .ui import ops
 from .ui.sink import Channel, RenderSink
 
@@ -37,6 +39,7 @@ class ChatCalls:
         keeper: ChatKeeper,
         factory: SessionFactory,
         client: Callable[[], HttpClient],
+        rewinder: Rewinder,
     ) -> None:
         self.sessions = sessions  # the engine's: it saves and closes them
         self._channel = channel
@@ -45,6 +48,7 @@ class ChatCalls:
         self._keeper = keeper
         self._factory = factory
         self._client = client
+        self._rewinder = rewinder
         self._refused: set[Any] = set()  # chats whose last open failed, which said why
 
     def session(self, chat_id: Any) -> Session:
@@ -128,11 +132,32 @@ class ChatCalls:
             session.hooks = frozenset(call.hooks)
         if call.settings is not None:  # the settings header: checked before anything is sent
             await session.apply_settings(call.settings)
+        chain = self._keeper.checkpoints(session.chat_id)
+        before = None
+        if not session.busy:  # the worktree before the turn (a message refused while one runs needs none)
+            before = self._rewinder.before_turn(session, chain, header=call.header, text=call.typed or call.text)
         task = session.submit(call.text, call.context, [i for i in call.removed if i])
         if task is not None:  # saved as it goes, and once the turn ends, however it ends
             self._keeper.typed(session.chat_id, call.typed or call.text)
             self._keeper.watch(session, task)
-            task.add_done_callback(lambda _task: self._keeper.after_turn(session))
+            task.add_done_callback(lambda _task: self._turn_ended(session, chain, before))
+
+    def _turn_ended(self, session: Session, chain: list[Checkpoint], before: asyncio.Future[None] | None) -> None:
+        self._keeper.after_turn(session)
+        self._rewinder.after_turn(chain, before, lambda: self._keeper.save(session))  # saved again with it
+
+    async def rewind(self, call: calls.ChatRewind) -> None:
+        """`gz`, `/rewind`: back to before one of the chat's turns."""
+        session = self.session(call.chat_id)
+        chain = self._keeper.checkpoints(session.chat_id)
+        if await self._rewinder.rewind(session, chain, header=call.header, restore=call.restore, dirty=call.dirty):
+            self._keeper.save(session)
+        else:
+            self._channel.notify("CodeCompanion: the rewind was cancelled; nothing changed", "INFO")
+
+    def checkpoints(self, call: calls.ChatCall) -> list[dict[str, Any]]:
+        """`/rewind`'s list of turns to go back to."""
+        return self._rewinder.listing(self._keeper.checkpoints(self.session(call.chat_id).chat_id))
 
     async def system_prompt(self, call: calls.ChatCall) -> None:
         on = self.session(call.chat_id).toggle_system_prompt()
@@ -141,6 +166,7 @@ class ChatCalls:
     async def clear(self, call: calls.ChatCall) -> None:
         session = self.session(call.chat_id)
         session.clear()
+        await self._rewinder.drop(self._keeper.checkpoints(session.chat_id))  # their turns are gone
         session.view.push(ops.Cleared())
         session.view.push(ops.Settings(entries=session.settings_header()))
         session.view.fire("ChatCleared", {"id": session.chat_id})
@@ -233,6 +259,8 @@ class ChatCalls:
         task = session.compact()
         if task is not None:
             task.add_done_callback(lambda _task: self._keeper.after_turn(session))
+            for checkpoint in self._keeper.checkpoints(session.chat_id):
+                checkpoint.keep = -1  # the conversation before it is a summary now: its files only
 
     async def share(self, call: calls.ChatShare) -> None:
         """`/share`: the chat as a secret gist; the user is told its address."""

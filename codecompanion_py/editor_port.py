@@ -24,6 +24,7 @@ EditorMethod = Literal[
     "diagnostics",  # vim.diagnostic entries of a file
     "lua.call",  # a function of the setup() table
     "tool.output",  # the chat's `on_tool_output` callbacks, which may change a tool's output
+    "rewind.conflicts",  # files the user changed since a checkpoint: keep theirs or take the checkpoint's?
 ]
 
 EDITOR_METHODS: tuple[str, ...] = get_args(EditorMethod)

@@ -42,6 +42,7 @@ from .calls import Call
 from .chat.factory import SessionFactory
 from .chat.keeper import ChatKeeper
 from .chat.protocol import Session
+from .chat.rewind import Rewinder
 from .chat_calls import ChatCalls
 from .client import HttpClient
 from .errors import CodeCompanionError, ConfigError
@@ -50,6 +51,7 @@ from .mcp.servers import McpServers
 from .mcp_calls import McpCalls
 from .messages import valid_unicode
 from .review_calls import ReviewCalls, answering
+from .snapshots.checkpoints import Checkpoints
 from .snapshots.stores import Stores
 from .terminal_agents import prepare as prepare_cli
 from .ui import ops
@@ -73,6 +75,7 @@ class Engine:
         self.mcp = McpServers()
         self.keeper = ChatKeeper(lambda: self.config, lambda: self.client, self.channel.notify)
         self.stores = Stores(lambda: self.config.editor.get("data_dir"))  # checkpoints, the review's baseline
+        self.rewinder = Rewinder(Checkpoints(self.stores), self.channel.notify)
         self.pending = PendingCalls()
         self._thread: threading.Thread | None = None
         if loop is None:
@@ -82,6 +85,9 @@ class Engine:
         else:
             self.loop = loop  # its thread is the caller's: whether it yields is the caller's choice
         atexit.register(self.kill_agents)  # the host exiting some other way
+        self.keeper.dropped = lambda checkpoints: asyncio.run_coroutine_threadsafe(
+            self.rewinder.checkpoints.drop(checkpoints), self.loop
+        )
         factory = SessionFactory(lambda: self.config, lambda: self.client, lambda: self.mcp, self.pending)
         chats = ChatCalls(
             self.sessions,
@@ -91,6 +97,7 @@ class Engine:
             keeper=self.keeper,
             factory=factory,
             client=lambda: self.client,
+            rewinder=self.rewinder,
         )
         self.inline = InlineCalls(
             channel=channel,
@@ -128,6 +135,7 @@ class Engine:
             "chat.rename": chats.rename,
             "chat.debug": chats.debug,
             "chat.copilot_stats": chats.copilot_stats,
+            "chat.rewind": chats.rewind,
             "inline.run": self.inline.run,
             "inline.stop": self.inline.stop,
             "cmd.run": self.inline.command,
@@ -152,6 +160,7 @@ class Engine:
             "history.rename": lambda call: self.keeper.rename(call.dir, call.id, call.title),
             "history.delete": lambda call: self.keeper.delete(call.dir, call.id),
             "chat.agent_commands": chats.agent_commands,
+            "chat.checkpoints": chats.checkpoints,  # /rewind's turns
             "mcp.status": self._waited(mcp.status),  # a server's data, as Lua can take it
             "mcp.prompt": self._waited(mcp.prompt),
             "mcp.resource": self._waited(mcp.resource),
@@ -308,7 +317,7 @@ class Engine:
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())
         self.sessions.clear()
-        await asyncio.gather(*(session.close() for session in sessions), return_exceptions=True)
+        await asyncio.gather(*(session.close() for session in sessions), self.rewinder.close(), return_exceptions=True)
         await self.keeper.close()
         await self.mcp.close()
         for retired in [*self._retired, *([self._client] if self._client is not None else [])]:

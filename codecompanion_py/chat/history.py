@@ -32,6 +32,7 @@ import msgspec
 
 from ..errors import CodeCompanionError
 from ..messages import Message, valid_utf8
+from ..snapshots.checkpoints import Checkpoint
 
 log = logging.getLogger("codecompanion_py")
 
@@ -64,6 +65,7 @@ class Record(Summary, kw_only=True):
     session_id: str | None = None  # an agent's chat: its session, loaded again when the agent can
     settings: dict[str, Any] = msgspec.field(default_factory=dict)  # the settings header's values
     messages: list[Message] = msgspec.field(default_factory=list)
+    checkpoints: list[Checkpoint] = msgspec.field(default_factory=list)  # the worktree before each turn
 
 
 class Unreadable(ValueError):

@@ -7,10 +7,11 @@ an LLM writes for it (when the background interaction is on); and the editor's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -18,6 +19,7 @@ import msgspec
 from ..adapters.base import HTTPAdapter
 from ..client import HttpClient
 from ..errors import CodeCompanionError, ConfigError
+from ..snapshots.checkpoints import Checkpoint
 from . import history, titles
 from .context import shared
 from .history import HistoryStore, Record
@@ -41,6 +43,7 @@ class _Kept:
     # Without the LLM's: the first message as the user typed it (not as `prompt_decorator`
     # made it), or the title it was saved with.
     first_line: str | None = None
+    checkpoints: list[Checkpoint] = field(default_factory=list)  # the worktree before each turn
 
 
 class ChatKeeper:
@@ -56,6 +59,9 @@ class ChatKeeper:
         self._kept: dict[Any, _Kept] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._prunes_due: set[str] = set()  # folders with a prune already on the way
+        # the refs of a deleted chat's checkpoints go (set by the engine; chats pruned from the
+        # history leave theirs to the bound of refs a worktree keeps)
+        self.dropped: Callable[[list[Checkpoint]], object] | None = None
 
     def store(self, folder: Any = None) -> HistoryStore | None:
         root = folder or self._settings().editor.get("history_dir")
@@ -80,7 +86,13 @@ class ChatKeeper:
             self._kept[chat_id] = _Kept(history.new_id(), time.time())
             return None
         title = record.title if record.titled else None
-        self._kept[chat_id] = _Kept(record.id, record.created, title=title, first_line=record.title)
+        self._kept[chat_id] = _Kept(
+            record.id,
+            record.created,
+            title=title,
+            first_line=record.title,
+            checkpoints=[c for c in record.checkpoints if c.valid()],  # a saved file is not trusted
+        )
         return record
 
     def saved_id(self, chat_id: Any) -> str | None:
@@ -94,6 +106,11 @@ class ChatKeeper:
         kept = self._kept.get(chat_id)
         if kept is not None and kept.first_line is None and text.strip():
             kept.first_line = history.first_line(text)
+
+    def checkpoints(self, chat_id: Any) -> list[Checkpoint]:
+        """The chat's checkpoints, oldest first: the list itself, changed in place."""
+        kept = self._kept.get(chat_id)
+        return kept.checkpoints if kept is not None else []
 
     def forget(self, chat_id: Any) -> None:
         self._kept.pop(chat_id, None)
@@ -166,6 +183,7 @@ class ChatKeeper:
             session_id=state.session_id,
             settings=dict(state.settings),
             messages=messages,
+            checkpoints=list(kept.checkpoints),
         )
         try:
             if store.save(record, prune=False):  # a new file: the folder is pruned, off this step
@@ -230,7 +248,13 @@ class ChatKeeper:
         return self._store(folder).summaries()
 
     def delete(self, folder: str | None, chat: str) -> bool:
-        self._store(folder).delete(chat)
+        """The saved chat goes, and its checkpoints' refs with it (through `dropped`)."""
+        store = self._store(folder)
+        with contextlib.suppress(OSError, ValueError, msgspec.DecodeError, msgspec.ValidationError):
+            checkpoints = [c for c in store.load(chat).checkpoints if c.valid()]
+            if checkpoints and self.dropped is not None:
+                self.dropped(checkpoints)
+        store.delete(chat)
         return True
 
     def rename(self, folder: str | None, chat: str, title: str) -> bool:

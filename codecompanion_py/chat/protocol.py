@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ..adapters.base import HTTPAdapter
+from ..errors import ConfigError
 from ..messages import Message
 from ..tools.approvals import Approvals
 from ..tools.workspace import Workspace
@@ -149,12 +150,20 @@ class Session(Protocol):
         """`gx`: forget the conversation (an agent starts a new session)."""
         ...
 
+    def rewind(self, keep: int) -> None:
+        """`gz`: the conversation as it was with its first `keep` messages, system prompts
+        aside (an agent starts a new session, told those)."""
+        ...
+
     def regenerate(self) -> asyncio.Task[None] | None:
         """`gr`: drop the last reply and send the last message again (pushes `Rewind` first)."""
         ...
 
     hooks: frozenset[str]
     """The chat's Lua callbacks the engine calls ("on_tool_output"), as the editor says."""
+    before_changes: asyncio.Future[None] | None
+    """The turn's checkpoint being taken (set by the engine as the turn starts): nothing that
+    may change files (tools; the prompt to an agent) runs before it is done."""
 
     def fork_state(self) -> tuple[list[Message], dict[str, Any], set[str]]:
         """What a fork of this chat starts from: its messages, tools and the system prompts
@@ -195,3 +204,22 @@ def refuse_turn(session: Session, text: str, while_busy: str) -> bool:
         session.view.push(ops.Done(status="empty"))
         return True
     return False
+
+
+_NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
+
+
+class WithoutAgent:
+    """The agent actions of a chat without an agent: each refused, saying what to do instead."""
+
+    def options(self) -> list[AgentOption]:
+        raise ConfigError(_NO_AGENT)
+
+    async def set_option(self, option_id: str, value: Any) -> None:
+        raise ConfigError(_NO_AGENT)
+
+    async def list_sessions(self) -> list[AgentSession]:
+        raise ConfigError(_NO_AGENT)
+
+    def resume(self, session_id: str) -> None:
+        raise ConfigError(_NO_AGENT)

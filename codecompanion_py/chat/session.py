@@ -35,7 +35,7 @@ from ..tools.orchestrator import Orchestrator
 from ..tools.registry import ToolSettings, mentions
 from ..tools.workspace import Workspace
 from ..ui import ops
-from ..ui.ops import AdapterInfo, AgentOption, AgentSession
+from ..ui.ops import AdapterInfo
 from ..ui.sink import Sink
 from ..ui.view import EventView
 from . import compaction, judge
@@ -46,7 +46,7 @@ from .debug import debug_text
 from .history import Record
 from .judge import JudgeSettings
 from .mcp_tools import ChatMcpTools
-from .protocol import PromptSetup, SavedState, Session, refuse_turn
+from .protocol import PromptSetup, SavedState, Session, WithoutAgent, refuse_turn
 
 log = logging.getLogger("codecompanion_py.chat")
 
@@ -56,10 +56,9 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 Status = Literal["success", "error", "stopped"]
-_NO_AGENT = "this chat does not talk to an agent; pick one with `ga` (codex, claude_code...)"
 
 
-class ChatSession:
+class ChatSession(WithoutAgent):
     """A `Session` whose replies come from an HTTP adapter."""
 
     def __init__(
@@ -101,6 +100,7 @@ class ChatSession:
         self._last_prompt: Message | None = None  # the user's last message, for `gr`
         self._follow_up: str | None = None  # `gm` while the reply streams, for its next request
         self.hooks: frozenset[str] = frozenset()
+        self.before_changes: asyncio.Future[None] | None = None
         self.last_request: HttpRequest | None = None  # for `gd`
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running
@@ -165,8 +165,12 @@ class ChatSession:
 
     def clear(self) -> None:
         """Forget the conversation; the system prompts (and enabled tools) stay."""
-        self._refuse_while_busy("clear the chat")
-        self.history[:] = [m for m in self.history if m.role == "system"]
+        self.rewind(0)
+
+    def rewind(self, keep: int) -> None:
+        self._refuse_while_busy("rewind the chat" if keep else "clear the chat")
+        gone = {id(m) for m in [m for m in self.history if m.role != "system"][keep:]}  # system prompts stay
+        self.history[:] = [m for m in self.history if id(m) not in gone]
         self._last_prompt = None
         self.file_reads.clear()
 
@@ -200,18 +204,6 @@ class ChatSession:
 
     def kill_now(self) -> None:
         """Nothing of an HTTP chat outlives the host: its requests die with the loop."""
-
-    def options(self) -> list[AgentOption]:
-        raise ConfigError(_NO_AGENT)
-
-    async def set_option(self, option_id: str, value: Any) -> None:
-        raise ConfigError(_NO_AGENT)
-
-    async def list_sessions(self) -> list[AgentSession]:
-        raise ConfigError(_NO_AGENT)
-
-    def resume(self, session_id: str) -> None:
-        raise ConfigError(_NO_AGENT)
 
     def saved_state(self) -> SavedState:
         return SavedState(settings=dict(self.settings))
@@ -556,6 +548,8 @@ class ChatSession:
 
     async def _run_tools(self, calls: tuple[ToolCall, ...]) -> bool:
         """Run a batch of tool calls; True when the user stopped it."""
+        if self.before_changes is not None:  # the worktree's checkpoint first
+            await asyncio.shield(self.before_changes)
         if self.editor is None:
             self._answer_all(calls, "error", "Tools are not available in this chat.")
             return False

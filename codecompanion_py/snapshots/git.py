@@ -43,7 +43,14 @@ _IDENTITY = {
     "GIT_COMMITTER_EMAIL": "codecompanion@localhost",
 }
 # what would change the bytes stored, or ask the user something, whatever their config says
-_CONFIG = ("core.autocrlf=false", "core.safecrlf=false", "core.untrackedCache=true", "advice.addEmbeddedRepo=false")
+_CONVERTING = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
+_CONFIG = (
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "core.untrackedCache=true",
+    "core.splitIndex=false",  # a split index's shared part would be written beside the user's
+    "advice.addEmbeddedRepo=false",
+)
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,7 @@ class GitStore:
         self.index = index
         self.shadow = shadow
         self.lock = asyncio.Lock()  # one `add` at a time on our index
+        self._queued: asyncio.Future[str] | None = None  # the next snapshot, shared by who waits for it
 
     async def git(self, *args: str, stdin: bytes | None = None, ok: Iterable[int] = (0,)) -> bytes:
         argv = ["git", f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
@@ -89,17 +97,29 @@ class GitStore:
         return result.output
 
     async def snapshot(self) -> str:
-        """The worktree as it is now: a tree id."""
+        """The worktree as it is now (or later): a tree id. Those who ask while one is being
+        taken share the next one, so thirty chats starting at once take two, not thirty."""
+        if self._queued is None:
+            self._queued = asyncio.ensure_future(self._take())
+        return await asyncio.shield(self._queued)
+
+    async def _take(self) -> str:
         async with self.lock:
+            self._queued = None  # who asks from now on may have changed files since: a new one
             if not self.index.exists():
                 await asyncio.to_thread(self._seed_index)
-            await self.git("add", "-A", "--", ".")
+            try:
+                await self.git("add", "-A", "--", ".")
+            except SnapshotError:  # our index is damaged (or a copy git cannot read): begin again
+                self.index.unlink(missing_ok=True)
+                await self.git("add", "-A", "--", ".")
             return (await self.git("write-tree")).decode().strip()
 
     def _seed_index(self) -> None:
         self.index.parent.mkdir(parents=True, exist_ok=True)
         theirs = self.git_dir / "index"
-        if not self.shadow and theirs.is_file():  # their stat data: only what changed is hashed
+        split = any(self.git_dir.glob("sharedindex.*"))  # their index names a file beside it
+        if not self.shadow and theirs.is_file() and not split:  # their stat data: only what changed is hashed
             shutil.copyfile(theirs, self.index)
 
     async def commit(self, tree: str, message: str) -> str:
@@ -134,11 +154,13 @@ class GitStore:
         return found
 
     async def blobs(self, wanted: Sequence[tuple[str, str]]) -> dict[str, bytes]:
-        """Each (blob id, path)'s bytes as a checkout would write them at that path."""
+        """Each (blob id, path)'s bytes as a checkout would write them at that path: as
+        stored, but for paths whose attributes convert them (line endings, LFS), which go
+        through `cat-file --filters` one by one (its batch mode misreports their sizes)."""
         if not wanted:
             return {}
-        request = "".join(f"{sha} {path}\n" for sha, path in wanted).encode()
-        out = await self.git("cat-file", "--batch", "--filters", stdin=request)
+        request = "".join(f"{sha}\n" for sha, _path in wanted).encode()
+        out = await self.git("cat-file", "--batch", stdin=request)
         found: dict[str, bytes] = {}
         at = 0
         for _sha, path in wanted:
@@ -149,7 +171,22 @@ class GitStore:
             size = int(header[2])
             found[path] = out[end + 1 : end + 1 + size]
             at = end + 2 + size
+        converted = await self._converted([path for _sha, path in wanted])
+        for sha, path in wanted:
+            if path in converted:
+                found[path] = await self.git("cat-file", "--filters", f"--path={path}", sha)
         return found
+
+    async def _converted(self, paths: Sequence[str]) -> set[str]:
+        """The paths whose attributes change their bytes between the store and the worktree."""
+        names = b"\0".join(os.fsencode(path) for path in paths)
+        out = await self.git("check-attr", "-z", "--stdin", *_CONVERTING, stdin=names)
+        fields = out.split(b"\0")
+        return {
+            os.fsdecode(path)
+            for path, _attr, value in zip(fields[0::3], fields[1::3], fields[2::3], strict=False)
+            if value not in (b"unspecified", b"unset")
+        }
 
     async def diff(self, old: str, new: str, paths: Sequence[str] = (), *, context: int = 0) -> str:
         """A unified diff between two trees (what the review shows hunk by hunk)."""

@@ -247,6 +247,22 @@ class Rewind(_Op, tag="rewind", frozen=True):
     """`gr`: the last reply leaves the buffer, which locks for the new one that follows."""
 
 
+class RestoredFile(msgspec.Struct, frozen=True):
+    path: str
+    relative: str
+    action: Literal["restored", "removed", "kept"]  # kept: the user chose their own version
+
+
+class Rewound(_Op, tag="rewound", frozen=True):
+    """`gz`: the chat went back to before the turn sent under its `header`th `## Me`. With
+    `conversation`, the buffer loses that message and all after it (the message comes back as
+    the draft); `files` were put back (open buffers reload), and the chat says so."""
+
+    header: int
+    conversation: bool
+    files: tuple[RestoredFile, ...] = ()
+
+
 class Debug(_Op, tag="debug", frozen=True):
     """`gd`: what the engine holds for this chat, as Markdown for a read-only window (`gS`:
     the Copilot account's usage, under its `title`)."""
@@ -279,6 +295,7 @@ Op = Union[
     Settings,
     Cleared,
     Rewind,
+    Rewound,
     Debug,
 ]
 

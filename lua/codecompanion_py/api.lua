@@ -63,6 +63,22 @@ function M.changes()
   chat_module().changes()
 end
 
+-- Back to before one of a chat's messages: `turn` is its `## Me` counted from the top (the
+-- files, the conversation or both are asked); without a turn, the list of them.
+---@param opts? { bufnr?: integer, turn?: integer, restore?: "all"|"files"|"conversation" }
+function M.rewind(opts)
+  opts = opts or {}
+  local chat = M.buf_get_chat(opts.bufnr) or M.last_chat()
+  if not chat then
+    return vim.notify("CodeCompanion: there is no chat to rewind", vim.log.levels.WARN)
+  end
+  local rewind = require("codecompanion_py.chat.rewind")
+  if opts.turn then
+    return rewind.to(chat.bufnr, opts.turn, opts.restore)
+  end
+  rewind.pick(chat)
+end
+
 -- The engine reads adapters and tools afresh.
 ---@return nil
 function M.chat_refresh_cache()

@@ -159,6 +159,8 @@ local function find_buffer(path)
   end
 end
 
+M.find_buffer = find_buffer -- a file's loaded buffer, by its real path
+
 function methods.buffer_get(_, args, reply)
   local buf = find_buffer(args.path)
   if not buf then
@@ -408,6 +410,10 @@ function methods.diagnostics(_, args, reply)
     })
   end
   reply({ loaded = true, items = items })
+end
+
+function methods.rewind_conflicts(_, args, reply)
+  require("codecompanion_py.chat.rewind").ask_conflicts(args, reply)
 end
 
 function methods.lua_call(_, args, reply)

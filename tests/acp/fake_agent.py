@@ -298,6 +298,23 @@ def scenario_replay(cwd: str, rest: str) -> str:
     return "end_turn"
 
 
+def scenario_files(cwd: str, rest: str) -> str:
+    """`files {json}`: writes through the editor (`editor`: path -> text), writes and removals
+    of the agent's own, as a command it ran would make them (`direct`, `remove`)."""
+    spec = json.loads(rest)
+    for relative, content in spec.get("editor", {}).items():
+        ask("fs/write_text_file", {"sessionId": SESSION, "path": os.path.join(cwd, relative), "content": content})
+    for relative, content in spec.get("direct", {}).items():
+        path = os.path.join(cwd, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(content.encode("latin-1"))
+    for relative in spec.get("remove", []):
+        os.remove(os.path.join(cwd, relative))
+    say("Files done.")
+    return "end_turn"
+
+
 SCENARIOS = {
     "replay": scenario_replay,
     "permission": scenario_permission,
@@ -312,6 +329,7 @@ SCENARIOS = {
     "write_outside": scenario_write_outside,
     "many": scenario_many,
     "script": scenario_script,
+    "files": scenario_files,
 }
 
 MODES = {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]}

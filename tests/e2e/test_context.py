@@ -197,7 +197,7 @@ def test_slash_commands_complete_run_and_share_what_they_pick(editor, tmp_path):
         words = [i["word"] for i in items]  # /mode and /resume: agents only
         assert words == [
             "/buffer", "/commit", "/compact", "/explain", "/fetch", "/file", "/fork", "/help", "/image", "/lsp", "/mcp",
-            "/now", "/rename", "/rules", "/share", "/symbols",
+            "/now", "/rename", "/rewind", "/rules", "/share", "/symbols",
         ]  # fmt: skip
 
 

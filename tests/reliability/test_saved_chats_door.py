@@ -209,3 +209,28 @@ def test_a_chat_resumed_without_a_readable_saved_chat_starts_afresh(tmp_path):
     assert keeper.saved_id(2) not in (None, "damaged")  # the damaged file is left as it is
     with pytest.raises(Exception, match="cannot be read"):  # picked by the user: an error
         keeper.begin(3, "damaged", None)
+
+
+def test_a_saved_chats_checkpoints_that_would_reach_git_as_commands_are_dropped(tmp_path):
+    """A checkpoint's ref name and object ids go to `git update-ref --stdin`: a saved file with
+    a newline in one (a command of its own: `delete refs/heads/main`) loses that checkpoint,
+    never the chat."""
+    from types import SimpleNamespace
+
+    from codecompanion_py.chat.keeper import ChatKeeper
+
+    folder = tmp_path / "history"
+    folder.mkdir()
+    good = {"ref": "00001700000000-abcdef", "root": str(tmp_path), "header": 1, "keep": 0, "before": "a" * 40}
+    hostile = [
+        {**good, "ref": "00001700000000-abcdef\ndelete refs/heads/main"},
+        {**good, "before": "a" * 40 + "\ndelete refs/heads/main"},
+        {**good, "after": "HEAD"},
+        {**good, "root": "relative/path"},
+    ]
+    record = {"id": "c", "title": "t", "adapter": "a", "messages": [], "checkpoints": [good, *hostile]}
+    (folder / "c.json").write_text(json.dumps(record))
+    settings = SimpleNamespace(editor={"history_dir": str(folder)})
+    keeper = ChatKeeper(lambda: settings, lambda: None, lambda text, level: None)  # type: ignore[arg-type,return-value]
+    assert keeper.begin(1, "c", None) is not None
+    assert [c.ref for c in keeper.checkpoints(1)] == [good["ref"]]

@@ -74,6 +74,7 @@ class AcpChatSession:
         self.workspace = workspace
         self.history: list[Message] = list(history or [])  # kept canonical, for a switch to an HTTP adapter
         self.hooks: frozenset[str] = frozenset()  # an agent runs its own tools: none apply
+        self.before_changes: asyncio.Future[None] | None = None
         self._carried = len(self.history)  # messages from before this agent: told to it once
         self.approvals = Approvals()
         self.context = ToolsContext(
@@ -220,6 +221,12 @@ class AcpChatSession:
         self.session_id = None
         self.resume_id = None
 
+    def rewind(self, keep: int) -> None:
+        kept = [m for m in self.history if m.role != "system"][:keep]
+        self.clear()
+        self.history[:] = kept
+        self._carried = len(kept)  # told to the agent's new session with the next message
+
     def regenerate(self) -> asyncio.Task[None] | None:
         raise AgentError(
             f"{self.adapter.formatted_name} remembers its replies itself, so one cannot be regenerated; "
@@ -331,6 +338,8 @@ class AcpChatSession:
                 shared=shared,
             )
             self.history.append(Message.of("user", text))
+            if self.before_changes is not None:  # the worktree's checkpoint before the agent may write
+                await asyncio.shield(self.before_changes)
             result = await client.prompt(session_id, blocks)
             stop = result.get("stopReason")
             if stop == "cancelled":

@@ -86,6 +86,7 @@ M.keymaps = {
     end)
   end,
   clear = function(chat) M.clear(chat.bufnr) end,
+  rewind = function(chat) require("codecompanion_py.chat.rewind").at_cursor(chat) end,
   codeblock = editing.codeblock,
   yank_code = function(chat) editing.yank_code(chat, config.opts().register or "+") end,
   next_chat = function(chat) cycle(chat, 1) end,

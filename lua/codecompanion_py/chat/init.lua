@@ -155,7 +155,8 @@ function M.submit(buf)
   local review = require("codecompanion_py.code_review")
   text = review.replace(text, context)
   local payload = { chat_id = buf, text = text, settings = require("codecompanion_py.chat.settings").read(buf),
-    context = vim.tbl_map(shared.wire, context), removed = removed, typed = typed, hooks = chat.open_payload.hooks }
+    context = vim.tbl_map(shared.wire, context), removed = removed, typed = typed, hooks = chat.open_payload.hooks,
+    header = require("codecompanion_py.chat.rewind").current_header(buf) }
   if not rpc.notify("chat.submit", payload) then
     return
   end

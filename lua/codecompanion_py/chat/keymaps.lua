@@ -2,7 +2,7 @@
 -- `interactions.chat.keymaps` (or `strategies.chat.keymaps`) changes them as in CodeCompanion:
 --   send = { modes = { n = "<C-s>", i = "<C-s>" }, opts = {} }   -- other keys (opts: map-arguments)
 --   close = false                                                -- no keymap
---   mine = { modes = { n = "gz" }, callback = function(chat) ... end, description = "..." }
+--   mine = { modes = { n = "gq" }, callback = function(chat) ... end, description = "..." }
 -- A `callback` is a built-in's name ("keymaps.send", chat/actions.lua) or a function called with the chat.
 local api = vim.api
 
@@ -29,6 +29,7 @@ for _, row in ipairs({
   { "stop", { n = "q" }, "stop", "Stop the current request" },
   { "_btw", { n = "gm" }, "btw", "Send a follow-up while streaming" },
   { "clear", { n = "gx" }, "clear", "Clear all messages from the chat" },
+  { "rewind", { n = "gz" }, "rewind", "Rewind to before this message (its files, the conversation or both)" },
   { "codeblock", { n = "gc" }, "codeblock", "Insert an empty codeblock" },
   { "yank_code", { n = "gy" }, "yank_code", "Yank code from the last codeblock" },
   { "next_chat", { n = "}" }, "next_chat", "Open the next chat" },

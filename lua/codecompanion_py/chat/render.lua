@@ -397,6 +397,12 @@ function M.rewind(chat)
   config.fire("ChatSubmitted", { bufnr = buf, id = buf })
 end
 
+---@param chat CodeCompanionChat
+---@param op { header: integer, conversation: boolean, files?: table[] }
+function M.rewound(chat, op)
+  require("codecompanion_py.chat.rewind").rewound(chat, op)
+end
+
 -- A read-only float with what the engine holds for the chat; q closes it.
 ---@param chat CodeCompanionChat
 ---@param op { text: string, title?: string }

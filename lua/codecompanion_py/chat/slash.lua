@@ -15,6 +15,7 @@
 --   /now      the date and time
 --   /fork     (HTTP chats) a new chat with this one's conversation, tools and context
 --   /rename   the chat's title in the history
+--   /rewind   back to before one of your messages: its files, the conversation or both
 --   /command  (agent chats) start the agent again with another of its `commands`
 --   /mode, /acp_session_options, /resume   (agent chats) the agent's options, an earlier session
 -- Pickers: telescope, fzf-lua, mini.pick or snacks when installed (or named by a command's
@@ -163,6 +164,10 @@ M.COMMANDS = {
         end
       end)
     end,
+  },
+  rewind = {
+    description = "Rewind to before one of your messages (its files, the conversation or both)",
+    run = function(chat) require("codecompanion_py.chat.rewind").pick(chat) end,
   },
   now = {
     description = "Insert the date and time",

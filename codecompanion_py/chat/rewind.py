@@ -1,0 +1,160 @@
+"""Taking a chat's checkpoints, and rewinding it to one (`gz`, `/rewind`, `rewind()`).
+
+Before each message is sent the worktree is snapshotted (`snapshots/checkpoints.py`) and
+the review's baseline made when there is none; when the turn ends, snapshotted again.
+A rewind asks the user about each file they changed since (keep theirs, or take the
+checkpoint's), puts the rest back, cuts the conversation when asked to, and tells the
+chat what it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from ..errors import ConfigError, SnapshotError
+from ..snapshots import checkpoints as kept
+from ..snapshots.baseline import ensure_baseline
+from ..snapshots.checkpoints import Checkpoint, Checkpoints
+from ..ui import ops
+from .protocol import Session
+
+log = logging.getLogger("codecompanion_py.chat")
+
+CLOSE_WAIT = 1.0
+
+
+class Rewinder:
+    def __init__(self, checkpoints: Checkpoints, notify: Callable[[str, str], None]) -> None:
+        self.checkpoints = checkpoints
+        self._notify = notify
+        self._told: set[str] = set()  # folders whose snapshot failed, said once each
+        self._pending: set[asyncio.Task[None]] = set()  # snapshots after turns
+
+    def before_turn(self, session: Session, chain: list[Checkpoint], *, header: int, text: str) -> asyncio.Task[None]:
+        """The checkpoint of the worktree the turn starts from (and the review's baseline),
+        taken while the request goes out: the session waits for it before anything may change
+        a file. A folder that cannot have one is said once, and the chat goes on without."""
+        keep = sum(m.role != "system" for m in session.history)  # now, before the turn adds its message
+        task = asyncio.get_running_loop().create_task(
+            self._checkpoint(str(session.workspace.root), chain, header=header, keep=keep, text=text)
+        )
+        session.before_changes = task
+        return task
+
+    async def _checkpoint(self, root: str, chain: list[Checkpoint], *, header: int, keep: int, text: str) -> None:
+        try:
+            checkpoint = await self.checkpoints.before_turn(root, header=header, keep=keep, text=text)
+            store = await self.checkpoints.stores.for_folder(root)
+            await ensure_baseline(store, checkpoint.before)
+        except SnapshotError as error:
+            if root not in self._told:
+                self._told.add(root)
+                self._notify(f"CodeCompanion: no checkpoints in this folder: {error}", "WARN")
+            return
+        except Exception:  # never in the turn's way
+            log.exception("the checkpoint before a turn failed")
+            return
+        # a header seen before (after /clear) replaces the turns from it on; the oldest past the bound go
+        dropped = [c for c in chain if c.header >= header]
+        chain[:] = [c for c in chain if c.header < header] + [checkpoint]
+        dropped += chain[: max(len(chain) - kept.MAX_PER_CHAT, 0)]
+        del chain[: max(len(chain) - kept.MAX_PER_CHAT, 0)]
+        if dropped:
+            await self.checkpoints.drop(dropped)
+
+    def after_turn(
+        self, chain: list[Checkpoint], before: asyncio.Future[None] | None, on_saved: Callable[[], object]
+    ) -> asyncio.Task[None]:
+        """The worktree as the turn left it (once its checkpoint is in `chain`), then
+        `on_saved` (the chat is saved with it)."""
+
+        async def snap() -> None:
+            if before is not None:
+                await before
+            if not chain:
+                return
+            try:
+                await self.checkpoints.after_turn(chain[-1])
+            except SnapshotError as error:
+                log.info("the snapshot after a turn failed: %s", error)
+            on_saved()
+
+        task = asyncio.get_running_loop().create_task(snap())
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return task
+
+    async def close(self) -> None:
+        """The engine stops: the snapshots after turns finish (a second at most)."""
+        if self._pending:
+            _done, late = await asyncio.wait(list(self._pending), timeout=CLOSE_WAIT)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+
+    async def rewind(
+        self,
+        session: Session,
+        chain: list[Checkpoint],
+        *,
+        header: int,
+        restore: Literal["all", "files", "conversation"],
+        dirty: list[str],
+    ) -> bool:
+        """Back to before the turn sent under the `header`th `## Me` (its files, its
+        conversation or both: `restore`); False when the user cancelled."""
+        if session.busy:
+            raise ConfigError("wait for the reply to finish (or press q) to rewind the chat")
+        index = next((i for i, c in enumerate(chain) if c.header == header), None)
+        if index is None:
+            raise ConfigError(_no_checkpoint(chain, header))
+        target = chain[index]
+        store = await self.checkpoints.stores.for_folder(str(session.workspace.root))
+        if target.root != str(store.root):
+            raise ConfigError(f"that checkpoint is of {target.root}, not of this chat's folder: open the chat there")
+        if target.keep < 0 and restore != "files":
+            raise ConfigError("the conversation was compacted since that turn: rewind its files only")
+        files = restore in ("all", "files")
+        conversation = restore in ("all", "conversation")
+        restored: list[ops.RestoredFile] = []
+        if files:
+            plan = await self.checkpoints.plan(chain, index, dirty)
+            keep_mine: set[str] = set()
+            if plan.conflicts:
+                asked = [{"path": c.path, "relative": c.relative, "checkpoint": c.checkpoint} for c in plan.conflicts]
+                reply = await session.editor.call("rewind.conflicts", {"files": asked})
+                if not isinstance(reply, Mapping) or reply.get("cancel"):
+                    return False
+                choices: Any = reply.get("choices")
+                taken = choices if isinstance(choices, Mapping) else {}
+                keep_mine = {c.relative for c in plan.conflicts if taken.get(c.relative) != "checkpoint"}
+            done = await self.checkpoints.apply(plan, keep_mine)
+            restored = [ops.RestoredFile(path=r.path, relative=r.relative, action=r.action) for r in done]
+        if conversation:
+            session.rewind(target.keep)
+        session.view.push(ops.Rewound(header=header, conversation=conversation, files=tuple(restored)))
+        await self.checkpoints.settle(chain, index, conversation=conversation)  # after the user sees it
+        return True
+
+    def listing(self, chain: list[Checkpoint]) -> list[dict[str, Any]]:
+        """`/rewind`'s list: each turn that can be gone back to, newest first."""
+        return [{"header": c.header, "text": c.text, "at": c.at} for c in reversed(chain)]
+
+    async def drop(self, chain: list[Checkpoint]) -> None:
+        dropped = list(chain)
+        chain.clear()
+        await self.checkpoints.drop(dropped)
+
+
+def _no_checkpoint(chain: list[Checkpoint], header: int) -> str:
+    if not chain:
+        return "this chat has no checkpoints yet: one is taken before each message is sent"
+    if header > chain[-1].header:
+        return "that message has not been sent: there is nothing to rewind"
+    return (
+        "that message has no checkpoint (a message added during a turn with gm, one sent before "
+        f"checkpoints were taken, or older than the last {kept.MAX_PER_CHAT} turns)"
+    )
