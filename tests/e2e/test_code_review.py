@@ -452,3 +452,15 @@ def test_a_cli_agent_s_prompt_takes_the_baseline_and_code_review_sends_the_comme
     text = received(log, "Spell it out")
     assert '<comment file="calc.txt" lines="2-2">' in text and "line 2 " in text
     assert comments_on_disk(storage) == {} and git(repo, "rev-parse", BASELINE) != first
+
+
+def test_a_chat_s_first_message_takes_the_baseline_its_edits_are_reviewed_against(editor, repo, tmp_path):
+    replies = [
+        tool_call_reply(("e1", "insert_edit_into_file", edits(("line 12\n", "line twelve\n")))),
+        text_reply("ok"),
+    ]
+    with ServerThread(ScriptedServer.sequence(replies)) as server:
+        start(editor, server.url, repo, tmp_path / "storage")
+        assert subprocess.run(["git", "rev-parse", "-q", "--verify", BASELINE], cwd=repo).returncode != 0
+        chat_turn(editor, "Edit with @{files}", done=1)
+        assert review(editor) == [("calc.txt", 12)]  # no Start: the chat took the baseline itself
