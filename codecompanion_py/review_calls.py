@@ -21,6 +21,7 @@ from .snapshots.stores import Stores
 
 Answer = dict[str, Any]
 MAX_BASELINE_BYTES = 16 * 1024 * 1024
+MAX_ENTRIES = 5_000  # a quickfix list past this helps no one (a vendored tree, a lockfile)
 _DIFF = ("diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative")
 _PREFIXES = ("--src-prefix=a/", "--dst-prefix=b/")
 
@@ -91,8 +92,11 @@ class ReviewCalls:
                 "text": h.summary(),
                 "user_data": {"path": h.path, "key": h.key},
             }
-            for h in found
+            for h in found[:MAX_ENTRIES]
         ]
+        if len(found) > MAX_ENTRIES:
+            more = f"CodeCompanion: the review lists the first {MAX_ENTRIES:,} of {len(found):,} hunks"
+            files.warnings.append(more)
         return {"items": items, "root": str(store.root), "baseline_ref": BASELINE_REF, **self._said(files)}
 
     async def accept(self, call: calls.ReviewAt) -> Answer:

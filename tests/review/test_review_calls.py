@@ -95,3 +95,19 @@ def test_the_baseline_s_text_for_the_diff_view(repo, tmp_path):
         assert "outside" in refused["error"]
 
     run(flow())
+
+
+def test_a_huge_review_lists_its_first_entries_and_says_so(repo, tmp_path, monkeypatch):
+    from codecompanion_py import review_calls
+
+    monkeypatch.setattr(review_calls, "MAX_ENTRIES", 1)
+    review = ReviewCalls(Stores(lambda: str(tmp_path / "data")))
+    where = {"cwd": str(repo), "dir": str(tmp_path / "storage")}
+
+    async def flow():
+        await review.approve(calls.ReviewCall(**where))
+        (repo / "a.txt").write_text("one\n" + "".join(f"{n}\n" for n in range(2, 20)) + "twenty\n")
+        got = await review.open(calls.ReviewCall(scope="all", **where))
+        assert len(got["items"]) == 1 and "first 1 of 2 hunks" in got["warnings"][0]
+
+    run(flow())
