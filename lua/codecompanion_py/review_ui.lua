@@ -96,7 +96,8 @@ function M.input(title, default, on_submit)
     close()
     on_submit(text)
   end)
-  bind(vim.tbl_extend("force", { n = "q" }, keys.close or {}), close)
+  bind(keys.close, close)
+  bind({ n = "q" }, close)
 end
 
 return M

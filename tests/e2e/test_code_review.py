@@ -284,6 +284,13 @@ def test_the_comments_file_is_edited_by_hand_and_saved_by_bw(editor, repo, tmp_p
     comment(editor, 2, "First thought")
     comment(editor, 9, "Second thought")
     editor.wait_for(lambda: len(pending_marks(editor, calc)) == 2, what="two comments")
+    window = editor.nvim.api.get_current_win()
+    editor.nvim.call("cursor", 5, 1)
+    editor.nvim.command("CodeCompanionCodeReview Comment")
+    editor.nvim.api.buf_set_lines(0, 0, -1, False, ["never mind"])
+    editor.nvim.input("<Esc>q")  # left: nothing saved
+    editor.wait_for(lambda: editor.nvim.api.get_current_win() == window, what="the input left")
+    assert "never mind" not in "".join(comments_on_disk(storage).values())
 
     editor.nvim.command("CodeCompanionCodeReview Comments")
     text = editor.text()
