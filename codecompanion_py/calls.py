@@ -256,6 +256,39 @@ class CliPrepare(Call, frozen=True, kw_only=True):
     context: dict[str, Any] = {}
 
 
+class ReviewCall(Call, frozen=True, kw_only=True):
+    """The code review's calls (review_calls.py): the editor's folder and
+    `interactions.code_review.opts.storage_dir`; `review.open` with its `scope`, `review.share`
+    and the others that say no more."""
+
+    cwd: str = "."
+    dir: str = ""
+    scope: str = "agent"  # or "all"
+
+
+class ReviewAt(ReviewCall, frozen=True, kw_only=True):
+    """`review.accept`, `review.ignore`, `review.track`, `review.baseline_text`: a file (and a line of it)."""
+
+    path: str = ""
+    line: int = 1
+
+
+class ReviewComment(ReviewAt, frozen=True, kw_only=True):
+    """`review.comment`: the lines `line`..`end_line` of `path`, their `code`; empty `text` deletes."""
+
+    end_line: int = 1
+    code: str = ""
+    filetype: str = ""
+    text: str = ""
+
+
+class ReviewText(ReviewCall, frozen=True, kw_only=True):
+    """`review.save_comments`: the comments file as the user edited it; `review.consume`: the `ids` sent."""
+
+    text: str = ""
+    ids: list[str] = []
+
+
 _CHAT_ONLY = (
     "stop close compact yolo clear_approvals agent_options sessions system_prompt clear regenerate debug copilot_stats"
 )
@@ -293,6 +326,11 @@ CALLS: dict[str, type[Call]] = {
     "mcp.prompt": McpPrompt,
     "mcp.resource": McpResource,
     "cli.prepare": CliPrepare,
+    **dict.fromkeys(("review.open", "review.approve", "review.share", "review.comments"), ReviewCall),
+    **dict.fromkeys(("review.pending", "review.baseline"), ReviewCall),
+    **dict.fromkeys(("review.accept", "review.ignore", "review.track", "review.baseline_text"), ReviewAt),
+    "review.comment": ReviewComment,
+    **dict.fromkeys(("review.save_comments", "review.consume"), ReviewText),
 }
 """Every call Lua can make, by method name: the struct its payload decodes to."""
 

@@ -50,6 +50,7 @@ from .inline_calls import InlineCalls
 from .mcp.servers import McpServers
 from .mcp_calls import McpCalls
 from .messages import valid_unicode
+from .review_calls import ReviewCalls, answering
 from .snapshots.checkpoints import Checkpoints
 from .snapshots.stores import Stores
 from .terminal_agents import prepare as prepare_cli
@@ -108,6 +109,7 @@ class Engine:
             chats=self.sessions,
         )
         mcp = McpCalls(channel=channel, servers=lambda: self.mcp, chats=self.sessions)
+        review = ReviewCalls(self.stores)
         # Adding a call: its struct in calls.py and one line in one of these two tables.
         self._notifications: dict[str, Callable[[Any], Awaitable[None]]] = {
             "config.set": self._config_set,
@@ -138,6 +140,8 @@ class Engine:
             "inline.stop": self.inline.stop,
             "cmd.run": self.inline.command,
             "mcp.control": mcp.control,
+            "review.track": review.track,  # an agent's edit, in the review's scope
+            "review.baseline": review.baseline,  # a CLI agent's prompt
             "editor.reply": self._editor_reply,
             "log": self._log,
         }
@@ -163,6 +167,12 @@ class Engine:
             "mcp.resources": self._waited(mcp.resources),
             "kill_agents": self._exiting,
             "cli.prepare": prepare_cli,  # the CLI interaction's agent and prompt
+            **{
+                f"review.{name}": self._waited(answering(getattr(review, name)))  # the code review
+                for name in (
+                    "open accept ignore approve comment comments save_comments share pending consume baseline_text"
+                ).split()
+            },
         }
 
     def _run(self) -> None:

@@ -214,4 +214,6 @@ def _shared(name: str, target: str | None, items: Sequence[Any], cwd: str) -> tu
         return inline, f"{heading}\n{FENCE}{lang}\n{content}\n{FENCE}\n"
     if name == "quickfix":
         return "the quickfix list", f"- Quickfix list:\n{content}"
+    if name == "code_review":  # the comments' blocks, as a chat's LLM gets them (review/text.py)
+        return "my code review comments", f"{content}\n"
     return None

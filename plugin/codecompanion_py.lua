@@ -68,6 +68,19 @@ vim.api.nvim_create_user_command("CodeCompanionInstall", function()
   require("codecompanion_py.rpc").install()
 end, { desc = "Install the Python engine into the plugin's .venv (runs build.lua, in the background)" })
 
+vim.api.nvim_create_user_command("CodeCompanionCodeReview", function(cmd)
+  require("codecompanion_py.code_review").run(vim.tbl_extend("force", ranged(cmd), { subcommand = cmd.fargs[1] }))
+end, {
+  nargs = "?",
+  range = true,
+  desc = "Review the agent's changes, one quickfix entry per hunk: "
+    .. "[Accept|All|Approve|Comment|Comments|Ignore|Share|Start]",
+  complete = function(arg)
+    local names = { "Accept", "All", "Approve", "Comment", "Comments", "Ignore", "Share", "Start" }
+    return vim.tbl_filter(function(item) return item:lower():find(arg:lower(), 1, true) == 1 end, names)
+  end,
+})
+
 vim.api.nvim_create_user_command("CodeCompanionCLI", function(cmd)
   require("codecompanion_py.cli").command(cmd)
 end, {

@@ -119,7 +119,7 @@ end
 
 local FEATURES = { chat = true, tools = true, acp = true, adapters = true, events = true, inline = true, cmd = true,
   actions = true, prompt_library = true, workflows = true, history = true, cli = true, extensions = true,
-  ["function-calling"] = true }
+  ["function-calling"] = true, code_review = true }
 
 -- has("chat"), has({ "chat", "tools" }): whether this plugin has the feature(s).
 ---@param feature string|string[]
@@ -134,12 +134,6 @@ function M.has(feature)
     return true
   end
   return FEATURES[feature] == true
-end
-
-local function missing(name, what)
-  M[name] = function()
-    vim.notify(("CodeCompanion: %s is not in this plugin yet"):format(what), vim.log.levels.WARN)
-  end
 end
 
 -- CodeCompanion's `inline(args)` and `cmd(args)`: `args` as a user command gets it
@@ -178,6 +172,11 @@ end
 function M.toggle_cli()
   require("codecompanion_py.cli").toggle_cli()
 end
-missing("code_review", "code review")
+
+-- code_review({ subcommand = "accept" | "all" | "approve" | "comment" | "comments" | "ignore" | "share" | "start" })
+---@param args? table
+function M.code_review(args)
+  return require("codecompanion_py.code_review").run(args)
+end
 
 return M

@@ -185,6 +185,9 @@ local function run(call, opts)
     vim.list_extend(term.queue, plan.submit and { plan.text, "\r" } or { plan.text })
     if term.ready and not term.sending then flush(term) end
     fire("CLISent", { bufnr = term.bufnr, text = plan.text })
+    local review = require("codecompanion_py.code_review")
+    review.agent_starts()
+    review.sent((call.context.items.code_review or {}).items or {})
   end
   return term
 end

@@ -6,7 +6,26 @@ local M = {}
 
 M.defaults = {
   adapters = { http = {}, acp = {} },
-  interactions = { chat = {} },
+  interactions = {
+    chat = {},
+    code_review = { -- CodeCompanion's (code_review.lua)
+      enabled = true,
+      keymaps = {
+        accept = { modes = { n = "a" }, callback = "keymaps.accept", description = "Accept the hunk under the cursor" },
+        comment = { modes = { n = "c" }, callback = "keymaps.comment",
+          description = "Comment on the hunk under the cursor" },
+        diff = { modes = { n = "d" }, callback = "keymaps.diff",
+          description = "Diff the hunk under the cursor against the baseline" },
+        ignore = { modes = { n = "x" }, callback = "keymaps.ignore",
+          description = "Ignore the hunk's file until the baseline advances" },
+      },
+      display = {
+        diff = { enabled = true, layout = "vertical", provider = "native" },
+        virtual_text = { enabled = true, icon = "💬 ", overflow = "trunc" },
+      },
+      opts = { storage_dir = vim.fs.joinpath(vim.fn.stdpath("data"), "codecompanion", "code_review") },
+    },
+  },
   display = {
     chat = {
       window = { layout = "vertical", width = 0.45 },

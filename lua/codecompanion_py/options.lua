@@ -121,7 +121,12 @@ local interactions = {
       }),
     },
   },
-  code_review = "code review is not in this plugin",
+  code_review = honoured({ "enabled" }, {
+    keymaps = { ["*"] = keymap },
+    display = { diff = honoured({ "enabled", "layout", "provider" }),
+      virtual_text = honoured({ "enabled", "icon", "overflow" }) },
+    opts = honoured({ "storage_dir" }),
+  }),
   cli = honoured({ "agent" }, {
     agents = ANY,
     opts = honoured({ "auto_insert", "reload" }), -- reload: :checktime as the terminal is left

@@ -104,7 +104,6 @@ NAMED: dict[str, str] = {
     "interactions.chat.tools.opts.folds": "long tool output is always folded",
     "interactions.chat.tools.opts.system_prompt": "no separate tools system prompt: each tool sends its own",
     "interactions.cmd.opts.system_prompt": ":CodeCompanionCmd uses this plugin's own system prompt",
-    "interactions.code_review": "no code review interaction",
     "interactions.inline.editor_context": "the inline assistant takes the built-in context only",
     "interactions.opts.watcher": "no file watching yet",
     "interactions.shared.editor_context.buffer.description": "the built-in #{...} context works; entries of your own or changes to it are not read yet",

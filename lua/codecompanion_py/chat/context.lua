@@ -360,6 +360,11 @@ function capture.terminal()
     content = table.concat(lines, "\n") }
 end
 
+-- Pending review comments (code_review.lua); nothing pending: no item, the tag does nothing.
+function capture.code_review()
+  return require("codecompanion_py.code_review").context_item() or {}
+end
+
 M.DESCRIPTIONS = {
   buffer = "The current buffer ({diff}: its changes on later turns, {all}: itself again)",
   buffers = "Every open buffer",
@@ -376,6 +381,7 @@ M.DESCRIPTIONS = {
   help = "A section of Vim's help (#{help:tag})",
   symbols = "A file's outline (#{symbols:path})",
   mcp = "A resource of an MCP server (#{mcp:server:uri})",
+  code_review = "Your pending code review comments",
 }
 
 M.KINDS = vim.tbl_keys(capture)
@@ -433,7 +439,7 @@ end
 ---@return string[] problems
 function M.capture(chat, text, max_chars)
   local items, problems, seen = {}, {}, {}
-  for name, arg, after in text:gmatch("#{(%w+):?([^}]*)}()") do
+  for name, arg, after in text:gmatch("#{([%w_]+):?([^}]*)}()") do
     local param = text:sub(after):match("^{(%a+)}")
     local key = name .. ":" .. arg
     local fn = capture[name] or own(name)

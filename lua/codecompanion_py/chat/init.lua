@@ -152,6 +152,8 @@ function M.submit(buf)
   if not M.open_in_engine(chat) then
     return -- a failed open is retried with the next submit
   end
+  local review = require("codecompanion_py.code_review")
+  text = review.replace(text, context)
   local payload = { chat_id = buf, text = text, settings = require("codecompanion_py.chat.settings").read(buf),
     context = vim.tbl_map(shared.wire, context), removed = removed, typed = typed, hooks = chat.open_payload.hooks,
     header = require("codecompanion_py.chat.rewind").current_header(buf) }
@@ -160,6 +162,7 @@ function M.submit(buf)
   end
   shared.commit(chat, context, removed)
   lock(chat)
+  review.sent(context, chat)
   config.fire("ChatSubmitted", { bufnr = buf, id = buf })
   config.run_callbacks(chat, "on_submitted", { payload = { text = text } })
 end

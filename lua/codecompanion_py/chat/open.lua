@@ -257,6 +257,7 @@ api.nvim_create_autocmd("User", {
     if type(path) == "string" and path ~= "" then
       at[path] = at[path] or #edited + 1
       edited[at[path]] = vim.tbl_extend("force", edited[at[path]] or {}, ev.data)
+      require("codecompanion_py.code_review").edited(path)
     end
   end,
 })
