@@ -169,16 +169,17 @@ class ReviewFiles:
             raise ReviewError(f"the code review could not write {path}: {error}") from None
 
 
-def _fence(code: str) -> str:
+def fence(code: str) -> str:
+    """A backtick fence longer than any run of backticks in `code` (at least 4)."""
     longest = max((len(run) for run in re.findall(r"`{4,}", code)), default=3)
     return "`" * (longest + 1)
 
 
 def format_comment(comment: Comment) -> str:
-    fence = _fence(comment.code)
+    marks = fence(comment.code)
     return (
         f"## {comment.path}:{comment.start_line}-{comment.end_line}\n\n"
-        f"{fence}{comment.filetype}\n{comment.code}\n{fence}\n\n{comment.comment}\n"
+        f"{marks}{comment.filetype}\n{comment.code}\n{marks}\n\n{comment.comment}\n"
     )
 
 
@@ -194,7 +195,7 @@ def parse_comments(text: str) -> tuple[list[Comment], bool]:
     current: dict[str, object] | None = None
     prose: list[str] = []
     code: list[str] | None = None
-    fence = ""
+    opened_with = ""
 
     def close() -> None:
         nonlocal stray
@@ -207,9 +208,9 @@ def parse_comments(text: str) -> tuple[list[Comment], bool]:
         found.append(Comment(comment=words[:MAX_COMMENT_CHARS], **current))  # type: ignore[arg-type]
 
     for line in text.split("\n"):
-        if fence:
-            if line.strip() == fence:
-                fence = ""
+        if opened_with:
+            if line.strip() == opened_with:
+                opened_with = ""
                 assert current is not None and code is not None
                 current["code"] = "\n".join(code)[:MAX_CODE_CHARS]
             elif code is not None:
@@ -224,7 +225,7 @@ def parse_comments(text: str) -> tuple[list[Comment], bool]:
             continue
         opened = _FENCE.match(line)
         if current is not None and code is None and opened and not any(p.strip() for p in prose):
-            fence, code = opened.group(1), []
+            opened_with, code = opened.group(1), []
             current["filetype"] = opened.group(2)
         elif current is not None:
             prose.append(line)

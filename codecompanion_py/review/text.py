@@ -4,7 +4,7 @@ the chat shows, and `review.md` for an agent outside CodeCompanion."""
 from __future__ import annotations
 
 from ..scrubber import KNOWN
-from .store import Comment
+from .store import Comment, fence
 
 REPLACEMENT = "my comments from the code review, which I've attached"
 
@@ -15,21 +15,12 @@ def _where(comment: Comment) -> str:
     return f"{comment.path}:{comment.start_line}-{comment.end_line}"
 
 
-def _fence(code: str) -> str:
-    longest = 3
-    run = 0
-    for char in code:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
-    return "`" * (longest + 1)
-
-
 def block(comment: Comment) -> str:
     """One comment as the LLM reads it: where, the code it is on, what the user said."""
-    fence = _fence(comment.code)
+    marks = fence(comment.code)
     return (
         f'<comment file="{comment.path}" lines="{comment.start_line}-{comment.end_line}">\n'
-        f"{fence}{comment.filetype}\n{comment.code}\n{fence}\n{comment.comment}\n</comment>"
+        f"{marks}{comment.filetype}\n{comment.code}\n{marks}\n{comment.comment}\n</comment>"
     )
 
 

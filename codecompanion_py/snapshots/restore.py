@@ -17,8 +17,8 @@ import stat
 from pathlib import Path, PurePosixPath
 
 from ..errors import SnapshotError
+from ..tools.workspace import open_parent
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
 SYMLINK = "120000"
 GITLINK = "160000"
 EXECUTABLE = "100755"
@@ -87,39 +87,18 @@ def _parts(relative: str) -> list[str]:
 
 
 def _open_parent(root: Path, parts: list[str], relative: str, *, create: bool) -> int:
-    """A descriptor of the folder that holds `parts[-1]`, walked without following links."""
-    fd = os.open(root, _DIR_FLAGS)
+    """A descriptor of the folder that holds `parts[-1]` (FileNotFoundError when it is gone
+    and `create` is not asked); a link or anything else in the way is refused."""
     try:
-        for part in parts[:-1]:
-            try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, dir_fd=fd)
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except (NotADirectoryError, OSError) as error:
-                if create and _is_plain_file(fd, part):  # a file where the snapshot had a folder
-                    os.unlink(part, dir_fd=fd)
-                    os.mkdir(part, dir_fd=fd)
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                else:
-                    raise SnapshotError(
-                        f"{relative} is not restored: {part} is not a folder now (a symbolic link is not followed)"
-                    ) from error
-            os.close(fd)
-            fd = child
-        return fd
-    except BaseException:
-        os.close(fd)
+        return open_parent(root, parts, create=create, replace_files=create)
+    except FileNotFoundError:
+        if create:
+            raise SnapshotError(f"{relative} is not restored: its folder cannot be made") from None
         raise
-
-
-def _is_plain_file(fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(name, dir_fd=fd).st_mode)
-    except OSError:
-        return False
+    except OSError as error:
+        raise SnapshotError(
+            f"{relative} is not restored: a folder on its path is not a folder now (a symbolic link is not followed)"
+        ) from error
 
 
 def _clear_way(fd: int, name: str) -> None:

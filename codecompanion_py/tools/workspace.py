@@ -24,6 +24,7 @@ import re
 import secrets
 import stat
 import unicodedata
+from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -327,27 +328,10 @@ class Workspace:
         parts = path.relative_to(self.root).parts if path.is_relative_to(self.root) else ()
         if not parts:
             raise PathRefused(f"'{shown}' is not a file inside the project root {self.root}; give a file path")
-        fd = -1
         try:
-            fd = os.open(self.root, _DIR_FLAGS)
-            for part in parts[:-1]:
-                try:
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        raise
-                    with suppress(FileExistsError):
-                        os.mkdir(part, 0o777, dir_fd=fd)
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)  # ELOOP if a link took its place
-                os.close(fd)
-                fd = child
-        except BaseException as exc:
-            if fd >= 0:
-                os.close(fd)
-            if isinstance(exc, OSError):
-                raise _refusal(exc, shown, "reach") from None
-            raise
-        return fd, parts[-1]
+            return open_parent(self.root, parts, create=create), parts[-1]
+        except OSError as exc:
+            raise _refusal(exc, shown, "reach") from None
 
     @staticmethod
     def _read_bytes(dir_fd: int | None, name: str, shown: str, max_bytes: int | None) -> tuple[bytes, os.stat_result]:
@@ -394,6 +378,36 @@ class Workspace:
         with suppress(OSError):  # some filesystems cannot fsync a directory; the data is already safe
             os.fsync(dir_fd)
         return mode
+
+
+def open_parent(root: Path, parts: Sequence[str], *, create: bool = False, replace_files: bool = False) -> int:
+    """An fd of the folder that holds `parts[-1]`, walked from `root` one component at a time
+    without following links (a link in the way is ELOOP, an OSError like any other). With
+    `create`, missing folders are made; with `replace_files` too, a regular file where a folder
+    must be goes (a snapshot being put back)."""
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)  # ELOOP if a link took its place
+            except NotADirectoryError:
+                if not (replace_files and stat.S_ISREG(os.lstat(part, dir_fd=fd).st_mode)):
+                    raise
+                os.unlink(part, dir_fd=fd)
+                os.mkdir(part, 0o777, dir_fd=fd)
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def protected_reason(relative: PurePosixPath) -> str | None:

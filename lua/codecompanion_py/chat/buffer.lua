@@ -93,6 +93,20 @@ function M.set_lines(chat, first, last, lines)
   chat.end_pos = nil -- the end may have moved: find it afresh
 end
 
+-- `lines` without the blank ones at either end (a message as the user would send it again).
+---@param lines string[]
+---@return string[]
+function M.trimmed(lines)
+  local first, last = 1, #lines
+  while first <= last and vim.trim(lines[first]) == "" do
+    first = first + 1
+  end
+  while last >= first and vim.trim(lines[last]) == "" do
+    last = last - 1
+  end
+  return vim.list_slice(lines, first, last)
+end
+
 -- The turn is over (or never started): the buffer is the user's again.
 ---@param chat CodeCompanionChat
 function M.unlock(chat)

@@ -364,13 +364,7 @@ function M.rewind(chat)
   if not header then
     return
   end
-  local draft = me and me > header and vim.list_slice(lines, me + 1) or {}
-  while #draft > 0 and vim.trim(draft[#draft]) == "" do
-    table.remove(draft)
-  end
-  while #draft > 0 and vim.trim(draft[1]) == "" do
-    table.remove(draft, 1)
-  end
+  local draft = buffer.trimmed(me and me > header and vim.list_slice(lines, me + 1) or {})
   local cut = header - 1 -- 0-based row of the header
   while cut > 0 and lines[cut] == "" do
     cut = cut - 1

@@ -182,12 +182,7 @@ function M.rewound(chat, op)
       end
       table.insert(draft, line)
     end
-    while #draft > 0 and vim.trim(draft[#draft]) == "" do
-      table.remove(draft)
-    end
-    while #draft > 0 and vim.trim(draft[1]) == "" do
-      table.remove(draft, 1)
-    end
+    draft = buffer.trimmed(draft)
     buffer.delete_marks_from(buf, row - 1)
     chat.blocks, chat.block = {}, nil
     chat.shared, chat.shared_pending = {}, nil -- what the context sent is gone with the turns
