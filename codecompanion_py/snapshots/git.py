@@ -9,7 +9,7 @@ a snapshot of 20,000 files with 50 changed takes about 40 ms.
 In a git repository the trees go into its own object store and our refs live under
 `refs/worktree/codecompanion/`, which git keeps per worktree. A folder that is not a
 repository gets a bare shadow repository under the data folder (at most `MAX_SHADOW_FILES`
-files: a home folder is refused, not copied). What is ignored (`.gitignore`) is not in a
+files; the home and root folders are refused, not copied). What is ignored (`.gitignore`) is not in a
 snapshot.
 
 Blobs come back through `cat-file --filters`, as a checkout writes them (line endings,
@@ -32,7 +32,7 @@ from ..processes.run import run_process_raw
 
 REFS = "refs/worktree/codecompanion/"
 BASELINE_REF = REFS + "baseline"
-MAX_SHADOW_FILES = 50_000
+MAX_SHADOW_FILES = 20_000
 GIT_TIMEOUT = 60.0
 MAX_GIT_OUTPUT = 256 * 1024 * 1024
 ABSENT = "0" * 40
@@ -215,6 +215,8 @@ async def open_store(cwd: str | os.PathLike[str], data_dir: str | os.PathLike[st
     if len(lines) == 2:
         root, git_dir = Path(lines[0]), Path(lines[1])
         return GitStore(root, git_dir, data / "indexes" / (_key(git_dir) + ".index"), shadow=False)
+    if folder in (Path.home().resolve(), Path(folder.anchor)):
+        raise SnapshotError(f"{folder} is not a project (your home or the root folder): it is not snapshotted")
     count = await asyncio.to_thread(_count_files, folder, MAX_SHADOW_FILES)
     if count > MAX_SHADOW_FILES:
         raise SnapshotError(

@@ -248,3 +248,15 @@ async def test_a_split_index_or_a_damaged_index_of_ours_still_snapshots(repo: Pa
     second = await points.before_turn(str(repo), header=2, keep=0, text="x")
     assert [c.path for c in await store.changes(first.before, second.before)] == ["a.txt"]
     assert not list(store.index.parent.glob("sharedindex.*"))
+
+
+async def test_the_home_folder_is_never_copied_into_a_shadow_repository(
+    tmp_path: Path, points: Checkpoints, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "me"
+    home.mkdir()
+    (home / "notes.txt").write_text("x")
+    monkeypatch.setenv("HOME", str(home))
+    with pytest.raises(SnapshotError, match="not a project"):
+        await points.before_turn(str(home), header=1, keep=0, text="x")
+    assert not (tmp_path / "data" / "snapshots" / "shadow").exists()
