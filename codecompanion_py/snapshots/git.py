@@ -7,7 +7,9 @@ the files' stat data and hashes only what changed; with git's untracked cache on
 a snapshot of 20,000 files with 50 changed takes about 40 ms.
 
 In a git repository the trees go into its own object store and our refs live under
-`refs/worktree/codecompanion/`, which git keeps per worktree. A folder that is not a
+`refs/worktree/codecompanion/`, which git keeps per worktree; one that hides untracked files
+(`status.showUntrackedFiles=no`, as a repository of dotfiles does) has its tracked files
+snapshotted only, and one at the home folder none. A folder that is not a
 repository gets a bare shadow repository under the data folder (at most `MAX_SHADOW_FILES`
 files; the home and root folders are refused, not copied). What is ignored (`.gitignore`) is not in a
 snapshot.
@@ -74,6 +76,7 @@ class GitStore:
         self.shadow = shadow
         self.lock = asyncio.Lock()  # one `add` at a time on our index
         self._queued: asyncio.Future[str] | None = None  # the next snapshot, shared by who waits for it
+        self.untracked = True  # files git does not track (and does not ignore) are in a snapshot
 
     async def git(self, *args: str, stdin: bytes | None = None, ok: Iterable[int] = (0,)) -> bytes:
         argv = ["git", f"--git-dir={self.git_dir}", f"--work-tree={self.root}"]
@@ -108,11 +111,12 @@ class GitStore:
             self._queued = None  # who asks from now on may have changed files since: a new one
             if not self.index.exists():
                 await asyncio.to_thread(self._seed_index)
+            which = "-A" if self.untracked else "-u"
             try:
-                await self.git("add", "-A", "--", ".")
+                await self.git("add", which, "--", ".")
             except SnapshotError:  # our index is damaged (or a copy git cannot read): begin again
                 self.index.unlink(missing_ok=True)
-                await self.git("add", "-A", "--", ".")
+                await self.git("add", which, "--", ".")
             return (await self.git("write-tree")).decode().strip()
 
     def _seed_index(self) -> None:
@@ -214,9 +218,12 @@ async def open_store(cwd: str | os.PathLike[str], data_dir: str | os.PathLike[st
     lines = result.output.decode().splitlines() if result.ok else []
     if len(lines) == 2:
         root, git_dir = Path(lines[0]), Path(lines[1])
-        return GitStore(root, git_dir, data / "indexes" / (_key(git_dir) + ".index"), shadow=False)
-    if folder in (Path.home().resolve(), Path(folder.anchor)):
-        raise SnapshotError(f"{folder} is not a project (your home or the root folder): it is not snapshotted")
+        _refuse_home(root)
+        store = GitStore(root, git_dir, data / "indexes" / (_key(git_dir) + ".index"), shadow=False)
+        shown = await store.git("config", "--get", "status.showUntrackedFiles", ok=(0, 1))
+        store.untracked = shown.strip() != b"no"  # a repository that hides them: its tracked files only
+        return store
+    _refuse_home(folder)
     count = await asyncio.to_thread(_count_files, folder, MAX_SHADOW_FILES)
     if count > MAX_SHADOW_FILES:
         raise SnapshotError(
@@ -230,6 +237,11 @@ async def open_store(cwd: str | os.PathLike[str], data_dir: str | os.PathLike[st
         if not made.ok:
             raise SnapshotError(f"could not make a snapshot store in {shadow}: {made.stderr.decode(errors='replace')}")
     return GitStore(folder, shadow, data / "indexes" / (_key(shadow) + ".index"), shadow=True)
+
+
+def _refuse_home(folder: Path) -> None:
+    if folder in (Path.home().resolve(), Path(folder.anchor)):
+        raise SnapshotError(f"{folder} is not a project (your home or the root folder): it is not snapshotted")
 
 
 def _key(path: Path) -> str:

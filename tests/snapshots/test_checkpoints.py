@@ -260,3 +260,16 @@ async def test_the_home_folder_is_never_copied_into_a_shadow_repository(
     with pytest.raises(SnapshotError, match="not a project"):
         await points.before_turn(str(home), header=1, keep=0, text="x")
     assert not (tmp_path / "data" / "snapshots" / "shadow").exists()
+
+
+async def test_a_repository_that_hides_untracked_files_has_only_its_tracked_ones(
+    repo: Path, points: Checkpoints
+) -> None:
+    git(repo, "config", "status.showUntrackedFiles", "no")  # as a repository of dotfiles is set up
+    before = await points.before_turn(str(repo), header=1, keep=0, text="x")
+    store = await points.stores.for_folder(str(repo))
+    assert git(repo, "ls-tree", "-r", "--name-only", before.before).split().count("untracked.txt") == 0
+    (repo / "a.txt").write_text("edited\n")
+    (repo / "b.txt").unlink()
+    after = await points.before_turn(str(repo), header=2, keep=0, text="x")
+    assert sorted(c.path for c in await store.changes(before.before, after.before)) == ["a.txt", "b.txt"]
