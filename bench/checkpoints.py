@@ -11,8 +11,8 @@
 * Rewind of 50 files, from `require("codecompanion").rewind()` in Neovim to
   `User CodeCompanionChatRewound` (the files written, the chat told): the scripted agent
   writes 50 files through the editor in a turn of its own, the rewind puts them back.
-  Meanwhile a 5 ms timer in Neovim records how late it fires, over the whole run (turns,
-  snapshots and rewinds).
+  Meanwhile a 5 ms timer in Neovim records how late it fires (from the turn's command to the
+  rewind's end).
 """
 
 from __future__ import annotations
@@ -93,15 +93,23 @@ def drop_page_cache() -> bool:
     return True
 
 
+# The timer runs while a turn with its snapshots and a rewind run, not while chats are opened
+# and wiped (their cost is (2)'s and (9)'s); Lua's garbage is collected off it.
 FLOW_LUA = """
 _G.cp = { lag = {} }
-local timer, last = vim.uv.new_timer(), vim.uv.hrtime()
-timer:start(5, 5, function()
-  local now = vim.uv.hrtime()
-  table.insert(_G.cp.lag, math.max(0, (now - last) / 1e6 - 5))
-  last = now
-end)
-_G.cp.timer = timer
+function _G.cp.measure(on)
+  if not on then
+    if _G.cp.timer then _G.cp.timer:stop(); _G.cp.timer:close(); _G.cp.timer = nil end
+    return collectgarbage("collect")
+  end
+  local timer, last = vim.uv.new_timer(), vim.uv.hrtime()
+  timer:start(5, 5, function()
+    local now = vim.uv.hrtime()
+    table.insert(_G.cp.lag, math.max(0, (now - last) / 1e6 - 5))
+    last = now
+  end)
+  _G.cp.timer = timer
+end
 vim.api.nvim_create_autocmd("User", { pattern = "CodeCompanionRequestStreaming", callback = function()
   _G.cp.first = _G.cp.first or vim.uv.hrtime() end })
 vim.api.nvim_create_autocmd("User", { pattern = { "CodeCompanionChatDone", "CodeCompanionChatRewound" },
@@ -169,6 +177,7 @@ def in_neovim(nvim, url: str, root: Path, tiny: Path, changed: list[str]) -> dic
     rewinds, before = [], (root / changed[0]).read_text()
     for run in range(RUNS):
         writes = {path: f"agent {run}\n" for path in changed}
+        nvim.exec_lua("_G.cp.measure(true)")
         nvim.command("CodeCompanionChat adapter=fake files " + json.dumps({"editor": writes}).replace(" ", ""))
         wait("CodeCompanionChatDone")
         time.sleep(0.3)  # the snapshot after the turn (a human takes longer to press gz)
@@ -176,8 +185,10 @@ def in_neovim(nvim, url: str, root: Path, tiny: Path, changed: list[str]) -> dic
         wait("CodeCompanionChatRewound")
         rewinds.append(nvim.exec_lua("return (_G.cp.at - _G.cp.start) / 1e6"))
         assert (root / changed[0]).read_text() == before, "the rewind did not restore"
+        nvim.exec_lua("_G.cp.measure(false)")
         nvim.command("bwipeout!")
-    lag = sorted(nvim.exec_lua("_G.cp.timer:stop(); return _G.cp.lag"))
+        nvim.exec_lua("collectgarbage('collect')")
+    lag = sorted(nvim.exec_lua("return _G.cp.lag"))
     return {
         "first_chunk_repo_ms": statistics.median(in_repo),
         "first_chunk_tiny_ms": statistics.median(in_tiny),
@@ -219,6 +230,6 @@ def report_lines(c: dict) -> list[str]:
         f"{c['agent_first_chunk_repo_ms']:.0f} ms in that repository, {c['agent_first_chunk_tiny_ms']:.0f} ms "
         "in the 10-file folder",
         f"     rewind of {CHANGED} files, command to done: {c['rewind_50_ms']:.0f} ms (slowest "
-        f"{c['rewind_50_max_ms']:.0f} ms); timer lag p99 {c['lag_p99_ms']:.2f} ms, max {c['lag_max_ms']:.2f} ms "
-        f"over {c['lag_samples']} ticks",
+        f"{c['rewind_50_max_ms']:.0f} ms); timer lag over the turns and rewinds p99 {c['lag_p99_ms']:.2f} ms, "
+        f"max {c['lag_max_ms']:.2f} ms over {c['lag_samples']} ticks",
     ]

@@ -140,11 +140,11 @@ class ChatCalls:
         if task is not None:  # saved as it goes, and once the turn ends, however it ends
             self._keeper.typed(session.chat_id, call.typed or call.text)
             self._keeper.watch(session, task)
-            task.add_done_callback(lambda _task: self._turn_ended(session, chain, before))
+            task.add_done_callback(lambda _task: self._turn_ended(session, before))
 
-    def _turn_ended(self, session: Session, chain: list[Checkpoint], before: asyncio.Future[None] | None) -> None:
+    def _turn_ended(self, session: Session, before: asyncio.Future[Checkpoint | None] | None) -> None:
         self._keeper.after_turn(session)
-        self._rewinder.after_turn(chain, before, lambda: self._keeper.save(session))  # saved again with it
+        self._rewinder.after_turn(before, lambda: self._keeper.save(session))  # saved again with it
 
     async def rewind(self, call: calls.ChatRewind) -> None:
         """`gz`, `/rewind`: back to before one of the chat's turns."""

@@ -161,7 +161,7 @@ class Session(Protocol):
 
     hooks: frozenset[str]
     """The chat's Lua callbacks the engine calls ("on_tool_output"), as the editor says."""
-    before_changes: asyncio.Future[None] | None
+    before_changes: asyncio.Future[Any] | None
     """The turn's checkpoint being taken (set by the engine as the turn starts), while the
     request or the agent's prompt goes out: nothing that may change a file (tools; an agent's
     writes, terminals and permission requests) runs before it is done."""

@@ -33,7 +33,9 @@ class Rewinder:
         self._told: set[str] = set()  # folders whose snapshot failed, said once each
         self._pending: set[asyncio.Task[None]] = set()  # snapshots after turns
 
-    def before_turn(self, session: Session, chain: list[Checkpoint], *, header: int, text: str) -> asyncio.Task[None]:
+    def before_turn(
+        self, session: Session, chain: list[Checkpoint], *, header: int, text: str
+    ) -> asyncio.Task[Checkpoint | None]:
         """The checkpoint of the worktree the turn starts from (and the review's baseline),
         taken while the request goes out: the session waits for it before anything may change
         a file. A folder that cannot have one is said once, and the chat goes on without."""
@@ -44,7 +46,9 @@ class Rewinder:
         session.before_changes = task
         return task
 
-    async def _checkpoint(self, root: str, chain: list[Checkpoint], *, header: int, keep: int, text: str) -> None:
+    async def _checkpoint(
+        self, root: str, chain: list[Checkpoint], *, header: int, keep: int, text: str
+    ) -> Checkpoint | None:
         try:
             checkpoint = await self.checkpoints.before_turn(root, header=header, keep=keep, text=text)
             store = await self.checkpoints.stores.for_folder(root)
@@ -53,10 +57,10 @@ class Rewinder:
             if root not in self._told:
                 self._told.add(root)
                 self._notify(f"CodeCompanion: no checkpoints in this folder: {error}", "WARN")
-            return
+            return None
         except Exception:  # never in the turn's way
             log.exception("the checkpoint before a turn failed")
-            return
+            return None
         # a header seen before (after /clear) replaces the turns from it on; the oldest past the bound go
         dropped = [c for c in chain if c.header >= header]
         chain[:] = [c for c in chain if c.header < header] + [checkpoint]
@@ -64,21 +68,22 @@ class Rewinder:
         del chain[: max(len(chain) - kept.MAX_PER_CHAT, 0)]
         if dropped:
             await self.checkpoints.drop(dropped)
+        return checkpoint
 
     def after_turn(
-        self, chain: list[Checkpoint], before: asyncio.Future[None] | None, on_saved: Callable[[], object]
+        self, before: asyncio.Future[Checkpoint | None] | None, on_saved: Callable[[], object]
     ) -> asyncio.Task[None]:
-        """The worktree as the turn left it (once its checkpoint is in `chain`), then
+        """The worktree as the turn left it, kept with the turn's own checkpoint (a turn
+        without one has none: another turn's would take its changes for the turn's), then
         `on_saved` (the chat is saved with it)."""
 
         async def snap() -> None:
-            if before is not None:
-                await before
-            if not chain:
+            checkpoint = await before if before is not None else None
+            if checkpoint is None:
                 return
             try:
-                await self.checkpoints.after_turn(chain[-1])
-            except SnapshotError as error:
+                await self.checkpoints.after_turn(checkpoint)
+            except SnapshotError as error:  # without it, a rewind asks about all the turn changed
                 log.info("the snapshot after a turn failed: %s", error)
             on_saved()
 
@@ -131,12 +136,15 @@ class Rewinder:
                 choices: Any = reply.get("choices")
                 taken = choices if isinstance(choices, Mapping) else {}
                 keep_mine = {c.relative for c in plan.conflicts if taken.get(c.relative) != "checkpoint"}
+                if await plan.store.snapshot() != plan.now:  # changed while the user answered
+                    raise ConfigError("files changed while you answered; nothing was rewound: rewind again")
             done = await self.checkpoints.apply(plan, keep_mine)
             restored = [ops.RestoredFile(path=r.path, relative=r.relative, action=r.action) for r in done]
         if conversation:
             session.rewind(target.keep)
         session.view.push(ops.Rewound(header=header, conversation=conversation, files=tuple(restored)))
-        await self.checkpoints.settle(chain, index, conversation=conversation)  # after the user sees it
+        kept = any(r.action == "kept" for r in restored)
+        await self.checkpoints.settle(chain, index, conversation=conversation, kept=kept)  # after the user sees it
         return True
 
     def listing(self, chain: list[Checkpoint]) -> list[dict[str, Any]]:

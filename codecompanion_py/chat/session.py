@@ -100,7 +100,7 @@ class ChatSession(WithoutAgent):
         self._last_prompt: Message | None = None  # the user's last message, for `gr`
         self._follow_up: str | None = None  # `gm` while the reply streams, for its next request
         self.hooks: frozenset[str] = frozenset()
-        self.before_changes: asyncio.Future[None] | None = None
+        self.before_changes: asyncio.Future[Any] | None = None
         self.last_request: HttpRequest | None = None  # for `gd`
         self.task: asyncio.Task[None] | None = None
         self._begun: asyncio.Task[Any] | None = None  # the last turn that started running

@@ -18,5 +18,7 @@ async def ensure_baseline(store: GitStore, tree: str | None = None) -> None:
 async def advance_baseline(store: GitStore, tree: str | None = None) -> str:
     """The baseline moved to the worktree as it is now (or to `tree`); its commit id."""
     commit = await store.commit(tree or await store.snapshot(), "CodeCompanion review baseline")
-    await store.set_refs({BASELINE_REF: commit})
+    # its ref under refs/worktree/ is what CodeCompanion names; the shared one keeps it from a
+    # `git gc` run in another worktree
+    await store.set_refs({BASELINE_REF: commit, store.keep_refs + "baseline": commit})
     return commit

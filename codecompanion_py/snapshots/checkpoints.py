@@ -26,19 +26,19 @@ import secrets
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 import msgspec
 
 from ..errors import SnapshotError
 from . import restore
-from .git import ABSENT, REFS, Change, GitStore
+from .git import ABSENT, Change, GitStore
+from .restore import GITLINK
 from .stores import Stores
 
 log = logging.getLogger("codecompanion_py.snapshots")
 
-CHECKPOINT_REFS = REFS + "checkpoints/"
 _REF = re.compile(r"[0-9]{14}-[0-9a-f]{6}")
 _OBJECT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 MAX_PER_CHAT = 50
@@ -50,7 +50,7 @@ class Checkpoint(msgspec.Struct, kw_only=True):
     """The worktree before (and after) one turn; saved with the chat."""
 
     ref: str
-    """The name under CHECKPOINT_REFS that keeps its trees from git's garbage collection
+    """The name under the worktree's `keep_refs` that keeps its trees from git's garbage collection
     (time first, so the oldest sort first)."""
     root: str
     """The worktree snapshotted."""
@@ -89,6 +89,7 @@ class RewindPlan:
     target: Checkpoint
     changes: list[Change]  # from now (old) to the checkpoint (new)
     conflicts: list[Conflict]
+    now: str  # the worktree's tree the plan was made from
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,14 @@ class Checkpoints:
         )
 
     async def keep_alive(self, checkpoint: Checkpoint) -> None:
-        """Its refs, so git keeps its trees; past MAX_REFS the oldest refs go."""
+        """Its refs, so git keeps its trees; past MAX_REFS the worktree's oldest refs go."""
         store = await self.stores.for_folder(checkpoint.root)
-        refs: dict[str, str | None] = {CHECKPOINT_REFS + checkpoint.ref: checkpoint.before}
+        prefix = store.keep_refs + "checkpoints/"
+        refs: dict[str, str | None] = {prefix + checkpoint.ref: checkpoint.before}
         if checkpoint.after:
-            refs[CHECKPOINT_REFS + checkpoint.ref + "-after"] = checkpoint.after
+            refs[prefix + checkpoint.ref + "-after"] = checkpoint.after
         await store.set_refs(refs)
-        existing = sorted(name for name, _sha in await store.refs(CHECKPOINT_REFS))
+        existing = sorted(name for name, _sha in await store.refs(prefix))
         if len(existing) > MAX_REFS:
             await store.set_refs(dict.fromkeys(existing[: len(existing) - MAX_REFS]))
 
@@ -130,71 +132,102 @@ class Checkpoints:
 
     async def drop(self, checkpoints: Sequence[Checkpoint]) -> None:
         """Their refs go (a dropped chat, turns rewound away, the oldest past MAX_PER_CHAT)."""
-        by_root: dict[str, dict[str, str | None]] = {}
+        by_root: dict[str, list[Checkpoint]] = {}
         for checkpoint in checkpoints:
-            names = by_root.setdefault(checkpoint.root, {})
-            names[CHECKPOINT_REFS + checkpoint.ref] = None
-            names[CHECKPOINT_REFS + checkpoint.ref + "-after"] = None
-        for root, names in by_root.items():
+            by_root.setdefault(checkpoint.root, []).append(checkpoint)
+        for root, dropped in by_root.items():
             try:
                 store = await self.stores.for_folder(root)
-                existing = {name for name, _sha in await store.refs(CHECKPOINT_REFS)}
+                prefix = store.keep_refs + "checkpoints/"
+                names = {prefix + c.ref + end for c in dropped for end in ("", "-after")}
+                existing = {name for name, _sha in await store.refs(prefix)}
                 await store.set_refs({name: None for name in names if name in existing})
             except SnapshotError as error:
                 log.info("checkpoint refs in %s were not dropped: %s", root, error)
 
+    async def trusted(self, checkpoint: Checkpoint) -> Checkpoint:
+        """The checkpoint as its refs have it: a saved chat's ids are only used when this
+        plugin's refs still point at them (an `after` that does not match is left out, so
+        more is asked, never less)."""
+        store = await self.stores.for_folder(checkpoint.root)
+        prefix = store.keep_refs + "checkpoints/"
+        refs = dict(await store.refs(prefix))
+        if refs.get(prefix + checkpoint.ref) != checkpoint.before:
+            raise SnapshotError("that turn's checkpoint is gone from git (pruned, or not one this plugin made)")
+        if checkpoint.after is not None and refs.get(prefix + checkpoint.ref + "-after") != checkpoint.after:
+            checkpoint.after = None
+        return checkpoint
+
     async def plan(self, chain: Sequence[Checkpoint], index: int, dirty: Collection[str]) -> RewindPlan:
         """What rewinding to `chain[index]` changes, and which of those files the user changed
-        after it (or has unsaved in a buffer: `dirty`, absolute paths)."""
-        target = chain[index]
+        after it (or has unsaved in a buffer: `dirty`, absolute paths). A turn whose end was
+        not snapshotted cannot be told apart from the user: all it changed is asked about."""
+        target = await self.trusted(chain[index])
         store = await self.stores.for_folder(target.root)
         now = await store.snapshot()
-        changes = await store.changes(now, target.before)
+        changes = [c for c in await store.changes(now, target.before) if GITLINK not in (c.old_mode, c.new_mode)]
         touched: set[str] = set()
         for turn, following in zip(chain[index:], [*chain[index + 1 :], None], strict=True):
             upto = following.before if following is not None else now
-            if turn.after is None:  # a turn the engine did not see end: nothing to tell it apart by
-                continue
-            touched.update(change.path for change in await store.changes(turn.after, upto))
+            since = turn.after if turn.after is not None else turn.before
+            touched.update(change.path for change in await store.changes(since, upto))
         root = Path(target.root)
         dirty_set = set(dirty)
         conflicted = [c for c in changes if c.path in touched or str(root / c.path) in dirty_set]
         shown = await _texts(store, [c for c in conflicted if c.new != ABSENT])
         conflicts = [Conflict(c.path, str(root / c.path), shown.get(c.path)) for c in conflicted]
-        return RewindPlan(store, target, changes, conflicts)
+        return RewindPlan(store, target, changes, conflicts, now)
 
     async def apply(self, plan: RewindPlan, keep_mine: Collection[str]) -> list[Restored]:
-        """The checkpoint's files back, but for `keep_mine` (relative paths): removals first
+        """The checkpoint's files back, but for `keep_mine` (relative paths) and whatever a
+        kept path stands in the way of: `.gitignore` files first (what the checkpoint ignored
+        was never in it, so it is not removed: a `.env` the turn unhid stays), then removals
         (a folder may have to make way for a file), then writes."""
-        root = plan.store.root
-        todo = [c for c in plan.changes if c.path not in keep_mine and c.new_mode != restore.GITLINK]
-        removals = sorted((c for c in todo if c.new == ABSENT), key=lambda c: c.path.count("/"), reverse=True)
-        writes = [c for c in todo if c.new != ABSENT]
-        data = await plan.store.blobs([(c.new, c.path) for c in writes if c.new_mode != restore.SYMLINK])
-        links = await plan.store.blobs([(c.new, c.path) for c in writes if c.new_mode == restore.SYMLINK])
-        done: list[Restored] = []
-        for change in removals:
-            await asyncio.to_thread(restore.remove_file, root, change.path)
-            done.append(Restored(change.path, str(root / change.path), "removed"))
+        root, store = plan.store.root, plan.store
+        kept = {c.path for c in plan.changes if _blocked(c.path, keep_mine)}
+        todo = [c for c in plan.changes if c.path not in kept]
+        ignores = [c for c in todo if c.new != ABSENT and PurePosixPath(c.path).name == ".gitignore"]
+        done = await self._write(store, ignores)
+        removals = [c for c in todo if c.new == ABSENT]
+        unseen = await store.ignored([c.path for c in removals])  # under the checkpoint's rules now
+        kept |= unseen
+        for change in sorted(removals, key=lambda c: c.path.count("/"), reverse=True):
+            if change.path not in unseen:
+                await asyncio.to_thread(restore.remove_file, root, change.path)
+                done.append(Restored(change.path, str(root / change.path), "removed"))
+        done += await self._write(store, [c for c in todo if c.new != ABSENT and c not in ignores])
+        done += [Restored(path, str(root / path), "kept") for path in sorted(kept)]
+        return done
+
+    async def _write(self, store: GitStore, writes: list[Change]) -> list[Restored]:
+        data = await store.blobs([(c.new, c.path) for c in writes if c.new_mode != restore.SYMLINK])
+        links = await store.blobs([(c.new, c.path) for c in writes if c.new_mode == restore.SYMLINK])
+        done = []
         for change in writes:
             content = links.get(change.path) if change.new_mode == restore.SYMLINK else data.get(change.path)
             if content is None:
                 raise SnapshotError(f"the checkpoint's copy of {change.path} is missing")
-            await asyncio.to_thread(restore.write_file, root, change.path, content, change.new_mode)
-            done.append(Restored(change.path, str(root / change.path), "restored"))
-        done += [Restored(c.path, str(root / c.path), "kept") for c in plan.changes if c.path in keep_mine]
+            await asyncio.to_thread(restore.write_file, store.root, change.path, content, change.new_mode)
+            done.append(Restored(change.path, str(store.root / change.path), "restored"))
         return done
 
-    async def settle(self, chain: list[Checkpoint], index: int, *, conversation: bool) -> None:
+    async def settle(self, chain: list[Checkpoint], index: int, *, conversation: bool, kept: bool) -> None:
         """After a rewind to `chain[index]`: with the conversation, the turns from it on are
-        gone, and their checkpoints with them; with the files alone, the rewind is the last
-        turn's doing, not the user's (a later rewind does not ask about it)."""
+        gone, and their checkpoints with them; with the files alone and none of the user's
+        kept, the rewind is the last turn's doing (a later rewind does not ask about it); with
+        some kept, they stay the user's (and a later rewind asks about all it changed)."""
         if conversation:
             dropped = chain[index:]
             del chain[index:]
             await self.drop(dropped)
-        elif chain:
+        elif chain and not kept:
             await self.after_turn(chain[-1])
+
+
+def _blocked(path: str, keep_mine: Collection[str]) -> bool:
+    """Whether putting `path` back would touch a kept path: the same one, a folder it is in,
+    or a file where the kept one needs a folder."""
+    return any(path == k or path.startswith(k + "/") or k.startswith(path + "/") for k in keep_mine)
 
 
 async def _texts(store: GitStore, changes: Sequence[Change]) -> dict[str, str]:

@@ -21,6 +21,7 @@ LFS), so a restored file has the bytes it had.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import hashlib
 import os
 import shutil
@@ -34,6 +35,9 @@ from ..processes.run import run_process_raw
 
 REFS = "refs/worktree/codecompanion/"
 BASELINE_REF = REFS + "baseline"
+# Shared by the worktrees, unlike refs/worktree/ (which a `git gc` in another worktree does not
+# count as reachable): what keeps each worktree's checkpoints and baseline alive, by its key.
+KEEP_REFS = "refs/codecompanion/"
 MAX_SHADOW_FILES = 20_000
 GIT_TIMEOUT = 60.0
 MAX_GIT_OUTPUT = 256 * 1024 * 1024
@@ -51,8 +55,11 @@ _CONFIG = (
     "core.safecrlf=false",
     "core.untrackedCache=true",
     "core.splitIndex=false",  # a split index's shared part would be written beside the user's
+    "core.hooksPath=/dev/null",  # no hook of the repository runs for our index or our refs
+    "core.fsmonitor=false",  # nor a command its config names
     "advice.addEmbeddedRepo=false",
 )
+LOCK_WAIT = 30.0  # seconds another engine may hold our index (two Neovims in one repository)
 
 
 @dataclass(frozen=True)
@@ -106,25 +113,41 @@ class GitStore:
             self._queued = asyncio.ensure_future(self._take())
         return await asyncio.shield(self._queued)
 
+    @property
+    def keep_refs(self) -> str:
+        """This worktree's part of KEEP_REFS."""
+        return f"{KEEP_REFS}{_key(self.root)[:16]}/"
+
     async def _take(self) -> str:
-        async with self.lock:
+        async with self.lock, _IndexLock(self.index):
             self._queued = None  # who asks from now on may have changed files since: a new one
             if not self.index.exists():
-                await asyncio.to_thread(self._seed_index)
+                await self._seed_index()
             which = "-A" if self.untracked else "-u"
             try:
                 await self.git("add", which, "--", ".")
             except SnapshotError:  # our index is damaged (or a copy git cannot read): begin again
                 self.index.unlink(missing_ok=True)
+                await self._seed_index()
                 await self.git("add", which, "--", ".")
             return (await self.git("write-tree")).decode().strip()
 
-    def _seed_index(self) -> None:
+    async def _seed_index(self) -> None:
+        """Our index begins as a copy of the user's (its stat data: only what changed is hashed
+        later), without the bits that tell git to look away from a file (skip-worktree,
+        assume-unchanged): what hides a local change from `git status` must not hide it here."""
         self.index.parent.mkdir(parents=True, exist_ok=True)
         theirs = self.git_dir / "index"
         split = any(self.git_dir.glob("sharedindex.*"))  # their index names a file beside it
-        if not self.shadow and theirs.is_file() and not split:  # their stat data: only what changed is hashed
-            shutil.copyfile(theirs, self.index)
+        if self.shadow or not theirs.is_file() or split:
+            return
+        await asyncio.to_thread(shutil.copyfile, theirs, self.index)
+        listed = (await self.git("ls-files", "-v", "-z")).split(b"\0")
+        skipped = [entry[2:] for entry in listed if entry[:2] == b"S "]
+        unwatched = [entry[2:] for entry in listed if entry[:1].islower()]
+        for flag, paths in (("--no-skip-worktree", skipped), ("--no-assume-unchanged", unwatched)):
+            if paths:  # one flag a call: git takes only the last of them with --stdin
+                await self.git("update-index", flag, "-z", "--stdin", stdin=b"\0".join(paths) + b"\0")
 
     async def commit(self, tree: str, message: str) -> str:
         return (await self.git("commit-tree", tree, "-m", message)).decode().strip()
@@ -142,6 +165,14 @@ class GitStore:
     async def refs(self, prefix: str) -> list[tuple[str, str]]:
         out = await self.git("for-each-ref", "--format=%(refname) %(objectname)", prefix)
         return [tuple(line.split(" ", 1)) for line in out.decode().splitlines() if " " in line]  # type: ignore[misc]
+
+    async def ignored(self, paths: Sequence[str]) -> set[str]:
+        """Those of `paths` that the worktree's ignore rules, as they are now, leave out."""
+        if not paths:
+            return set()
+        names = b"".join(os.fsencode(path) + b"\0" for path in paths)
+        out = await self.git("check-ignore", "--no-index", "-z", "--stdin", stdin=names, ok=(0, 1))
+        return {os.fsdecode(name) for name in out.split(b"\0") if name}
 
     async def tree_of(self, rev: str) -> str:
         return (await self.git("rev-parse", "--verify", rev + "^{tree}")).decode().strip()
@@ -237,6 +268,33 @@ async def open_store(cwd: str | os.PathLike[str], data_dir: str | os.PathLike[st
         if not made.ok:
             raise SnapshotError(f"could not make a snapshot store in {shadow}: {made.stderr.decode(errors='replace')}")
     return GitStore(folder, shadow, data / "indexes" / (_key(shadow) + ".index"), shadow=True)
+
+
+class _IndexLock:
+    """Our index to one engine at a time: two Neovims in one repository share it."""
+
+    def __init__(self, index: Path) -> None:
+        self.path = index.with_name(index.name + ".engine-lock")
+        self.fd = -1
+
+    async def __aenter__(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        waited = 0.0
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if waited >= LOCK_WAIT:
+                    os.close(self.fd)
+                    raise SnapshotError("another Neovim has been taking a snapshot of this worktree too long") from None
+                await asyncio.sleep(0.02)
+                waited += 0.02
+
+    async def __aexit__(self, *_exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
 
 
 def _refuse_home(folder: Path) -> None:

@@ -37,10 +37,11 @@ def write_file(root: Path, relative: str, data: bytes, mode: str) -> None:
             os.symlink(os.fsdecode(data), name, dir_fd=fd)
             return
         temp = f".{name}.rewind-{secrets.token_hex(4)}"
-        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755 if mode == EXECUTABLE else 0o644, dir_fd=fd)
+        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=fd)
         try:
             with os.fdopen(out, "wb") as handle:
                 handle.write(data)
+                os.fchmod(handle.fileno(), _permissions(fd, name, mode))
             os.replace(temp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -80,9 +81,15 @@ def remove_file(root: Path, relative: str) -> None:
 
 
 def _parts(relative: str) -> list[str]:
+    """`relative` split, refused when it could leave the worktree or reach into a `.git`
+    (a tree from a crafted saved chat could hold `.git/hooks/...`)."""
     parts = list(PurePosixPath(relative).parts)
-    if not parts or any(part in ("", ".", "..") for part in parts) or relative.startswith("/"):
-        raise SnapshotError(f"{relative!r} is not a path inside the project")
+    if (
+        not parts
+        or relative.startswith("/")
+        or any(part in ("", ".", "..") or part.casefold() == ".git" for part in parts)
+    ):
+        raise SnapshotError(f"{relative!r} is not a path inside the project that may be restored")
     return parts
 
 
@@ -99,6 +106,21 @@ def _open_parent(root: Path, parts: list[str], relative: str, *, create: bool) -
         raise SnapshotError(
             f"{relative} is not restored: a folder on its path is not a folder now (a symbolic link is not followed)"
         ) from error
+
+
+def _permissions(fd: int, name: str, mode: str) -> int:
+    """The file's own permissions when it is there (a 0600 secret stays 0600), with the
+    executable bits as the snapshot has them; else git's 0755 or 0644 within the umask."""
+    try:
+        info = os.lstat(name, dir_fd=fd)
+    except FileNotFoundError:
+        info = None
+    if info is None or not stat.S_ISREG(info.st_mode):
+        umask = os.umask(0)
+        os.umask(umask)
+        return (0o755 if mode == EXECUTABLE else 0o644) & ~umask
+    bits = stat.S_IMODE(info.st_mode) & ~0o111
+    return bits | ((bits & 0o444) >> 2) if mode == EXECUTABLE else bits
 
 
 def _clear_way(fd: int, name: str) -> None:

@@ -29,6 +29,10 @@ class Stores:
         if found is None:
             try:
                 found = await open_store(key, self.folder())
+                # one store a worktree, from whichever of its folders: they share one index
+                found = next(
+                    (s for s in self._found.values() if isinstance(s, GitStore) and s.index == found.index), found
+                )
             except SnapshotError as error:
                 found = error
             self._found[key] = found

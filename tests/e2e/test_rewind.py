@@ -73,7 +73,7 @@ def submit(editor, text: str) -> None:
 def turn_snapshotted(editor, root: Path, turns: int) -> None:
     """The snapshot after the last turn is taken (its ref is there): what the user changes from
     now on is theirs, not the turn's."""
-    refs = "refs/worktree/codecompanion/checkpoints/"
+    refs = "refs/codecompanion/"
     editor.wait_for(
         lambda: git(root, "for-each-ref", "--format=%(refname)", refs).count("-after") == turns,
         what="the snapshot after the turn",

@@ -11,14 +11,18 @@ import pytest
 from codecompanion_py.errors import SnapshotError
 from codecompanion_py.snapshots import checkpoints as checkpoints_module
 from codecompanion_py.snapshots import restore
-from codecompanion_py.snapshots.checkpoints import CHECKPOINT_REFS, Checkpoints
+from codecompanion_py.snapshots.checkpoints import Checkpoint, Checkpoints
+from codecompanion_py.snapshots.git import KEEP_REFS as CHECKPOINT_REFS
 from codecompanion_py.snapshots.stores import Stores
 
 
-def git(root: Path, *args: str) -> str:
+def git(root: Path, *args: str, input_text: str | None = None) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
     env["GIT_COMMITTER_EMAIL"] = "t@t"
-    return subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True).stdout
+    run = subprocess.run(
+        ["git", *args], cwd=root, env=env, check=True, capture_output=True, text=True, input=input_text
+    )
+    return run.stdout
 
 
 def tree_bytes(root: Path) -> dict[str, bytes | str]:
@@ -94,7 +98,7 @@ async def test_rewind_is_byte_exact_to_each_turn_and_leaves_git_alone(repo: Path
         plan = await points.plan(chain, n, dirty=())
         assert plan.conflicts == []
         await points.apply(plan, keep_mine=())
-        await points.settle(chain, n, conversation=n != 1)  # a rewind of the files alone keeps the turns
+        await points.settle(chain, n, conversation=n != 1, kept=False)  # the files alone: the turns stay
         assert tree_bytes(repo) == states[n]
     assert not (repo / "new0").exists()  # the folders made with created files go too
     assert (repo / ".git" / "index").read_bytes() == index_before
@@ -205,12 +209,17 @@ async def test_a_linked_worktree_has_its_own_checkpoints(repo: Path, points: Che
     await points.apply(await points.plan([there], 0, dirty=()), keep_mine=())
     assert tree_bytes(linked) == linked_files  # the linked tree rewound...
     assert (repo / "a.txt").read_text() == "user in main\n"  # ...and nothing of the main one touched
-    # refs/worktree/ is per worktree: each sees only its own
-    assert git(repo, "for-each-ref", "--format=%(refname)", CHECKPOINT_REFS).split() == [CHECKPOINT_REFS + here.ref]
-    assert git(linked, "for-each-ref", "--format=%(refname)", CHECKPOINT_REFS).split() == [
-        CHECKPOINT_REFS + there.ref,
-        CHECKPOINT_REFS + there.ref + "-after",
+    # each worktree's refs under its own key, shared so that a `git gc` in either keeps both
+    mine = (await points.stores.for_folder(str(repo))).keep_refs + "checkpoints/"
+    theirs = (await points.stores.for_folder(str(linked))).keep_refs + "checkpoints/"
+    assert mine != theirs
+    assert git(linked, "for-each-ref", "--format=%(refname)", mine).split() == [mine + here.ref]
+    assert git(repo, "for-each-ref", "--format=%(refname)", theirs).split() == [
+        theirs + there.ref,
+        theirs + there.ref + "-after",
     ]
+    git(repo, "gc", "--prune=now", "--quiet")
+    await points.apply(await points.plan([here], 0, dirty=()), keep_mine=())  # its trees are still there
 
 
 def test_deleting_a_saved_chat_drops_its_checkpoints(repo: Path, points: Checkpoints, tmp_path: Path) -> None:
@@ -273,3 +282,127 @@ async def test_a_repository_that_hides_untracked_files_has_only_its_tracked_ones
     (repo / "b.txt").unlink()
     after = await points.before_turn(str(repo), header=2, keep=0, text="x")
     assert sorted(c.path for c in await store.changes(before.before, after.before)) == ["a.txt", "b.txt"]
+
+
+async def turn(points: Checkpoints, root: Path, change, header: int = 1):
+    """One turn: its checkpoint, what it does, the snapshot after it."""
+    checkpoint = await points.before_turn(str(root), header=header, keep=0, text="x")
+    await points.keep_alive(checkpoint)
+    change()
+    await points.after_turn(checkpoint)
+    return checkpoint
+
+
+async def test_what_the_checkpoint_ignored_is_never_removed(repo: Path, points: Checkpoints) -> None:
+    (repo / ".gitignore").write_text(".env\ndata/\n")
+    (repo / ".env").write_text("SECRET=1\n")
+    (repo / "data").mkdir()
+    (repo / "data" / "results.csv").write_text("weeks of work\n")
+    checkpoint = await turn(points, repo, lambda: (repo / ".gitignore").write_text("__pycache__/\n"))
+    plan = await points.plan([checkpoint], 0, dirty=())
+    assert plan.conflicts == []
+    done = {r.relative: r.action for r in await points.apply(plan, keep_mine=())}
+    assert (repo / ".env").read_text() == "SECRET=1\n" and (repo / "data" / "results.csv").exists()
+    assert (repo / ".gitignore").read_text() == ".env\ndata/\n"
+    assert done[".env"] == "kept" and done[".gitignore"] == "restored"
+
+
+async def test_a_turn_whose_end_was_not_seen_has_all_it_changed_asked_about(repo: Path, points: Checkpoints) -> None:
+    checkpoint = await points.before_turn(str(repo), header=1, keep=0, text="x")
+    await points.keep_alive(checkpoint)  # no snapshot after it (the engine stopped)
+    (repo / "a.txt").write_text("someone's\n")
+    (repo / "mine").mkdir()
+    (repo / "mine" / "notes.md").write_text("mine\n")
+    plan = await points.plan([checkpoint], 0, dirty=())
+    assert sorted(c.relative for c in plan.conflicts) == ["a.txt", "mine/notes.md"]
+
+
+async def test_a_kept_file_is_not_removed_for_the_folder_the_checkpoint_had(repo: Path, points: Checkpoints) -> None:
+    (repo / "d").mkdir()
+    (repo / "d" / "x.txt").write_text("x\n")
+
+    def agent() -> None:
+        (repo / "d" / "x.txt").unlink()
+        (repo / "d").rmdir()
+
+    checkpoint = await turn(points, repo, agent)
+    (repo / "d").write_text("the user's file\n")
+    plan = await points.plan([checkpoint], 0, dirty=())
+    assert [c.relative for c in plan.conflicts] == ["d"]
+    done = {r.relative: r.action for r in await points.apply(plan, keep_mine={"d"})}
+    assert (repo / "d").read_text() == "the user's file\n"
+    assert done == {"d": "kept", "d/x.txt": "kept"}
+
+
+async def test_a_restored_file_keeps_its_permissions(repo: Path, points: Checkpoints) -> None:
+    (repo / "secret.yml").write_text("key: 1\n")
+    (repo / "secret.yml").chmod(0o600)
+    checkpoint = await turn(points, repo, lambda: (repo / "secret.yml").write_text("key: 2\n"))
+    await points.apply(await points.plan([checkpoint], 0, dirty=()), keep_mine=())
+    assert (repo / "secret.yml").read_text() == "key: 1\n" and (repo / "secret.yml").stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_crafted_checkpoint_is_refused(repo: Path, points: Checkpoints) -> None:
+    """A saved chat's checkpoint whose tree was never one of ours (here: one holding a git
+    hook) is refused; a path into `.git` is never written whatever the tree."""
+    real = await turn(points, repo, lambda: None)
+    hook = git(repo, "hash-object", "-w", "--stdin", input_text="#!/bin/sh\necho pwned\n").strip()
+    hooks = git(repo, "mktree", input_text=f"100755 blob {hook}\tpost-commit\n").strip()
+    dot_git = git(repo, "mktree", input_text=f"040000 tree {hooks}\thooks\n").strip()
+    crafted = git(repo, "mktree", input_text=f"040000 tree {dot_git}\t.git\n").strip()
+    forged = Checkpoint(ref=real.ref, root=real.root, header=1, keep=0, before=crafted)
+    with pytest.raises(SnapshotError, match="not one this plugin made"):
+        await points.plan([forged], 0, dirty=())
+    with pytest.raises(SnapshotError, match="may be restored"):
+        restore.write_file(repo, ".git/hooks/post-commit", b"x", "100755")
+    with pytest.raises(SnapshotError, match="may be restored"):
+        restore.write_file(repo, "sub/.GIT/config", b"x", "100644")
+    assert not (repo / ".git" / "hooks" / "post-commit").exists()
+
+
+async def test_no_hook_of_the_repository_runs_for_our_snapshots(repo: Path, points: Checkpoints) -> None:
+    ran = repo.parent / "hook-ran"
+    for name in ("post-index-change", "reference-transaction"):
+        hook = repo / ".git" / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {ran}\n")
+        hook.chmod(0o755)
+    await turn(points, repo, lambda: (repo / "a.txt").write_text("y\n"))
+    assert not ran.exists()
+
+
+async def test_two_engines_snapshot_one_repository_at_once(repo: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    data = str(tmp_path / "shared-data")
+    first, second = Checkpoints(Stores(lambda: data)), Checkpoints(Stores(lambda: data))
+    (repo / "sub").mkdir()
+    runs = [
+        points.before_turn(str(where), header=1, keep=0, text="x")
+        for points in (first, second)
+        for where in (repo, repo / "sub")
+    ]
+    results = await asyncio.gather(*(runs * 4))
+    assert len({c.before for c in results}) == 1
+
+
+async def test_files_git_is_told_to_look_away_from_are_snapshotted_and_nested_repositories_left(
+    repo: Path, points: Checkpoints
+) -> None:
+    git(repo, "update-index", "--skip-worktree", "b.txt")
+    git(repo, "update-index", "--assume-unchanged", "run.sh")
+
+    def agent() -> None:
+        (repo / "b.txt").write_text("agent\n")
+        (repo / "run.sh").write_text("agent\n")
+        (repo / "vendor" / "lib").mkdir(parents=True)
+        git(repo / "vendor" / "lib", "init", "-q")
+        (repo / "vendor" / "lib" / "f").write_text("f")
+        git(repo / "vendor" / "lib", "add", "f")
+        git(repo / "vendor" / "lib", "commit", "-qm", "c")
+
+    checkpoint = await turn(points, repo, agent)
+    done = {
+        r.relative: r.action for r in await points.apply(await points.plan([checkpoint], 0, dirty=()), keep_mine=())
+    }
+    assert (repo / "b.txt").read_text() == "bee\n" and (repo / "run.sh").read_text() == "#!/bin/sh\n"
+    assert (repo / "vendor" / "lib" / "f").exists() and "vendor/lib" not in done  # a repository of its own

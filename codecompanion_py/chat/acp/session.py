@@ -78,7 +78,7 @@ class AcpChatSession:
         self.workspace = workspace
         self.history: list[Message] = list(history or [])  # kept canonical, for a switch to an HTTP adapter
         self.hooks: frozenset[str] = frozenset()  # an agent runs its own tools: none apply
-        self.before_changes: asyncio.Future[None] | None = None
+        self.before_changes: asyncio.Future[Any] | None = None
         self._carried = len(self.history)  # messages from before this agent: told to it once
         self.approvals = Approvals()
         self.context = ToolsContext(
