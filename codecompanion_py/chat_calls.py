@@ -133,11 +133,10 @@ class ChatCalls:
         if call.settings is not None:  # the settings header: checked before anything is sent
             await session.apply_settings(call.settings)
         chain = self._keeper.checkpoints(session.chat_id)
-        before = None
-        if not session.busy:  # the worktree before the turn (a message refused while one runs needs none)
-            before = self._rewinder.before_turn(session, chain, header=call.header, text=call.typed or call.text)
+        checkpoint = self._rewinder.before_turn(session, chain, header=call.header, text=call.typed or call.text)
         task = session.submit(call.text, call.context, [i for i in call.removed if i])
         if task is not None:  # saved as it goes, and once the turn ends, however it ends
+            before = checkpoint(session.may_change_files())  # the worktree the turn starts from
             self._keeper.typed(session.chat_id, call.typed or call.text)
             self._keeper.watch(session, task)
             task.add_done_callback(lambda _task: self._turn_ended(session, before))

@@ -150,6 +150,11 @@ class Session(Protocol):
         """`gx`: forget the conversation (an agent starts a new session)."""
         ...
 
+    def may_change_files(self) -> bool:
+        """Whether the turn being sent can change files (it has tools or MCP servers; an
+        agent always): only such a turn's checkpoint snapshots the worktree."""
+        ...
+
     def rewind(self, keep: int) -> None:
         """`gz`: the conversation as it was with its first `keep` messages, system prompts
         aside (an agent starts a new session, told those)."""

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ..errors import ConfigError, SnapshotError
 from ..snapshots import checkpoints as kept
 from ..snapshots.baseline import ensure_baseline
-from ..snapshots.checkpoints import Checkpoint, Checkpoints
+from ..snapshots.checkpoints import Checkpoint, Checkpoints, RewindPlan
 from ..ui import ops
 from .protocol import Session
 
@@ -35,24 +35,33 @@ class Rewinder:
 
     def before_turn(
         self, session: Session, chain: list[Checkpoint], *, header: int, text: str
-    ) -> asyncio.Task[Checkpoint | None]:
+    ) -> Callable[[bool], asyncio.Task[Checkpoint | None]]:
         """The checkpoint of the worktree the turn starts from (and the review's baseline),
         taken while the request goes out: the session waits for it before anything may change
-        a file. A folder that cannot have one is said once, and the chat goes on without."""
+        a file. Called before the turn starts (the messages it keeps are counted then); what
+        it returns takes it once the turn has started (`files`: whether it may change one:
+        else only its place is kept). A folder that cannot have one is said once, and the
+        chat goes on without."""
         keep = sum(m.role != "system" for m in session.history)  # now, before the turn adds its message
-        task = asyncio.get_running_loop().create_task(
-            self._checkpoint(str(session.workspace.root), chain, header=header, keep=keep, text=text)
-        )
-        session.before_changes = task
-        return task
+
+        def taken(files: bool) -> asyncio.Task[Checkpoint | None]:
+            """Once the turn's message is in: whether it can change files is known then."""
+            task = asyncio.get_running_loop().create_task(
+                self._checkpoint(str(session.workspace.root), chain, header=header, keep=keep, text=text, files=files)
+            )
+            session.before_changes = task
+            return task
+
+        return taken
 
     async def _checkpoint(
-        self, root: str, chain: list[Checkpoint], *, header: int, keep: int, text: str
+        self, root: str, chain: list[Checkpoint], *, header: int, keep: int, text: str, files: bool
     ) -> Checkpoint | None:
         try:
-            checkpoint = await self.checkpoints.before_turn(root, header=header, keep=keep, text=text)
-            store = await self.checkpoints.stores.for_folder(root)
-            await ensure_baseline(store, checkpoint.before)
+            checkpoint = await self.checkpoints.before_turn(root, header=header, keep=keep, text=text, files=files)
+            if checkpoint.before is not None:
+                store = await self.checkpoints.stores.for_folder(root)
+                await ensure_baseline(store, checkpoint.before)
         except SnapshotError as error:
             if root not in self._told:
                 self._told.add(root)
@@ -117,16 +126,13 @@ class Rewinder:
         if index is None:
             raise ConfigError(_no_checkpoint(chain, header))
         target = chain[index]
-        store = await self.checkpoints.stores.for_folder(str(session.workspace.root))
-        if target.root != str(store.root):
-            raise ConfigError(f"that checkpoint is of {target.root}, not of this chat's folder: open the chat there")
         if target.keep < 0 and restore != "files":
             raise ConfigError("the conversation was compacted since that turn: rewind its files only")
         files = restore in ("all", "files")
         conversation = restore in ("all", "conversation")
         restored: list[ops.RestoredFile] = []
-        if files:
-            plan = await self.checkpoints.plan(chain, index, dirty)
+        plan = await self._plan(session, chain, index, dirty) if files else None
+        if plan is not None:
             keep_mine: set[str] = set()
             if plan.conflicts:
                 asked = [{"path": c.path, "relative": c.relative, "checkpoint": c.checkpoint} for c in plan.conflicts]
@@ -146,6 +152,12 @@ class Rewinder:
         kept = any(r.action == "kept" for r in restored)
         await self.checkpoints.settle(chain, index, conversation=conversation, kept=kept)  # after the user sees it
         return True
+
+    async def _plan(self, session: Session, chain: list[Checkpoint], index: int, dirty: list[str]) -> RewindPlan | None:
+        store = await self.checkpoints.stores.for_folder(str(session.workspace.root))
+        if chain[index].root != str(store.root):
+            raise ConfigError(f"that checkpoint is of {chain[index].root}, not of this chat's folder: open it there")
+        return await self.checkpoints.plan(chain, index, dirty)
 
     def listing(self, chain: list[Checkpoint]) -> list[dict[str, Any]]:
         """`/rewind`'s list: each turn that can be gone back to, newest first."""

@@ -167,6 +167,9 @@ class ChatSession(WithoutAgent):
         """Forget the conversation; the system prompts (and enabled tools) stay."""
         self.rewind(0)
 
+    def may_change_files(self) -> bool:
+        return bool(self.tools) or bool(self.mcp_tools.names)
+
     def rewind(self, keep: int) -> None:
         self._refuse_while_busy("rewind the chat" if keep else "clear the chat")
         gone = {id(m) for m in [m for m in self.history if m.role != "system"][keep:]}  # system prompts stay

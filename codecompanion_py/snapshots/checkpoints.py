@@ -58,7 +58,9 @@ class Checkpoint(msgspec.Struct, kw_only=True):
     """Which `## Me` of the chat buffer (counted from the top) the turn was sent under."""
     keep: int
     """The chat's messages before the turn, system prompts aside."""
-    before: str
+    before: str | None
+    """The worktree's tree; None for a turn that could not change a file (no tools): the files
+    as they were before it are those of the next turn that has one."""
     after: str | None = None
     at: float = 0.0
     text: str = ""
@@ -69,7 +71,7 @@ class Checkpoint(msgspec.Struct, kw_only=True):
         go to git (a newline in one would be a command of its own), so each must look right."""
         return bool(
             _REF.fullmatch(self.ref)
-            and _OBJECT.fullmatch(self.before)
+            and (self.before is None or _OBJECT.fullmatch(self.before))
             and (self.after is None or _OBJECT.fullmatch(self.after))
             and os.path.isabs(self.root)
             and self.header >= 0
@@ -103,10 +105,11 @@ class Checkpoints:
     def __init__(self, stores: Stores) -> None:
         self.stores = stores
 
-    async def before_turn(self, cwd: str, *, header: int, keep: int, text: str) -> Checkpoint:
-        """The worktree as the turn finds it (raises SnapshotError when it cannot be had)."""
+    async def before_turn(self, cwd: str, *, header: int, keep: int, text: str, files: bool = True) -> Checkpoint:
+        """The worktree as the turn finds it (raises SnapshotError when it cannot be had); with
+        `files` false (the turn cannot change one) no snapshot, only the turn's place."""
         store = await self.stores.for_folder(cwd)
-        tree = await store.snapshot()
+        tree = await store.snapshot() if files else None
         ref = f"{int(time.time() * 1000):014d}-{secrets.token_hex(3)}"
         line = text.strip().splitlines()[0][:80] if text.strip() else ""
         return Checkpoint(
@@ -115,6 +118,8 @@ class Checkpoints:
 
     async def keep_alive(self, checkpoint: Checkpoint) -> None:
         """Its refs, so git keeps its trees; past MAX_REFS the worktree's oldest refs go."""
+        if checkpoint.before is None:
+            return
         store = await self.stores.for_folder(checkpoint.root)
         prefix = store.keep_refs + "checkpoints/"
         refs: dict[str, str | None] = {prefix + checkpoint.ref: checkpoint.before}
@@ -126,6 +131,8 @@ class Checkpoints:
             await store.set_refs(dict.fromkeys(existing[: len(existing) - MAX_REFS]))
 
     async def after_turn(self, checkpoint: Checkpoint) -> None:
+        if checkpoint.before is None:
+            return
         store = await self.stores.for_folder(checkpoint.root)
         checkpoint.after = await store.snapshot()
         await self.keep_alive(checkpoint)
@@ -158,18 +165,24 @@ class Checkpoints:
             checkpoint.after = None
         return checkpoint
 
-    async def plan(self, chain: Sequence[Checkpoint], index: int, dirty: Collection[str]) -> RewindPlan:
+    async def plan(self, chain: Sequence[Checkpoint], index: int, dirty: Collection[str]) -> RewindPlan | None:
         """What rewinding to `chain[index]` changes, and which of those files the user changed
-        after it (or has unsaved in a buffer: `dirty`, absolute paths). A turn whose end was
-        not snapshotted cannot be told apart from the user: all it changed is asked about."""
-        target = await self.trusted(chain[index])
+        after it (or has unsaved in a buffer: `dirty`, absolute paths); None when no turn
+        since could change a file. A turn whose end was not snapshotted cannot be told apart
+        from the user: all it changed is asked about."""
+        snapped = [c for c in chain[index:] if c.before is not None]
+        if not snapped:
+            return None
+        target = await self.trusted(snapped[0])
         store = await self.stores.for_folder(target.root)
         now = await store.snapshot()
+        assert target.before is not None
         changes = [c for c in await store.changes(now, target.before) if GITLINK not in (c.old_mode, c.new_mode)]
         touched: set[str] = set()
-        for turn, following in zip(chain[index:], [*chain[index + 1 :], None], strict=True):
+        for turn, following in zip(snapped, [*snapped[1:], None], strict=True):
             upto = following.before if following is not None else now
             since = turn.after if turn.after is not None else turn.before
+            assert since is not None and upto is not None
             touched.update(change.path for change in await store.changes(since, upto))
         root = Path(target.root)
         dirty_set = set(dirty)

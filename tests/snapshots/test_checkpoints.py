@@ -406,3 +406,17 @@ async def test_files_git_is_told_to_look_away_from_are_snapshotted_and_nested_re
     }
     assert (repo / "b.txt").read_text() == "bee\n" and (repo / "run.sh").read_text() == "#!/bin/sh\n"
     assert (repo / "vendor" / "lib" / "f").exists() and "vendor/lib" not in done  # a repository of its own
+
+
+async def test_a_turn_that_cannot_change_files_takes_no_snapshot(repo: Path, points: Checkpoints) -> None:
+    plain = await points.before_turn(str(repo), header=1, keep=0, text="x", files=False)
+    await points.keep_alive(plain)
+    await points.after_turn(plain)
+    assert plain.before is None and git(repo, "for-each-ref", CHECKPOINT_REFS) == ""
+    assert await points.plan([plain], 0, dirty=()) is None  # nothing since could change a file
+    state = tree_bytes(repo)
+    edit = await turn(points, repo, lambda: (repo / "a.txt").write_text("agent\n"), header=2)
+    plan = await points.plan([plain, edit], 0, dirty=())
+    assert plan is not None
+    await points.apply(plan, keep_mine=())  # before the first turn: as before the next that had tools
+    assert tree_bytes(repo) == state

@@ -225,6 +225,9 @@ class AcpChatSession:
         self.session_id = None
         self.resume_id = None
 
+    def may_change_files(self) -> bool:
+        return True
+
     def rewind(self, keep: int) -> None:
         kept = [m for m in self.history if m.role != "system"][:keep]
         self.clear()
