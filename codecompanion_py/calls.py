@@ -264,6 +264,7 @@ class ReviewCall(Call, frozen=True, kw_only=True):
     cwd: str = "."
     dir: str = ""
     scope: str = "agent"  # or "all"
+    limit: int = 100_000  # `review.pending`: the characters a context item may have (max_context_chars)
 
 
 class ReviewAt(ReviewCall, frozen=True, kw_only=True):

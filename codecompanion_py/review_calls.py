@@ -199,11 +199,20 @@ class ReviewCalls:
         found = files.comments()
         if not found:
             return self._said(files)
+        # whole comments, as many as the item may hold: those left stay pending for the next one
+        sent = found[:1]
+        while len(sent) < len(found) and len(text.for_llm(found[: len(sent) + 1])) <= call.limit:
+            sent.append(found[len(sent)])
+        if len(sent) < len(found):
+            left = len(found) - len(sent)
+            files.warnings.append(
+                f"CodeCompanion: {left} more review comments stay pending: send #{{code_review}} again"
+            )
         return {
-            "ids": [c.id for c in found],
-            "llm": text.for_llm(found),
-            "shown": text.for_chat(found),
-            "count": len(found),
+            "ids": [c.id for c in sent],
+            "llm": text.for_llm(sent),
+            "shown": text.for_chat(sent),
+            "count": len(sent),
             **self._said(files),
         }
 

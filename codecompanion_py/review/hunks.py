@@ -83,12 +83,13 @@ def _git_path(line: str) -> str:
     """`diff --git a/x b/x`: the path, for a file whose header has no `+++` (binary, mode)."""
     rest = line[len("diff --git ") :]
     half = len(rest) // 2
-    return _unquote(rest[half + 1 :][2:]) if rest[half : half + 1] == " " else ""
+    return _side(rest[half + 1 :]) if rest[half : half + 1] == " " else ""
 
 
 def _side(text: str) -> str:
-    """`a/x`, `"b/x"` or `/dev/null` (no file on that side: "")."""
-    text = _unquote(text)
+    """`a/x`, `"b/x"` or `/dev/null` (no file on that side: ""); a name with a space ends
+    in a tab in `---`/`+++` lines."""
+    text = _unquote(text.removesuffix("\t"))
     return "" if text == "/dev/null" else text[2:] if text[:2] in ("a/", "b/") else text
 
 

@@ -28,7 +28,7 @@ from ..tools.workspace import read_regular
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_COMMENT_CHARS = 20_000
 MAX_CODE_CHARS = 40_000
-_HEADING = re.compile(r"^## (.+):(\d+)-(\d+)\s*$")
+_HEADING = re.compile(r"^## (.+):(\d{1,9})-(\d{1,9})\s*$")
 _FENCE = re.compile(r"^(`{3,})(\S*)\s*$")
 
 

@@ -308,7 +308,8 @@ function M.context_item()
   if not M.enabled() then
     return nil
   end
-  local got = request("review.pending")
+  local limit = tonumber(require("codecompanion_py.chat.config").opts().max_context_chars)
+  local got = request("review.pending", { limit = limit or require("codecompanion_py.chat.context").DEFAULT_MAX_CHARS })
   if got and got.ids then
     -- each round's its own item (the id comes of the label): never one that replaces an earlier round
     local label = ("code review: %d comment%s (%s)"):format(got.count, got.count == 1 and "" or "s",

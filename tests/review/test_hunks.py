@@ -75,3 +75,13 @@ def test_the_hunk_at_a_line_or_the_nearest_one():
 
 def test_nothing_to_parse_is_no_hunks():
     assert parse("") == [] and parse("garbage\n@@ nonsense @@\n+x") == []
+
+
+def test_names_with_a_space_or_quoted_on_binary_files_come_out_whole():
+    diff = (
+        "diff --git a/my notes.txt b/my notes.txt\nindex 1..2 100644\n--- a/my notes.txt\t\n"
+        "+++ b/my notes.txt\t\n@@ -1 +1 @@\n-a\n+b\n"
+        'diff --git "a/\\303\\251 caf\\303\\251.bin" "b/\\303\\251 caf\\303\\251.bin"\n'
+        "index 3..4 100644\nBinary files differ\n"
+    )
+    assert [h.path for h in parse(diff)] == ["my notes.txt", "é café.bin"]

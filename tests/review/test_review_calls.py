@@ -75,6 +75,15 @@ def test_a_review_round_from_start_to_consume(repo, tmp_path):
         assert (await review.open(calls.ReviewCall(scope="all", **where)))["items"] == []
         assert "count" not in await review.pending(calls.ReviewCall(**where))
 
+        # what a context item may hold: whole comments, the rest left pending, never cut and lost
+        for line in (1, 2, 3):
+            comment = calls.ReviewComment(path="a.txt", line=line, end_line=line, code="x" * 500, text="t", **where)
+            await review.comment(comment)
+        some = await review.pending(calls.ReviewCall(limit=1_500, **where))
+        assert some["count"] == 2 and len(some["llm"]) <= 1_500 and "stay pending" in some["warnings"][0]
+        left = await review.consume(calls.ReviewText(ids=some["ids"], **where))
+        assert len(left["comments"]) == 1
+
     run(flow())
     assert (repo / ".git" / "index").read_bytes() == index
     assert git(repo, "diff", "--cached", "--name-only") == "b.txt\n"

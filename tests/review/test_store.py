@@ -77,7 +77,8 @@ def test_what_the_llm_the_chat_and_review_md_get():
 
 
 def test_parsing_never_raises_on_odd_text():
-    for text in ["", "## :1-2", "## a:9-1\n\n````\nunclosed", "\x00\udcff", "## a:1-1\n" * 1000]:
+    huge = "## a.txt:1-" + "9" * 5000 + "\n\nwords\n"  # past Python's int() limit, and msgpack's
+    for text in ["", "## :1-2", "## a:9-1\n\n````\nunclosed", "\x00\udcff", "## a:1-1\n" * 1000, huge]:
         parse_comments(text)
     [one] = parse_comments("## a:9-1\n\nswapped\n")[0]
     assert (one.start_line, one.end_line) == (1, 9)
