@@ -61,6 +61,7 @@ class Rewinder:
             checkpoint = await self.checkpoints.before_turn(root, header=header, keep=keep, text=text, files=files)
             if checkpoint.before is not None:
                 store = await self.checkpoints.stores.for_folder(root)
+                await self.checkpoints.keep_alive(checkpoint)
                 await ensure_baseline(store, checkpoint.before)
         except SnapshotError as error:
             if root not in self._told:
@@ -122,6 +123,8 @@ class Rewinder:
         conversation or both: `restore`); False when the user cancelled."""
         if session.busy:
             raise ConfigError("wait for the reply to finish (or press q) to rewind the chat")
+        if self._pending:  # the snapshots after the last turns: what a rewind tells the user's changes by
+            await asyncio.wait(list(self._pending))
         index = next((i for i, c in enumerate(chain) if c.header == header), None)
         if index is None:
             raise ConfigError(_no_checkpoint(chain, header))

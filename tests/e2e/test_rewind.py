@@ -81,7 +81,10 @@ def turn_snapshotted(editor, root: Path, turns: int) -> None:
 
 
 def rewound(editor, count: int = 1) -> dict:
-    return editor.wait_event("CodeCompanionChatRewound", count=count, timeout=30)["data"]
+    try:
+        return editor.wait_event("CodeCompanionChatRewound", count=count, timeout=30)["data"]
+    except AssertionError as failed:
+        raise AssertionError(f"{failed}; notes: {editor.lua('return _G.cc_notes')}") from None
 
 
 @pytest.mark.parametrize("with_git", [True, False], ids=["git", "no-git"])
