@@ -5,7 +5,8 @@
   files changed before each), and with the kernel's page cache dropped (as after a reboot;
   when run as root). An HTTP chat's request goes out while it runs (tools wait for it); an
   agent's prompt waits for it.
-* In headless Neovim, from `:CodeCompanionChat go` to the reply's first chunk in the buffer,
+* In headless Neovim, from `:CodeCompanionChat go @{files}` (a turn with tools: one without
+  takes no snapshot) to the reply's first chunk in the buffer,
   with Neovim in that repository and in a folder of 10 files: what the snapshot adds to the
   user's wait; the same for an agent's next message (the scripted agent, running).
 * Rewind of 50 files, from `require("codecompanion").rewind()` in Neovim to
@@ -142,7 +143,8 @@ def in_neovim(nvim, url: str, root: Path, tiny: Path, changed: list[str]) -> dic
 
     def first_chunk(folder: Path) -> float:
         nvim.command(f"cd {folder}")
-        nvim.exec_lua("_G.cp.first = nil; _G.cp.start = vim.uv.hrtime(); vim.cmd('CodeCompanionChat go')")
+        # with tools, as a turn that may change files: its checkpoint is taken (one without takes none)
+        nvim.exec_lua("_G.cp.first = nil; _G.cp.start = vim.uv.hrtime(); vim.cmd('CodeCompanionChat go @{files}')")
         wait("CodeCompanionChatDone")
         elapsed = nvim.exec_lua("return (_G.cp.first - _G.cp.start) / 1e6")
         nvim.command("bwipeout!")
