@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from ..errors import ConfigError, SnapshotError
-from ..snapshots import checkpoints as kept
+from ..snapshots import checkpoints as bounds
 from ..snapshots.baseline import ensure_baseline
 from ..snapshots.checkpoints import Checkpoint, Checkpoints, RewindPlan
 from ..ui import ops
@@ -74,8 +74,8 @@ class Rewinder:
         # a header seen before (after /clear) replaces the turns from it on; the oldest past the bound go
         dropped = [c for c in chain if c.header >= header]
         chain[:] = [c for c in chain if c.header < header] + [checkpoint]
-        dropped += chain[: max(len(chain) - kept.MAX_PER_CHAT, 0)]
-        del chain[: max(len(chain) - kept.MAX_PER_CHAT, 0)]
+        dropped += chain[: max(len(chain) - bounds.MAX_PER_CHAT, 0)]
+        del chain[: max(len(chain) - bounds.MAX_PER_CHAT, 0)]
         if dropped:
             await self.checkpoints.drop(dropped)
         return checkpoint
@@ -179,5 +179,5 @@ def _no_checkpoint(chain: list[Checkpoint], header: int) -> str:
         return "that message has not been sent: there is nothing to rewind"
     return (
         "that message has no checkpoint (a message added during a turn with gm, one sent before "
-        f"checkpoints were taken, or older than the last {kept.MAX_PER_CHAT} turns)"
+        f"checkpoints were taken, or older than the last {bounds.MAX_PER_CHAT} turns)"
     )
