@@ -175,12 +175,14 @@ def fence(code: str) -> str:
     return "`" * (longest + 1)
 
 
-def format_comment(comment: Comment) -> str:
+def fenced(comment: Comment) -> str:
+    """The comment's code in a fence of its filetype."""
     marks = fence(comment.code)
-    return (
-        f"## {comment.path}:{comment.start_line}-{comment.end_line}\n\n"
-        f"{marks}{comment.filetype}\n{comment.code}\n{marks}\n\n{comment.comment}\n"
-    )
+    return f"{marks}{comment.filetype}\n{comment.code}\n{marks}"
+
+
+def format_comment(comment: Comment) -> str:
+    return f"## {comment.path}:{comment.start_line}-{comment.end_line}\n\n{fenced(comment)}\n\n{comment.comment}\n"
 
 
 def format_comments(comments: list[Comment]) -> str:

@@ -4,7 +4,7 @@ the chat shows, and `review.md` for an agent outside CodeCompanion."""
 from __future__ import annotations
 
 from ..scrubber import KNOWN
-from .store import Comment, fence
+from .store import Comment, fenced
 
 REPLACEMENT = "my comments from the code review, which I've attached"
 
@@ -17,10 +17,9 @@ def _where(comment: Comment) -> str:
 
 def block(comment: Comment) -> str:
     """One comment as the LLM reads it: where, the code it is on, what the user said."""
-    marks = fence(comment.code)
     return (
         f'<comment file="{comment.path}" lines="{comment.start_line}-{comment.end_line}">\n'
-        f"{marks}{comment.filetype}\n{comment.code}\n{marks}\n{comment.comment}\n</comment>"
+        f"{fenced(comment)}\n{comment.comment}\n</comment>"
     )
 
 

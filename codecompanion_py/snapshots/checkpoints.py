@@ -19,6 +19,7 @@ trees, whose blobs git shares with every other snapshot.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -178,12 +179,13 @@ class Checkpoints:
         now = await store.snapshot()
         assert target.before is not None
         changes = [c for c in await store.changes(now, target.before) if GITLINK not in (c.old_mode, c.new_mode)]
-        touched: set[str] = set()
+        gaps = []  # from each turn's end (its start, when its end was not seen) to the next one's start
         for turn, following in zip(snapped, [*snapped[1:], None], strict=True):
             upto = following.before if following is not None else now
             since = turn.after if turn.after is not None else turn.before
             assert since is not None and upto is not None
-            touched.update(change.path for change in await store.changes(since, upto))
+            gaps.append((since, upto))
+        touched = await store.changed_paths(gaps)
         root = Path(target.root)
         dirty_set = set(dirty)
         conflicted = [c for c in changes if c.path in touched or str(root / c.path) in dirty_set]
@@ -245,17 +247,9 @@ def _blocked(path: str, keep_mine: Collection[str]) -> bool:
 
 async def _texts(store: GitStore, changes: Sequence[Change]) -> dict[str, str]:
     """The checkpoint's side of each conflict as text, for its diff (binary and large left out)."""
-    found = await store.blobs([(c.new, c.path) for c in changes])
-    return {
-        path: data.decode("utf-8")
-        for path, data in found.items()
-        if len(data) <= MAX_SHOWN_BYTES and b"\0" not in data and _is_utf8(data)
-    }
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+    texts = {}
+    for path, data in (await store.blobs([(c.new, c.path) for c in changes])).items():
+        if len(data) <= MAX_SHOWN_BYTES and b"\0" not in data:
+            with contextlib.suppress(UnicodeDecodeError):
+                texts[path] = data.decode("utf-8")
+    return texts

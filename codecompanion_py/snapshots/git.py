@@ -26,6 +26,7 @@ import asyncio
 import fcntl
 import hashlib
 import os
+import re
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ _IDENTITY = {
     "GIT_COMMITTER_EMAIL": "codecompanion@localhost",
 }
 # what would change the bytes stored, or ask the user something, whatever their config says
+_ECHOED = re.compile(rb"^(?:[0-9a-f]{40,64} [0-9a-f]{40,64}\n)*")
 _CONVERTING = ("text", "eol", "crlf", "filter", "ident", "working-tree-encoding")
 _CONFIG = (
     "core.autocrlf=false",
@@ -189,6 +191,15 @@ class GitStore:
             if len(parts) >= 4:
                 found.append(Change(os.fsdecode(name), parts[0], parts[1], parts[2], parts[3]))
         return found
+
+    async def changed_paths(self, pairs: Sequence[tuple[str, str]]) -> set[str]:
+        """The paths that differ within any of the (old, new) tree pairs, in one `diff-tree`."""
+        if not pairs:
+            return set()
+        asked = "".join(f"{old} {new}\n" for old, new in pairs).encode()
+        out = await self.git("diff-tree", "--stdin", "-r", "-z", "--name-only", "--no-renames", stdin=asked)
+        # each pair is echoed ("<old> <new>\n") before its names, which end in NUL
+        return {os.fsdecode(name) for field in out.split(b"\0") if (name := _ECHOED.sub(b"", field))}
 
     async def blobs(self, wanted: Sequence[tuple[str, str]]) -> dict[str, bytes]:
         """Each (blob id, path)'s bytes as a checkout would write them at that path: as
