@@ -48,6 +48,7 @@ from .chat.session import DEFAULT_SYSTEM_PROMPT
 from .errors import ConfigError
 from .logfile import LEVELS
 from .outbound import ClientSettings
+from .sandbox import SandboxPolicy
 from .scrubber import KNOWN
 from .tools.registry import ToolSettings
 
@@ -168,6 +169,8 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         tools.update(_table(chat.get("tools"), f"{key}.chat.tools"))
     config.tools = ToolSettings.from_config(tools)
     config.problems.extend(config.tools.problems)
+    shared = _table(_table(raw.get("interactions"), "interactions").get("shared"), "interactions.shared")
+    config.tools.sandbox = SandboxPolicy.from_options(shared.get("sandbox"))
     opts = _table(raw.get("opts"), "opts")
     config.log_level = _log_level(opts.get("log_level", config.log_level))
     if "system_prompt" in opts:
@@ -181,6 +184,9 @@ def load(raw: Mapping[str, Any] | None) -> Config:
         for key in ("nvim_version", "os", "history_dir", "log_file", "data_dir")
         if editor.get(key)
     }
+    # what the plugin keeps (saved chats, the log, snapshots) is not for sandboxed commands to read
+    private = [config.editor[key] for key in ("history_dir", "log_file", "data_dir") if key in config.editor]
+    config.tools.sandbox = config.tools.sandbox.denying(private)
     http_opts = _table(http.get("opts"), "adapters.http.opts")
     config.read_timeout = float(http_opts.get("read_timeout", config.read_timeout))
     config.show_http_presets = http_opts.get("show_presets", True) is not False

@@ -567,6 +567,7 @@ class ChatSession(WithoutAgent):
             hooks=self.hooks,
             judge=self._judge() if self.judge_settings.enabled else None,
             diff_threshold_for_chat=self.diff_threshold_for_chat,
+            sandbox=self.tool_settings.sandbox,
         )
         orchestrator = Orchestrator(
             self.tools, {n: self.tool_settings.config_of(n) for n in self.tools}, context, self.view

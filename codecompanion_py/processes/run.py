@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Mapping, Sequence
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -62,13 +63,16 @@ async def run_process(
     max_output: int = 100_000,
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> ProcessResult[str]:
     """Run `command` in `cwd` and return its exit code and capped, cleaned output.
 
     A missing executable is a result (exit code 127), not an exception; a `cwd` that does
     not exist raises ToolError. Cancelling the awaiting task kills the process group and
     re-raises CancelledError."""
-    raw = await run_process_raw(command, cwd=cwd, timeout=timeout, max_output=max_output, env=env, stdin=stdin)
+    raw = await run_process_raw(
+        command, cwd=cwd, timeout=timeout, max_output=max_output, env=env, stdin=stdin, preexec=preexec
+    )
     output = strip_ansi(raw.output.decode("utf-8", errors="replace"))
     return ProcessResult(raw.argv, raw.exit_code, output, raw.timed_out, raw.truncated)
 
@@ -84,13 +88,14 @@ async def run_process_raw(
     merge_stderr: bool = True,
     keep_tail: bool = True,
     max_stderr: int = 64 * 1024,
+    preexec: Callable[[], None] | None = None,
 ) -> ProcessResult[bytes]:
     """Run `command` in `cwd`, in its own process group, and return its exit code and its
     capped output as bytes, with the markers appended (`[timed out after N s]`, ...): for
     callers such as git and ripgrep whose output is data, and for `run_process`, which
     decodes it for the LLM. With `merge_stderr=False` stderr is captured apart (its
     first `max_stderr` bytes); with `keep_tail=False` only the first `max_output` bytes are
-    kept.
+    kept. `preexec` runs in the child before the command (a sandbox's confinement).
 
     A missing executable is a result (exit code 127), not an exception; an empty command or
     a `cwd` that does not exist raises ToolError. Cancelling the awaiting task stops the
@@ -106,7 +111,7 @@ async def run_process_raw(
             argv,
             cwd=cwd,
             env=child_env,
-            preexec_fn=die_with_parent(),
+            preexec_fn=then(die_with_parent(), preexec),
             stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
@@ -117,6 +122,8 @@ async def run_process_raw(
         return _not_started(argv, 126, f"permission denied: {argv[0]}")
     except OSError as error:  # exec format error and the like
         return _not_started(argv, 126, f"cannot run {argv[0]}: {error.strerror or error}")
+    except subprocess.SubprocessError as error:  # the preexec failed: the command did not start
+        return _not_started(argv, 126, f"cannot start {argv[0]}: {error}")
 
     pgid = proc.pid  # the child leads its own group
     out = Capture(max_output, keep_tail=keep_tail)
@@ -170,6 +177,18 @@ async def run_process_raw(
     exit_code = None if timed_out else proc.returncode
     truncated = bool(out.omitted or err.omitted)
     return ProcessResult(tuple(argv), exit_code, data, timed_out, truncated, stderr=err.render())
+
+
+def then(first: Callable[[], None] | None, second: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One `preexec_fn` that runs `first`, then `second` (either may be None)."""
+    if first is None or second is None:
+        return first or second
+
+    def both() -> None:
+        first()
+        second()
+
+    return both
 
 
 def _format_seconds(seconds: float) -> str:

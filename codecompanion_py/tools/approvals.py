@@ -52,6 +52,9 @@ class Approvals:
     yolo: bool = False
     tools: set[str] = field(default_factory=set)
     commands: set[tuple[str, str]] = field(default_factory=set)
+    # the network the user opened to this chat's sandboxed commands after one lacked it
+    network: bool = False
+    hosts: set[str] = field(default_factory=set)
 
     def remembered(self, tool: str, command: str | None) -> bool:
         if command is not None:
@@ -67,6 +70,8 @@ class Approvals:
     def clear(self) -> None:
         self.tools.clear()
         self.commands.clear()
+        self.network = False
+        self.hosts.clear()
 
 
 def visible(text: str, limit: int = MAX_PROMPT_CHARS) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..editor_port import Editor
 from ..events import ToolResultEvent
 from ..outbound import ClientSettings
+from ..sandbox import SandboxPolicy
 from .approvals import Approvals, Verdict
 from .contract import ToolRun
 
@@ -67,6 +68,8 @@ class ToolsContext:
     # `display.diff.threshold_for_chat`: an edit of this many changed lines or fewer is asked
     # about in the chat, its diff shown there, instead of reviewed in the file (0: never).
     diff_threshold_for_chat: int = 0
+    # interactions.shared.sandbox: what the commands the tools start may read, write and reach
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
 
     def fire(self, event: str, data: Mapping[str, Any]) -> None:
         if self.surface is not None:

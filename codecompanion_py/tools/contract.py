@@ -32,6 +32,7 @@ from ..errors import ConfigError, ToolError
 from ..messages import ToolCall, ToolSpec
 
 if TYPE_CHECKING:
+    from ..sandbox import Sandbox
     from .catalog.documents import Document
     from .workspace import Target
 
@@ -150,6 +151,8 @@ class ToolState:
     """The new file's text (create_file)."""
     command: str
     """The command line to run, as the approval shows it (run_command and its extensions)."""
+    sandbox: Sandbox
+    """Where that command runs: its policy and mechanism (run_command and its extensions)."""
     url: str
     """The page to fetch, as it will be requested and as the approval shows it (fetch_webpage)."""
     summary: str

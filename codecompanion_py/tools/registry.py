@@ -28,6 +28,7 @@ from typing import Any
 
 from ..adapters.lua import LuaFunction
 from ..errors import ConfigError
+from ..sandbox import SandboxPolicy
 from .catalog import run_command
 from .contract import ToolDefinition, load_python_tool
 
@@ -105,6 +106,8 @@ class ToolSettings:
     # `opts.tool_replacement_message` ("the ${tool} tool"); None: the name in backticks
     replacement: str | None = None
     disabled: set[str] = field(default_factory=set)  # `enabled = false` entries
+    # interactions.shared.sandbox: every command tool's and agent terminal's, under their own opts.sandbox
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     problems: list[str] = field(default_factory=list)  # names left out, said to the user
     _cache: dict[str, ToolDefinition] = field(default_factory=dict, repr=False)
 

@@ -206,6 +206,21 @@ class Workspace:
             pending.extend(reversed(target.split("/")))
         return current, crossed
 
+    def code_running_paths(self) -> list[str]:
+        """What in the project runs code by itself, as it is now: git's hooks and config (an
+        alias, a pager or `core.hooksPath` runs a program), the folders IDEs and hook
+        managers run from, and the autorun files at the top (.envrc, .nvim.lua, mise...).
+        A sandboxed command gets them read-only."""
+        found = [str(self.root / ".git" / name) for name in ("hooks", "config")]
+        with suppress(OSError):
+            for entry in os.scandir(self.root):
+                name = entry.name.lower()
+                if name in _PROTECTED_DIRS and name not in (".git", ".ssh") or name in ("mise", ".mise"):
+                    found.append(entry.path)
+                elif name in _AUTORUN_FILES or _AUTORUN_NAME.fullmatch(name):
+                    found.append(entry.path)
+        return [path for path in found if os.path.lexists(path)]
+
     def _show(self, path: Path) -> str:
         inside = path.is_relative_to(self.root)
         return f"'{path.relative_to(self.root).as_posix()}'" if inside else "a path outside the project"

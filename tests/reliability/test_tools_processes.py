@@ -94,6 +94,7 @@ from codecompanion_py.tools.context import ChatHandle, ToolsContext
 from codecompanion_py.tools.orchestrator import Orchestrator
 from codecompanion_py.tools.registry import ToolSettings, enabled_definitions
 from codecompanion_py.tools.workspace import Workspace
+from codecompanion_py.sandbox import SandboxPolicy
 
 class Editor:
     reviews_edits = False  # no diff review after a write here
@@ -110,9 +111,12 @@ class Surface:
 async def main():
     settings = ToolSettings()
     tools = enabled_definitions(settings, ["run_command"])
-    context = ToolsContext(chat=ChatHandle(), editor=Editor(), approvals=Approvals(), workspace=Workspace(root))
+    context = ToolsContext(
+        chat=ChatHandle(), editor=Editor(), approvals=Approvals(), workspace=Workspace(root),
+        sandbox=SandboxPolicy(enabled=sys.argv[2] == "sandboxed"),
+    )
     orchestrator = Orchestrator(tools, {"run_command": settings.config_of("run_command")}, context, Surface())
-    command = "sleep 60 & echo $! > grandchild.pid; echo $$ > child.pid; wait"
+    command = "sleep 60.25 & echo $! > grandchild.pid; echo $$ > child.pid; wait"
     await orchestrator.run([ToolCall(id="call_1", name="run_command", arguments={"cmd": command, "flag": None})])
 
 asyncio.run(main())
@@ -141,10 +145,10 @@ asyncio.run(main())
 """
 
 
-def start_host(script: str, root: Path) -> subprocess.Popen[bytes]:
+def start_host(script: str, root: Path, *args: str) -> subprocess.Popen[bytes]:
     program = HOST_HEADER.format(repo=str(REPO), sleeper=SLEEPER) + textwrap.dedent(script)
     return subprocess.Popen(
-        [sys.executable, "-c", program, str(root)],
+        [sys.executable, "-c", program, str(root), *args],
         cwd=root,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -169,18 +173,36 @@ def host_pid_file(host: subprocess.Popen[bytes], path: Path) -> int:
     return int(wait_for(pid, f"a pid in {path.name}"))
 
 
-def test_run_command_and_its_background_grandchild_die_with_a_killed_host(tmp_path, leftovers):
-    host = start_host(RUN_COMMAND, tmp_path)
+def running(fragment: bytes) -> list[int]:
+    """The pids (as this machine numbers them) of the processes whose argv holds `fragment`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if fragment in (entry / "cmdline").read_bytes() and alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.parametrize("sandbox", ["unsandboxed", "sandboxed"])
+def test_run_command_and_its_background_grandchild_die_with_a_killed_host(tmp_path, leftovers, sandbox):
+    host = start_host(RUN_COMMAND, tmp_path, sandbox)
     try:
-        grandchild = host_pid_file(host, tmp_path / "grandchild.pid")
-        child = host_pid_file(host, tmp_path / "child.pid")
-        leftovers += [grandchild, child]
-        assert alive(grandchild) and alive(child)
+        host_pid_file(host, tmp_path / "child.pid")
+        # in a sandbox the files hold the pids of its own PID namespace: found by argv instead
+        grandchild = wait_for(lambda: running(b"sleep\x0060.25\x00"), "the background sleep")[0]
+        started = wait_for(lambda: running(b"-c\x00sleep 60.25 &"), "the command's shell")  # bwrap's too
+        if sandbox == "unsandboxed":
+            assert [grandchild, *started] == [read_pid(tmp_path / n) for n in ("grandchild.pid", "child.pid")]
+        leftovers += [grandchild, *started]
+        assert alive(grandchild) and all(map(alive, started))
     finally:
         kill_host(host)
     wait_for(
-        lambda: not alive(grandchild) and not alive(child),
-        f"the command's shell {child} and its background sleep {grandchild} to be gone",
+        lambda: not alive(grandchild) and not any(map(alive, started)),
+        f"the command's processes {started} and its background sleep {grandchild} to be gone",
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from codecompanion_py.messages import ToolResultPart
+from codecompanion_py.sandbox import Sandbox, SandboxPolicy, available
 from codecompanion_py.tools import search
 from codecompanion_py.tools.approvals import Approvals
 from codecompanion_py.tools.context import ChatHandle, ToolsContext
@@ -151,12 +152,20 @@ class Chat:
 
 
 def chat(
-    root: Path, editor: Editor | None = None, approvals: Approvals | None = None, settings: ToolSettings | None = None
+    root: Path,
+    editor: Editor | None = None,
+    approvals: Approvals | None = None,
+    settings: ToolSettings | None = None,
+    sandbox: SandboxPolicy | None = None,
 ) -> Chat:
     settings = settings or ToolSettings()
     tools = enabled_definitions(settings, CATALOG)
     context = ToolsContext(
-        chat=ChatHandle(), editor=editor or Editor(), approvals=approvals or Approvals(), workspace=Workspace(root)
+        chat=ChatHandle(),
+        editor=editor or Editor(),
+        approvals=approvals or Approvals(),
+        workspace=Workspace(root),
+        sandbox=sandbox or SandboxPolicy(),
     )
     surface = Surface()
     orchestrator = Orchestrator(tools, {name: settings.config_of(name) for name in tools}, context, surface)
@@ -858,17 +867,32 @@ async def test_run_command_runs_in_the_project_root_after_approval(project):
     result = await session.run("run_command", cmd=command, flag=None)
     assert result.status == "success"
     assert result.content == f"`{command}` (exit code 0):\n```\n{project.root}\n```"
-    assert [a["prompt"] for a in session.editor.asked] == [f"Run the command `{command}`?"]
+    where = Sandbox(SandboxPolicy(), root=str(project.root)).describe()  # the machine's mechanism
+    assert [a["prompt"] for a in session.editor.asked] == [f"Run the command `{command}`? ({where})"]
 
 
-async def test_run_command_asks_in_yolo_mode_and_a_rejected_command_does_not_run(project):
+@pytest.mark.parametrize(
+    "policy, opts",
+    [(SandboxPolicy(enabled=False), {}), (SandboxPolicy(), {"allowed_in_yolo_mode": False})],
+    ids=["sandbox off", "allowed_in_yolo_mode = false"],
+)
+async def test_run_command_asks_in_yolo_mode_unsandboxed_and_a_rejected_command_does_not_run(project, policy, opts):
     approvals = Approvals(yolo=True)
     approvals.remember("run_command", python("print(1)"))  # "always" for another command only
-    session = chat(project.root, Editor({"choice": "reject"}), approvals)
+    settings = ToolSettings.from_config({"run_command": {"opts": opts}})
+    session = chat(project.root, Editor({"choice": "reject"}), approvals, settings, sandbox=policy)
     result = await session.run("run_command", cmd=python("open('ran.txt', 'w')"), flag=None)
     assert result.status == "rejected"
     assert len(session.editor.asked) == 1
     assert not (project.root / "ran.txt").exists()
+
+
+@pytest.mark.skipif(not available().name == "bubblewrap", reason=f"no bubblewrap here: {available().reason}")
+async def test_run_command_runs_sandboxed_in_yolo_mode_without_asking(project):
+    session = chat(project.root, Editor({"choice": "reject"}), Approvals(yolo=True))
+    result = await session.run("run_command", cmd=python("open('ran.txt', 'w')"), flag=None)
+    assert result.status == "success" and session.editor.asked == []
+    assert (project.root / "ran.txt").exists()
 
 
 async def test_run_command_failure_is_an_error_with_the_exit_code_and_output(project):

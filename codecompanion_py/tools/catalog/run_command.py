@@ -5,7 +5,9 @@ No shell unless the command needs one; its own process group, killed as a group 
 timeout or when the user stops; only the environment variables that cannot carry a
 credential (`processes.safe_env`) plus the ones the user allows in the tool's
 `opts.env_allow`; output capped with head and tail kept. "Always accept" covers only that
-exact command, and YOLO mode still asks.
+exact command. It runs sandboxed (`tools/sandboxing.py`): then YOLO mode runs it without
+asking, unless `allowed_in_yolo_mode = false`; where no sandbox can run it, the user is
+asked each time, YOLO or not.
 
 What the approval shows is what runs: the command with the blanks the shell ignores
 collapsed (`processes.normalize_command`), so padding cannot push a part of it out of the
@@ -19,9 +21,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import ToolError
-from ...processes.commands import hidden_character, normalize_command, safe_env
-from ...processes.run import run_process
+from ...processes.commands import hidden_character, normalize_command, safe_env, to_argv
+from ...processes.run import ProcessResult, run_process
+from ...sandbox import Sandbox
 from ..contract import ToolDefinition, ToolRun, env_allow
+from ..sandboxing import chat_sandbox, offer_network
 from .schema import catalog_tool
 
 DEFAULT_TIMEOUT_MS = 300_000
@@ -53,17 +57,32 @@ def _prepare(self: ToolRun, command: str) -> None:
     if "\n" in command or len(command) > LONG_COMMAND:
         fence = _fence(command)
         self.approval_detail = f"The command to run:\n{fence}sh\n{command}\n{fence}"
+    sandbox = chat_sandbox(self.context, self.opts.get("sandbox"), tool=self.name)
+    self.sandbox = sandbox
+    if sandbox.policy.enabled and not sandbox.confined:  # never unconfined without the user's say
+        self.must_ask = f"it would run with your full rights: {sandbox.availability.reason}"
+    # a confined command may run in YOLO mode without asking, unless the tool's opts say otherwise
+    self.opts.setdefault("allowed_in_yolo_mode", sandbox.confined)
 
 
 async def run(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     command = self.command
-    timeout = float(self.opts.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000
-    env = safe_env(allow=env_allow(self.opts))
-    result = await run_process(command, cwd=self.context.workspace.root, timeout=timeout, env=env)
+    result = await _run_in(self, self.sandbox, command)
+    if not result.ok and not result.timed_out:
+        wider = await offer_network(self.context, self.sandbox, command, result.output)
+        if wider is not None:
+            result = await _run_in(self, wider, command)
     fence = _fence(result.output)
     code = "timed out" if result.timed_out else f"exit code {result.exit_code}"
     text = f"`{command}` ({code}):\n{fence}\n{result.output.rstrip()}\n{fence}"
     return {"status": "success" if result.ok else "error", "data": text}
+
+
+async def _run_in(self: ToolRun, sandbox: Sandbox, command: str) -> ProcessResult[str]:
+    timeout = float(self.opts.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000
+    root = str(self.context.workspace.root)
+    launch = await sandbox.launch(to_argv(command), cwd=root, env=safe_env(allow=env_allow(self.opts)))
+    return await run_process(launch.argv, cwd=root, timeout=timeout, env=launch.env, preexec=launch.preexec)
 
 
 def _fence(text: str) -> str:
@@ -71,13 +90,12 @@ def _fence(text: str) -> str:
 
 
 def prompt(self: ToolRun, tools: Any) -> str:
-    return f"Run the command `{self.command}`?"
+    return f"Run the command `{self.command}`? ({self.sandbox.describe()})"
 
 
 OPTS: dict[str, Any] = {
     "requires_approval": True,
     "require_cmd_approval": True,
-    "allowed_in_yolo_mode": False,
     "judge_in_yolo_mode": False,
     "timeout": DEFAULT_TIMEOUT_MS,
     "env_allow": [],
@@ -114,7 +132,7 @@ def extension(
     """A tool that extends run_command (CodeCompanion's `extends = "cmd_tool"`): the LLM
     fills the tool's own schema, its `build_cmd(args)` turns that into a command line, and
     the command runs as run_command runs it: the same checks, approval (per exact command,
-    not in YOLO mode unless its opts say so), environment, timeout and output. Its own
+    sandboxed, YOLO as run_command), environment, timeout and output. Its own
     `handlers` and `output` functions replace the defaults, except that the command is
     always built first (its `handlers.setup` runs after that)."""
     user_setup = handlers.get("setup")

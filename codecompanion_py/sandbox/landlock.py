@@ -1,0 +1,124 @@
+"""The Landlock mechanism (Linux 5.13+, no namespaces needed): the kernel confines the
+command's own filesystem access, and from ABI 4 its TCP, once it is started.
+
+Landlock only grants, so "read everything but the denied paths" is built as grants on every
+path beside the denied ones, folder by folder down from `/`; a folder that holds a denied
+path cannot itself be listed (its files and subfolders can be read). Not enforced here,
+unlike bubblewrap: files that run code inside the project stay writable, listening Unix
+sockets outside the project stay reachable (Landlock scopes only abstract ones), UDP
+(DNS) is not filtered, a host list cannot be told apart (the network is off, but for the
+engine's proxy when one is given), and /tmp is not private (TMPDIR points at the scratch
+folder). A process cannot read another's memory or environment (Landlock's ptrace rule).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+from collections.abc import Callable
+
+from .confine import Confinement
+
+_CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on x86_64 and arm64
+_VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
+_PATH_BENEATH, _NET_PORT = 1, 2
+_PR_SET_NO_NEW_PRIVS = 38
+
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_WRITES_V1 = WRITE_FILE | sum(1 << bit for bit in range(4, 13))  # remove and make anything
+_REFER, _TRUNCATE, _IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
+_READS = EXECUTE | READ_FILE | READ_DIR
+_NET_BIND, _NET_CONNECT = 1 << 0, 1 << 1
+_SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+MAX_RULES = 4096
+
+
+def abi() -> int:
+    """The kernel's Landlock ABI version, 0 when it has none (or this is not Linux x86_64/arm64)."""
+    if platform.system() != "Linux" or platform.machine() not in ("x86_64", "aarch64"):
+        return 0
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        version = int(libc.syscall(_CREATE_RULESET, None, 0, _VERSION))
+    except (OSError, AttributeError):
+        return 0
+    return max(version, 0)
+
+
+def _fs_rights(version: int) -> int:
+    rights = _READS | _WRITES_V1
+    if version >= 2:
+        rights |= _REFER
+    if version >= 3:
+        rights |= _TRUNCATE
+    if version >= 5:
+        rights |= _IOCTL_DEV
+    return rights
+
+
+def plan(confinement: Confinement, version: int) -> list[tuple[str, int]]:
+    """(path, rights) grants: reads beside the denied paths, writes on the writable ones."""
+    everything = _fs_rights(version)
+    writes = everything & ~_READS
+    denied = set(confinement.deny_dirs) | set(confinement.deny_files)
+    grants: list[tuple[str, int]] = []
+
+    def read_around(folder: str) -> None:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return
+        for name in names:
+            path = os.path.join(folder, name)
+            if path in denied:
+                continue
+            if any(d.startswith(path + "/") for d in denied):
+                read_around(path)
+            else:
+                grants.append((path, _READS))
+
+    if denied:
+        read_around("/")
+    else:
+        grants.append(("/", _READS))
+    for path in (confinement.root, *confinement.writable, confinement.scratch):
+        grants.append((path, everything))
+    grants.append(("/dev", writes & (WRITE_FILE | _TRUNCATE | _IOCTL_DEV)))  # /dev/null, /dev/tty
+    return grants[:MAX_RULES]
+
+
+def restrictor(confinement: Confinement, *, version: int, network: bool, proxy_port: int | None) -> Callable[[], None]:
+    """A `preexec_fn` that confines the child before it runs the command. The rules are
+    made here, in the parent; the child only opens each path and calls the kernel."""
+    grants = plan(confinement, version)
+    fs = _fs_rights(version)
+    net = _NET_BIND | _NET_CONNECT if (not network and version >= 4) else 0
+    scoped = _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL if version >= 6 else 0
+    size = 24 if version >= 6 else 16 if version >= 4 else 8
+    ruleset_attr = struct.pack("<QQQ", fs, net, scoped)[:size]
+
+    def preexec() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        ruleset = libc.syscall(_CREATE_RULESET, ctypes.c_char_p(ruleset_attr), len(ruleset_attr), 0)
+        if ruleset < 0:
+            raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
+        for path, rights in grants:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            if not os.path.isdir(path):
+                rights &= WRITE_FILE | READ_FILE | EXECUTE | _TRUNCATE | _IOCTL_DEV  # what a file can be granted
+            rule = struct.pack("<Qi", rights, fd)
+            libc.syscall(_ADD_RULE, ruleset, _PATH_BENEATH, ctypes.c_char_p(rule), 0)
+            os.close(fd)
+        if net and proxy_port is not None:
+            rule = struct.pack("<QQ", _NET_CONNECT, proxy_port)
+            libc.syscall(_ADD_RULE, ruleset, _NET_PORT, ctypes.c_char_p(rule), 0)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.syscall(_RESTRICT_SELF, ruleset, 0) != 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+        os.close(ruleset)
+
+    return preexec
