@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from .. import __version__
 from ..adapters.acp import AcpAdapter
 from ..errors import AgentError, ConnectionClosed, RpcError
+from ..sandbox import Launch
 from .agent_process import AgentProcess
 from .jsonrpc import METHOD_NOT_FOUND, PROTOCOL_VERSION, Connection, params_of
 from .terminals import Terminals
@@ -37,6 +38,10 @@ class ClientHandler(Protocol):
         """Returns once the agent may change files (the turn's checkpoint is taken)."""
         ...
 
+    async def terminal_launch(self, argv: list[str], cwd: str, env: dict[str, str]) -> Launch:
+        """How a terminal's command starts: sandboxed, or unconfined once the user said so."""
+        ...
+
 
 class AcpClient:
     def __init__(self, adapter: AcpAdapter, handler: ClientHandler, *, cwd: str, yolo: bool = False) -> None:
@@ -44,7 +49,7 @@ class AcpClient:
         self.handler = handler
         self.cwd = cwd
         self.yolo = yolo
-        self.terminals = Terminals(cwd)
+        self.terminals = Terminals(cwd, handler.terminal_launch)
         self.process: AgentProcess | None = None
         self.connection: Connection | None = None
         self.capabilities: dict[str, Any] = {}

@@ -1,7 +1,8 @@
 """Terminals an agent asks the editor to run (`terminal/*`).
 
 Each is a real process in its own group, in the project, with the safe part of the
-engine's environment (`processes.safe_env`) plus what the agent asks for; it dies with the
+engine's environment (`processes.safe_env`) plus what the agent asks for, sandboxed as the
+chat's commands are (its `launcher`, given by the chat: `tools/sandboxing.py`); it dies with the
 engine (`processes.die_with_parent`, and its group is killed at the engine's exit).
 Output (stdout and stderr interleaved) is kept within the agent's `outputByteLimit`,
 dropping from the beginning at a character boundary as the protocol asks, and is read
@@ -15,7 +16,8 @@ import asyncio
 import contextlib
 import itertools
 import os
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +31,8 @@ from ..processes import (
     terminate_group,
     to_argv,
 )
+from ..processes.run import then
+from ..sandbox import Launch
 from ..scrubber import scrub_secrets
 from .jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 
@@ -83,9 +87,15 @@ def _signal_name(number: int) -> str:
         return str(number)
 
 
+Launcher = Callable[[list[str], str, dict[str, str]], Awaitable[Launch]]
+"""How a terminal's command starts: `(argv, cwd, env) -> Launch`, its sandbox. It raises
+RpcError when the user refuses to run it unsandboxed."""
+
+
 class Terminals:
-    def __init__(self, cwd: str) -> None:
+    def __init__(self, cwd: str, launcher: Launcher | None = None) -> None:
         self.cwd = cwd
+        self.launcher = launcher
         self._ids = itertools.count(1)
         self._terminals: dict[str, Terminal] = {}
         self.released: dict[str, str] = {}  # the last output of released terminals, for display
@@ -107,18 +117,24 @@ class Terminals:
             raise RpcError(INVALID_PARAMS, f"terminal/create: no such directory {cwd}")
         limit = params.get("outputByteLimit")
         limit = min(limit, MAX_OUTPUT_LIMIT) if isinstance(limit, int) and limit >= 0 else DEFAULT_OUTPUT_LIMIT
+        preexec = None
+        if self.launcher is not None:
+            launch = await self.launcher(argv, cwd, env)
+            argv, env, preexec = launch.argv, launch.env, launch.preexec
         try:
             proc = await start_in_group(
                 argv,
                 cwd=cwd,
                 env=env,
-                preexec_fn=die_with_parent(),
+                preexec_fn=then(die_with_parent(), preexec),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
             )
         except OSError as error:
             raise RpcError(INVALID_PARAMS, f"cannot run {argv[0]}: {error.strerror or error}") from None
+        except subprocess.SubprocessError as error:  # the sandbox could not confine it: it did not start
+            raise RpcError(INVALID_PARAMS, f"cannot start {argv[0]}: {error}") from None
         terminal = Terminal(f"term-{next(self._ids)}", argv, proc, limit)
         terminal.reader = asyncio.ensure_future(self._pump(terminal))
         self._terminals[terminal.id] = terminal

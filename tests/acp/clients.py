@@ -10,6 +10,7 @@ from typing import Any
 from codecompanion_py.acp.client import AcpClient
 from codecompanion_py.adapters.acp import AcpAdapter
 from codecompanion_py.processes import group_alive
+from codecompanion_py.sandbox import Launch
 
 
 class Recorder:
@@ -41,6 +42,9 @@ class Recorder:
 
     async def changes_allowed(self) -> None:
         pass
+
+    async def terminal_launch(self, argv: list[str], cwd: str, env: dict[str, str]) -> Launch:
+        return Launch(argv, env, None, "none")  # the client's own tests: the chat's sandbox is tested apart
 
     def text(self, kind: str = "agent_message_chunk") -> str:
         return "".join(u["content"]["text"] for u in self.updates if u["sessionUpdate"] == kind)

@@ -112,7 +112,9 @@ def test_a_lua_tool_extending_run_command_gets_its_schema_and_run_commands_safet
     assert definition.build_cmd == LuaFunction.of_tool("beads", "build_cmd")
     assert definition.output["success"] == LuaFunction.of_tool("beads", "output.success")
     assert "prompt" in definition.output and "setup" in definition.handlers  # run_command's defaults
-    assert definition.opts["require_cmd_approval"] and "allowed_in_yolo_mode" not in definition.opts  # the sandbox decides
+    assert (
+        definition.opts["require_cmd_approval"] and "allowed_in_yolo_mode" not in definition.opts
+    )  # the sandbox decides
     with pytest.raises(ConfigError, match="cannot extend 'other'"):
         ToolSettings.from_config({"x": {"callback": {**beads["callback"], "extends": "other"}}}).definition("x")
 

@@ -17,10 +17,12 @@ from typing import Any, TypeVar
 
 from ...acp.client import CANCELLED
 from ...acp.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND
-from ...errors import CodeCompanionError, PathRefused, RpcError
+from ...errors import CodeCompanionError, PathRefused, RpcError, ToolError
+from ...sandbox import Launch
 from ...tools.approvals import visible
 from ...tools.catalog import documents
 from ...tools.context import ToolsContext
+from ...tools.sandboxing import chat_sandbox
 from ...tools.workspace import Target
 from ...ui.editor import Approval, ApprovalOption
 from ...ui.view import EventView
@@ -138,6 +140,28 @@ class AgentRequests:
         reply = await self.context.editor.call("approve", asked.args())
         if not isinstance(reply, Mapping) or reply.get("choice") != "allow":
             raise RpcError(INTERNAL_ERROR, f"the user refused the {action} of {target.relative}")
+
+    async def terminal_launch(self, argv: list[str], cwd: str, env: dict[str, str]) -> Launch:
+        """A terminal's command in the chat's sandbox. Where none can run it, the user is asked
+        each time (YOLO too); a refusal reaches the agent as an error."""
+        try:
+            sandbox = chat_sandbox(self.context, tool="terminal")
+        except ToolError as error:
+            raise RpcError(INVALID_PARAMS, str(error)) from None
+        if sandbox.policy.enabled and not sandbox.confined:
+            shown = visible(" ".join(argv), 500)
+            asked = Approval(
+                prompt=f"{self.agent_name} wants to run `{shown}` in a terminal, without a sandbox",
+                must_ask=f"it would run with your full rights: {sandbox.availability.reason}",
+                options=[
+                    ApprovalOption(label="Run it unsandboxed", choice="allow"),
+                    ApprovalOption(label="Refuse", choice="refuse"),
+                ],
+            )
+            reply = await self.context.editor.call("approve", asked.args())
+            if not isinstance(reply, Mapping) or reply.get("choice") != "allow":
+                raise RpcError(INTERNAL_ERROR, "the user refused to run the command without a sandbox")
+        return await sandbox.launch(argv, cwd=cwd, env=env)
 
     def _target(self, params: Mapping[str, Any]) -> Target:
         path = params.get("path")

@@ -26,6 +26,7 @@ from ...errors import AgentError, CodeCompanionError, ConfigError, RpcError
 from ...events import NoticeEvent, PlanEvent, ReasoningEvent, StreamEvent, TokenEvent, ToolResultEvent
 from ...mcp.servers import McpServers
 from ...messages import Message
+from ...sandbox import Launch, SandboxPolicy
 from ...tools.approvals import Approvals
 from ...tools.context import ChatHandle, ToolsContext
 from ...tools.workspace import Workspace
@@ -69,6 +70,7 @@ class AcpChatSession:
         workspace: Workspace,
         history: list[Message] | None = None,
         mcp: McpServers | None = None,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.chat_id = chat_id
         self.adapter = adapter
@@ -88,6 +90,7 @@ class AcpChatSession:
             workspace=workspace,
             chat_id=chat_id,
             surface=self.view,
+            sandbox=sandbox or SandboxPolicy(),
         )
         self.state = AgentState()
         self.updates = AgentUpdates(self.state, relative=self._relative, terminal_output=self._terminal_output)
@@ -524,6 +527,9 @@ class AcpChatSession:
     async def changes_allowed(self) -> None:
         if self.before_changes is not None:
             await asyncio.shield(self.before_changes)
+
+    async def terminal_launch(self, argv: list[str], cwd: str, env: dict[str, str]) -> Launch:
+        return await self.requests.terminal_launch(argv, cwd, env)
 
     def _spawn(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)
