@@ -189,6 +189,9 @@ def scenario_terminal(cwd: str, rest: str) -> str:
         "terminal/create",
         {"sessionId": SESSION, "command": sys.executable, "args": ["-c", code], "outputByteLimit": 1000},
     )
+    if "error" in created:
+        say("Terminal refused: " + created["error"]["message"])
+        return "end_turn"
     terminal_id = created["result"]["terminalId"]
     tool_call("term-call", "Run python", "execute", content=[{"type": "terminal", "terminalId": terminal_id}])
     exited = ask("terminal/wait_for_exit", {"sessionId": SESSION, "terminalId": terminal_id})["result"]

@@ -42,7 +42,7 @@ def project(tmp_path):
     return root
 
 
-def open_agent_chat(editor, project, prompt: str, answers=(), env_lua: str = ""):
+def open_agent_chat(editor, project, prompt: str, answers=(), env_lua: str = "", interactions: str = ""):
     editor.nvim.command(f"cd {project}")
     editor.lua(RECORD_UI)
     editor.lua("_G.cc_answers = ...", list(answers))
@@ -52,7 +52,7 @@ def open_agent_chat(editor, project, prompt: str, answers=(), env_lua: str = "")
         commands = {{ default = {{ "{sys.executable}", "{FAKE_AGENT}" }} }},
         defaults = {{ timeout = 10000 }}, env = {{ {env_lua} }},
       }} }} }},
-      strategies = {{ chat = {{ adapter = "fake" }} }},
+      interactions = {{ chat = {{ adapter = "fake" }}, {interactions} }},
     }}""")
     editor.nvim.command(f"CodeCompanionChat {prompt}")
     return editor.nvim.current.buffer.number

@@ -61,8 +61,9 @@ def _prepare(self: ToolRun, command: str) -> None:
     self.sandbox = sandbox
     if sandbox.policy.enabled and not sandbox.confined:  # never unconfined without the user's say
         self.must_ask = f"it would run with your full rights: {sandbox.availability.reason}"
-    # a confined command may run in YOLO mode without asking, unless the tool's opts say otherwise
-    self.opts.setdefault("allowed_in_yolo_mode", sandbox.confined)
+    # a confined command may run in YOLO mode without asking, unless the tool's opts say
+    # otherwise or want the tools judge to vet it
+    self.opts.setdefault("allowed_in_yolo_mode", sandbox.confined and not self.opts.get("judge_in_yolo_mode"))
 
 
 async def run(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
