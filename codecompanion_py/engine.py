@@ -312,7 +312,8 @@ class Engine:
         report = await health.report_async(self.config.adapters)
         in_use = adapter_health.entries(self.config, report["agents"])
         log_line = checkhealth.log_entry(logfile.path(), self.config.log_level)
-        return checkhealth.for_lua(report, self.mcp.status(), in_use, log_line)
+        sandbox = await asyncio.to_thread(checkhealth.sandbox_entries, self.config.tools.sandbox)
+        return checkhealth.for_lua(report, self.mcp.status(), in_use, log_line, sandbox)
 
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())

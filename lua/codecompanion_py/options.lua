@@ -141,6 +141,7 @@ local interactions = {
       ["*"] = OWN_ENTRY,
     },
     keymaps = { ["*"] = keymap }, -- the diff review's: g1 g2 g3 g4 gv } { (and g5 g6, this plugin's)
+    sandbox = ANY, -- this plugin's own: the commands the LLM and agents run (checked by the engine)
     ["*"] = EDITOR_CONTEXT,
   },
   opts = { date_format = OK, watcher = "file watching is not in this plugin yet" },

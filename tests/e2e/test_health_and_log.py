@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from codecompanion_py.demo.server import ScriptedServer, ServerThread, error_reply
+from codecompanion_py.sandbox import available
 from tests.e2e.conftest import Editor
 from tests.e2e.test_chat_surface import reply, send
 
@@ -166,3 +167,25 @@ def test_checkhealth_names_cagent_kilocode_kiro_and_mistral_vibe(start, tmp_path
     assert "OK" in line_of(lines, "kilocode: `kilo` found")
     for name, command in (("cagent", "cagent"), ("kiro", "kiro-cli"), ("mistral_vibe", "vibe-acp")):
         line_of(lines, f"{name}: `{command}` not on PATH")
+
+
+@pytest.mark.parametrize(
+    "bwrap, sandbox, says",
+    [
+        (None, "", "commands run sandboxed by bubblewrap"),
+        ("/nonexistent/bwrap", 'mechanism = "bubblewrap"', "no sandbox: bubblewrap is not installed"),
+        (None, "enabled = false", "off (interactions.shared.sandbox.enabled = false)"),
+    ],
+    ids=["bubblewrap", "none", "off"],
+)
+def test_checkhealth_says_which_sandbox_confines_commands(start, bwrap, sandbox, says):
+    if available("bubblewrap").name != "bubblewrap":
+        pytest.skip(f"no bubblewrap here: {available('bubblewrap').reason}")
+    editor = start(CODECOMPANION_PY_BWRAP=bwrap)
+    editor.setup(f"{{ interactions = {{ shared = {{ sandbox = {{ {sandbox} }} }} }} }}")
+    lines = health(editor)
+    line_of(lines, "sandbox (the commands the LLM and agents run)")
+    found = line_of(lines, says)
+    assert ("ERROR" in found) == (bwrap is not None)
+    if not sandbox:
+        line_of(lines, "network: off (a command that fails for lack of it is offered it)")
