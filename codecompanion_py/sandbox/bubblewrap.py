@@ -63,6 +63,8 @@ def wrap(bwrap: str, confinement: Confinement, argv: Sequence[str], *, network: 
         out += ["--tmpfs", folder]
     for path in (c.root, *c.writable):
         out += ["--bind", path, path]
+    for path in c.pinned:  # a mount point cannot be renamed or removed
+        out += ["--bind", path, path]
     for path in c.readonly:
         out += ["--ro-bind", path, path]
     for folder in c.deny_dirs:

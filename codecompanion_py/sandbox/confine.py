@@ -26,6 +26,7 @@ class Confinement:
     cwd: str
     writable: tuple[str, ...]  # beside the root and the scratch temp dir
     readonly: tuple[str, ...]  # inside a writable path: files that run code (.git/hooks...)
+    pinned: tuple[str, ...]  # the folders between the root and those: mount points, so never renamed away
     deny_dirs: tuple[str, ...]
     deny_files: tuple[str, ...]
     sockets: tuple[str, ...]  # listening Unix sockets outside the writable paths
@@ -56,11 +57,13 @@ class Confinement:
         covered = (*open_paths, "/tmp", *hidden, *deny_dirs)  # what is writable, or hidden whole
         sockets = [s for s in listening_sockets() if not any(_under(s, p) for p in covered)][:MAX_SOCKETS]
         deny_files = [f for f in deny_files if not any(_under(f, d) for d in (*deny_dirs, *hidden))]
+        kept = _existing(readonly)
         return cls(
             root=root,
             cwd=os.path.realpath(cwd),
             writable=tuple(writable),
-            readonly=tuple(_existing(readonly)),
+            readonly=tuple(kept),
+            pinned=tuple(_between(kept, open_paths)),
             deny_dirs=tuple(deny_dirs),
             deny_files=tuple(deny_files),
             sockets=tuple(sockets),
@@ -76,6 +79,20 @@ def _existing(paths: Iterable[str]) -> list[str]:
         if real != "/" and real not in found and os.path.lexists(real):
             found.append(real)
     return found
+
+
+def _between(paths: list[str], roots: tuple[str, ...]) -> list[str]:
+    """The folders strictly between a writable root and each of `paths`: `.git` for
+    `.git/hooks`. Renaming `.git` away and making a new one would leave its hooks writable."""
+    found: list[str] = []
+    for path in paths:
+        root = next((r for r in roots if _under(path, r)), None)
+        folder = os.path.dirname(path)
+        while root is not None and _under(folder, root):
+            if folder not in found:
+                found.insert(0, folder)
+            folder = os.path.dirname(folder)
+    return sorted(found, key=len)
 
 
 def _under(path: str, folder: str) -> bool:

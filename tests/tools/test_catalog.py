@@ -987,3 +987,11 @@ async def test_fetch_webpage_refuses_other_schemes(project):
     result = await chat(project.root).run("fetch_webpage", url=f"file://{project.root}/.env")
     assert result.status == "error" and "only http and https URLs can be fetched" in result.content
     assert "abc123" not in result.content
+
+
+async def test_run_command_says_when_a_command_created_a_file_that_runs_code(project):
+    result = await chat(project.root).run("run_command", cmd="touch .envrc notes.txt", flag=None)
+    assert result.status == "success" and (project.root / ".envrc").exists()
+    assert "The command created .envrc, which can run code by itself" in result.content
+    again = await chat(project.root).run("run_command", cmd="touch notes.txt", flag=None)
+    assert "created" not in again.content  # only what this command made

@@ -18,6 +18,7 @@ the chat above the prompt.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ...errors import ToolError
@@ -68,6 +69,8 @@ def _prepare(self: ToolRun, command: str) -> None:
 
 async def run(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     command = self.command
+    workspace = self.context.workspace
+    before = set(workspace.code_running_paths())
     result = await _run_in(self, self.sandbox, command)
     if not result.ok and not result.timed_out:
         wider = await offer_network(self.context, self.sandbox, command, result.output)
@@ -76,6 +79,10 @@ async def run(self: ToolRun, args: dict[str, Any], input: Any, output_handler: A
     fence = _fence(result.output)
     code = "timed out" if result.timed_out else f"exit code {result.exit_code}"
     text = f"`{command}` ({code}):\n{fence}\n{result.output.rstrip()}\n{fence}"
+    # the sandbox keeps existing ones read-only; a new one is said, for the user to read first
+    created = sorted(os.path.relpath(p, workspace.root) for p in set(workspace.code_running_paths()) - before)
+    if created:
+        text += f"\nThe command created {', '.join(created)}, which can run code by itself: the user should review it."
     return {"status": "success" if result.ok else "error", "data": text}
 
 
