@@ -54,7 +54,8 @@ class Proxy:
 
     def __init__(self, hosts: tuple[str, ...]) -> None:
         self.hosts = hosts
-        self.refused: list[str] = []  # hosts asked for and refused, newest last
+        self.refused: list[str] = []  # hosts asked for and refused, newest last (the last 32)
+        self.refusals = 0  # how many ever: `refused_since` tells one command's from the others'
         self._servers: dict[str, asyncio.AbstractServer] = {}
         self._addresses: dict[str, str] = {}
         self._lock = asyncio.Lock()
@@ -73,6 +74,10 @@ class Proxy:
                     self._servers[kind] = server
                     self._addresses[kind] = f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
             return self._addresses[kind]
+
+    def refused_since(self, mark: int) -> list[str]:
+        """The hosts refused since `refusals` was `mark` (at most the last 32)."""
+        return self.refused[len(self.refused) - min(self.refusals - mark, len(self.refused)) :]
 
     def close(self) -> None:
         for server in self._servers.values():
@@ -114,6 +119,7 @@ class Proxy:
         host, port = where
         if not host_allowed(host, self.hosts):
             self.refused.append(host)
+            self.refusals += 1
             del self.refused[:-32]
             log.info("sandbox proxy: refused %s", host)
             return await _answer(writer, 403, f"Forbidden: the sandbox does not allow {host}")

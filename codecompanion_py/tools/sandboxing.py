@@ -37,15 +37,23 @@ def widened(policy: SandboxPolicy, context: ToolsContext) -> SandboxPolicy:
     return policy
 
 
-async def offer_network(context: ToolsContext, sandbox: Sandbox, command: str, output: str) -> Sandbox | None:
-    """After `command` failed in `sandbox`: when it seems to have lacked the network (and the
-    policy says to ask), ask the user whether to run it again with it. The sandbox to run
-    it again in, or None."""
+def refusals(sandbox: Sandbox) -> int:
+    """Where the sandbox's proxy count of refused hosts stands, before a command runs."""
+    proxy = sandbox.proxy
+    return proxy.refusals if proxy is not None else 0
+
+
+async def offer_network(
+    context: ToolsContext, sandbox: Sandbox, command: str, output: str, mark: int = 0
+) -> Sandbox | None:
+    """After `command` failed in `sandbox` (its proxy's `refusals` at `mark` before it ran):
+    when it seems to have lacked the network (and the policy says to ask), ask the user
+    whether to run it again with it. The sandbox to run it again in, or None."""
     policy = sandbox.policy
     if policy.network is True or not policy.ask_network or not sandbox.confined:
         return None
     proxy = sandbox.proxy
-    refused = list(proxy.refused) if proxy is not None else []
+    refused = proxy.refused_since(mark) if proxy is not None else []
     lacked = lacked_network(output, refused)
     if lacked is None:
         return None

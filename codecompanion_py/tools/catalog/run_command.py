@@ -26,7 +26,7 @@ from ...processes.commands import hidden_character, normalize_command, safe_env,
 from ...processes.run import ProcessResult, run_process
 from ...sandbox import Sandbox
 from ..contract import ToolDefinition, ToolRun, env_allow
-from ..sandboxing import chat_sandbox, offer_network
+from ..sandboxing import chat_sandbox, offer_network, refusals
 from .schema import catalog_tool
 
 DEFAULT_TIMEOUT_MS = 300_000
@@ -70,10 +70,10 @@ def _prepare(self: ToolRun, command: str) -> None:
 async def run(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
     command = self.command
     workspace = self.context.workspace
-    before = set(workspace.code_running_paths())
+    before, mark = set(workspace.code_running_paths()), refusals(self.sandbox)
     result = await _run_in(self, self.sandbox, command)
     if not result.ok and not result.timed_out:
-        wider = await offer_network(self.context, self.sandbox, command, result.output)
+        wider = await offer_network(self.context, self.sandbox, command, result.output, mark)
         if wider is not None:
             result = await _run_in(self, wider, command)
     fence = _fence(result.output)
