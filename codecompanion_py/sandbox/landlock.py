@@ -7,8 +7,8 @@ path cannot itself be listed (its files and subfolders can be read). Not enforce
 unlike bubblewrap: files that run code inside the project stay writable, listening Unix
 sockets outside the project stay reachable (Landlock scopes only abstract ones), UDP
 (DNS) is not filtered, a host list cannot be told apart (the network is off, but for the
-engine's proxy when one is given), and /tmp is not private (TMPDIR points at the scratch
-folder). A process cannot read another's memory or environment (Landlock's ptrace rule).
+engine's proxy when one is given), /tmp is not private (TMPDIR points at the scratch
+folder) and /dev/shm is shared. A process cannot read another's memory or environment (Landlock's ptrace rule).
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def plan(confinement: Confinement, version: int) -> list[tuple[str, int]]:
     for path in (confinement.root, *confinement.writable, confinement.scratch):
         grants.append((path, everything))
     grants.append(("/dev", writes & (WRITE_FILE | _TRUNCATE | _IOCTL_DEV)))  # /dev/null, /dev/tty
+    grants.append(("/dev/shm", everything))  # POSIX semaphores and shared memory (multiprocessing)
     return grants[:MAX_RULES]
 
 

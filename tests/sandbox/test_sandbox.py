@@ -208,7 +208,11 @@ async def test_a_host_list_lets_http_through_the_proxy_to_those_hosts_only(mecha
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 async def test_a_small_project_builds_and_tests_inside(mechanism, project):
     (project / "calc.py").write_text("def add(a, b):\n    return a + b\n")
-    (project / "test_calc.py").write_text("from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    (project / "test_calc.py").write_text(
+        "import multiprocessing\nfrom calc import add\n\ndef test_add():\n"
+        "    multiprocessing.Lock()  # shared memory, as pytest-xdist and friends use\n"
+        "    assert add(2, 3) == 5\n"
+    )
     launch = await sandbox(mechanism, project).launch(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly"], cwd=str(project), env=dict(os.environ)
     )
