@@ -5,8 +5,9 @@ writable, a private /tmp (the temp dir) that lasts as long as the engine, empty 
 /dev/null in place of what it may not read and of every listening socket outside its
 writable paths, its own /proc (no other process's environment or memory) and /dev, and,
 unless the network is on, a network namespace with only its own loopback. It leads a new
-session (a terminal's input cannot be faked with TIOCSTI) and dies with bubblewrap, and
-everything it started dies with it (its PID namespace ends with it).
+session (a terminal's input cannot be faked with TIOCSTI), has no capability (even when the
+editor runs as root), and dies with bubblewrap, and everything it started dies with it
+(its PID namespace ends with it). The seccomp filter (`seccomp.py`) comes on top.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .confine import Confinement
 
@@ -35,13 +36,17 @@ def find() -> str | None:
         return shutil.which("bwrap")
 
 
-def probe(bwrap: str) -> str | None:
-    """Why `bwrap` cannot make the namespaces a command needs here, or None when it can
-    (some systems refuse unprivileged user namespaces)."""
+def probe(bwrap: str, preexec: Callable[[], None] | None = None) -> str | None:
+    """Why `bwrap` cannot make the namespaces a command needs here (under `preexec`, the
+    seccomp filter commands start with), or None when it can (some systems refuse
+    unprivileged user namespaces)."""
     argv = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--die-with-parent", "--new-session"]
+    argv += ["--cap-drop", "ALL"]
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv, capture_output=True, timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL, preexec_fn=preexec
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"bubblewrap ({bwrap}) could not run: {error}"
     if done.returncode != 0:
@@ -50,12 +55,34 @@ def probe(bwrap: str) -> str | None:
     return None
 
 
-def wrap(bwrap: str, confinement: Confinement, argv: Sequence[str], *, network: bool, relay: str | None) -> list[str]:
+LOADER_VARIABLES = ("LD_", "GCONV_PATH", "GLIBC_TUNABLES", "MALLOC_", "HOSTALIASES", "LOCALDOMAIN", "RES_OPTIONS")
+"""What the dynamic loader and libc read at exec: never given to bwrap itself, which runs
+before any namespace exists (an agent's `LD_PRELOAD` would run its code outside)."""
+
+
+def split_env(env: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(bwrap's own environment, `--setenv` arguments giving the command the rest)."""
+    outside = {k: v for k, v in env.items() if not k.startswith(LOADER_VARIABLES)}
+    inside = [arg for k, v in env.items() if k.startswith(LOADER_VARIABLES) for arg in ("--setenv", k, v)]
+    return outside, inside
+
+
+def wrap(
+    bwrap: str,
+    confinement: Confinement,
+    argv: Sequence[str],
+    *,
+    network: bool,
+    relay: str | None,
+    setenv: Sequence[str] = (),
+) -> list[str]:
     """`argv` as bubblewrap runs it under `confinement`. `relay`: a Unix socket of the
     engine's network proxy, bound in at `/tmp/.codecompanion-proxy` (the command then
-    reaches the network through the proxy alone)."""
+    reaches the network through the proxy alone). The command gets no capability, even
+    when the editor runs as root."""
     c = confinement
-    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc"]
+    out = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--cap-drop", "ALL"]
+    out += setenv
     if not network:
         out.append("--unshare-net")
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", c.scratch, "/tmp"]

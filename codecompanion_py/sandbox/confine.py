@@ -45,11 +45,11 @@ class Confinement:
         private: Iterable[str] = (),
     ) -> Confinement:
         root = os.path.realpath(root)
-        writable = _existing(expand(p) for p in policy.writable)
+        writable = _existing(expand(p, base=root) for p in policy.writable)
         open_paths = (root, *writable)
         deny_dirs: list[str] = []
         deny_files: list[str] = []
-        for path in _existing(expand(p) for p in (*policy.deny_read, *private)):
+        for path in _existing(expand(p, base=root) for p in (*policy.deny_read, *private)):
             if path in open_paths or any(_under(p, path) for p in open_paths):
                 continue  # never the project itself: denying it would deny the work
             (deny_dirs if os.path.isdir(path) else deny_files).append(path)
@@ -57,7 +57,8 @@ class Confinement:
         covered = (*open_paths, "/tmp", *hidden, *deny_dirs)  # what is writable, or hidden whole
         sockets = [s for s in listening_sockets() if not any(_under(s, p) for p in covered)][:MAX_SOCKETS]
         deny_files = [f for f in deny_files if not any(_under(f, d) for d in (*deny_dirs, *hidden))]
-        kept = _existing(readonly)
+        # a path the user made writable on purpose (`writable = { ".git" }`) stays so
+        kept = [p for p in _existing(readonly) if not any(p == w or _under(p, w) for w in writable)]
         return cls(
             root=root,
             cwd=os.path.realpath(cwd),

@@ -3,12 +3,14 @@ command's own filesystem access, and from ABI 4 its TCP, once it is started.
 
 Landlock only grants, so "read everything but the denied paths" is built as grants on every
 path beside the denied ones, folder by folder down from `/`; a folder that holds a denied
-path cannot itself be listed (its files and subfolders can be read). Not enforced here,
-unlike bubblewrap: files that run code inside the project stay writable, listening Unix
-sockets outside the project stay reachable (Landlock scopes only abstract ones), UDP
-(DNS) is not filtered, a host list cannot be told apart (the network is off, but for the
-engine's proxy when one is given), /tmp is not private (TMPDIR points at the scratch
-folder) and /dev/shm is shared. A process cannot read another's memory or environment (Landlock's ptrace rule).
+path cannot itself be listed (its files and subfolders can be read). Unix sockets and the
+keyrings are closed by the seccomp filter, as under bubblewrap. Not enforced here, unlike
+bubblewrap, so YOLO mode still asks (`Sandbox.whole`): files that run code inside the
+project stay writable, and so do denied paths inside a writable one; UDP is not filtered
+and the TCP rule is by port (the proxy's port is open on any address); a process that
+starts its own session can outlive the command; other processes can be seen (and read,
+when the editor runs as root); /tmp is not private (TMPDIR points at the scratch folder)
+and /dev/shm is shared. A kernel below ABI 4 has no TCP rule at all (the approval says so).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import struct
 from collections.abc import Callable
 
 from .confine import Confinement
+from .policy import SandboxPolicy
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same on x86_64 and arm64
 _VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
@@ -61,7 +64,6 @@ def _fs_rights(version: int) -> int:
 def plan(confinement: Confinement, version: int) -> list[tuple[str, int]]:
     """(path, rights) grants: reads beside the denied paths, writes on the writable ones."""
     everything = _fs_rights(version)
-    writes = everything & ~_READS
     denied = set(confinement.deny_dirs) | set(confinement.deny_files)
     grants: list[tuple[str, int]] = []
 
@@ -72,8 +74,8 @@ def plan(confinement: Confinement, version: int) -> list[tuple[str, int]]:
             return
         for name in names:
             path = os.path.join(folder, name)
-            if path in denied:
-                continue
+            if path in denied or os.path.islink(path):
+                continue  # a link needs no grant: its target has its own (a granted link would open it whole)
             if any(d.startswith(path + "/") for d in denied):
                 read_around(path)
             else:
@@ -85,9 +87,21 @@ def plan(confinement: Confinement, version: int) -> list[tuple[str, int]]:
         grants.append(("/", _READS))
     for path in (confinement.root, *confinement.writable, confinement.scratch):
         grants.append((path, everything))
-    grants.append(("/dev", writes & (WRITE_FILE | _TRUNCATE | _IOCTL_DEV)))  # /dev/null, /dev/tty
+    for device in ("/dev/null", "/dev/zero", "/dev/full"):  # not a terminal: no keys pushed into one
+        grants.append((device, WRITE_FILE | (_TRUNCATE & everything)))
     grants.append(("/dev/shm", everything))  # POSIX semaphores and shared memory (multiprocessing)
     return grants[:MAX_RULES]
+
+
+def network_words(version: int, policy: SandboxPolicy) -> str:
+    """What Landlock makes of the policy's network, for the approval."""
+    if policy.network is True:
+        return "network on"
+    if version < 4:
+        return "network NOT restricted (this kernel's Landlock has no TCP rules)"
+    if policy.network:
+        return f"TCP only through the proxy to {', '.join(policy.network[:3])}, UDP open"
+    return "no TCP, UDP open"
 
 
 def restrictor(confinement: Confinement, *, version: int, network: bool, proxy_port: int | None) -> Callable[[], None]:
@@ -107,7 +121,7 @@ def restrictor(confinement: Confinement, *, version: int, network: bool, proxy_p
             raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
         for path, rights in grants:
             try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
             except OSError:
                 continue
             if not os.path.isdir(path):

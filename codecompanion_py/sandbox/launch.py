@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import os
 import shutil
 import sys
@@ -18,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from . import bubblewrap, landlock
+from . import bubblewrap, landlock, seccomp
 from .confine import Confinement
 from .policy import SandboxPolicy
 from .proxy import Proxy, proxy_for
@@ -44,7 +45,7 @@ def available(choice: str = "auto") -> Availability:
         return Availability("none", reason=f"no sandbox for {sys.platform} yet (Linux has bubblewrap and Landlock)")
     if choice in ("auto", "bubblewrap"):
         bwrap = bubblewrap.find()
-        why = bubblewrap.probe(bwrap) if bwrap else "bubblewrap is not installed (bwrap not found)"
+        why = bubblewrap.probe(bwrap, _filtered()) if bwrap else "bubblewrap is not installed (bwrap not found)"
         if why is None:
             return Availability("bubblewrap", path=bwrap)
         reasons.append(why)
@@ -56,12 +57,24 @@ def available(choice: str = "auto") -> Availability:
     return Availability("none", reason="; ".join(reasons))
 
 
+def _filtered() -> Callable[[], None] | None:
+    """A `preexec_fn` putting the child under the seccomp filter (None where there is none)."""
+    program = seccomp.program()
+    return None if program is None else functools.partial(seccomp.install, program)
+
+
 @functools.cache
-def scratch_dir() -> str:
-    """The sandboxed commands' temp dir (their /tmp), private to this engine and removed
-    when it ends."""
+def _scratch_base() -> str:
     path = tempfile.mkdtemp(prefix="codecompanion-sandbox-")
     atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+def scratch_dir(root: str) -> str:
+    """The temp dir (their /tmp) of the sandboxed commands of the project at `root`: one per
+    project, private to this engine, removed when it ends."""
+    path = os.path.join(_scratch_base(), hashlib.sha256(root.encode()).hexdigest()[:16])
+    os.makedirs(path, mode=0o700, exist_ok=True)
     return path
 
 
@@ -102,11 +115,19 @@ class Sandbox:
         """Commands run under a mechanism (False: off by config, or none here)."""
         return self.availability.name != "none"
 
+    @property
+    def whole(self) -> bool:
+        """Commands run under bubblewrap, which keeps every promise; Landlock leaves some
+        out (`landlock.py`), so YOLO mode still asks before its commands."""
+        return self.availability.name == "bubblewrap"
+
     def describe(self) -> str:
-        """For the approval and :checkhealth: "bubblewrap, no network"."""
+        """For the approval and :checkhealth: "sandboxed by bubblewrap, no network"."""
         found = self.availability
         if found.name == "none":
             return f"not sandboxed: {found.reason}"
+        if found.name == "landlock":
+            return f"partly sandboxed by Landlock, {landlock.network_words(found.abi, self.policy)}"
         return f"sandboxed by {found.name}, {self.policy.describe_network()}"
 
     @property
@@ -123,8 +144,14 @@ class Sandbox:
         if found.name == "none":
             return Launch(list(argv), child_env, None, "none")
         confinement = Confinement.of(
-            self.policy, root=self.root, cwd=cwd, scratch=scratch_dir(), readonly=self.readonly(), private=self.private
+            self.policy,
+            root=self.root,
+            cwd=cwd,
+            scratch=scratch_dir(os.path.realpath(self.root)),
+            readonly=self.readonly(),
+            private=self.private,
         )
+        confine_calls = _filtered()
         proxy = self.proxy
         if found.name == "bubblewrap":
             assert found.path is not None
@@ -133,14 +160,14 @@ class Sandbox:
             if proxy is not None:  # the namespace's 127.0.0.1:3128 is carried to the proxy
                 relay = await proxy.address("unix")
                 child_env.update(proxy_env(RELAY_ADDRESS))
-                argv = [sys.executable, "-I", "-S", RELAY_SCRIPT, bubblewrap.RELAY_PATH, "--", *argv]
+                # the relay needs its Unix socket: it puts the command under the filter itself
+                program = (seccomp.program() or b"").hex()
+                argv = [sys.executable, "-I", "-S", RELAY_SCRIPT, bubblewrap.RELAY_PATH, program, "--", *argv]
+                confine_calls = None
+            outside, setenv = bubblewrap.split_env(child_env)
             network = self.policy.network is True
-            return Launch(
-                bubblewrap.wrap(found.path, confinement, argv, network=network, relay=relay),
-                child_env,
-                None,
-                found.name,
-            )
+            wrapped = bubblewrap.wrap(found.path, confinement, argv, network=network, relay=relay, setenv=setenv)
+            return Launch(wrapped, outside, confine_calls, found.name)
         child_env["TMPDIR"] = confinement.scratch
         port = None
         if proxy is not None:  # Landlock: the proxy's TCP port is the one place it may connect to
@@ -150,7 +177,17 @@ class Sandbox:
         preexec = landlock.restrictor(
             confinement, version=found.abi, network=self.policy.network is True, proxy_port=port
         )
+        if confine_calls is not None:
+            preexec = _both(preexec, confine_calls)
         return Launch(list(argv), child_env, preexec, found.name)
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        first()
+        second()
+
+    return run
 
 
 def proxy_env(address: str) -> dict[str, str]:

@@ -30,10 +30,23 @@ DENY_READ: tuple[str, ...] = (
     "~/.config/gh",
     "~/.config/hub",
     "~/.netrc",
+    "~/.npmrc",
     "~/.git-credentials",
     "~/.config/git/credentials",
     "~/.pypirc",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.gem/credentials",
+    "~/.m2/settings.xml",
+    "~/.vault-token",
+    "~/.terraform.d/credentials.tfrc.json",
+    "~/.config/op",
     "~/.password-store",
+    # the coding agents' and Copilot's logins (the plugin reads Copilot's itself)
+    "~/.config/github-copilot",
+    "~/.claude/.credentials.json",
+    "~/.codex/auth.json",
+    "~/.gemini/oauth_creds.json",
     # keyrings and browser profiles (cookies, saved passwords)
     "~/.local/share/keyrings",
     "~/.mozilla",
@@ -146,8 +159,12 @@ def _paths(where: str, value: object) -> tuple[str, ...]:
     return tuple(value)[:MAX_PATHS]
 
 
-def expand(path: str, home: str | None = None) -> str:
-    """`path` with `~` and `$VARS` expanded, absolute and normalised (links not followed)."""
+def expand(path: str, base: str | None = None) -> str:
+    """`path` with `~` and `$VARS` expanded, absolute (a relative one under `base`, the
+    project) and normalised (links not followed)."""
     if path == "~" or path.startswith("~/"):
-        path = (home or os.path.expanduser("~")) + path[1:]
-    return os.path.normpath(os.path.abspath(os.path.expandvars(path)))
+        path = os.path.expanduser("~") + path[1:]
+    path = os.path.expandvars(path)
+    if base is not None and not os.path.isabs(path):
+        path = os.path.join(base, path)
+    return os.path.normpath(os.path.abspath(path))

@@ -11,9 +11,11 @@ one port they may connect to.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterable
 
@@ -66,6 +68,7 @@ class Proxy:
             if kind not in self._addresses:
                 if kind == "unix":
                     folder = tempfile.mkdtemp(prefix="codecompanion-proxy-")
+                    atexit.register(shutil.rmtree, folder, True)
                     path = os.path.join(folder, "proxy.sock")
                     self._servers[kind] = await asyncio.start_unix_server(self._serve, path)
                     self._addresses[kind] = path

@@ -207,11 +207,12 @@ class Workspace:
         return current, crossed
 
     def code_running_paths(self) -> list[str]:
-        """What in the project runs code by itself, as it is now: git's hooks and config (an
-        alias, a pager or `core.hooksPath` runs a program), the folders IDEs and hook
-        managers run from, and the autorun files at the top (.envrc, .nvim.lua, mise...).
-        A sandboxed command gets them read-only."""
-        found = [str(self.root / ".git" / name) for name in ("hooks", "config")]
+        """What in the project runs code by itself, as it is now: `.git` whole (its hooks, its
+        config with aliases, pagers and `core.fsmonitor`, a `commondir` that points git at
+        another config...), the folders IDEs and hook managers run from, and the autorun
+        files at the top (.envrc, .nvim.lua, mise...). A sandboxed command gets them
+        read-only: git can read the repository there, not commit."""
+        found = [str(self.root / ".git")]
         with suppress(OSError):
             for entry in os.scandir(self.root):
                 name = entry.name.lower()

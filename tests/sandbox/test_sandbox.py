@@ -14,6 +14,7 @@ import http.server
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -26,6 +27,7 @@ import pytest
 from codecompanion_py.processes.run import ProcessResult, run_process
 from codecompanion_py.sandbox import Sandbox, SandboxPolicy, available
 from codecompanion_py.sandbox.hints import lacked_network
+from codecompanion_py.tools.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox's mechanisms are Linux's")
 
@@ -219,6 +221,69 @@ async def test_a_small_project_builds_and_tests_inside(mechanism, project):
     result = await run_process(launch.argv, cwd=project, timeout=120, env=launch.env, preexec=launch.preexec)
     assert result.ok and "1 passed" in result.output, result.output
     assert (project / ".pytest_cache").is_dir()  # it wrote its cache in the project
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_no_unix_socket_can_be_reached_whatever_its_name(mechanism, project, outside):
+    """Not by hiding paths (a socket bound by a relative name, or renamed since, is listed
+    under a name it no longer has): no Unix socket can be made at all."""
+    os.chdir(outside)
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind("relative.sock")  # /proc/net/unix lists it as "relative.sock"
+    listening.listen()
+    os.rename(outside / "relative.sock", outside / "moved.sock")
+    try:
+        result = await run(
+            sandbox(mechanism, project, network=True),
+            f"""
+            import socket
+            try:
+                s = socket.socket(socket.AF_UNIX); s.connect({str(outside / "moved.sock")!r}); print("SOCKET")
+            except OSError as error:
+                print("refused", error.errno)
+            a, b = socket.socketpair(); a.send(b"x"); print("pair", b.recv(1))
+            """,
+            project,
+        )
+    finally:
+        listening.close()
+    assert "refused 13" in result.output and "SOCKET" not in result.output
+    assert "pair b'x'" in result.output  # a process's own socket pairs still work
+
+
+@pytest.mark.skipif(available("bubblewrap").name != "bubblewrap", reason="bubblewrap only")
+async def test_git_can_read_the_repository_but_nothing_in_git_can_be_made_to_run_code(project):
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    box = Sandbox(SandboxPolicy(), root=str(project), readonly=Workspace(project).code_running_paths)
+    result = await run(
+        box,
+        """
+        import os, subprocess
+        print("status", subprocess.run(["git", "status", "--short"], capture_output=True).returncode)
+        for path in (".git/commondir", ".git/hooks/pre-commit", ".git/config", ".git/info/attributes"):
+            try:
+                open(path, "a").write("x")
+                print("WROTE", path)
+            except OSError:
+                print("refused", path)
+        print("caps", open("/proc/self/status").read().split("CapEff:")[1].split()[0])
+        """,
+        project,
+    )
+    assert "status 0" in result.output and "WROTE" not in result.output and result.output.count("refused") == 4
+    assert "caps 0000000000000000" in result.output  # none, even for root
+    assert not (project / ".git" / "commondir").exists()
+
+
+@pytest.mark.skipif(available("bubblewrap").name != "bubblewrap", reason="bubblewrap only")
+async def test_an_agents_loader_variables_reach_only_the_command_never_bubblewrap(project):
+    (project / "marker.txt").write_text("")
+    box = Sandbox(SandboxPolicy(), root=str(project))
+    env = {**os.environ, "LD_PRELOAD": str(project / "missing.so"), "LD_DEBUG_OUTPUT": "x"}
+    launch = await box.launch(["sh", "-c", "echo $LD_PRELOAD"], cwd=str(project), env=env)
+    assert not any(name.startswith("LD_") for name in launch.env)  # bwrap's own environment
+    result = await run_process(launch.argv, cwd=project, timeout=30, env=launch.env, preexec=launch.preexec)
+    assert str(project / "missing.so") in result.output  # the command still got it
 
 
 @pytest.mark.skipif(available("bubblewrap").name != "bubblewrap", reason="bubblewrap only")

@@ -873,8 +873,16 @@ async def test_run_command_runs_in_the_project_root_after_approval(project):
 
 @pytest.mark.parametrize(
     "policy, opts",
-    [(SandboxPolicy(enabled=False), {}), (SandboxPolicy(), {"allowed_in_yolo_mode": False})],
-    ids=["sandbox off", "allowed_in_yolo_mode = false"],
+    [
+        (SandboxPolicy(enabled=False), {}),
+        (SandboxPolicy(), {"allowed_in_yolo_mode": False}),
+        pytest.param(
+            SandboxPolicy(mechanism="landlock"),
+            {},
+            marks=pytest.mark.skipif(available("landlock").name != "landlock", reason="no Landlock here"),
+        ),
+    ],
+    ids=["sandbox off", "allowed_in_yolo_mode = false", "only Landlock: a partial sandbox"],
 )
 async def test_run_command_asks_in_yolo_mode_unsandboxed_and_a_rejected_command_does_not_run(project, policy, opts):
     approvals = Approvals(yolo=True)

@@ -5,9 +5,9 @@ No shell unless the command needs one; its own process group, killed as a group 
 timeout or when the user stops; only the environment variables that cannot carry a
 credential (`processes.safe_env`) plus the ones the user allows in the tool's
 `opts.env_allow`; output capped with head and tail kept. "Always accept" covers only that
-exact command. It runs sandboxed (`tools/sandboxing.py`): then YOLO mode runs it without
-asking, unless `allowed_in_yolo_mode = false`; where no sandbox can run it, the user is
-asked each time, YOLO or not.
+exact command. It runs sandboxed (`tools/sandboxing.py`): under bubblewrap YOLO mode runs
+it without asking, unless `allowed_in_yolo_mode = false`; where no sandbox can run it, the
+user is asked each time, YOLO or not.
 
 What the approval shows is what runs: the command with the blanks the shell ignores
 collapsed (`processes.normalize_command`), so padding cannot push a part of it out of the
@@ -62,9 +62,9 @@ def _prepare(self: ToolRun, command: str) -> None:
     self.sandbox = sandbox
     if sandbox.policy.enabled and not sandbox.confined:  # never unconfined without the user's say
         self.must_ask = f"it would run with your full rights: {sandbox.availability.reason}"
-    # a confined command may run in YOLO mode without asking, unless the tool's opts say
-    # otherwise or want the tools judge to vet it
-    self.opts.setdefault("allowed_in_yolo_mode", sandbox.confined and not self.opts.get("judge_in_yolo_mode"))
+    # a command bubblewrap confines may run in YOLO mode without asking, unless the tool's
+    # opts say otherwise or want the tools judge to vet it
+    self.opts.setdefault("allowed_in_yolo_mode", sandbox.whole and not self.opts.get("judge_in_yolo_mode"))
 
 
 async def run(self: ToolRun, args: dict[str, Any], input: Any, output_handler: Any) -> dict[str, Any]:
