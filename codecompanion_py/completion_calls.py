@@ -1,0 +1,86 @@
+"""Edit predictions' calls (`completion.request`, `completion.cancel`): the adapter of
+`interactions.completion` (else the chat's), a `Predictor` that asks it, and the answer sent
+straight to the editor as one `Suggestions` op, with no render sink between (its frames
+would add up to 33 ms to a prediction that must be drawn in a few)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import calls
+from .adapters.base import HTTPAdapter
+from .chat.factory import SessionFactory
+from .checkhealth import Entry, Section
+from .client import HttpClient
+from .errors import CodeCompanionError
+from .completion.context import CompletionContext, Snippet
+from .completion.predictor import Predictor
+from .ui import ops
+from .ui.sink import Channel
+
+if TYPE_CHECKING:
+    from .config import Config
+
+CHANNEL_ID = "completion"  # the chat id Lua's apply() hands to completion.lua
+HEALTH = "codecompanion_py: edit predictions (interactions.completion)"
+
+
+@dataclass
+class CompletionCalls:
+    channel: Channel
+    config: Callable[[], Config]
+    client: Callable[[], HttpClient]
+    factory: SessionFactory
+    predictor: Predictor = field(init=False)
+    _adapter: tuple[Any, HTTPAdapter] | None = None  # the config it was made from, and it
+
+    def __post_init__(self) -> None:
+        self.predictor = Predictor(lambda op: self.channel.render(CHANNEL_ID, [op]), self.client)
+
+    def adapter(self) -> HTTPAdapter:
+        config = self.config()
+        if self._adapter is None or self._adapter[0] is not config:
+            settings = config.completion
+            spec = settings.adapter or config.chat_adapter
+            self._adapter = (config, self.factory.http_adapter(spec, settings.model, "completion"))
+        return self._adapter[1]
+
+    async def request(self, call: calls.CompletionRequest) -> None:
+        settings = self.config().completion
+        try:
+            adapter = self.adapter()
+        except CodeCompanionError as error:  # a bad adapter goes quiet too: :checkhealth says it
+            self.predictor.last_error, self.predictor.last_error_at = str(error), time.time()
+            self.channel.render(CHANNEL_ID, [ops.Suggestions(id=call.id, error=str(error))])
+            return
+        recent = tuple(Snippet(s.path, s.text) for s in call.recent)
+        context = CompletionContext(call.prefix, call.suffix, call.filetype, call.path, recent)
+        await self.predictor.predict(call.id, adapter, context, settings.n_completions, settings.context_window)
+
+    async def cancel(self, call: calls.CompletionCancel) -> None:
+        self.predictor.cancel(call.id)
+
+    def health(self) -> Section:
+        """Where predictions send code, and why they went quiet last."""
+        settings, predictor = self.config().completion, self.predictor
+        entries = []
+        if not settings.enabled and predictor.target is None:
+            entries.append(Entry("info", "off: no code is sent (interactions.completion.enabled = true turns it on)"))
+        target = predictor.target
+        if target is not None:
+            model = f" ({target.model})" if target.model else ""
+            how = "a chat prompt" if target.kind == "chat" else f"fill-in-the-middle ({target.kind})"
+            entries.append(Entry("ok", f"sends the code around the cursor to {target.adapter}{model} at {target.host}, by {how}"))
+        elif settings.enabled:
+            spec = settings.adapter or self.config().chat_adapter
+            name = spec.get("name") if isinstance(spec, dict) else spec
+            entries.append(Entry("ok", f"on: sends the code around the cursor to the adapter {name} as you type"))
+        if predictor.last_error is not None:
+            when = time.strftime("%H:%M:%S", time.localtime(predictor.last_error_at or time.time()))
+            quiet = max(predictor.quiet_until - time.monotonic(), 0)
+            advice = [f"predictions pause for {quiet:.0f} s more"] if quiet else None
+            entries.append(Entry("warn", f"the last request failed at {when}: {predictor.last_error}", advice))
+        return Section(HEALTH, entries)
