@@ -27,6 +27,7 @@ return out[1]"""
 
 
 def completion_config(extra: str = "") -> str:
+    """`interactions` with the chat's adapter and predictions on (a short pause, unless `extra` says)."""
     return f"interactions = {{ chat = {{ adapter = 'testllm' }}, completion = {{ enabled = true, debounce = 20, {extra} }} }},"
 
 
