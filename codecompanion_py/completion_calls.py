@@ -15,9 +15,9 @@ from .adapters.base import HTTPAdapter
 from .chat.factory import SessionFactory
 from .checkhealth import Entry, Section
 from .client import HttpClient
-from .errors import CodeCompanionError
 from .completion.context import CompletionContext, Snippet
 from .completion.predictor import Predictor
+from .errors import CodeCompanionError
 from .ui import ops
 from .ui.sink import Channel
 
@@ -73,7 +73,9 @@ class CompletionCalls:
         if target is not None:
             model = f" ({target.model})" if target.model else ""
             how = "a chat prompt" if target.kind == "chat" else f"fill-in-the-middle ({target.kind})"
-            entries.append(Entry("ok", f"sends the code around the cursor to {target.adapter}{model} at {target.host}, by {how}"))
+            entries.append(
+                Entry("ok", f"sends the code around the cursor to {target.adapter}{model} at {target.host}, by {how}")
+            )
         elif settings.enabled:
             spec = settings.adapter or self.config().chat_adapter
             name = spec.get("name") if isinstance(spec, dict) else spec

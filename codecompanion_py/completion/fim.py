@@ -36,7 +36,7 @@ def kind_of(adapter: HTTPAdapter) -> Kind:
     if chosen is False:
         return "chat"
     if chosen in KINDS:
-        return chosen  # type: ignore[no-any-return]
+        return chosen
     name, url = adapter.name.lower(), urlsplit(adapter.url)
     host, path = (url.hostname or "").lower(), url.path.rstrip("/")
     if "llama_cpp" in name or "llamacpp" in name:
@@ -103,7 +103,9 @@ def _choices(reply: Any) -> list[str]:
         if not isinstance(choice, Mapping):
             continue
         message = choice.get("message")
-        text = choice.get("text") if "text" in choice else message.get("content") if isinstance(message, Mapping) else None
+        text = (
+            choice.get("text") if "text" in choice else message.get("content") if isinstance(message, Mapping) else None
+        )
         if isinstance(text, str):
             out.append(text)
     return out
@@ -125,7 +127,9 @@ def _beside(name: str) -> Callable[[str], str]:
 SHAPES: dict[Kind, Shape] = {
     "codestral": Shape(lambda _path: "/v1/fim/completions", _completions, _choices),
     "deepseek": Shape(lambda _path: "/beta/completions", _completions, _choices),
-    "ollama": Shape(lambda path: path.rstrip("/").removesuffix("/api/chat") + "/api/generate", _ollama, _field("response")),
+    "ollama": Shape(
+        lambda path: path.rstrip("/").removesuffix("/api/chat") + "/api/generate", _ollama, _field("response")
+    ),
     "llama_cpp": Shape(lambda _path: "/infill", _infill, _field("content")),
     "openai": Shape(_beside("/completions"), _completions, _choices, takes_n=True),
 }

@@ -155,15 +155,20 @@ def test_a_chat_model_gets_the_prompt_and_its_fenced_answer_is_cleaned(editor, t
     def chat(request):
         asked.append(request.json())
         text = "```python\nreturn x * 2\x1b[31m\n```"
-        return sse_reply([{"choices": [{"delta": {"content": text}}]}, {"choices": [{"delta": {}, "finish_reason": "stop"}]}])
+        return sse_reply(
+            [{"choices": [{"delta": {"content": text}}]}, {"choices": [{"delta": {}, "finish_reason": "stop"}]}]
+        )
 
     with ServerThread(ScriptedServer(chat)) as server:
         setup(editor, server.url, completion_config())
-        editor.lua("""local cfg = require("codecompanion_py").config
-          cfg.adapters.http.chatty = function() return require("codecompanion.adapters").extend("openai_compatible",
-            { env = { url = "%s" }, opts = { fim = false }, schema = { model = { default = "chat-model" } } }) end
+        chatty = (
+            'function() return require("codecompanion.adapters").extend("openai_compatible", '
+            f'{{ env = {{ url = "{server.url}" }}, opts = {{ fim = false }}, schema = {{ model = {{ default = "m" }} }} }}) end'
+        )
+        editor.lua(f"""local cfg = require("codecompanion_py").config
+          cfg.adapters.http.chatty = {chatty}
           cfg.interactions.completion.adapter = "chatty"
-          require("codecompanion_py").setup(cfg)""" % server.url)
+          require("codecompanion_py").setup(cfg)""")
         (tmp_path / "double.py").write_text("def double(x):\n    \n")
         editor.nvim.command(f"edit {tmp_path / 'double.py'}")
         editor.nvim.command("normal! 2G$")

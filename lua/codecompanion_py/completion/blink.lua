@@ -1,5 +1,6 @@
 -- blink.cmp's source for edit predictions: in blink's config,
---   sources.providers.codecompanion_completion = { name = "CodeCompanion", module = "codecompanion_py.completion.blink" }
+--   sources.providers.codecompanion_completion =
+--     { name = "CodeCompanion", module = "codecompanion_py.completion.blink" }
 -- luacheck: no self (blink calls these as methods; they need no state)
 local completion = require("codecompanion_py.completion")
 

@@ -28,6 +28,7 @@ function M:complete(params, callback)
 end
 
 -- Register the source with nvim-cmp (once).
+---@return nil
 function M.register()
   if not M.registered then
     M.registered = require("cmp").register_source(M.NAME, M.new())

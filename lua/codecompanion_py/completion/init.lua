@@ -92,6 +92,7 @@ local function clear()
 end
 
 -- Dismiss what is shown and stop the request in flight (its connection closes).
+---@return nil
 function M.dismiss()
   if state.timer then state.timer:stop() end
   if state.pending then
@@ -310,6 +311,7 @@ local function map_keys()
   end
 end
 
+---@return nil
 function M.enable()
   if state.enabled then return end
   state.enabled = true
@@ -325,6 +327,7 @@ function M.enable()
   if package.loaded["cmp"] then require("codecompanion_py.completion.cmp").register() end
 end
 
+---@return nil
 function M.disable()
   if not state.enabled then return end
   state.enabled = false
@@ -345,7 +348,8 @@ function M.command(action)
 end
 
 -- For statuslines: on or off, and what predictions are doing.
----@return { enabled: boolean, state: "off"|"idle"|"waiting"|"shown"|"error", error?: string, count?: integer, index?: integer }
+---@return { enabled: boolean, state: "off"|"idle"|"waiting"|"shown"|"error", error?: string, count?: integer,
+---  index?: integer }
 function M.status()
   if not state.enabled then return { enabled = false, state = "off" } end
   local s = state.shown
