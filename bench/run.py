@@ -22,6 +22,9 @@
 11. Checkpoints in a 20,000-file repository with 50 files changed: the snapshot before a turn,
     what it adds to the first chunk, a rewind of 50 files, the editor's lag (bench/checkpoints.py);
     run last, as it drops the page cache.
+12. Edit predictions against a scripted FIM server: its last byte to the ghost text, the debounce
+    to the request's first byte, timer lag while typing, and the last key to the ghost text beside
+    minuet-ai.nvim (bench/completion.py).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from codecompanion_py.stream.iterators import HttpStreamIterator  # noqa: E402
 sys.path.insert(0, str(REPO / "bench"))
 import checkpoints  # noqa: E402
 import cold_start  # noqa: E402
+import completion  # noqa: E402
 
 REPEATS = 7
 
@@ -772,6 +776,7 @@ def main() -> None:
         ("long_chats", "7. long chats", bench_long_chats),
         ("big_files", "8. big files", bench_big_files),
         ("cold_start", "10. cold start", bench_cold_start),
+        ("completion", "12. edit predictions", completion.bench_completion),
     ):
         print(f"{title} ...", flush=True)
         report[key] = bench()
@@ -862,6 +867,7 @@ def main() -> None:
     c = report["cold_start"]
     print("\n".join(cold_start.report_lines(c, c["idle_cost"])))
     print("\n".join(checkpoints.report_lines(report["checkpoints"])))
+    print("\n".join(completion.report_lines(report["completion"])))
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)
     (out / "latest.json").write_text(json.dumps(report, indent=2, default=str))
