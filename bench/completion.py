@@ -11,8 +11,9 @@ side: the last key (`vim.on_key`) to the ghost text's extmark being set.
 - how late a 5 ms libuv timer fires in Neovim while 20 characters a second are typed with
   predictions on (each key a request, most dismissed and cancelled by the next);
 - the last key to the ghost text, beside minuet-ai.nvim (its openai_fim_compatible provider,
-  one curl process a request) against the same server, both with no debounce (a pause of the user's own is the same for both):
-  its checkout comes from CODECOMPANION_TEST_PLUGINS (skipped, with the reason, without it).
+  one curl process a request) against the same server, both with no debounce (the user's
+  pause is the same for both): its checkout comes from CODECOMPANION_TEST_PLUGINS (skipped,
+  with the reason, without it).
 
 Run alone: `python bench/completion.py` (it prints the figures and writes them to
 bench/results/completion.json); `make bench` runs it as section 12.
@@ -111,10 +112,9 @@ class FimServer:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 self.first_bytes.append(time.monotonic_ns())  # the head's first bytes came in this read
-                length = next(
-                    (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")),
-                    0,
-                )
+                fields = head.lower().split(b"\r\n")
+                sizes = [line.split(b":")[1] for line in fields if line.startswith(b"content-length")]
+                length = int(sizes[0]) if sizes else 0
                 await reader.readexactly(length)
                 writer.write(reply)
                 self.last_bytes.append(time.monotonic_ns())
@@ -147,9 +147,10 @@ def wait_shown(nvim: pynvim.Nvim, timeout: float = 10.0) -> None:
             raise RuntimeError(f"no ghost text; got {message!r}")
 
 
-def trials(nvim: pynvim.Nvim, count: int) -> list[dict]:
+def trials(nvim: pynvim.Nvim, count: int, server: FimServer) -> list[dict]:
     """Type one key that is not the suggestion, `count` times; each time the ghost text that
-    follows, with the key's time and the debounce's."""
+    follows, with the key's time, the debounce's and the server's times of the request that
+    answered it (the last one: each key dismisses what came before)."""
     out = []
     for i in range(count + WARMUP):
         nvim.input("abcdefghij"[i % 10])
@@ -157,7 +158,7 @@ def trials(nvim: pynvim.Nvim, count: int) -> list[dict]:
         if i >= WARMUP:
             shown = nvim.exec_lua("return _G.cb.shown[#_G.cb.shown]")
             fired = nvim.exec_lua("return _G.cb.fired[#_G.cb.fired]")
-            out.append({**shown, "fired": fired})
+            out.append({**shown, "fired": fired, "first": server.first_bytes[-1], "last": server.last_bytes[-1]})
         time.sleep(0.02)
     return out
 
@@ -213,14 +214,9 @@ def bench_completion(trial_count: int = TRIALS) -> dict:
     with FimServer() as server:
         nvim = start_neovim(ours_setup(server.url), [], "codecompanion_py_completion")
         try:
-            server.first_bytes.clear()
-            server.last_bytes.clear()
-            rows = trials(nvim, trial_count)
-            firsts, lasts = server.first_bytes[WARMUP:], server.last_bytes[WARMUP:]
-            result["last_byte_to_drawn_ms"] = statistics.median(ms(r["at"] - last) for r, last in zip(rows, lasts))
-            result["debounce_to_first_byte_ms"] = statistics.median(
-                ms(first - r["fired"]) for r, first in zip(rows, firsts)
-            )
+            rows = trials(nvim, trial_count, server)
+            result["last_byte_to_drawn_ms"] = statistics.median(ms(r["at"] - r["last"]) for r in rows)
+            result["debounce_to_first_byte_ms"] = statistics.median(ms(r["first"] - r["fired"]) for r in rows)
             result["key_to_ghost_ms"] = statistics.median(ms(r["at"] - r["key"]) for r in rows)
             result["connections"] = server.connections
             result["typing_lag"] = lag_while_typing(nvim)
@@ -232,7 +228,7 @@ def bench_completion(trial_count: int = TRIALS) -> dict:
             return result
         nvim = start_neovim(minuet_setup(server.url), [minuet], "minuet.virtualtext")
         try:
-            rows = trials(nvim, trial_count)
+            rows = trials(nvim, trial_count, server)
             result["minuet_key_to_ghost_ms"] = statistics.median(ms(r["at"] - r["key"]) for r in rows)
         finally:
             quit(nvim)
