@@ -19,6 +19,7 @@ from .completion.context import CompletionContext, Snippet
 from .completion.predictor import Predictor
 from .errors import CodeCompanionError
 from .ui import ops
+from .ui.editor import PendingCalls, SinkEditor
 from .ui.sink import Channel
 
 if TYPE_CHECKING:
@@ -34,11 +35,13 @@ class CompletionCalls:
     config: Callable[[], Config]
     client: Callable[[], HttpClient]
     factory: SessionFactory
+    pending: PendingCalls = field(default_factory=PendingCalls)
     predictor: Predictor = field(init=False)
     _adapter: tuple[Any, HTTPAdapter] | None = None  # the config it was made from, and it
 
     def __post_init__(self) -> None:
-        self.predictor = Predictor(lambda op: self.channel.render(CHANNEL_ID, [op]), self.client)
+        editor = SinkEditor(_Straight(self.channel), self.pending)  # Lua functions of the adapter, if any
+        self.predictor = Predictor(lambda op: self.channel.render(CHANNEL_ID, [op]), self.client, editor)
 
     def adapter(self) -> HTTPAdapter:
         config = self.config()
@@ -86,3 +89,13 @@ class CompletionCalls:
             advice = [f"predictions pause for {quiet:.0f} s more"] if quiet else None
             entries.append(Entry("warn", f"the last request failed at {when}: {predictor.last_error}", advice))
         return Section(HEALTH, entries)
+
+
+@dataclass
+class _Straight:
+    """A sink that sends each op at once (an editor call of the adapter's)."""
+
+    channel: Channel
+
+    def push(self, op: ops.Op) -> None:
+        self.channel.render(CHANNEL_ID, [op])

@@ -110,7 +110,11 @@ class Engine:
             chats=self.sessions,
         )
         self.completion = CompletionCalls(
-            channel=channel, config=lambda: self.config, client=lambda: self.client, factory=factory
+            channel=channel,
+            config=lambda: self.config,
+            client=lambda: self.client,
+            factory=factory,
+            pending=self.pending,
         )
         mcp = McpCalls(channel=channel, servers=lambda: self.mcp, chats=self.sessions)
         review = ReviewCalls(self.stores)

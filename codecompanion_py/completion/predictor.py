@@ -18,6 +18,7 @@ import msgspec
 
 from ..adapters.base import HTTPAdapter, prepare
 from ..client import HttpClient, read_at_most
+from ..editor_port import Editor
 from ..errors import CodeCompanionError, ProviderError
 from ..events import ErrorEvent, FinalEvent
 from ..stream.iterators import HttpStreamIterator
@@ -44,9 +45,12 @@ class Target:
 
 
 class Predictor:
-    def __init__(self, send: Callable[[Suggestions], None], client: Callable[[], HttpClient]) -> None:
+    def __init__(
+        self, send: Callable[[Suggestions], None], client: Callable[[], HttpClient], editor: Editor | None = None
+    ) -> None:
         self._send = send
         self._client = client
+        self._editor = editor  # what the adapter's Lua functions (a key, a model) are called through
         self._task: asyncio.Task[Any] | None = None
         self._id: int | None = None
         self.failures = 0
@@ -84,7 +88,7 @@ class Predictor:
 
     async def _ask(self, adapter: HTTPAdapter, context: CompletionContext, n: int) -> list[str]:
         client = self._client()
-        ready = await prepare(adapter, client=client)
+        ready = await prepare(adapter, client=client, editor=self._editor)
         kind = fim.kind_of(ready)
         self.target = Target(ready.name, ready.model, kind, urlsplit(ready.url).hostname or ready.url)
         if kind == "chat":
@@ -105,7 +109,9 @@ class Predictor:
             raise ProviderError(f"{request.provider}: the completion's answer is not JSON") from None
 
     async def _chat(self, adapter: HTTPAdapter, client: HttpClient, context: CompletionContext) -> str:
-        stream = HttpStreamIterator(adapter, prompt.messages(context), client=client, settings={}, tools=None)
+        stream = HttpStreamIterator(
+            adapter, prompt.messages(context), client=client, settings={}, tools=None, editor=self._editor
+        )
         answer = ""
         try:
             async for event in stream:

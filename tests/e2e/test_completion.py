@@ -192,3 +192,23 @@ def test_off_by_default_and_toggled_by_the_command(editor, tmp_path):
         editor.nvim.input("<Esc>")
         editor.nvim.command("CodeCompanionCompletion disable")
         assert editor.lua("return require('codecompanion').completion_status()")["state"] == "off"
+
+
+def test_an_adapter_whose_key_is_a_lua_function_predicts_too(editor, tmp_path):
+    keys = []
+
+    def fim(request):
+        keys.append(request.headers.get("authorization"))
+        return json_reply({"choices": [{"index": 0, "text": "42"}]})
+
+    with ServerThread(ScriptedServer(fim)) as server:
+        keyed = (
+            'function() return require("codecompanion.adapters").extend("openai_compatible", '
+            f'{{ env = {{ url = "{server.url}", api_key = function() return "from-lua" end }} }}) end'
+        )
+        editor.lua(f"""require("codecompanion").setup({{ adapters = {{ http = {{ keyed = {keyed} }} }},
+          interactions = {{ completion = {{ enabled = true, debounce = 20, adapter = "keyed" }} }} }})""")
+        editor.nvim.command(f"edit {tmp_path / 'a.py'}")
+        editor.nvim.input("ianswer = ")
+        wait_ghost(editor, "42")
+        assert keys[-1] == "Bearer from-lua"

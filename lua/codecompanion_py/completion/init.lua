@@ -131,7 +131,11 @@ end
 ---@param ops table[]
 function M.apply(ops)
   for _, op in ipairs(ops) do
-    if op.op == "suggestions" then M.suggestions(op) end
+    if op.op == "suggestions" then
+      M.suggestions(op)
+    elseif op.op == "call" then -- the adapter's Lua function (a key, a model)
+      require("codecompanion_py.editor").handle(nil, op)
+    end
   end
 end
 
