@@ -212,3 +212,36 @@ def test_an_adapter_whose_key_is_a_lua_function_predicts_too(editor, tmp_path):
         editor.nvim.input("ianswer = ")
         wait_ghost(editor, "42")
         assert keys[-1] == "Bearer from-lua"
+
+
+def test_errors_go_quiet_and_checkhealth_says_where_and_why(editor, tmp_path):
+    def refused(request):
+        return json_reply({"error": {"message": "invalid api key"}}, status=401)
+
+    with ServerThread(ScriptedServer(refused)) as server:
+        start_editing(editor, tmp_path, server.url)
+        editor.lua("""_G.asked = 0; local rpc = require("codecompanion_py.rpc"); local notify = rpc.notify
+          rpc.notify = function(method, payload)
+            if method == "completion.request" then _G.asked = _G.asked + 1 end
+            return notify(method, payload)
+          end""")
+        editor.nvim.input("ix = ")
+        editor.wait_for(lambda: len(server.requests) >= 1, what="the request")
+        status = editor.wait_for(
+            lambda: (s := editor.lua("return require('codecompanion').completion_status()"))["state"] == "error" and s,
+            what="the error state",
+        )
+        assert "invalid api key" in status["error"]
+        asked = editor.lua("return _G.asked")
+        editor.nvim.input("1")  # the next pause comes while predictions are quiet: the provider is not asked
+        editor.wait_for(lambda: editor.lua("return _G.asked") > asked, what="the next pause's request")
+        editor.wait_for(
+            lambda: editor.lua("return require('codecompanion').completion_status()")["state"] == "error",
+            what="its answer: still quiet",
+        )
+        assert len(server.requests) == 1
+        assert editor.lua("return _G.cc_notes") == []  # no notification at a keystroke
+        editor.nvim.command("checkhealth codecompanion")
+        report = "\n".join(editor.lines())
+        assert "sends the code around the cursor to testllm (test-model) at 127.0.0.1" in report
+        assert "the last request failed" in report and "invalid api key" in report
