@@ -183,13 +183,23 @@ def test_a_chat_model_gets_the_prompt_and_its_fenced_answer_is_cleaned(editor, t
 def test_off_by_default_and_toggled_by_the_command(editor, tmp_path):
     fim = Fim(["1"])
     with ServerThread(ScriptedServer(fim)) as server:
-        setup(editor, server.url, "interactions = { chat = { adapter = 'testllm' }, completion = { debounce = 20 } },")
+        setup(
+            editor,
+            server.url,
+            "interactions = { chat = { adapter = 'testllm' }, completion = { debounce = 20, filetypes = { text = false } } },",
+        )
         assert editor.lua("return require('codecompanion').completion_status()") == {"enabled": False, "state": "off"}
         editor.nvim.command(f"edit {tmp_path / 'a.py'}")
         editor.nvim.command("CodeCompanionCompletion toggle")
         editor.nvim.input("ix = ")
         wait_ghost(editor, "1")
         editor.nvim.input("<Esc>")
+        wanted = "return require('codecompanion_py.completion').wanted(vim.api.nvim_get_current_buf())"
+        assert editor.lua(wanted) is True
+        editor.nvim.command(f"edit {tmp_path / 'notes.txt'}")  # filetype text: turned off
+        assert editor.lua(wanted) is False
+        editor.nvim.command("setlocal buftype=nofile filetype=python")  # not a file's buffer
+        assert editor.lua(wanted) is False
         editor.nvim.command("CodeCompanionCompletion disable")
         assert editor.lua("return require('codecompanion').completion_status()")["state"] == "off"
 
