@@ -245,7 +245,7 @@ def report_lines(c: dict) -> list[str]:
         f"     timer lag while typing 20 characters a second with predictions on: p50 {lag['p50_ms']:.2f} ms, "
         f"p99 {lag['p99_ms']:.2f} ms, max {lag['max_ms']:.2f} ms over {lag['samples']} ticks",
     ]
-    ours = f"last key to ghost text (debounce {c['debounce_ms']} ms included): ours {c['key_to_ghost_ms']:.1f} ms"
+    ours = f"the last key to the ghost text, debounce {c['debounce_ms']} ms: ours {c['key_to_ghost_ms']:.1f} ms"
     if "minuet_skipped" in c:
         lines.append(f"     {ours}; minuet-ai.nvim skipped: {c['minuet_skipped']}")
     else:
