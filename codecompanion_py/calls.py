@@ -162,6 +162,7 @@ class CompletionRequest(Call, frozen=True, kw_only=True):
     filetype: str = ""
     path: str = ""
     recent: list[RecentSnippet] = []  # other buffers edited lately, around their last change
+    menu: bool = False  # for a completion menu's source, not the ghost text
 
 
 class CompletionCancel(Call, frozen=True, kw_only=True):

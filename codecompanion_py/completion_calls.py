@@ -16,7 +16,7 @@ from .chat.factory import SessionFactory
 from .checkhealth import Entry, Section
 from .client import HttpClient
 from .completion.context import CompletionContext, Snippet
-from .completion.predictor import Predictor
+from .completion.predictor import Predictor, Quiet
 from .errors import CodeCompanionError
 from .ui import ops
 from .ui.editor import PendingCalls, SinkEditor
@@ -36,12 +36,18 @@ class CompletionCalls:
     client: Callable[[], HttpClient]
     factory: SessionFactory
     pending: PendingCalls = field(default_factory=PendingCalls)
-    predictor: Predictor = field(init=False)
+    quiet: Quiet = field(default_factory=Quiet)
+    lanes: dict[bool, Predictor] = field(init=False)  # the menus' (True) and the ghost text's
     _adapter: tuple[Any, HTTPAdapter] | None = None  # the config it was made from, and it
 
     def __post_init__(self) -> None:
         editor = SinkEditor(_Straight(self.channel), self.pending)  # Lua functions of the adapter, if any
-        self.predictor = Predictor(lambda op: self.channel.render(CHANNEL_ID, [op]), self.client, editor)
+
+        def send(op: ops.Suggestions) -> None:
+            self.channel.render(CHANNEL_ID, [op])
+
+        # a menu's request and the ghost text's do not cancel each other
+        self.lanes = {menu: Predictor(send, self.client, editor, self.quiet) for menu in (False, True)}
 
     def adapter(self) -> HTTPAdapter:
         config = self.config()
@@ -56,23 +62,24 @@ class CompletionCalls:
         try:
             adapter = self.adapter()
         except CodeCompanionError as error:  # a bad adapter goes quiet too: :checkhealth says it
-            self.predictor.last_error, self.predictor.last_error_at = str(error), time.time()
+            self.quiet.last_error, self.quiet.last_error_at = str(error), time.time()
             self.channel.render(CHANNEL_ID, [ops.Suggestions(id=call.id, error=str(error))])
             return
         recent = tuple(Snippet(s.path, s.text) for s in call.recent)
         context = CompletionContext(call.prefix, call.suffix, call.filetype, call.path, recent)
-        await self.predictor.predict(call.id, adapter, context, settings.n_completions, settings.context_window)
+        await self.lanes[call.menu].predict(call.id, adapter, context, settings.n_completions, settings.context_window)
 
     async def cancel(self, call: calls.CompletionCancel) -> None:
-        self.predictor.cancel(call.id)
+        for lane in self.lanes.values():
+            lane.cancel(call.id)
 
     def health(self) -> Section:
         """Where predictions send code, and why they went quiet last."""
-        settings, predictor = self.config().completion, self.predictor
+        settings, known = self.config().completion, self.quiet
         entries = []
-        if not settings.enabled and predictor.target is None:
+        if not settings.enabled and known.target is None:
             entries.append(Entry("info", "off: no code is sent (interactions.completion.enabled = true turns it on)"))
-        target = predictor.target
+        target = known.target
         if target is not None:
             model = f" ({target.model})" if target.model else ""
             how = "a chat prompt" if target.kind == "chat" else f"fill-in-the-middle ({target.kind})"
@@ -83,11 +90,11 @@ class CompletionCalls:
             spec = settings.adapter or self.config().chat_adapter
             name = spec.get("name") if isinstance(spec, dict) else spec
             entries.append(Entry("ok", f"on: sends the code around the cursor to the adapter {name} as you type"))
-        if predictor.last_error is not None:
-            when = time.strftime("%H:%M:%S", time.localtime(predictor.last_error_at or time.time()))
-            quiet = max(predictor.quiet_until - time.monotonic(), 0)
+        if known.last_error is not None:
+            when = time.strftime("%H:%M:%S", time.localtime(known.last_error_at or time.time()))
+            quiet = max(known.quiet_until - time.monotonic(), 0)
             advice = [f"predictions pause for {quiet:.0f} s more"] if quiet else None
-            entries.append(Entry("warn", f"the last request failed at {when}: {predictor.last_error}", advice))
+            entries.append(Entry("warn", f"the last request failed at {when}: {known.last_error}", advice))
         return Section(HEALTH, entries)
 
 

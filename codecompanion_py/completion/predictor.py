@@ -44,20 +44,41 @@ class Target:
     host: str
 
 
+@dataclass
+class Quiet:
+    """What the predictors learned of the provider: where it is, and its failures (shared by
+    the ghost text's predictor and the menus', so one failure quiets both)."""
+
+    failures: int = 0
+    quiet_until: float = 0.0  # time.monotonic()
+    last_error: str | None = None
+    last_error_at: float | None = None  # time.time()
+    target: Target | None = None
+
+    def failed(self, error: str) -> None:
+        self.failures += 1
+        wait = min(QUIET_FIRST * 2 ** (self.failures - 1), QUIET_MAX)
+        self.quiet_until = time.monotonic() + wait
+        self.last_error, self.last_error_at = error, time.time()
+        log.warning("completion: %s (quiet for %.0f s)", error, wait)
+
+
 class Predictor:
+    """One lane of requests (the ghost text's, or the menus'): each cancels the one before."""
+
     def __init__(
-        self, send: Callable[[Suggestions], None], client: Callable[[], HttpClient], editor: Editor | None = None
+        self,
+        send: Callable[[Suggestions], None],
+        client: Callable[[], HttpClient],
+        editor: Editor | None = None,
+        quiet: Quiet | None = None,
     ) -> None:
         self._send = send
         self._client = client
         self._editor = editor  # what the adapter's Lua functions (a key, a model) are called through
         self._task: asyncio.Task[Any] | None = None
         self._id: int | None = None
-        self.failures = 0
-        self.quiet_until = 0.0  # time.monotonic()
-        self.last_error: str | None = None
-        self.last_error_at: float | None = None  # time.time()
-        self.target: Target | None = None
+        self.quiet = quiet or Quiet()
 
     def cancel(self, request_id: int | None = None) -> None:
         """Stop the request in flight (`request_id`'s, or whichever)."""
@@ -69,28 +90,29 @@ class Predictor:
     ) -> None:
         """Run in the call's own task: the previous one is cancelled first."""
         self.cancel()
-        if time.monotonic() < self.quiet_until:
-            self._send(Suggestions(id=request_id, error=self.last_error))
+        quiet = self.quiet
+        if time.monotonic() < quiet.quiet_until:
+            self._send(Suggestions(id=request_id, error=quiet.last_error))
             return
         self._task, self._id = asyncio.current_task(), request_id
         context = context.fitted(budget)
         try:
             items = await self._ask(adapter, context, n)
         except CodeCompanionError as error:
-            self._failed(error)
+            quiet.failed(str(error))
             self._send(Suggestions(id=request_id, error=str(error)))
             return
         finally:
             if self._task is asyncio.current_task():  # not a newer request's
                 self._task = None
-        self.failures = 0
+        quiet.failures = 0
         self._send(Suggestions(id=request_id, items=items))
 
     async def _ask(self, adapter: HTTPAdapter, context: CompletionContext, n: int) -> list[str]:
         client = self._client()
         ready = await prepare(adapter, client=client, editor=self._editor)
         kind = fim.kind_of(ready)
-        self.target = Target(ready.name, ready.model, kind, urlsplit(ready.url).hostname or ready.url)
+        self.quiet.target = Target(ready.name, ready.model, kind, urlsplit(ready.url).hostname or ready.url)
         if kind == "chat":
             answers = await asyncio.gather(*(self._chat(adapter, client, context) for _ in range(n)))
             return candidates(answers, context.line_before, context.suffix, chat=True)[:n]
@@ -122,10 +144,3 @@ class Predictor:
         finally:
             await stream.close()
         return answer
-
-    def _failed(self, error: CodeCompanionError) -> None:
-        self.failures += 1
-        wait = min(QUIET_FIRST * 2 ** (self.failures - 1), QUIET_MAX)
-        self.quiet_until = time.monotonic() + wait
-        self.last_error, self.last_error_at = str(error), time.time()
-        log.warning("completion: %s (quiet for %.0f s)", error, wait)

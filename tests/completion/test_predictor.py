@@ -4,6 +4,7 @@ failures that go quiet with :checkhealth saying why."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -101,27 +102,70 @@ def test_model_output_is_cleaned_capped_and_fitted_to_the_cursor():
     assert candidates(["", "   \n"], "", "") == []
 
 
-async def test_failures_go_quiet_and_health_says_why():
-    server = ScriptedServer(lambda _request: error_reply(429, "slow down"))
+def completion_calls(loaded: config.Config, client: HttpClient, channel: Any) -> CompletionCalls:
+    factory = SessionFactory(lambda: loaded, lambda: client, McpServers, PendingCalls())
+    return CompletionCalls(channel=channel, config=lambda: loaded, client=lambda: client, factory=factory)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, Any]] = []
+
+    def render(self, chat_id: Any, batch: list[Any]) -> None:
+        self.sent.extend((chat_id, op) for op in batch)
+
+    def notify(self, message: str, level: str = "ERROR") -> None:
+        raise AssertionError(f"notified at a keystroke: {message}")
+
+
+async def test_a_menu_request_and_the_ghost_texts_do_not_cancel_each_other_but_their_own_next_does():
+    both = asyncio.Event()
+    arrived = 0
+
+    async def answer(_request):
+        nonlocal arrived
+        arrived += 1
+        if arrived >= 2:
+            both.set()
+        await both.wait()
+        return json_reply({"choices": [{"text": "done()"}]})
+
+    server = ScriptedServer(answer)
     await server.start()
-    sent: list[Any] = []
-    client = HttpClient()
-
-    class Channel:
-        def render(self, chat_id: Any, batch: list[Any]) -> None:
-            sent.extend((chat_id, op) for op in batch)
-
-        def notify(self, message: str, level: str = "ERROR") -> None:
-            raise AssertionError(f"notified at a keystroke: {message}")
-
+    recorder, client = Recorder(), HttpClient()
     loaded = config.load(
         {
             "adapters": {"http": {"mine": {"__extends": "openai_compatible", "env": {"url": server.url}}}},
             "interactions": {"completion": {"enabled": True, "adapter": "mine"}},
         }
     )
-    factory = SessionFactory(lambda: loaded, lambda: client, McpServers, PendingCalls())
-    calls = CompletionCalls(channel=Channel(), config=lambda: loaded, client=lambda: client, factory=factory)
+    calls = completion_calls(loaded, client, recorder)
+    try:
+        ghost = asyncio.ensure_future(calls.request(CompletionRequest(id=1, prefix="a")))
+        menu = asyncio.ensure_future(calls.request(CompletionRequest(id=2, prefix="a", menu=True)))
+        await asyncio.wait_for(asyncio.gather(ghost, menu), 10)
+        first = asyncio.ensure_future(calls.request(CompletionRequest(id=3, prefix="b")))
+        await asyncio.sleep(0)
+        second = asyncio.ensure_future(calls.request(CompletionRequest(id=4, prefix="bc")))  # the same lane
+        await asyncio.wait_for(asyncio.gather(first, second, return_exceptions=True), 10)
+    finally:
+        await client.aclose()
+        await server.close()
+    assert sorted((op.id, op.items) for _, op in recorder.sent) == [(1, ["done()"]), (2, ["done()"]), (4, ["done()"])]
+
+
+async def test_failures_go_quiet_and_health_says_why():
+    server = ScriptedServer(lambda _request: error_reply(429, "slow down"))
+    await server.start()
+    recorder, client = Recorder(), HttpClient()
+    sent = recorder.sent
+    loaded = config.load(
+        {
+            "adapters": {"http": {"mine": {"__extends": "openai_compatible", "env": {"url": server.url}}}},
+            "interactions": {"completion": {"enabled": True, "adapter": "mine"}},
+        }
+    )
+    calls = completion_calls(loaded, client, recorder)
 
     try:
         await calls.request(CompletionRequest(id=1, prefix="x = "))

@@ -255,6 +255,7 @@ end
 function M.fetch(callback)
   state.seq = state.seq + 1
   local payload = context(state.seq)
+  payload.menu = true -- its own lane: the ghost text's requests do not cancel it
   state.waiters[state.seq] = callback
   rpc.notify("completion.request", payload)
   return state.seq
