@@ -256,7 +256,7 @@ function M.fetch(callback)
   state.seq = state.seq + 1
   local payload = context(state.seq)
   payload.menu = true -- its own lane: the ghost text's requests do not cancel it
-  state.waiters[state.seq] = callback
+  state.waiters = { [state.seq] = callback } -- the engine stops the menu's request before this one
   rpc.notify("completion.request", payload)
   return state.seq
 end
