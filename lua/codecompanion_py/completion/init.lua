@@ -120,7 +120,8 @@ end
 local function draw()
   local s = state.shown
   api.nvim_buf_clear_namespace(s.buf, ns, 0, -1)
-  local lines = vim.split(s.items[s.index], "\n", { plain = true })
+  local tab = string.rep(" ", vim.bo[s.buf].tabstop) -- a tab in virtual text goes to the screen as it is
+  local lines = vim.split((s.items[s.index]:gsub("\t", tab)), "\n", { plain = true })
   local virt_lines = {}
   for i = 2, #lines do virt_lines[i - 1] = { { lines[i], HL } } end
   api.nvim_buf_set_extmark(s.buf, ns, s.row, #s.before, { virt_text = { { lines[1], HL } },
