@@ -9,9 +9,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from . import calls
-from .adapters.base import HTTPAdapter
+from .adapters.base import HTTPAdapter, substitute
 from .chat.factory import SessionFactory
 from .checkhealth import Entry, Section
 from .client import HttpClient
@@ -87,15 +88,32 @@ class CompletionCalls:
                 Entry("ok", f"sends the code around the cursor to {target.adapter}{model} at {target.host}, by {how}")
             )
         elif settings.enabled:
-            spec = settings.adapter or self.config().chat_adapter
-            name = spec.get("name") if isinstance(spec, dict) else spec
-            entries.append(Entry("ok", f"on: sends the code around the cursor to the adapter {name} as you type"))
+            try:
+                adapter = self.adapter()
+            except CodeCompanionError as error:
+                entries.append(Entry("error", f"on, but its adapter cannot be used: {error}"))
+            else:
+                where = f" at {host}" if (host := url_host(adapter)) else ""
+                entries.append(
+                    Entry("ok", f"on: sends the code around the cursor to {adapter.name}{where} as you type")
+                )
         if known.last_error is not None:
             when = time.strftime("%H:%M:%S", time.localtime(known.last_error_at or time.time()))
             quiet = max(known.quiet_until - time.monotonic(), 0)
             advice = [f"predictions pause for {quiet:.0f} s more"] if quiet else None
             entries.append(Entry("warn", f"the last request failed at {when}: {known.last_error}", advice))
         return Section(HEALTH, entries)
+
+
+def url_host(adapter: HTTPAdapter) -> str | None:
+    """The host `adapter` sends to, when its URL says it without running anything (its `env`
+    entries that are URLs or paths); None when only a request would tell."""
+    plain = ("http://", "https://", "/")  # URLs and paths, not the names of variables or commands
+    urls = {k: v for k, v in adapter.env.items() if isinstance(v, str) and v.startswith(plain)}
+    try:
+        return urlsplit(substitute(adapter.url, urls)).hostname
+    except (KeyError, ValueError):
+        return None
 
 
 @dataclass

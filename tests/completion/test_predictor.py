@@ -191,3 +191,19 @@ def test_health_says_predictions_are_off_by_default():
     calls = CompletionCalls(channel=None, config=lambda: loaded, client=HttpClient, factory=None)  # type: ignore[arg-type]
     assert [entry.level for entry in calls.health().entries] == ["info"]
     assert "no code is sent" in calls.health().entries[0].text
+
+
+def test_health_says_where_predictions_go_before_the_first_request():
+    loaded = config.load(
+        {
+            "adapters": {"http": {"mine": {"__extends": "openai_compatible", "env": {"url": "http://10.0.0.7:8080"}}}},
+            "interactions": {"completion": {"enabled": True, "adapter": "mine"}},
+        }
+    )
+    entries = completion_calls(loaded, HttpClient(), Recorder()).health().entries
+    assert [(e.level, e.text) for e in entries] == [
+        ("ok", "on: sends the code around the cursor to mine at 10.0.0.7 as you type")
+    ]
+    loaded = config.load({"interactions": {"completion": {"enabled": True, "adapter": "nowhere"}}})
+    (entry,) = completion_calls(loaded, HttpClient(), Recorder()).health().entries
+    assert entry.level == "error" and "nowhere" in entry.text
