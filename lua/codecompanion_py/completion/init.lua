@@ -321,8 +321,10 @@ end
 function M.enable()
   if state.enabled then return end
   state.enabled = true
-  api.nvim_set_hl(0, HL, { link = "Comment", default = true })
+  local function highlight() api.nvim_set_hl(0, HL, { link = "Comment", default = true }) end
+  highlight()
   local group = api.nvim_create_augroup("codecompanion_py_completion", { clear = true })
+  api.nvim_create_autocmd("ColorScheme", { group = group, callback = highlight }) -- :hi clear drops it
   api.nvim_create_autocmd({ "TextChangedI", "TextChangedP" }, { group = group, callback = on_change })
   api.nvim_create_autocmd("CursorMovedI", { group = group, callback = on_move })
   api.nvim_create_autocmd("InsertEnter", { group = group, callback = function(ev)
