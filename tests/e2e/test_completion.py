@@ -71,6 +71,8 @@ def test_ghost_text_is_accepted_whole_in_one_undo_step(editor, tmp_path):
         assert fim.asked[0]["prompt"].endswith("def add") and fim.asked[0]["suffix"] == ""
         assert "app.py" in fim.asked[0]["prompt"]  # the file's name goes along
         assert editor.events()[-1]["event"] == "CodeCompanionCompletionShown"
+        editor.nvim.command("colorscheme default")  # it clears highlights; the link comes back
+        assert editor.lua("return vim.api.nvim_get_hl(0, { name = 'CodeCompanionGhostText' }).link") == "Comment"
         editor.nvim.input("<M-l>")
         editor.wait_for(lambda: editor.lines() == ["def add(a, b):", "    return a + b"], what="accepted")
         assert editor.nvim.api.win_get_cursor(0) == [2, 16]
