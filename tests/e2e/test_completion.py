@@ -257,3 +257,30 @@ def test_errors_go_quiet_and_checkhealth_says_where_and_why(editor, tmp_path):
         report = "\n".join(editor.lines())
         assert "sends the code around the cursor to testllm (test-model) at 127.0.0.1" in report
         assert "the last request failed" in report and "invalid api key" in report
+
+
+def test_a_completion_menu_opening_dismisses_the_request_unless_configured(editor, tmp_path):
+    def answer(request):
+        if len(server.requests) == 1:  # the first answer starts, then waits for the client to leave
+            return Reply(headers={"content-type": "application/json"}, chunks=[b'{"choices": '], hang=True)
+        return json_reply({"choices": [{"index": 0, "text": "pha_value"}]})
+
+    with ServerThread(ScriptedServer(answer)) as server:
+        start_editing(editor, tmp_path, server.url)
+        editor.nvim.input("ial")
+        editor.wait_for(lambda: server.requests, what="the request at the server")
+        editor.nvim.input("<Cmd>set completeopt=menuone,noinsert,noselect<CR><Cmd>call complete(1, ['alpha'])<CR>")
+        editor.wait_for(lambda: server.disconnects == 1, what="the request stopped as the menu opened")
+        assert editor.nvim.funcs.pumvisible() == 1 and ghost(editor) is None
+        editor.nvim.input("<C-e>p")  # the menu closed, typing goes on: predictions come back
+        wait_ghost(editor, "pha_value")
+        assert editor.lines() == ["alp"]
+
+
+def test_ghost_text_shows_with_the_menu_open_when_configured(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim(["pha_value"], ["pha_value"]))) as server:
+        start_editing(editor, tmp_path, server.url, "show_with_menu = true, debounce = 20")
+        editor.nvim.input("ial<Cmd>set completeopt=menuone,noinsert,noselect<CR><Cmd>call complete(1, ['alpha'])<CR>")
+        editor.wait_for(lambda: editor.nvim.funcs.pumvisible() == 1, what="the menu")
+        wait_ghost(editor, "pha_value")
+        assert editor.nvim.funcs.pumvisible() == 1
