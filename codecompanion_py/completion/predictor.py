@@ -78,6 +78,7 @@ class Predictor:
         self._editor = editor  # what the adapter's Lua functions (a key, a model) are called through
         self._task: asyncio.Task[Any] | None = None
         self._id: int | None = None
+        self._chat_adapter: HTTPAdapter | None = None  # the adapter last found to have no FIM endpoint
         self.quiet = quiet or Quiet()
 
     def cancel(self, request_id: int | None = None) -> None:
@@ -110,10 +111,13 @@ class Predictor:
 
     async def _ask(self, adapter: HTTPAdapter, context: CompletionContext, n: int) -> list[str]:
         client = self._client()
-        ready = await prepare(adapter, client=client, editor=self._editor)
-        kind = fim.kind_of(ready)
-        self.quiet.target = Target(ready.name, ready.model, kind, urlsplit(ready.url).hostname or ready.url)
-        if kind == "chat":
+        if self._chat_adapter is not adapter:  # its kind is known once its URL is (prepared)
+            ready = await prepare(adapter, client=client, editor=self._editor)
+            kind = fim.kind_of(ready)
+            self.quiet.target = Target(ready.name, ready.model, kind, urlsplit(ready.url).hostname or ready.url)
+            # a chat request prepares the adapter itself: its key (a `cmd:`...) is not resolved twice next time
+            self._chat_adapter = adapter if kind == "chat" else None
+        if self._chat_adapter is adapter:
             answers = await asyncio.gather(*(self._chat(adapter, client, context) for _ in range(n)))
             return candidates(answers, context.line_before, context.suffix, chat=True)[:n]
         shape = fim.SHAPES[kind]

@@ -17,7 +17,7 @@ from codecompanion_py.completion.candidates import candidates, clean
 from codecompanion_py.completion.context import CHARS_PER_TOKEN, CompletionContext, Snippet
 from codecompanion_py.completion.predictor import Predictor
 from codecompanion_py.completion_calls import CompletionCalls
-from codecompanion_py.demo.server import ScriptedServer, error_reply, json_reply
+from codecompanion_py.demo.server import ScriptedServer, error_reply, json_reply, sse_reply
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.ui.editor import PendingCalls
 from codecompanion_py.ui.ops import Suggestions
@@ -207,3 +207,35 @@ def test_health_says_where_predictions_go_before_the_first_request():
     loaded = config.load({"interactions": {"completion": {"enabled": True, "adapter": "nowhere"}}})
     (entry,) = completion_calls(loaded, HttpClient(), Recorder()).health().entries
     assert entry.level == "error" and "nowhere" in entry.text
+
+
+async def test_a_chat_model_gets_the_prompt_and_its_key_command_runs_once_a_request_after_the_first(tmp_path):
+    runs = tmp_path / "runs"
+
+    def chat(request):
+        text = "```python\nreturn 2\n```"
+        return sse_reply(
+            [{"choices": [{"delta": {"content": text}}]}, {"choices": [{"delta": {}, "finish_reason": "stop"}]}]
+        )
+
+    server = ScriptedServer(chat)
+    await server.start()
+    client, sent = HttpClient(), []
+    table = {
+        "__extends": "openai_compatible",
+        "env": {"url": server.url, "api_key": f"cmd:sh -c 'echo run >> {runs}; echo chat-key'"},
+        "opts": {"fim": False},
+    }
+    adapter = config.load({"adapters": {"http": {"chatty": table}}}).adapters.http("chatty")
+    predictor = Predictor(sent.append, lambda: client)
+    try:
+        for request_id in (1, 2):
+            await predictor.predict(request_id, adapter, CONTEXT, 1, 4000)
+    finally:
+        await client.aclose()
+        await server.close()
+    assert sent == [Suggestions(id=1, items=["return 2"]), Suggestions(id=2, items=["return 2"])]
+    assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 2
+    assert server.requests[0].headers["authorization"] == "Bearer chat-key"
+    assert "<|cursor|>" in server.requests[0].json()["messages"][-1]["content"]
+    assert runs.read_text().count("run") == 3  # prepared to learn its kind once, then by each request
