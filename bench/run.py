@@ -22,7 +22,10 @@
 11. Checkpoints in a 20,000-file repository with 50 files changed: the snapshot before a turn,
     what it adds to the first chunk, a rewind of 50 files, the editor's lag (bench/checkpoints.py);
     run last, as it drops the page cache.
-12. The sandbox: starting `true` as run_command does, 50 times unsandboxed, under bubblewrap and
+12. Edit predictions against a scripted FIM server: its last byte to the ghost text, the debounce
+    to the request's first byte, timer lag while typing, and the last key to the ghost text beside
+    minuet-ai.nvim (bench/completion.py).
+13. The sandbox: starting `true` as run_command does, 50 times unsandboxed, under bubblewrap and
     under Landlock (bench/sandbox_start.py).
 """
 
@@ -55,6 +58,7 @@ from codecompanion_py.stream.iterators import HttpStreamIterator  # noqa: E402
 sys.path.insert(0, str(REPO / "bench"))
 import checkpoints  # noqa: E402
 import cold_start  # noqa: E402
+import completion  # noqa: E402
 import sandbox_start  # noqa: E402
 
 REPEATS = 7
@@ -775,7 +779,8 @@ def main() -> None:
         ("long_chats", "7. long chats", bench_long_chats),
         ("big_files", "8. big files", bench_big_files),
         ("cold_start", "10. cold start", bench_cold_start),
-        ("sandbox", "12. sandboxed command start", sandbox_start.bench_sandbox),
+        ("completion", "12. edit predictions", completion.bench_completion),
+        ("sandbox", "13. sandboxed command start", sandbox_start.bench_sandbox),
     ):
         print(f"{title} ...", flush=True)
         report[key] = bench()
@@ -866,6 +871,7 @@ def main() -> None:
     c = report["cold_start"]
     print("\n".join(cold_start.report_lines(c, c["idle_cost"])))
     print("\n".join(checkpoints.report_lines(report["checkpoints"])))
+    print("\n".join(completion.report_lines(report["completion"])))
     print("\n".join(sandbox_start.report_lines(report["sandbox"])))
     out = REPO / "bench" / "results"
     out.mkdir(exist_ok=True)

@@ -1,4 +1,4 @@
-"""12. What the sandbox adds to starting a command: `true` run 50 times each way, as
+"""13. What the sandbox adds to starting a command: `true` run 50 times each way, as
 run_command runs it (`Sandbox.launch`, then `run_process`: the paths resolved, the
 listening sockets read, the command started, its output read to its end), interleaved so
 drift hits every way alike. Unsandboxed, under bubblewrap, and under Landlock; a mechanism
@@ -67,7 +67,7 @@ def bench_sandbox() -> dict:
 
 def report_lines(report: dict) -> list[str]:
     lines = [
-        f"(12) starting `true` as run_command does, median of {report['runs']}: unsandboxed "
+        f"(13) starting `true` as run_command does, median of {report['runs']}: unsandboxed "
         f"{report['unsandboxed_median_ms']:.1f} ms (p90 {report['unsandboxed_p90_ms']:.1f})"
     ]
     for way in ("bubblewrap", "landlock"):

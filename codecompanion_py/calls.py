@@ -148,6 +148,29 @@ class CmdRun(ChatCall, frozen=True, kw_only=True):
     model: str | None = None
 
 
+class RecentSnippet(msgspec.Struct, frozen=True, kw_only=True):
+    path: str = ""
+    text: str = ""
+
+
+class CompletionRequest(Call, frozen=True, kw_only=True):
+    """Lua's debounce fired: predict the text at the cursor for request `id`."""
+
+    id: int = 0
+    prefix: str = ""  # the buffer before the cursor (a bounded number of lines)
+    suffix: str = ""  # and after it
+    filetype: str = ""
+    path: str = ""
+    recent: list[RecentSnippet] = []  # other buffers edited lately, around their last change
+    menu: bool = False  # for a completion menu's source, not the ghost text
+
+
+class CompletionCancel(Call, frozen=True, kw_only=True):
+    """The suggestion `id` is dismissed (another key, insert mode left): its request stops."""
+
+    id: int | None = None
+
+
 class McpControl(ChatCall, frozen=True, kw_only=True):
     server: str = ""
     action: str = ""
@@ -311,6 +334,8 @@ CALLS: dict[str, type[Call]] = {
     "inline.stop": ChatCall,
     "cmd.run": CmdRun,
     "mcp.control": McpControl,
+    "completion.request": CompletionRequest,
+    "completion.cancel": CompletionCancel,
     "editor.reply": EditorReply,
     "log": LogRecord,
     # requests

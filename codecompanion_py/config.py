@@ -45,6 +45,7 @@ from .adapters.registry import EXTENDS_KEY, Adapters, Definition, merge_over
 from .chat import compaction
 from .chat.judge import JudgeSettings
 from .chat.session import DEFAULT_SYSTEM_PROMPT
+from .completion.settings import CompletionSettings
 from .errors import ConfigError
 from .logfile import LEVELS
 from .outbound import ClientSettings
@@ -80,6 +81,7 @@ class Config:
     context_management: compaction.Settings = field(default_factory=compaction.Settings)
     background_adapter: Any = None  # None: the chat's own adapter
     judge: JudgeSettings = field(default_factory=JudgeSettings)  # interactions.background.gates.judge
+    completion: CompletionSettings = field(default_factory=CompletionSettings)  # interactions.completion
     diff_threshold_for_chat: int = 0  # display.diff.threshold_for_chat (0: every edit is reviewed in its file)
 
     def chat_system_prompt(self, cwd: str) -> str | lua.LuaFunction | None:
@@ -158,6 +160,8 @@ def load(raw: Mapping[str, Any] | None) -> Config:
                 if isinstance(spec, str) and isinstance(table.get("model"), str):
                     spec = {"name": spec, "model": table["model"]}
                 setattr(config, f"{name}_adapter", spec)
+    completion = _table(_table(raw.get("interactions"), "interactions").get("completion"), "interactions.completion")
+    config.completion = CompletionSettings.from_config(completion)
     for key in ("strategies", "interactions"):  # the newer spelling wins
         opts = _chat_opts(raw, key)
         if "context_management" in opts:

@@ -45,6 +45,7 @@ from .chat.protocol import Session
 from .chat.rewind import Rewinder
 from .chat_calls import ChatCalls
 from .client import HttpClient
+from .completion_calls import CompletionCalls
 from .errors import CodeCompanionError, ConfigError
 from .inline_calls import InlineCalls
 from .mcp.servers import McpServers
@@ -108,6 +109,13 @@ class Engine:
             pending=self.pending,
             chats=self.sessions,
         )
+        self.completion = CompletionCalls(
+            channel=channel,
+            config=lambda: self.config,
+            client=lambda: self.client,
+            factory=factory,
+            pending=self.pending,
+        )
         mcp = McpCalls(channel=channel, servers=lambda: self.mcp, chats=self.sessions)
         review = ReviewCalls(self.stores)
         # Adding a call: its struct in calls.py and one line in one of these two tables.
@@ -140,6 +148,8 @@ class Engine:
             "inline.stop": self.inline.stop,
             "cmd.run": self.inline.command,
             "mcp.control": mcp.control,
+            "completion.request": self.completion.request,
+            "completion.cancel": self.completion.cancel,
             "review.track": review.track,  # an agent's edit, in the review's scope
             "review.baseline": review.baseline,  # a CLI agent's prompt
             "editor.reply": self._editor_reply,
@@ -313,7 +323,8 @@ class Engine:
         in_use = adapter_health.entries(self.config, report["agents"])
         log_line = checkhealth.log_entry(logfile.path(), self.config.log_level)
         sandbox = await asyncio.to_thread(checkhealth.sandbox_entries, self.config.tools.sandbox)
-        return checkhealth.for_lua(report, self.mcp.status(), in_use, log_line, sandbox)
+        sections = checkhealth.for_lua(report, self.mcp.status(), in_use, log_line, sandbox)
+        return [*sections, msgspec.to_builtins(self.completion.health())]
 
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())

@@ -94,3 +94,11 @@ end, {
     return vim.tbl_filter(function(item) return item:find(arg, 1, true) == 1 end, items)
   end,
 })
+
+vim.api.nvim_create_user_command("CodeCompanionCompletion", function(cmd)
+  require("codecompanion_py.completion").command(cmd.args)
+end, {
+  nargs = 1,
+  desc = "Edit predictions while typing: enable|disable|toggle",
+  complete = function() return { "enable", "disable", "toggle" } end,
+})

@@ -263,6 +263,16 @@ class Rewound(_Op, tag="rewound", frozen=True):
     files: tuple[RestoredFile, ...] = ()
 
 
+class Suggestions(_Op, tag="suggestions", frozen=True):
+    """Edit predictions for the completion request `id` (sent as chat id "completion"):
+    cleaned candidates to show as ghost text, none after an `error` (which :checkhealth
+    tells; the editor stays quiet)."""
+
+    id: int
+    items: list[str] = []
+    error: str | None = None
+
+
 class Debug(_Op, tag="debug", frozen=True):
     """`gd`: what the engine holds for this chat, as Markdown for a read-only window (`gS`:
     the Copilot account's usage, under its `title`)."""
@@ -297,6 +307,7 @@ Op = Union[
     Rewind,
     Rewound,
     Debug,
+    Suggestions,
 ]
 
 OP_NAMES: tuple[str, ...] = tuple(str(kind.__struct_config__.tag) for kind in get_args(Op))

@@ -179,4 +179,11 @@ function M.code_review(args)
   return require("codecompanion_py.code_review").run(args)
 end
 
+-- Edit predictions' state, for statuslines: { enabled, state = "off"|"idle"|"waiting"|"shown"|"error", ... }.
+---@return table
+function M.completion_status()
+  local completion = package.loaded["codecompanion_py.completion"]
+  return completion and completion.status() or { enabled = false, state = "off" }
+end
+
 return M

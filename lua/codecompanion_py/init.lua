@@ -8,6 +8,16 @@ M.defaults = {
   adapters = { http = {}, acp = {} },
   interactions = {
     chat = {},
+    completion = { -- edit predictions while typing (completion/): off, since they send code as you type
+      enabled = false,
+      debounce = 150, -- ms of pause before asking
+      n_completions = 1,
+      context_window = 4000, -- tokens of context a request carries
+      filetypes = {}, -- { lua = false, ["*"] = true }
+      show_with_menu = false, -- ghost text while a completion menu is open
+      keymaps = { accept = "<M-l>", accept_word = false, accept_line = false, next = "<M-]>", prev = "<M-[>",
+        dismiss = "<C-]>" },
+    },
     code_review = { -- CodeCompanion's (code_review.lua)
       enabled = true,
       keymaps = {
@@ -52,6 +62,9 @@ function M.setup(opts)
   require("codecompanion_py.config_check").report(M.user_opts)
   local rpc = require("codecompanion_py.rpc")
   rpc.config_changed()
+  local completion = package.loaded["codecompanion_py.completion"]
+  if completion then completion.disable() end -- its keys as the new config says
+  if M.config.interactions.completion.enabled == true then require("codecompanion_py.completion").enable() end
   rpc.start_in_background(M.config.opts or {})
 end
 

@@ -102,6 +102,8 @@ local interactions = {
     variables = OWN_CONTEXT,
     opts = { ["*"] = "the inline assistant's options are its adapter and keymaps here" },
   }),
+  completion = honoured({ "enabled", "adapter", "model", "debounce", "n_completions", "filetypes", "context_window",
+    "show_with_menu" }, { keymaps = honoured({ "accept", "accept_word", "accept_line", "next", "prev", "dismiss" }) }),
   cmd = honoured({ "adapter", "model" }, {
     opts = { system_prompt = "the command's system prompt is this plugin's own" },
   }),

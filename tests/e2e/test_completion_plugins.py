@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from codecompanion_py.demo.server import ScriptedServer, ServerThread, json_reply
 from tests.e2e.test_chat_surface import chat_config, setup
+from tests.e2e.test_completion import completion_config
 
 pytestmark = pytest.mark.nvim
 
@@ -115,3 +116,37 @@ def test_slash_commands_pick_through_each_picker_plugin(editor, tmp_path, provid
         editor.nvim.input("<CR>")
         editor.wait_for(lambda: editor.lines(chat)[-1] == "#{file:app.py}", what="the picked file inserted")
         assert editor.lua("return _G.cc_default_used") is False
+
+
+# Edit predictions offered in each menu (completion/blink.lua, completion/cmp.lua).
+PREDICTIONS = {
+    "nvim-cmp": "require('cmp').setup({ sources = { { name = 'codecompanion_completion' } } })",
+    "blink.cmp": "require('blink.cmp').setup({ fuzzy = { implementation = 'lua' }, sources = { default = "
+    "{ 'codecompanion_completion' }, providers = { codecompanion_completion = { name = 'CodeCompanion', "
+    "module = 'codecompanion_py.completion.blink' } } } })",
+}
+
+
+@pytest.mark.parametrize("name", list(PREDICTIONS))
+def test_a_completion_plugin_offers_edit_predictions(editor, tmp_path, name):
+    path, lua = plugin(name), COMPLETERS[name]
+    asked = []
+
+    def fim(request):
+        asked.append(request.json())
+        return json_reply({"choices": [{"index": 0, "text": "ute(total)\nprint(value)"}]})
+
+    with ServerThread(ScriptedServer(fim)) as server:
+        editor.nvim.command(f"set runtimepath+={path}")
+        editor.lua(PREDICTIONS[name])
+        # the ghost text waits long: the menu alone asks here
+        setup(editor, server.url, completion_config("debounce = 60000"))
+        editor.nvim.command(f"edit {tmp_path / 'app.py'}")
+        editor.nvim.input("ivalue = comp")
+        editor.wait_for(lambda: editor.lines() == ["value = comp"], what="typed")
+        editor.lua(lua["show"])
+        labels = editor.wait_for(lambda: editor.lua(lua["labels"]) or None, what=f"{name}'s menu")
+        assert labels == ["compute(total)"]
+        assert asked[-1]["prompt"].endswith("value = comp")
+        editor.lua(lua["accept"])
+        editor.wait_for(lambda: editor.lines() == ["value = compute(total)", "print(value)"], what="accepted")

@@ -27,11 +27,14 @@ M.user_header = config.user_header
 
 local unknown_reported = {}
 
--- The engine's ops for a chat; a string id ("inline:N", "cmd:N") is an inline request's.
+-- The engine's ops for a chat; a string id ("inline:N", "cmd:N") is an inline request's, and
+-- "completion" edit predictions'.
 ---@param chat_id integer|string|nil nil (vim.NIL) for events of no chat (an MCP server started by /mcp)
 ---@param ops table[]
 function M.apply(chat_id, ops)
-  if type(chat_id) == "string" then
+  if chat_id == "completion" then
+    return require("codecompanion_py.completion").apply(ops)
+  elseif type(chat_id) == "string" then
     return require("codecompanion_py.inline").apply(chat_id, ops)
   end
   if chat_id == nil or chat_id == vim.NIL then
@@ -58,11 +61,13 @@ function M.apply(chat_id, ops)
   end
 end
 
--- The op names Lua renders, the chat's and the inline assistant's (checked against the engine's list).
+-- The op names Lua renders, the chat's, the inline assistant's and completion's (checked against the engine's list).
 ---@return string[]
 function M.op_names()
   local names = vim.tbl_keys(render)
-  for _, name in ipairs(require("codecompanion_py.inline").op_names) do
+  local others = vim.list_extend(vim.list_slice(require("codecompanion_py.inline").op_names),
+    require("codecompanion_py.completion").op_names)
+  for _, name in ipairs(others) do
     if not render[name] then
       table.insert(names, name)
     end
