@@ -12,6 +12,7 @@ import json
 import pytest
 
 from codecompanion_py.demo.server import ScriptedServer, ServerThread
+from codecompanion_py.sandbox import Sandbox, SandboxPolicy
 
 from .lua_tools import calculator_v19 as calculator
 from .test_tools import setup_with_tools, text_reply, tool_call_reply, tool_messages
@@ -230,7 +231,8 @@ def test_a_tool_extending_run_command_builds_and_runs_its_command(editor, tmp_pa
         [result] = tool_messages(server.requests[1])
         assert "hello world" in result["content"] and "echo hello world" in result["content"]
         prompts = [p["prompt"] for p in editor.lua("return _G.cc_prompts")]
-        assert prompts == (["Run the command `echo hello world`?"] if asked else [])
+        where = Sandbox(SandboxPolicy(), root=str(tmp_path)).describe()
+        assert prompts == ([f"Run the command `echo hello world`? ({where})"] if asked else [])
 
 
 def test_require_approval_before_false_runs_a_built_in_without_asking(editor, tmp_path):

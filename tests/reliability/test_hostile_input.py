@@ -36,6 +36,7 @@ from codecompanion_py.chat.session import ChatSession
 from codecompanion_py.client import HttpClient
 from codecompanion_py.demo.server import Reply, Request, ScriptedServer, sse_reply
 from codecompanion_py.events import NoticeEvent, ToolProgressEvent, ToolResultEvent
+from codecompanion_py.sandbox import SandboxPolicy
 from codecompanion_py.tools.registry import ToolSettings
 from codecompanion_py.tools.workspace import Workspace
 from codecompanion_py.ui import ops
@@ -162,8 +163,12 @@ async def run_turn(
     remembered: tuple[str, ...] = (),
     responder: Any = None,
     prompt: str = "go",
+    sandbox: SandboxPolicy | None = None,
 ) -> Turn:
     server = ScriptedServer(responder) if responder is not None else ScriptedServer.sequence(list(replies))
+    settings = ToolSettings.from_config({"opts": {"default_tools": TOOLS}})
+    if sandbox is not None:
+        settings.sandbox = sandbox
     await server.start()
     client = HttpClient(retries=0)
     editor = editor or Editor()
@@ -173,7 +178,7 @@ async def run_turn(
         client=client,
         sink=Recorder(),
         system_prompt=None,
-        tools=ToolSettings.from_config({"opts": {"default_tools": TOOLS}}),
+        tools=settings,
         editor=editor,
         workspace=Workspace(root),
     )
@@ -408,8 +413,14 @@ WRITERS = [
 ]
 
 
+# YOLO mode without a sandbox: the approval is the only gate (with bubblewrap, YOLO runs
+# commands confined to the project: tests/e2e/test_sandbox.py)
+UNSANDBOXED = SandboxPolicy(enabled=False)
+OFF = "(not sandboxed: the sandbox is turned off in your config)"
+
+
 @pytest.mark.parametrize("command", WRITERS)
-async def test_a_command_that_looks_read_only_still_asks_in_yolo_mode(tmp_path, command):
+async def test_a_command_that_looks_read_only_still_asks_in_yolo_mode_without_a_sandbox(tmp_path, command):
     root = project(tmp_path)
     before = tree(root)
     turn = await run_turn(
@@ -418,9 +429,10 @@ async def test_a_command_that_looks_read_only_still_asks_in_yolo_mode(tmp_path, 
         answer(),
         yolo=True,
         remembered=("git log", "cat notes.txt", "sed -n 1p notes.txt", "find . -name '*.txt'"),
+        sandbox=UNSANDBOXED,
     )
     [asked] = turn.editor.asked
-    assert asked["prompt"] == f"Run the command `{command}`?"
+    assert asked["prompt"] == f"Run the command `{command}`? {OFF}"
     assert asked["always"] == f"Always accept `{command}` in this chat"  # only this exact command
     assert tree(root) == before  # rejected: nothing ran
     [output] = turn.outputs()
@@ -436,9 +448,10 @@ async def test_always_covers_only_the_exact_command_it_was_given_for(tmp_path):
         answer(),
         yolo=True,
         remembered=("cat notes.txt",),
+        sandbox=UNSANDBOXED,
     )
     [asked] = turn.editor.asked  # the remembered command ran without asking; the longer one asked
-    assert asked["prompt"] == "Run the command `cat notes.txt; sed -i 's/hello/pwned/' notes.txt`?"
+    assert asked["prompt"] == f"Run the command `cat notes.txt; sed -i 's/hello/pwned/' notes.txt`? {OFF}"
     ran, refused = turn.outputs()
     assert ran["status"] == "success" and "hello" in ran["text"]
     assert refused["status"] == "rejected"
@@ -517,6 +530,7 @@ async def test_a_prompt_injected_through_a_file_cannot_run_a_tool_without_approv
         answer("I was told to, but you said no."),
         yolo=yolo,
         prompt="summarize README.md",
+        sandbox=UNSANDBOXED,  # the approval is the gate here
     )
     [asked] = turn.editor.asked
     assert asked["tool"] == name

@@ -19,6 +19,7 @@ import pytest
 
 from codecompanion_py import processes
 from codecompanion_py.messages import ToolCall, ToolResultPart
+from codecompanion_py.sandbox import Sandbox, SandboxPolicy
 from codecompanion_py.tools.approvals import Approvals
 from codecompanion_py.tools.context import ChatHandle, ToolsContext
 from codecompanion_py.tools.orchestrator import Orchestrator
@@ -66,11 +67,14 @@ async def run(
     return result, editor
 
 
+WHERE = Sandbox(SandboxPolicy(), root=".").describe()  # the approval says where the command runs
+
+
 async def test_padding_before_a_second_command_is_collapsed_in_the_prompt(tmp_path):
     (tmp_path / "x").mkdir()
     result, editor = await run(tmp_path, "run_command", "reject", cmd=f"ls{PADDING};{PADDING}rm -rf x", flag=None)
     [asked] = editor.asked
-    assert asked["prompt"] == "Run the command `ls ; rm -rf x`?"
+    assert asked["prompt"] == f"Run the command `ls ; rm -rf x`? ({WHERE})"
     assert asked["always"] == "Always accept `ls ; rm -rf x` in this chat"
     assert result.status == "rejected"
     assert (tmp_path / "x").is_dir()
@@ -80,7 +84,7 @@ async def test_what_the_prompt_shows_is_what_runs(tmp_path):
     command = f"echo   a\t\t;{PADDING}echo 'b    c'   \"d  $(echo 'e    f')\"   "
     result, editor = await run(tmp_path, "run_command", "accept", cmd=command, flag=None)
     shown = "echo a ; echo 'b    c' \"d  $(echo 'e    f')\""
-    assert editor.asked[0]["prompt"] == f"Run the command `{shown}`?"
+    assert editor.asked[0]["prompt"] == f"Run the command `{shown}`? ({WHERE})"
     assert result.status == "success"
     assert result.content == f"`{shown}` (exit code 0):\n```\na\nb    c d  e    f\n```"
 
@@ -106,7 +110,7 @@ async def test_a_command_with_characters_the_prompt_cannot_show_is_refused(tmp_p
 async def test_a_multi_line_command_is_also_shown_whole_above_the_prompt(tmp_path):
     result, editor = await run(tmp_path, "run_command", "reject", cmd="ls   \n\n\n   rm -rf x   ", flag=None)
     [asked] = editor.asked
-    assert asked["prompt"] == "Run the command `ls\nrm -rf x`?"
+    assert asked["prompt"] == f"Run the command `ls\nrm -rf x`? ({WHERE})"
     assert "```sh\nls\nrm -rf x\n```" in asked["detail"]
 
 
