@@ -9,7 +9,6 @@ the seccomp program (hex; empty for none) the command runs under: the relay itse
 the Unix socket the filter forbids, so it puts only the command under it.
 """
 
-import ctypes
 import os
 import socket
 import subprocess
@@ -50,28 +49,17 @@ def serve(listener: socket.socket, path: str) -> None:
         threading.Thread(target=carry, args=(client, path), daemon=True).start()
 
 
-def confine(program: bytes) -> None:
-    """seccomp.install, for the command's child (standard library only here)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    buffer = ctypes.create_string_buffer(program, len(program))
-
-    class Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    prog = Fprog(len(program) // 8, ctypes.addressof(buffer))
-    if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "seccomp")
-
-
 def main() -> int:
     path, program, command = sys.argv[1], bytes.fromhex(sys.argv[2]), sys.argv[4:]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # seccomp.py beside: standard library only
+    from seccomp import install
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(ADDRESS)
     listener.listen(64)
     threading.Thread(target=serve, args=(listener, path), daemon=True).start()
     try:
-        return subprocess.call(command, preexec_fn=(lambda: confine(program)) if program else None)
+        return subprocess.call(command, preexec_fn=(lambda: install(program)) if program else None)
     except OSError as error:
         print(f"cannot run {command[0]}: {error.strerror}", file=sys.stderr)
         return 127

@@ -200,6 +200,8 @@ async def test_a_host_list_lets_http_through_the_proxy_to_those_hosts_only(mecha
     assert result.output.strip() == "hello", result.output
     direct = await run(allowed, connect(server.port), project)  # around the proxy: no way
     assert "CONNECTED" not in direct.output
+    unix = await run(allowed, "import socket; socket.socket(socket.AF_UNIX)", project)  # the relay's filter
+    assert not unix.ok and "Permission denied" in unix.output
     other = sandbox(mechanism, project, network=("pypi.org",))
     refused = await run(other, FETCH.format(port=server.port), project)
     assert "FAILED" in refused.output and "hello" not in refused.output
