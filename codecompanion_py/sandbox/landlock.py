@@ -107,7 +107,11 @@ def network_words(version: int, policy: SandboxPolicy) -> str:
 def restrictor(confinement: Confinement, *, version: int, network: bool, proxy_port: int | None) -> Callable[[], None]:
     """A `preexec_fn` that confines the child before it runs the command. The rules are
     made here, in the parent; the child only opens each path and calls the kernel."""
-    grants = plan(confinement, version)
+    file_rights = WRITE_FILE | READ_FILE | EXECUTE | _TRUNCATE | _IOCTL_DEV  # what a file can be granted
+    grants = [
+        (path, rights if os.path.isdir(path) else rights & file_rights) for path, rights in plan(confinement, version)
+    ]
+    libc = ctypes.CDLL(None, use_errno=True)
     fs = _fs_rights(version)
     net = _NET_BIND | _NET_CONNECT if (not network and version >= 4) else 0
     scoped = _SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL if version >= 6 else 0
@@ -115,7 +119,6 @@ def restrictor(confinement: Confinement, *, version: int, network: bool, proxy_p
     ruleset_attr = struct.pack("<QQQ", fs, net, scoped)[:size]
 
     def preexec() -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
         ruleset = libc.syscall(_CREATE_RULESET, ctypes.c_char_p(ruleset_attr), len(ruleset_attr), 0)
         if ruleset < 0:
             raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
@@ -124,8 +127,6 @@ def restrictor(confinement: Confinement, *, version: int, network: bool, proxy_p
                 fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
             except OSError:
                 continue
-            if not os.path.isdir(path):
-                rights &= WRITE_FILE | READ_FILE | EXECUTE | _TRUNCATE | _IOCTL_DEV  # what a file can be granted
             rule = struct.pack("<Qi", rights, fd)
             libc.syscall(_ADD_RULE, ruleset, _PATH_BENEATH, ctypes.c_char_p(rule), 0)
             os.close(fd)

@@ -57,10 +57,11 @@ def available(choice: str = "auto") -> Availability:
     return Availability("none", reason="; ".join(reasons))
 
 
+@functools.cache
 def _filtered() -> Callable[[], None] | None:
     """A `preexec_fn` putting the child under the seccomp filter (None where there is none)."""
     program = seccomp.program()
-    return None if program is None else functools.partial(seccomp.install, program)
+    return None if program is None else seccomp.installer(program)
 
 
 @functools.cache

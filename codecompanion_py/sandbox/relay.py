@@ -53,6 +53,7 @@ def main() -> int:
     path, program, command = sys.argv[1], bytes.fromhex(sys.argv[2]), sys.argv[4:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # seccomp.py beside: standard library only
     from seccomp import install  # type: ignore[import-not-found,unused-ignore]
+
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(ADDRESS)

@@ -14,6 +14,7 @@ import ctypes
 import errno
 import platform
 import struct
+from collections.abc import Callable
 
 _LD_ABS_W, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
 _ALLOW = 0x7FFF0000
@@ -58,16 +59,27 @@ def program() -> bytes | None:
     return b"".join(struct.pack("<HBBI", *step) for step in steps)
 
 
-def install(filter_bytes: bytes) -> None:
-    """Put this process (and all it starts) under the filter; for a `preexec_fn`."""
+class _Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def installer(filter_bytes: bytes) -> Callable[[], None]:
+    """A `preexec_fn` putting the child (and all it starts) under the filter. The program
+    and libc are made ready here, in the parent: the child only makes two calls."""
     libc = ctypes.CDLL(None, use_errno=True)
     buffer = ctypes.create_string_buffer(filter_bytes, len(filter_bytes))
+    prog = _Fprog(len(filter_bytes) // 8, ctypes.addressof(buffer))
 
-    class Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+    def install() -> None:
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
 
-    prog = Fprog(len(filter_bytes) // 8, ctypes.addressof(buffer))
-    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+    install.keep = buffer  # type: ignore[attr-defined]  # the program lives as long as the function
+    return install
+
+
+def install(filter_bytes: bytes) -> None:
+    """Put this process under the filter now (the relay, for its command)."""
+    installer(filter_bytes)()
