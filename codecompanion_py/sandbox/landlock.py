@@ -8,8 +8,8 @@ keyrings are closed by the seccomp filter, as under bubblewrap. Not enforced her
 bubblewrap, so YOLO mode still asks (`Sandbox.whole`): files that run code inside the
 project stay writable, and so do denied paths inside a writable one; UDP is not filtered
 and the TCP rule is by port (the proxy's port is open on any address); a process that
-starts its own session can outlive the command; other processes can be seen (and read,
-when the editor runs as root); /tmp is not private (TMPDIR points at the scratch folder)
+starts its own session can outlive the command; other processes can be seen (not read: no
+capability is kept, even as root); /tmp is not private (TMPDIR points at the scratch folder)
 and /dev/shm is shared. A kernel below ABI 4 has no TCP rule at all (the approval says so).
 """
 
@@ -104,6 +104,30 @@ def network_words(version: int, policy: SandboxPolicy) -> str:
     return "no TCP, UDP open"
 
 
+_PR_CAPBSET_DROP = 24
+_CAP_VERSION_3 = 0x20080522
+
+
+def _last_capability() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as found:
+            return int(found.read())
+    except (OSError, ValueError):
+        return 63
+
+
+def _drop_capabilities(libc: ctypes.CDLL, last_cap: int) -> None:
+    """Root keeps no capability (none after exec either: the bounding set is emptied first).
+    With CAP_SYS_PTRACE, Landlock would let the command read other processes' memory and
+    environment (the engine's keys)."""
+    for cap in range(last_cap + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    header = struct.pack("<Ii", _CAP_VERSION_3, 0)
+    data = bytes(24)  # two {effective, permitted, inheritable}, all empty
+    if libc.capset(ctypes.c_char_p(header), ctypes.c_char_p(data)) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
 def restrictor(confinement: Confinement, *, version: int, network: bool, proxy_port: int | None) -> Callable[[], None]:
     """A `preexec_fn` that confines the child before it runs the command. The rules are
     made here, in the parent; the child only opens each path and calls the kernel."""
@@ -118,7 +142,12 @@ def restrictor(confinement: Confinement, *, version: int, network: bool, proxy_p
     size = 24 if version >= 6 else 16 if version >= 4 else 8
     ruleset_attr = struct.pack("<QQQ", fs, net, scoped)[:size]
 
+    as_root = os.geteuid() == 0
+    last_cap = _last_capability()
+
     def preexec() -> None:
+        if as_root:
+            _drop_capabilities(libc, last_cap)
         ruleset = libc.syscall(_CREATE_RULESET, ctypes.c_char_p(ruleset_attr), len(ruleset_attr), 0)
         if ruleset < 0:
             raise OSError(ctypes.get_errno(), "landlock_create_ruleset")

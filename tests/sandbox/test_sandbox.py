@@ -360,3 +360,17 @@ def _argv_has(entry: Path, needle: bytes) -> bool:
         return needle in (entry / "cmdline").read_bytes()
     except OSError:
         return False
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+async def test_a_command_keeps_no_capability_and_cannot_read_the_engines_environment(mechanism, project):
+    code = f"""
+    print("caps", open("/proc/self/status").read().split("CapEff:")[1].split()[0])
+    try:
+        print("ENV", open("/proc/{os.getpid()}/environ").read()[:20])
+    except OSError:
+        print("no environ")
+    """
+    result = await run(sandbox(mechanism, project), code, project)
+    assert "caps 0000000000000000" in result.output  # none, even when the editor runs as root
+    assert "no environ" in result.output and "ENV" not in result.output
