@@ -42,14 +42,13 @@ class Confinement:
         cwd: str,
         scratch: str,
         readonly: Iterable[str] = (),
-        private: Iterable[str] = (),
     ) -> Confinement:
         root = os.path.realpath(root)
         writable = _existing(expand(p, base=root) for p in policy.writable)
         open_paths = (root, *writable)
         deny_dirs: list[str] = []
         deny_files: list[str] = []
-        for path in _existing(expand(p, base=root) for p in (*policy.deny_read, *private)):
+        for path in _existing(expand(p, base=root) for p in policy.deny_read):
             if path in open_paths or any(_under(p, path) for p in open_paths):
                 continue  # never the project itself: denying it would deny the work
             (deny_dirs if os.path.isdir(path) else deny_files).append(path)

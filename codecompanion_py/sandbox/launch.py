@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..processes.run import then
 from . import bubblewrap, landlock, seccomp
 from .confine import Confinement
 from .policy import SandboxPolicy
@@ -98,12 +99,10 @@ class Sandbox:
         *,
         root: str,
         readonly: Callable[[], Iterable[str]] = tuple,
-        private: Iterable[str] = (),
     ) -> None:
         self.policy = policy
         self.root = root
         self.readonly = readonly  # asked per command: the project's files that run code, as they are now
-        self.private = tuple(private)  # the plugin's own data: saved chats, the log
 
     @property
     def availability(self) -> Availability:
@@ -150,7 +149,6 @@ class Sandbox:
             cwd=cwd,
             scratch=scratch_dir(os.path.realpath(self.root)),
             readonly=self.readonly(),
-            private=self.private,
         )
         confine_calls = _filtered()
         proxy = self.proxy
@@ -178,17 +176,7 @@ class Sandbox:
         preexec = landlock.restrictor(
             confinement, version=found.abi, network=self.policy.network is True, proxy_port=port
         )
-        if confine_calls is not None:
-            preexec = _both(preexec, confine_calls)
-        return Launch(list(argv), child_env, preexec, found.name)
-
-
-def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
-        first()
-        second()
-
-    return run
+        return Launch(list(argv), child_env, then(preexec, confine_calls), found.name)
 
 
 def proxy_env(address: str) -> dict[str, str]:
