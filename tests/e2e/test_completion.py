@@ -284,3 +284,20 @@ def test_ghost_text_shows_with_the_menu_open_when_configured(editor, tmp_path):
         editor.wait_for(lambda: editor.nvim.funcs.pumvisible() == 1, what="the menu")
         wait_ghost(editor, "pha_value")
         assert editor.nvim.funcs.pumvisible() == 1
+
+
+def test_text_of_turned_off_buffers_never_goes_along(editor, tmp_path):
+    fim = Fim(["1"])
+    with ServerThread(ScriptedServer(fim)) as server:
+        start_editing(editor, tmp_path, server.url, "filetypes = { markdown = false }")
+        for buffer, typed in ((f"edit {tmp_path / 'notes.md'}", "password = hunter2"), ("enew | setl bt=nofile", "t=ABC123")):
+            editor.nvim.command(buffer)
+            editor.nvim.input("i" + typed)  # its own typeahead: TextChangedI fires before the <Esc>
+            editor.wait_for(lambda typed=typed: editor.lines() == [typed], what="typed")
+            editor.nvim.command("doautocmd TextChangedI")
+            editor.nvim.input("<Esc>")
+        editor.nvim.command(f"edit {tmp_path / 'b.py'}")
+        editor.nvim.input("ix = ")
+        wait_ghost(editor, "1")
+        assert "hunter2" not in fim.asked[-1]["prompt"] and "ABC123" not in fim.asked[-1]["prompt"]
+        assert not any("hunter2" in a["prompt"] for a in fim.asked)

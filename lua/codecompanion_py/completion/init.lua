@@ -186,10 +186,11 @@ local function consume(buf)
 end
 
 local function on_change(ev)
+  if not M.wanted(ev.buf) then return M.dismiss() end -- turned-off buffers' text is never sent
   remember_edit(ev.buf, api.nvim_win_get_cursor(0)[1] - 1)
   if consume(ev.buf) then return end
   M.dismiss()
-  if M.wanted(ev.buf) then schedule() end
+  schedule()
 end
 
 -- The cursor moved with no change (arrows, a click): what was shown no longer fits.
