@@ -301,3 +301,20 @@ def test_text_of_turned_off_buffers_never_goes_along(editor, tmp_path):
         wait_ghost(editor, "1")
         assert "hunter2" not in fim.asked[-1]["prompt"] and "ABC123" not in fim.asked[-1]["prompt"]
         assert not any("hunter2" in a["prompt"] for a in fim.asked)
+
+
+def test_keys_with_nothing_shown_do_what_they_did_and_user_mappings_come_back(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim())) as server:
+        editor.nvim.command("inoremap <M-]> USERNEXT")
+        editor.nvim.command("iabbrev teh the")
+        start_editing(editor, tmp_path, server.url, "debounce = 100000")
+        assert editor.nvim.call("maparg", "<M-]>", "i") != "USERNEXT"  # the plugin's, while on
+        editor.nvim.input("ix<M-]> teh<C-]>")
+        editor.wait_for(lambda: editor.lines() == ["xUSERNEXT the"], what=f"the user's map, the abbreviation: {editor.lines()}")
+        editor.nvim.input("<Esc>")
+        editor.nvim.command("CodeCompanionCompletion disable")
+        assert editor.nvim.call("maparg", "<M-]>", "i") == "USERNEXT"
+        editor.nvim.command("CodeCompanionCompletion enable")
+        editor.nvim.input("ccab<M-l>")  # unmapped before: Neovim's own <M-l> (<Esc>l), not a stray "l"
+        editor.wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "n", what="normal mode")
+        assert editor.lines() == ["ab"]

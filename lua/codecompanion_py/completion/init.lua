@@ -304,16 +304,26 @@ local ACTIONS = {
   end,
 }
 
+-- Nothing shown: the key does what it did, the user's own mapping (saved) or Neovim's.
+local function fallback(lhs, saved)
+  if not saved then return api.nvim_feedkeys(vim.keycode(lhs), "nit", false) end -- as typed, before what follows
+  local keys = saved.callback and saved.callback() or saved.rhs
+  if saved.expr == 1 and not saved.callback then keys = api.nvim_eval(saved.rhs) end
+  if type(keys) == "string" and (saved.expr == 1 or not saved.callback) then
+    api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, true, true), saved.noremap == 1 and "nit" or "mit", false)
+  end
+end
+
 local function map_keys()
   for name, action in pairs(ACTIONS) do
     local lhs = (opts().keymaps or {})[name]
     if type(lhs) == "string" and lhs ~= "" then
+      local saved = vim.fn.maparg(lhs, "i", false, true)
+      saved = (next(saved) and saved.buffer == 0) and saved or nil -- a global mapping of the user's
       vim.keymap.set("i", lhs, function()
-        if not action() then -- nothing shown: the key does what it did
-          api.nvim_feedkeys(vim.keycode(lhs), "n", false)
-        end
+        if not action() then fallback(lhs, saved) end
       end, { desc = "CodeCompanion completion: " .. name })
-      state.maps[lhs] = true
+      state.maps[lhs] = saved or false
     end
   end
 end
@@ -342,7 +352,10 @@ function M.disable()
   state.enabled = false
   M.dismiss()
   pcall(api.nvim_del_augroup_by_name, "codecompanion_py_completion")
-  for lhs in pairs(state.maps) do pcall(vim.keymap.del, "i", lhs) end
+  for lhs, saved in pairs(state.maps) do
+    pcall(vim.keymap.del, "i", lhs)
+    if saved then vim.fn.mapset("i", false, saved) end -- the user's mapping back
+  end
   state.maps = {}
 end
 
