@@ -318,3 +318,33 @@ def test_keys_with_nothing_shown_do_what_they_did_and_user_mappings_come_back(ed
         editor.nvim.input("ccab<M-l>")  # unmapped before: Neovim's own <M-l> (<Esc>l), not a stray "l"
         editor.wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "n", what="normal mode")
         assert editor.lines() == ["ab"]
+
+
+@pytest.mark.parametrize(("keys", "expected"), [("x<M-l>", ["v = abx"]), ("<CR><M-l>", ["v = ab", ""])])
+def test_keys_just_before_an_accept_in_the_same_typeahead_dismiss_it(editor, tmp_path, keys, expected):
+    with ServerThread(ScriptedServer(Fim(["SUGGESTION"]))) as server:
+        start_editing(editor, tmp_path, server.url)
+        editor.nvim.input("iv = ab")
+        wait_ghost(editor, "SUGGESTION")
+        editor.nvim.input(keys)
+        editor.wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "n", what="<M-l> as Neovim's own: normal mode")
+        assert editor.lines() == expected and ghost(editor) is None
+        assert editor.nvim.eval("v:errmsg") == ""
+
+
+def test_long_lines_are_cut_to_the_budget_before_they_leave_the_editor(editor, tmp_path):
+    fim = Fim(["1"])
+    wide = "é" * 5000  # 10,000 bytes a line
+    text = "\n".join([wide] * 300 + ["x = "] + [wide] * 300)
+    with ServerThread(ScriptedServer(fim)) as server:
+        start_editing(editor, tmp_path, server.url, "context_window = 1000", text=text)
+        editor.lua("""_G.sent = {}; local rpc = require("codecompanion_py.rpc"); local notify = rpc.notify
+          rpc.notify = function(method, payload)
+            if method == "completion.request" then table.insert(_G.sent, #payload.prefix + #payload.suffix) end
+            return notify(method, payload)
+          end""")
+        editor.nvim.command("normal! 301G$")
+        editor.nvim.input("a")
+        wait_ghost(editor, "1")
+        assert 0 < max(editor.lua("return _G.sent")) <= 2 * 4000 + 10  # 4 bytes a token each side
+        assert fim.asked[0]["prompt"].endswith("\nx = ") and fim.asked[0]["suffix"].startswith("\né")

@@ -63,19 +63,40 @@ local function remember_edit(buf, row)
   state.recent[RECENT + 2] = nil
 end
 
--- The request for the cursor in the current window: the lines around it (the engine cuts them
--- to `context_window`), and where it was asked, to check the answer still fits.
+-- `text` cut to `room` bytes at its end (`from_end`) or its start, on a character's edge.
+local function cut(text, room, from_end)
+  if #text <= room then return text end
+  if from_end then
+    local i = #text - room + 1
+    return text:sub(i + (vim.str_utf_start(text, i) < 0 and vim.str_utf_end(text, i) + 1 or 0))
+  end
+  return text:sub(1, room + (vim.str_utf_end(text, room) > 0 and vim.str_utf_start(text, room) - 1 or 0))
+end
+
+-- Lines from `row` (0-based) on by `step` (-1 up, 1 down), up to `count` of them and `room`
+-- bytes in all: a file of long lines sends its budget, not a thousand whole lines.
+local function gather(buf, row, step, count, room, out)
+  while room > 0 and count > 0 and row >= 0 and row < api.nvim_buf_line_count(buf) do
+    local line = cut(api.nvim_buf_get_lines(buf, row, row + 1, false)[1], room, step < 0)
+    table.insert(out, line)
+    room, count, row = room - #line - 1, count - 1, row + step
+  end
+  return out
+end
+
+-- The request for the cursor in the current window: the text around it (the engine cuts it
+-- finer to `context_window`), and where it was asked, to check the answer still fits.
 local function context(id)
   local buf, win = api.nvim_get_current_buf(), api.nvim_get_current_win()
   local row, col = unpack(api.nvim_win_get_cursor(win))
-  local reach = math.min(math.floor((opts().context_window or 4000) / 8), 1000) -- lines, ~4 chars a token
-  local first = math.max(row - 1 - reach, 0)
-  local lines = api.nvim_buf_get_lines(buf, first, row + math.floor(reach / 2), false)
-  local here = row - first
-  local line = lines[here] or ""
-  local before = vim.list_slice(lines, 1, here - 1)
-  table.insert(before, line:sub(1, col))
-  local after = vim.list_extend({ line:sub(col + 1) }, lines, here + 1)
+  local room = (opts().context_window or 4000) * 4 -- bytes each side, ~4 chars a token
+  local reach = math.min(math.floor((opts().context_window or 4000) / 8), 1000) -- lines
+  local line = api.nvim_get_current_line()
+  local up = gather(buf, row - 2, -1, reach, room - col, { cut(line:sub(1, col), room, true) })
+  local before = {}
+  for i = #up, 1, -1 do table.insert(before, up[i]) end
+  local tail = cut(line:sub(col + 1), room)
+  local after = gather(buf, row, 1, math.floor(reach / 2), room - #tail, { tail })
   local where = { id = id, buf = buf, win = win, row = row - 1, before = line:sub(1, col),
     tick = api.nvim_buf_get_changedtick(buf) }
   return {
@@ -203,6 +224,19 @@ local function on_move(ev)
   if M.wanted(ev.buf) then schedule() end
 end
 
+-- What is shown, if it is still at the cursor: keys typed just before in the same typeahead
+-- move it with no TextChangedI or CursorMovedI yet (they wait for the typeahead to empty).
+local function current()
+  local s = state.shown
+  if not s then return nil end
+  local row, col = unpack(api.nvim_win_get_cursor(0))
+  if s.buf ~= api.nvim_get_current_buf() or api.nvim_buf_get_changedtick(s.buf) ~= s.tick or row - 1 ~= s.row
+      or col ~= #s.before then
+    return M.dismiss()
+  end
+  return s
+end
+
 -- How much of `item` an accept takes.
 local PARTS = {
   whole = function(item) return item end,
@@ -218,8 +252,8 @@ end
 ---@param kind? "whole"|"word"|"line"
 ---@return boolean accepted false when nothing is shown
 function M.accept(kind)
-  local s = state.shown
-  if not s or s.buf ~= api.nvim_get_current_buf() then return false end
+  local s = current()
+  if not s then return false end
   local item = s.items[s.index]
   local text = PARTS[kind or "whole"](item)
   local lines = vim.split(text, "\n", { plain = true })
@@ -244,7 +278,7 @@ end
 ---@param step integer
 ---@return boolean cycled false when nothing is shown
 function M.cycle(step)
-  local s = state.shown
+  local s = current()
   if not s then return false end
   s.index = (s.index - 1 + step) % #s.items + 1
   draw()
