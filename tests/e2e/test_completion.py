@@ -348,3 +348,13 @@ def test_long_lines_are_cut_to_the_budget_before_they_leave_the_editor(editor, t
         wait_ghost(editor, "1")
         assert 0 < max(editor.lua("return _G.sent")) <= 2 * 4000 + 10  # 4 bytes a token each side
         assert fim.asked[0]["prompt"].endswith("\nx = ") and fim.asked[0]["suffix"].startswith("\né")
+
+
+def test_ghost_text_shows_in_the_current_window_only(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim(["1"]))) as server:
+        start_editing(editor, tmp_path, server.url)
+        editor.nvim.command("split")  # two windows on the buffer
+        editor.nvim.input("ix = ")
+        wait_ghost(editor, "1")
+        visible = "return vim.api.nvim__ns_get(vim.api.nvim_get_namespaces().codecompanion_py_completion).wins"
+        assert editor.lua(visible) == [editor.nvim.api.get_current_win().handle]

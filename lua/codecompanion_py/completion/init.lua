@@ -141,6 +141,7 @@ end
 local function draw()
   local s = state.shown
   api.nvim_buf_clear_namespace(s.buf, ns, 0, -1)
+  if api.nvim__ns_set then api.nvim__ns_set(ns, { wins = { s.win } }) end -- not in other windows on it (0.10+)
   local tab = string.rep(" ", vim.bo[s.buf].tabstop) -- a tab in virtual text goes to the screen as it is
   local lines = vim.split((s.items[s.index]:gsub("\t", tab)), "\n", { plain = true })
   local virt_lines = {}
