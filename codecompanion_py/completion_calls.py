@@ -74,20 +74,22 @@ class CompletionCalls:
         for lane in self.lanes.values():
             lane.cancel(call.id)
 
-    def health(self) -> Section:
-        """Where predictions send code, and why they went quiet last."""
+    def health(self, on: bool | None = None) -> Section:
+        """Where predictions send code, and why they went quiet last; `on`: whether the editor
+        has them on now (else the config's `enabled`)."""
         settings, known = self.config().completion, self.quiet
+        enabled = settings.enabled if on is None else on
         entries = []
-        if not settings.enabled and known.target is None:
-            entries.append(Entry("info", "off: no code is sent (interactions.completion.enabled = true turns it on)"))
         target = known.target
-        if target is not None:
+        if not enabled:
+            entries.append(Entry("info", "off: no code is sent (interactions.completion.enabled = true turns it on)"))
+        elif target is not None:
             model = f" ({target.model})" if target.model else ""
             how = "a chat prompt" if target.kind == "chat" else f"fill-in-the-middle ({target.kind})"
             entries.append(
                 Entry("ok", f"sends the code around the cursor to {target.adapter}{model} at {target.host}, by {how}")
             )
-        elif settings.enabled:
+        else:
             try:
                 adapter = self.adapter()
             except CodeCompanionError as error:

@@ -358,3 +358,24 @@ def test_ghost_text_shows_in_the_current_window_only(editor, tmp_path):
         wait_ghost(editor, "1")
         visible = "return vim.api.nvim__ns_get(vim.api.nvim_get_namespaces().codecompanion_py_completion).wins"
         assert editor.lua(visible) == [editor.nvim.api.get_current_win().handle]
+
+
+def test_checkhealth_follows_the_command_not_the_config(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim(["1"]))) as server:
+        setup(editor, server.url, "interactions = { chat = { adapter = 'testllm' }, completion = { debounce = 20 } },")
+
+        def report():
+            editor.nvim.command("checkhealth codecompanion")
+            text = "\n".join(editor.lines())
+            editor.nvim.command("bwipeout")
+            return text
+
+        editor.nvim.command("CodeCompanionCompletion enable")  # the config says off
+        assert "sends the code around the cursor to testllm" in report()
+        editor.nvim.command(f"edit {tmp_path / 'a.py'}")
+        editor.nvim.input("ix = ")
+        wait_ghost(editor, "1")
+        editor.nvim.input("<Esc>")
+        editor.nvim.command("CodeCompanionCompletion disable")
+        text = report()
+        assert "off: no code is sent" in text and "sends the code" not in text
