@@ -17,7 +17,8 @@ from codecompanion_py.completion.candidates import candidates, clean
 from codecompanion_py.completion.context import CHARS_PER_TOKEN, CompletionContext, Snippet
 from codecompanion_py.completion.predictor import Predictor
 from codecompanion_py.completion_calls import CompletionCalls
-from codecompanion_py.demo.server import ScriptedServer, error_reply, json_reply, sse_reply
+from codecompanion_py.completion import predictor
+from codecompanion_py.demo.server import Reply, ScriptedServer, error_reply, json_reply, sse_reply
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.ui.editor import PendingCalls
 from codecompanion_py.ui.ops import Suggestions
@@ -239,3 +240,24 @@ async def test_a_chat_model_gets_the_prompt_and_its_key_command_runs_once_a_requ
     assert server.requests[0].headers["authorization"] == "Bearer chat-key"
     assert "<|cursor|>" in server.requests[0].json()["messages"][-1]["content"]
     assert runs.read_text().count("run") == 3  # prepared to learn its kind once, then by each request
+
+
+async def test_a_server_that_never_answers_is_a_failure_that_goes_quiet(monkeypatch):
+    monkeypatch.setattr(predictor, "REQUEST_TIMEOUT", 0.3)
+    server = ScriptedServer(lambda _request: Reply(headers={"content-type": "application/json"}, chunks=[b"{"], hang=True))
+    await server.start()
+    sent: list[Suggestions] = []
+    client = HttpClient()
+    lane = Predictor(sent.append, lambda: client)
+    adapter = adapter_for(server.url, "mine", {"__extends": "openai_compatible", "env": {"url": server.url}})
+    try:
+        await asyncio.wait_for(lane.predict(1, adapter, CONTEXT, 1, 4000), 5)  # a failure, not a hang, without one
+        await lane.predict(2, adapter, CONTEXT, 1, 4000)  # quiet now: not asked
+        await asyncio.sleep(0.2)
+        disconnects = server.disconnects
+    finally:
+        await client.aclose()
+        await server.close()
+    assert len(server.requests) == 1 and disconnects == 1  # the request stopped
+    assert [op.id for op in sent] == [1, 2] and "no answer in 0.3 s" in (sent[0].error or "")
+    assert lane.quiet.failures == 1 and "no answer" in (lane.quiet.last_error or "")
