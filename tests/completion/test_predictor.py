@@ -17,7 +17,7 @@ from codecompanion_py.completion.candidates import candidates, clean
 from codecompanion_py.completion.context import CHARS_PER_TOKEN, CompletionContext, Snippet
 from codecompanion_py.completion.predictor import Predictor
 from codecompanion_py.completion_calls import CompletionCalls
-from codecompanion_py.completion import predictor
+from codecompanion_py.completion import fim, predictor
 from codecompanion_py.demo.server import Reply, ScriptedServer, error_reply, json_reply, sse_reply
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.ui.editor import PendingCalls
@@ -261,3 +261,32 @@ async def test_a_server_that_never_answers_is_a_failure_that_goes_quiet(monkeypa
     assert len(server.requests) == 1 and disconnects == 1  # the request stopped
     assert [op.id for op in sent] == [1, 2] and "no answer in 0.3 s" in (sent[0].error or "")
     assert lane.quiet.failures == 1 and "no answer" in (lane.quiet.last_error or "")
+
+
+@pytest.mark.parametrize(
+    ("table", "path"),
+    [  # the adapter's base path and query string kept
+        ({"env": {"url": "{url}/llama"}, "opts": {"fim": "llama_cpp"}}, "/llama/infill"),
+        ({"env": {"url": "{url}/proxy", "chat_url": "/v1/chat/completions?api-version=2"}}, "/proxy/v1/completions?api-version=2"),
+        ({"env": {"url": "{url}/mistral"}, "opts": {"fim": "codestral"}}, "/mistral/v1/fim/completions"),
+    ],
+)
+async def test_the_fim_url_keeps_the_adapters_base_path_and_query(table, path):
+    server = ScriptedServer(lambda _request: json_reply({}))
+    await server.start()
+    client = HttpClient()
+    env = {k: v.replace("{url}", server.url) for k, v in table["env"].items()}
+    try:
+        adapter = adapter_for(server.url, "mine", {**table, "__extends": "openai_compatible", "env": env})
+        await Predictor(lambda _op: None, lambda: client).predict(1, adapter, CONTEXT, 1, 4000)
+    finally:
+        await client.aclose()
+        await server.close()
+    assert [request.path for request in server.requests] == [path]
+
+
+def test_azure_deployments_get_the_chat_prompt():
+    env = {"api_key": "k", "endpoint": "https://x.openai.azure.com", "deployment": "gpt-4.1", "api_version": "1"}
+    adapter = config.load({"adapters": {"http": {"azure_openai": {"env": env}}}}).adapters.http("azure_openai")
+    adapter.url = "https://x.openai.azure.com/openai/deployments/gpt-4.1/chat/completions?api-version=1"  # prepared
+    assert fim.kind_of(adapter) == "chat"
