@@ -16,6 +16,7 @@ from .adapters.base import HTTPAdapter, substitute
 from .chat.factory import SessionFactory
 from .checkhealth import Entry, Section
 from .client import HttpClient
+from .completion import fim
 from .completion.context import CompletionContext, Snippet
 from .completion.predictor import Predictor, Quiet
 from .errors import CodeCompanionError
@@ -55,7 +56,11 @@ class CompletionCalls:
         if self._adapter is None or self._adapter[0] is not config:
             settings = config.completion
             spec = settings.adapter or config.chat_adapter
-            self._adapter = (config, self.factory.http_adapter(spec, settings.model, "completion"))
+            adapter = self.factory.http_adapter(spec, settings.model, "completion")
+            chosen = settings.model or (isinstance(settings.adapter, dict) and settings.adapter.get("model"))
+            if not chosen and fim.kind_of(adapter) == "codestral":  # its FIM endpoint serves codestral models only
+                adapter = self.factory.http_adapter(spec, fim.CODESTRAL_MODEL, "completion")
+            self._adapter = (config, adapter)
         return self._adapter[1]
 
     async def request(self, call: calls.CompletionRequest) -> None:

@@ -290,3 +290,19 @@ def test_azure_deployments_get_the_chat_prompt():
     adapter = config.load({"adapters": {"http": {"azure_openai": {"env": env}}}}).adapters.http("azure_openai")
     adapter.url = "https://x.openai.azure.com/openai/deployments/gpt-4.1/chat/completions?api-version=1"  # prepared
     assert fim.kind_of(adapter) == "chat"
+
+
+@pytest.mark.parametrize(("completion", "model"), [({}, "codestral-latest"), ({"model": "codestral-2501"}, "codestral-2501")])
+async def test_mistral_is_asked_with_a_codestral_model_unless_one_is_named(completion, model):
+    server = ScriptedServer(lambda _request: json_reply({}))
+    await server.start()
+    client = HttpClient()
+    mine = {"__extends": "mistral", "env": {"url": server.url, "api_key": "k"}}
+    chat = {"adapter": {"name": "mistral", "model": "mistral-medium-latest"}}
+    loaded = config.load({"adapters": {"http": {"mistral": mine}}, "interactions": {"chat": chat, "completion": completion}})
+    try:
+        await completion_calls(loaded, client, Recorder()).request(CompletionRequest(id=1, prefix="x = "))
+    finally:
+        await client.aclose()
+        await server.close()
+    assert [(r.path, r.json()["model"]) for r in server.requests] == [("/v1/fim/completions", model)]
