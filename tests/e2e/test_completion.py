@@ -379,3 +379,16 @@ def test_checkhealth_follows_the_command_not_the_config(editor, tmp_path):
         editor.nvim.command("CodeCompanionCompletion disable")
         text = report()
         assert "off: no code is sent" in text and "sends the code" not in text
+
+
+def test_accept_word_takes_a_non_ascii_identifier_whole(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim(["café_crème + (1)"]))) as server:
+        start_editing(editor, tmp_path, server.url, "keymaps = { accept_word = '<M-w>' }")
+        editor.nvim.input("ix = ")
+        wait_ghost(editor, "café_crème + (1)")
+        editor.nvim.input("<M-w>")
+        editor.wait_for(lambda: editor.lines() == ["x = café_crème"], what=f"the word accepted: {editor.lines()}")
+        editor.nvim.input("<M-w>")
+        editor.wait_for(lambda: editor.lines() == ["x = café_crème +"], what=f"punctuation: {editor.lines()}")
+        editor.nvim.input("<M-w><M-w>")
+        editor.wait_for(lambda: editor.lines() == ["x = café_crème + (1"], what=f"punctuation, a word: {editor.lines()}")

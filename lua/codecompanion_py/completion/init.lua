@@ -241,7 +241,10 @@ end
 -- How much of `item` an accept takes.
 local PARTS = {
   whole = function(item) return item end,
-  word = function(item) return item:match("^%s*[%w_]+") or item:match("^%s*[^%w_%s]+") or item end,
+  word = function(item) -- the buffer's 'iskeyword' (café_crème is one word), else a run of punctuation
+    local word = vim.fn.matchstr(item, [[^\s*\%(\k\+\|\%(\k\@!\S\)\+\)]])
+    return word ~= "" and word or item
+  end,
   line = function(item) return item:match("^\n?[^\n]*") end,
 }
 
