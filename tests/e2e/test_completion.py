@@ -392,3 +392,13 @@ def test_accept_word_takes_a_non_ascii_identifier_whole(editor, tmp_path):
         editor.wait_for(lambda: editor.lines() == ["x = café_crème +"], what=f"punctuation: {editor.lines()}")
         editor.nvim.input("<M-w><M-w>")
         editor.wait_for(lambda: editor.lines() == ["x = café_crème + (1"], what=f"punctuation, a word: {editor.lines()}")
+
+
+def test_leading_tabs_follow_expandtab(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim([":\n\treturn 1"]))) as server:
+        start_editing(editor, tmp_path, server.url)
+        editor.nvim.command("setlocal expandtab shiftwidth=4 tabstop=8")
+        editor.nvim.input("iif x")
+        wait_ghost(editor, ":\n    return 1")
+        editor.nvim.input("<M-l>")
+        editor.wait_for(lambda: editor.lines() == ["if x:", "    return 1"], what=f"spaces: {editor.lines()}")

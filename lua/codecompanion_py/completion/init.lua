@@ -181,7 +181,13 @@ function M.suggestions(op)
     return
   end
   clear()
-  state.shown = vim.tbl_extend("force", p, { items = op.items, index = 1 })
+  local items, indent = op.items, string.rep(" ", vim.fn.shiftwidth())
+  if vim.bo[p.buf].expandtab then -- leading tabs as the buffer indents: shown and inserted alike
+    items = vim.tbl_map(function(item)
+      return (("\n" .. item):gsub("\n(\t+)", function(tabs) return "\n" .. indent:rep(#tabs) end)):sub(2)
+    end, items)
+  end
+  state.shown = vim.tbl_extend("force", p, { items = items, index = 1 })
   draw()
   fire("CompletionShown", { bufnr = p.buf, count = #op.items })
 end
