@@ -202,6 +202,12 @@ def test_off_by_default_and_toggled_by_the_command(editor, tmp_path):
         assert editor.lua(wanted) is False
         editor.nvim.command("setlocal buftype=nofile filetype=python")  # not a file's buffer
         assert editor.lua(wanted) is False
+        editor.nvim.command(f"edit {tmp_path / 'b.py'}")
+        editor.lua("require('codecompanion_py.options').get('interactions.completion').filetypes.python = "
+                   "function(buf) return vim.api.nvim_buf_get_name(buf):match('b%.py$') ~= nil end")
+        assert editor.lua(wanted) is True  # a function of the buffer decides
+        editor.nvim.command(f"edit {tmp_path / 'c.py'}")
+        assert editor.lua(wanted) is False
         editor.nvim.command("CodeCompanionCompletion disable")
         assert editor.lua("return require('codecompanion').completion_status()")["state"] == "off"
 

@@ -32,14 +32,17 @@ local function menu_open()
 end
 
 -- Whether predictions are wanted in `buf`: on, a file's buffer, its filetype not turned off
--- (`filetypes = { lua = false, ["*"] = true }`, as copilot.lua's).
+-- (`filetypes = { lua = false, ["*"] = true }`, as copilot.lua's; a value may be a function of
+-- the buffer).
 ---@param buf integer
 ---@return boolean
 function M.wanted(buf)
   if not state.enabled or vim.bo[buf].buftype ~= "" then return false end
   local filetypes, ft = opts().filetypes or {}, vim.bo[buf].filetype
-  if filetypes[ft] ~= nil then return filetypes[ft] == true end
-  return filetypes["*"] ~= false
+  local value = filetypes[ft]
+  if value == nil then value = filetypes["*"] ~= false end
+  if type(value) == "function" then value = value(buf) end
+  return value == true
 end
 
 -- Other buffers edited lately, the lines around their last change.
