@@ -26,7 +26,7 @@ Kind = Literal["codestral", "deepseek", "ollama", "llama_cpp", "openai", "chat"]
 KINDS: tuple[Kind, ...] = ("codestral", "deepseek", "ollama", "llama_cpp", "openai", "chat")
 MAX_TOKENS = 128
 CODESTRAL_MODEL = "codestral-latest"  # for the codestral kind when interactions.completion names no model
-CHAT_HOSTS = ("api.openai.com", "openai.azure.com", "anthropic.com", "googleapis.com", "githubcopilot.com", "models.github.ai")
+CHAT_HOSTS = ("api.openai.com", "openai.azure.com", "anthropic.com", "googleapis.com", "githubcopilot.com", "github.ai")
 _COMMENT = {"python": "#", "sh": "#", "bash": "#", "ruby": "#", "yaml": "#", "toml": "#", "lua": "--", "sql": "--"}
 _encode = msgspec.json.Encoder().encode
 

@@ -119,7 +119,8 @@ class Predictor:
             # a chat request prepares the adapter itself: its key (a `cmd:`...) is not resolved twice next time
             self._chat_adapter = adapter if kind == "chat" else None
         if self._chat_adapter is adapter:
-            answers = await _in_time(adapter.name, asyncio.gather(*(self._chat(adapter, client, context) for _ in range(n))))
+            chats = asyncio.gather(*(self._chat(adapter, client, context) for _ in range(n)))
+            answers = await _in_time(adapter.name, chats)
             return candidates(answers, context.line_before, context.suffix, chat=True)[:n]
         shape = fim.SHAPES[kind]
         request = fim.request_for(ready, shape, context, n if shape.takes_n else 1)

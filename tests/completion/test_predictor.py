@@ -13,11 +13,11 @@ from codecompanion_py import config
 from codecompanion_py.calls import CompletionRequest
 from codecompanion_py.chat.factory import SessionFactory
 from codecompanion_py.client import HttpClient
+from codecompanion_py.completion import fim, predictor
 from codecompanion_py.completion.candidates import candidates, clean
 from codecompanion_py.completion.context import CHARS_PER_TOKEN, CompletionContext, Snippet
 from codecompanion_py.completion.predictor import Predictor
 from codecompanion_py.completion_calls import CompletionCalls
-from codecompanion_py.completion import fim, predictor
 from codecompanion_py.demo.server import Reply, ScriptedServer, error_reply, json_reply, sse_reply
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.ui.editor import PendingCalls
@@ -244,7 +244,9 @@ async def test_a_chat_model_gets_the_prompt_and_its_key_command_runs_once_a_requ
 
 async def test_a_server_that_never_answers_is_a_failure_that_goes_quiet(monkeypatch):
     monkeypatch.setattr(predictor, "REQUEST_TIMEOUT", 0.3)
-    server = ScriptedServer(lambda _request: Reply(headers={"content-type": "application/json"}, chunks=[b"{"], hang=True))
+    server = ScriptedServer(
+        lambda _request: Reply(headers={"content-type": "application/json"}, chunks=[b"{"], hang=True)
+    )
     await server.start()
     sent: list[Suggestions] = []
     client = HttpClient()
@@ -267,7 +269,10 @@ async def test_a_server_that_never_answers_is_a_failure_that_goes_quiet(monkeypa
     ("table", "path"),
     [  # the adapter's base path and query string kept
         ({"env": {"url": "{url}/llama"}, "opts": {"fim": "llama_cpp"}}, "/llama/infill"),
-        ({"env": {"url": "{url}/proxy", "chat_url": "/v1/chat/completions?api-version=2"}}, "/proxy/v1/completions?api-version=2"),
+        (
+            {"env": {"url": "{url}/proxy", "chat_url": "/v1/chat/completions?api-version=2"}},
+            "/proxy/v1/completions?api-version=2",
+        ),
         ({"env": {"url": "{url}/mistral"}, "opts": {"fim": "codestral"}}, "/mistral/v1/fim/completions"),
     ],
 )
@@ -292,14 +297,18 @@ def test_azure_deployments_get_the_chat_prompt():
     assert fim.kind_of(adapter) == "chat"
 
 
-@pytest.mark.parametrize(("completion", "model"), [({}, "codestral-latest"), ({"model": "codestral-2501"}, "codestral-2501")])
+@pytest.mark.parametrize(
+    ("completion", "model"), [({}, "codestral-latest"), ({"model": "codestral-2501"}, "codestral-2501")]
+)
 async def test_mistral_is_asked_with_a_codestral_model_unless_one_is_named(completion, model):
     server = ScriptedServer(lambda _request: json_reply({}))
     await server.start()
     client = HttpClient()
     mine = {"__extends": "mistral", "env": {"url": server.url, "api_key": "k"}}
     chat = {"adapter": {"name": "mistral", "model": "mistral-medium-latest"}}
-    loaded = config.load({"adapters": {"http": {"mistral": mine}}, "interactions": {"chat": chat, "completion": completion}})
+    loaded = config.load(
+        {"adapters": {"http": {"mistral": mine}}, "interactions": {"chat": chat, "completion": completion}}
+    )
     try:
         await completion_calls(loaded, client, Recorder()).request(CompletionRequest(id=1, prefix="x = "))
     finally:

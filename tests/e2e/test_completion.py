@@ -203,8 +203,10 @@ def test_off_by_default_and_toggled_by_the_command(editor, tmp_path):
         editor.nvim.command("setlocal buftype=nofile filetype=python")  # not a file's buffer
         assert editor.lua(wanted) is False
         editor.nvim.command(f"edit {tmp_path / 'b.py'}")
-        editor.lua("require('codecompanion_py.options').get('interactions.completion').filetypes.python = "
-                   "function(buf) return vim.api.nvim_buf_get_name(buf):match('b%.py$') ~= nil end")
+        editor.lua(
+            "require('codecompanion_py.options').get('interactions.completion').filetypes.python = "
+            "function(buf) return vim.api.nvim_buf_get_name(buf):match('b%.py$') ~= nil end"
+        )
         assert editor.lua(wanted) is True  # a function of the buffer decides
         editor.nvim.command(f"edit {tmp_path / 'c.py'}")
         assert editor.lua(wanted) is False
@@ -296,7 +298,10 @@ def test_text_of_turned_off_buffers_never_goes_along(editor, tmp_path):
     fim = Fim(["1"])
     with ServerThread(ScriptedServer(fim)) as server:
         start_editing(editor, tmp_path, server.url, "filetypes = { markdown = false }")
-        for buffer, typed in ((f"edit {tmp_path / 'notes.md'}", "password = hunter2"), ("enew | setl bt=nofile", "t=ABC123")):
+        for buffer, typed in (
+            (f"edit {tmp_path / 'notes.md'}", "password = hunter2"),
+            ("enew | setl bt=nofile", "t=ABC123"),
+        ):
             editor.nvim.command(buffer)
             editor.nvim.input("i" + typed)  # its own typeahead: TextChangedI fires before the <Esc>
             editor.wait_for(lambda typed=typed: editor.lines() == [typed], what="typed")
@@ -316,7 +321,9 @@ def test_keys_with_nothing_shown_do_what_they_did_and_user_mappings_come_back(ed
         start_editing(editor, tmp_path, server.url, "debounce = 100000")
         assert editor.nvim.call("maparg", "<M-]>", "i") != "USERNEXT"  # the plugin's, while on
         editor.nvim.input("ix<M-]> teh<C-]>")
-        editor.wait_for(lambda: editor.lines() == ["xUSERNEXT the"], what=f"the user's map, the abbreviation: {editor.lines()}")
+        editor.wait_for(
+            lambda: editor.lines() == ["xUSERNEXT the"], what=f"the user's map, the abbreviation: {editor.lines()}"
+        )
         editor.nvim.input("<Esc>")
         editor.nvim.command("CodeCompanionCompletion disable")
         assert editor.nvim.call("maparg", "<M-]>", "i") == "USERNEXT"
@@ -397,7 +404,9 @@ def test_accept_word_takes_a_non_ascii_identifier_whole(editor, tmp_path):
         editor.nvim.input("<M-w>")
         editor.wait_for(lambda: editor.lines() == ["x = café_crème +"], what=f"punctuation: {editor.lines()}")
         editor.nvim.input("<M-w><M-w>")
-        editor.wait_for(lambda: editor.lines() == ["x = café_crème + (1"], what=f"punctuation, a word: {editor.lines()}")
+        editor.wait_for(
+            lambda: editor.lines() == ["x = café_crème + (1"], what=f"punctuation, a word: {editor.lines()}"
+        )
 
 
 def test_leading_tabs_follow_expandtab(editor, tmp_path):
