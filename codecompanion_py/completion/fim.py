@@ -38,9 +38,9 @@ def kind_of(adapter: HTTPAdapter) -> Kind:
         return "chat"
     if chosen in KINDS:
         return chosen
-    name, url = adapter.name.lower(), urlsplit(adapter.url)
+    name, url = f"{adapter.name} {adapter.formatted_name}".lower(), urlsplit(adapter.url)  # an extend()'s too
     host, path = (url.hostname or "").lower(), url.path.rstrip("/")
-    if "azure" in name:  # its deployments of chat models serve no /completions
+    if "azure" in name or "/openai/deployments/" in path:  # Azure's deployments of chat models serve no /completions
         return "chat"
     if "llama_cpp" in name or "llamacpp" in name:
         return "llama_cpp"
