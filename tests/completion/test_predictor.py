@@ -295,7 +295,8 @@ def test_azure_deployments_get_the_chat_prompt():
     adapter = config.load({"adapters": {"http": {"azure_openai": {"env": env}}}}).adapters.http("azure_openai")
     adapter.url = "https://x.openai.azure.com/openai/deployments/gpt-4.1/chat/completions?api-version=1"  # prepared
     assert fim.kind_of(adapter) == "chat"
-    adapter.name = "under"  # extended under another name
+    adapter.name = "under"  # extended under another name, at a proxy
+    adapter.url = "http://127.0.0.1:9/openai/deployments/gpt-4.1/chat/completions?api-version=1"
     assert fim.kind_of(adapter) == "chat"
 
 
