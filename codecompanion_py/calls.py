@@ -165,6 +165,13 @@ class CompletionRequest(Call, frozen=True, kw_only=True):
     menu: bool = False  # for a completion menu's source, not the ghost text
 
 
+class HealthCall(Call, frozen=True, kw_only=True):
+    """:checkhealth; `completion`: whether the editor has predictions on (:CodeCompanionCompletion
+    turns them on and off; the config only says how they start)."""
+
+    completion: bool | None = None
+
+
 class CompletionCancel(Call, frozen=True, kw_only=True):
     """The suggestion `id` is dismissed (another key, insert mode left): its request stops."""
 
@@ -339,7 +346,8 @@ CALLS: dict[str, type[Call]] = {
     "editor.reply": EditorReply,
     "log": LogRecord,
     # requests
-    **dict.fromkeys(("health", "tools", "adapters", "kill_agents"), Call),
+    "health": HealthCall,
+    **dict.fromkeys(("tools", "adapters", "kill_agents"), Call),
     "rules.read": RulesRead,
     "files.read": FilesRead,
     "files.list": FilesList,

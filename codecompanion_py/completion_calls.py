@@ -16,6 +16,7 @@ from .adapters.base import HTTPAdapter, substitute
 from .chat.factory import SessionFactory
 from .checkhealth import Entry, Section
 from .client import HttpClient
+from .completion import fim
 from .completion.context import CompletionContext, Snippet
 from .completion.predictor import Predictor, Quiet
 from .errors import CodeCompanionError
@@ -55,7 +56,11 @@ class CompletionCalls:
         if self._adapter is None or self._adapter[0] is not config:
             settings = config.completion
             spec = settings.adapter or config.chat_adapter
-            self._adapter = (config, self.factory.http_adapter(spec, settings.model, "completion"))
+            adapter = self.factory.http_adapter(spec, settings.model, "completion")
+            chosen = settings.model or (isinstance(settings.adapter, dict) and settings.adapter.get("model"))
+            if not chosen and fim.kind_of(adapter) == "codestral":  # its FIM endpoint serves codestral models only
+                adapter = self.factory.http_adapter(spec, fim.CODESTRAL_MODEL, "completion")
+            self._adapter = (config, adapter)
         return self._adapter[1]
 
     async def request(self, call: calls.CompletionRequest) -> None:
@@ -74,20 +79,22 @@ class CompletionCalls:
         for lane in self.lanes.values():
             lane.cancel(call.id)
 
-    def health(self) -> Section:
-        """Where predictions send code, and why they went quiet last."""
+    def health(self, on: bool | None = None) -> Section:
+        """Where predictions send code, and why they went quiet last; `on`: whether the editor
+        has them on now (else the config's `enabled`)."""
         settings, known = self.config().completion, self.quiet
+        enabled = settings.enabled if on is None else on
         entries = []
-        if not settings.enabled and known.target is None:
-            entries.append(Entry("info", "off: no code is sent (interactions.completion.enabled = true turns it on)"))
         target = known.target
-        if target is not None:
+        if not enabled:
+            entries.append(Entry("info", "off: no code is sent (interactions.completion.enabled = true turns it on)"))
+        elif target is not None:
             model = f" ({target.model})" if target.model else ""
             how = "a chat prompt" if target.kind == "chat" else f"fill-in-the-middle ({target.kind})"
             entries.append(
                 Entry("ok", f"sends the code around the cursor to {target.adapter}{model} at {target.host}, by {how}")
             )
-        elif settings.enabled:
+        else:
             try:
                 adapter = self.adapter()
             except CodeCompanionError as error:

@@ -156,7 +156,7 @@ class Engine:
             "log": self._log,
         }
         self._requests: dict[str, Callable[[Any], Any]] = {
-            "health": lambda _call: self._wait(self._health(), timeout=10),
+            "health": lambda call: self._wait(self._health(call.completion), timeout=10),
             "tools": lambda _call: self.config.tools.mentionable() + self.mcp.mentionable(),
             "adapters": lambda _call: config.adapter_names(self.config),
             # the repository door reads what the editor names (no waiting)
@@ -315,7 +315,7 @@ class Engine:
     async def _editor_reply(self, call: calls.EditorReply) -> None:
         self.pending.settle(call.id, call.result, call.error)
 
-    async def _health(self) -> list[dict[str, Any]]:
+    async def _health(self, completion: bool | None = None) -> list[dict[str, Any]]:
         # only for :checkhealth: it reads package metadata, 10 ms of every start
         from . import adapter_health, checkhealth, health
 
@@ -324,7 +324,7 @@ class Engine:
         log_line = checkhealth.log_entry(logfile.path(), self.config.log_level)
         sandbox = await asyncio.to_thread(checkhealth.sandbox_entries, self.config.tools.sandbox)
         sections = checkhealth.for_lua(report, self.mcp.status(), in_use, log_line, sandbox)
-        return [*sections, msgspec.to_builtins(self.completion.health())]
+        return [*sections, msgspec.to_builtins(self.completion.health(completion))]
 
     async def _close_all(self) -> None:
         sessions = list(self.sessions.values())

@@ -25,7 +25,8 @@ from .context import CompletionContext
 Kind = Literal["codestral", "deepseek", "ollama", "llama_cpp", "openai", "chat"]
 KINDS: tuple[Kind, ...] = ("codestral", "deepseek", "ollama", "llama_cpp", "openai", "chat")
 MAX_TOKENS = 128
-CHAT_HOSTS = ("api.openai.com", "anthropic.com", "googleapis.com", "githubcopilot.com", "models.github.ai")
+CODESTRAL_MODEL = "codestral-latest"  # for the codestral kind when interactions.completion names no model
+CHAT_HOSTS = ("api.openai.com", "openai.azure.com", "anthropic.com", "googleapis.com", "githubcopilot.com", "github.ai")
 _COMMENT = {"python": "#", "sh": "#", "bash": "#", "ruby": "#", "yaml": "#", "toml": "#", "lua": "--", "sql": "--"}
 _encode = msgspec.json.Encoder().encode
 
@@ -37,8 +38,10 @@ def kind_of(adapter: HTTPAdapter) -> Kind:
         return "chat"
     if chosen in KINDS:
         return chosen
-    name, url = adapter.name.lower(), urlsplit(adapter.url)
+    name, url = f"{adapter.name} {adapter.formatted_name}".lower(), urlsplit(adapter.url)  # an extend()'s too
     host, path = (url.hostname or "").lower(), url.path.rstrip("/")
+    if "azure" in name or "/openai/deployments/" in path:  # Azure's deployments of chat models serve no /completions
+        return "chat"
     if "llama_cpp" in name or "llamacpp" in name:
         return "llama_cpp"
     if "mistral" in name or "codestral" in name or host.endswith("mistral.ai"):
@@ -119,18 +122,23 @@ def _field(name: str) -> Callable[[Any], list[str]]:
     return answers
 
 
+def _base(name: str) -> Callable[[str], str]:
+    """The FIM path under the server's base path: `/llama/v1/chat/completions` gives `/llama` + `name`."""
+    return lambda path: path.rstrip("/").removesuffix("/chat/completions").removesuffix("/v1") + name
+
+
 def _beside(name: str) -> Callable[[str], str]:
     """The FIM path beside the chat one: `/v1/chat/completions` gives `/v1/completions`."""
     return lambda path: path.rstrip("/").removesuffix("/chat/completions") + name
 
 
 SHAPES: dict[Kind, Shape] = {
-    "codestral": Shape(lambda _path: "/v1/fim/completions", _completions, _choices),
-    "deepseek": Shape(lambda _path: "/beta/completions", _completions, _choices),
+    "codestral": Shape(_base("/v1/fim/completions"), _completions, _choices),
+    "deepseek": Shape(_base("/beta/completions"), _completions, _choices),
     "ollama": Shape(
         lambda path: path.rstrip("/").removesuffix("/api/chat") + "/api/generate", _ollama, _field("response")
     ),
-    "llama_cpp": Shape(lambda _path: "/infill", _infill, _field("content")),
+    "llama_cpp": Shape(_base("/infill"), _infill, _field("content")),
     "openai": Shape(_beside("/completions"), _completions, _choices, takes_n=True),
 }
 
@@ -138,7 +146,7 @@ SHAPES: dict[Kind, Shape] = {
 def request_for(ready: HTTPAdapter, shape: Shape, context: CompletionContext, n: int) -> HttpRequest:
     """The FIM request of the prepared adapter `ready` (its key, headers and host)."""
     url = urlsplit(ready.url)
-    target = urlunsplit((url.scheme, url.netloc, shape.path(url.path), "", ""))
+    target = urlunsplit((url.scheme, url.netloc, shape.path(url.path), url.query, ""))  # ?api-version= kept
     return HttpRequest(
         url=target,
         body=_encode(shape.body(context, ready.model, n)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +32,7 @@ log = logging.getLogger("codecompanion_py.completion")
 MAX_REPLY_BYTES = 256 * 1024
 QUIET_FIRST = 2.0  # seconds without requests after a failure, doubled at each one after it
 QUIET_MAX = 120.0
+REQUEST_TIMEOUT = 5.0  # seconds for the provider's answer: a server that hangs is a failure (minuet's too)
 
 
 @dataclass
@@ -118,11 +119,13 @@ class Predictor:
             # a chat request prepares the adapter itself: its key (a `cmd:`...) is not resolved twice next time
             self._chat_adapter = adapter if kind == "chat" else None
         if self._chat_adapter is adapter:
-            answers = await asyncio.gather(*(self._chat(adapter, client, context) for _ in range(n)))
+            chats = asyncio.gather(*(self._chat(adapter, client, context) for _ in range(n)))
+            answers = await _in_time(adapter.name, chats)
             return candidates(answers, context.line_before, context.suffix, chat=True)[:n]
         shape = fim.SHAPES[kind]
         request = fim.request_for(ready, shape, context, n if shape.takes_n else 1)
-        replies = await asyncio.gather(*(self._fetch(client, request) for _ in range(1 if shape.takes_n else n)))
+        fetches = asyncio.gather(*(self._fetch(client, request) for _ in range(1 if shape.takes_n else n)))
+        replies = await _in_time(request.provider, fetches)
         answers = [answer for reply in replies for answer in shape.answers(reply)]
         return candidates(answers, context.line_before, context.suffix)[:n]
 
@@ -148,3 +151,11 @@ class Predictor:
         finally:
             await stream.close()
         return answer
+
+
+async def _in_time(provider: str, answers: Awaitable[list[Any]]) -> list[Any]:
+    """`answers` within REQUEST_TIMEOUT, else a failure (the requests stop)."""
+    try:
+        return await asyncio.wait_for(answers, REQUEST_TIMEOUT)
+    except asyncio.TimeoutError:
+        raise ProviderError(f"{provider}: no answer in {REQUEST_TIMEOUT:g} s") from None

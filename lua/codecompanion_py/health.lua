@@ -52,7 +52,8 @@ local function engine(rpc, host)
     end
     add(host, "ok", ("the engine's Python: %s (%s)"):format(python, chosen and "opts.python" or "the plugin's venv"))
   end
-  local ok, sections = pcall(rpc.request, "health")
+  local predicting = require("codecompanion_py.completion").status().enabled -- as the command left it
+  local ok, sections = pcall(rpc.request, "health", { completion = predicting })
   if not ok then
     return add(host, "error", "the Python engine did not answer: " .. tostring(sections), { rpc.install_hint() })
   end

@@ -13,11 +13,12 @@ from codecompanion_py import config
 from codecompanion_py.calls import CompletionRequest
 from codecompanion_py.chat.factory import SessionFactory
 from codecompanion_py.client import HttpClient
+from codecompanion_py.completion import fim, predictor
 from codecompanion_py.completion.candidates import candidates, clean
 from codecompanion_py.completion.context import CHARS_PER_TOKEN, CompletionContext, Snippet
 from codecompanion_py.completion.predictor import Predictor
 from codecompanion_py.completion_calls import CompletionCalls
-from codecompanion_py.demo.server import ScriptedServer, error_reply, json_reply, sse_reply
+from codecompanion_py.demo.server import Reply, ScriptedServer, error_reply, json_reply, sse_reply
 from codecompanion_py.mcp.servers import McpServers
 from codecompanion_py.ui.editor import PendingCalls
 from codecompanion_py.ui.ops import Suggestions
@@ -239,3 +240,81 @@ async def test_a_chat_model_gets_the_prompt_and_its_key_command_runs_once_a_requ
     assert server.requests[0].headers["authorization"] == "Bearer chat-key"
     assert "<|cursor|>" in server.requests[0].json()["messages"][-1]["content"]
     assert runs.read_text().count("run") == 3  # prepared to learn its kind once, then by each request
+
+
+async def test_a_server_that_never_answers_is_a_failure_that_goes_quiet(monkeypatch):
+    monkeypatch.setattr(predictor, "REQUEST_TIMEOUT", 0.3)
+    server = ScriptedServer(
+        lambda _request: Reply(headers={"content-type": "application/json"}, chunks=[b"{"], hang=True)
+    )
+    await server.start()
+    sent: list[Suggestions] = []
+    client = HttpClient()
+    lane = Predictor(sent.append, lambda: client)
+    adapter = adapter_for(server.url, "mine", {"__extends": "openai_compatible", "env": {"url": server.url}})
+    try:
+        await asyncio.wait_for(lane.predict(1, adapter, CONTEXT, 1, 4000), 5)  # a failure, not a hang, without one
+        await lane.predict(2, adapter, CONTEXT, 1, 4000)  # quiet now: not asked
+        await asyncio.sleep(0.2)
+        disconnects = server.disconnects
+    finally:
+        await client.aclose()
+        await server.close()
+    assert len(server.requests) == 1 and disconnects == 1  # the request stopped
+    assert [op.id for op in sent] == [1, 2] and "no answer in 0.3 s" in (sent[0].error or "")
+    assert lane.quiet.failures == 1 and "no answer" in (lane.quiet.last_error or "")
+
+
+@pytest.mark.parametrize(
+    ("table", "path"),
+    [  # the adapter's base path and query string kept
+        ({"env": {"url": "{url}/llama"}, "opts": {"fim": "llama_cpp"}}, "/llama/infill"),
+        (
+            {"env": {"url": "{url}/proxy", "chat_url": "/v1/chat/completions?api-version=2"}},
+            "/proxy/v1/completions?api-version=2",
+        ),
+        ({"env": {"url": "{url}/mistral"}, "opts": {"fim": "codestral"}}, "/mistral/v1/fim/completions"),
+    ],
+)
+async def test_the_fim_url_keeps_the_adapters_base_path_and_query(table, path):
+    server = ScriptedServer(lambda _request: json_reply({}))
+    await server.start()
+    client = HttpClient()
+    env = {k: v.replace("{url}", server.url) for k, v in table["env"].items()}
+    try:
+        adapter = adapter_for(server.url, "mine", {**table, "__extends": "openai_compatible", "env": env})
+        await Predictor(lambda _op: None, lambda: client).predict(1, adapter, CONTEXT, 1, 4000)
+    finally:
+        await client.aclose()
+        await server.close()
+    assert [request.path for request in server.requests] == [path]
+
+
+def test_azure_deployments_get_the_chat_prompt():
+    env = {"api_key": "k", "endpoint": "https://x.openai.azure.com", "deployment": "gpt-4.1", "api_version": "1"}
+    adapter = config.load({"adapters": {"http": {"azure_openai": {"env": env}}}}).adapters.http("azure_openai")
+    adapter.url = "https://x.openai.azure.com/openai/deployments/gpt-4.1/chat/completions?api-version=1"  # prepared
+    assert fim.kind_of(adapter) == "chat"
+    adapter.name = "under"  # extended under another name, at a proxy
+    adapter.url = "http://127.0.0.1:9/openai/deployments/gpt-4.1/chat/completions?api-version=1"
+    assert fim.kind_of(adapter) == "chat"
+
+
+@pytest.mark.parametrize(
+    ("completion", "model"), [({}, "codestral-latest"), ({"model": "codestral-2501"}, "codestral-2501")]
+)
+async def test_mistral_is_asked_with_a_codestral_model_unless_one_is_named(completion, model):
+    server = ScriptedServer(lambda _request: json_reply({}))
+    await server.start()
+    client = HttpClient()
+    mine = {"__extends": "mistral", "env": {"url": server.url, "api_key": "k"}}
+    chat = {"adapter": {"name": "mistral", "model": "mistral-medium-latest"}}
+    loaded = config.load(
+        {"adapters": {"http": {"mistral": mine}}, "interactions": {"chat": chat, "completion": completion}}
+    )
+    try:
+        await completion_calls(loaded, client, Recorder()).request(CompletionRequest(id=1, prefix="x = "))
+    finally:
+        await client.aclose()
+        await server.close()
+    assert [(r.path, r.json()["model"]) for r in server.requests] == [("/v1/fim/completions", model)]

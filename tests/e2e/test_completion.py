@@ -202,6 +202,14 @@ def test_off_by_default_and_toggled_by_the_command(editor, tmp_path):
         assert editor.lua(wanted) is False
         editor.nvim.command("setlocal buftype=nofile filetype=python")  # not a file's buffer
         assert editor.lua(wanted) is False
+        editor.nvim.command(f"edit {tmp_path / 'b.py'}")
+        editor.lua(
+            "require('codecompanion_py.options').get('interactions.completion').filetypes.python = "
+            "function(buf) return vim.api.nvim_buf_get_name(buf):match('b%.py$') ~= nil end"
+        )
+        assert editor.lua(wanted) is True  # a function of the buffer decides
+        editor.nvim.command(f"edit {tmp_path / 'c.py'}")
+        assert editor.lua(wanted) is False
         editor.nvim.command("CodeCompanionCompletion disable")
         assert editor.lua("return require('codecompanion').completion_status()")["state"] == "off"
 
@@ -284,3 +292,128 @@ def test_ghost_text_shows_with_the_menu_open_when_configured(editor, tmp_path):
         editor.wait_for(lambda: editor.nvim.funcs.pumvisible() == 1, what="the menu")
         wait_ghost(editor, "pha_value")
         assert editor.nvim.funcs.pumvisible() == 1
+
+
+def test_text_of_turned_off_buffers_never_goes_along(editor, tmp_path):
+    fim = Fim(["1"])
+    with ServerThread(ScriptedServer(fim)) as server:
+        start_editing(editor, tmp_path, server.url, "filetypes = { markdown = false }")
+        for buffer, typed in (
+            (f"edit {tmp_path / 'notes.md'}", "password = hunter2"),
+            ("enew | setl bt=nofile", "t=ABC123"),
+        ):
+            editor.nvim.command(buffer)
+            editor.nvim.input("i" + typed)  # its own typeahead: TextChangedI fires before the <Esc>
+            editor.wait_for(lambda typed=typed: editor.lines() == [typed], what="typed")
+            editor.nvim.command("doautocmd TextChangedI")
+            editor.nvim.input("<Esc>")
+        editor.nvim.command(f"edit {tmp_path / 'b.py'}")
+        editor.nvim.input("ix = ")
+        wait_ghost(editor, "1")
+        assert "hunter2" not in fim.asked[-1]["prompt"] and "ABC123" not in fim.asked[-1]["prompt"]
+        assert not any("hunter2" in a["prompt"] for a in fim.asked)
+
+
+def test_keys_with_nothing_shown_do_what_they_did_and_user_mappings_come_back(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim())) as server:
+        editor.nvim.command("inoremap <M-]> USERNEXT")
+        editor.nvim.command("iabbrev teh the")
+        start_editing(editor, tmp_path, server.url, "debounce = 100000")
+        assert editor.nvim.call("maparg", "<M-]>", "i") != "USERNEXT"  # the plugin's, while on
+        editor.nvim.input("ix<M-]> teh<C-]>")
+        editor.wait_for(
+            lambda: editor.lines() == ["xUSERNEXT the"], what=f"the user's map, the abbreviation: {editor.lines()}"
+        )
+        editor.nvim.input("<Esc>")
+        editor.nvim.command("CodeCompanionCompletion disable")
+        assert editor.nvim.call("maparg", "<M-]>", "i") == "USERNEXT"
+        editor.nvim.command("CodeCompanionCompletion enable")
+        editor.nvim.input("ccab<M-l>")  # unmapped before: Neovim's own <M-l> (<Esc>l), not a stray "l"
+        editor.wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "n", what="normal mode")
+        assert editor.lines() == ["ab"]
+
+
+@pytest.mark.parametrize(("keys", "expected"), [("x<M-l>", ["v = abx"]), ("<CR><M-l>", ["v = ab", ""])])
+def test_keys_just_before_an_accept_in_the_same_typeahead_dismiss_it(editor, tmp_path, keys, expected):
+    with ServerThread(ScriptedServer(Fim(["SUGGESTION"]))) as server:
+        start_editing(editor, tmp_path, server.url)
+        editor.nvim.input("iv = ab")
+        wait_ghost(editor, "SUGGESTION")
+        editor.nvim.input(keys)
+        editor.wait_for(lambda: editor.nvim.api.get_mode()["mode"] == "n", what="<M-l> as Neovim's own: normal mode")
+        assert editor.lines() == expected and ghost(editor) is None
+        assert editor.nvim.eval("v:errmsg") == ""
+
+
+def test_long_lines_are_cut_to_the_budget_before_they_leave_the_editor(editor, tmp_path):
+    fim = Fim(["1"])
+    wide = "é" * 5000  # 10,000 bytes a line
+    text = "\n".join([wide] * 300 + ["x = "] + [wide] * 300)
+    with ServerThread(ScriptedServer(fim)) as server:
+        start_editing(editor, tmp_path, server.url, "context_window = 1000", text=text)
+        editor.lua("""_G.sent = {}; local rpc = require("codecompanion_py.rpc"); local notify = rpc.notify
+          rpc.notify = function(method, payload)
+            if method == "completion.request" then table.insert(_G.sent, #payload.prefix + #payload.suffix) end
+            return notify(method, payload)
+          end""")
+        editor.nvim.command("normal! 301G$")
+        editor.nvim.input("a")
+        wait_ghost(editor, "1")
+        assert 0 < max(editor.lua("return _G.sent")) <= 2 * 4000 + 10  # 4 bytes a token each side
+        assert fim.asked[0]["prompt"].endswith("\nx = ") and fim.asked[0]["suffix"].startswith("\né")
+
+
+def test_ghost_text_shows_in_the_current_window_only(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim(["1"]))) as server:
+        start_editing(editor, tmp_path, server.url)
+        editor.nvim.command("split")  # two windows on the buffer
+        editor.nvim.input("ix = ")
+        wait_ghost(editor, "1")
+        visible = "return vim.api.nvim__ns_get(vim.api.nvim_get_namespaces().codecompanion_py_completion).wins"
+        assert editor.lua(visible) == [editor.nvim.api.get_current_win().handle]
+
+
+def test_checkhealth_follows_the_command_not_the_config(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim(["1"]))) as server:
+        setup(editor, server.url, "interactions = { chat = { adapter = 'testllm' }, completion = { debounce = 20 } },")
+
+        def report():
+            editor.nvim.command("checkhealth codecompanion")
+            text = "\n".join(editor.lines())
+            editor.nvim.command("bwipeout")
+            return text
+
+        editor.nvim.command("CodeCompanionCompletion enable")  # the config says off
+        assert "sends the code around the cursor to testllm" in report()
+        editor.nvim.command(f"edit {tmp_path / 'a.py'}")
+        editor.nvim.input("ix = ")
+        wait_ghost(editor, "1")
+        editor.nvim.input("<Esc>")
+        editor.nvim.command("CodeCompanionCompletion disable")
+        text = report()
+        assert "off: no code is sent" in text and "sends the code" not in text
+
+
+def test_accept_word_takes_a_non_ascii_identifier_whole(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim(["café_crème + (1)"]))) as server:
+        start_editing(editor, tmp_path, server.url, "keymaps = { accept_word = '<M-w>' }")
+        editor.nvim.input("ix = ")
+        wait_ghost(editor, "café_crème + (1)")
+        editor.nvim.input("<M-w>")
+        editor.wait_for(lambda: editor.lines() == ["x = café_crème"], what=f"the word accepted: {editor.lines()}")
+        editor.nvim.input("<M-w>")
+        editor.wait_for(lambda: editor.lines() == ["x = café_crème +"], what=f"punctuation: {editor.lines()}")
+        editor.nvim.input("<M-w><M-w>")
+        editor.wait_for(
+            lambda: editor.lines() == ["x = café_crème + (1"], what=f"punctuation, a word: {editor.lines()}"
+        )
+
+
+def test_leading_tabs_follow_expandtab(editor, tmp_path):
+    with ServerThread(ScriptedServer(Fim([":\n\treturn 1"]))) as server:
+        start_editing(editor, tmp_path, server.url)
+        editor.nvim.command("setlocal expandtab shiftwidth=4 tabstop=8")
+        editor.nvim.input("iif x")
+        wait_ghost(editor, ":\n    return 1")
+        editor.nvim.input("<M-l>")
+        editor.wait_for(lambda: editor.lines() == ["if x:", "    return 1"], what=f"spaces: {editor.lines()}")

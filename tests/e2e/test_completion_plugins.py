@@ -142,11 +142,11 @@ def test_a_completion_plugin_offers_edit_predictions(editor, tmp_path, name):
         # the ghost text waits long: the menu alone asks here
         setup(editor, server.url, completion_config("debounce = 60000"))
         editor.nvim.command(f"edit {tmp_path / 'app.py'}")
-        editor.nvim.input("ivalue = comp")
-        editor.wait_for(lambda: editor.lines() == ["value = comp"], what="typed")
+        editor.nvim.input("i名前 = comp")  # multi-byte before the cursor: the items' columns are bytes
+        editor.wait_for(lambda: editor.lines() == ["名前 = comp"], what="typed")
         editor.lua(lua["show"])
         labels = editor.wait_for(lambda: editor.lua(lua["labels"]) or None, what=f"{name}'s menu")
         assert labels == ["compute(total)"]
-        assert asked[-1]["prompt"].endswith("value = comp")
+        assert asked[-1]["prompt"].endswith("名前 = comp")
         editor.lua(lua["accept"])
-        editor.wait_for(lambda: editor.lines() == ["value = compute(total)", "print(value)"], what="accepted")
+        editor.wait_for(lambda: editor.lines() == ["名前 = compute(total)", "print(value)"], what="accepted")

@@ -17,6 +17,10 @@ function M:is_available() return completion.wanted(vim.api.nvim_get_current_buf(
 ---@return string
 function M:get_debug_name() return M.NAME end
 
+-- The items' columns are bytes (lsp_items), not UTF-16 units.
+---@return string
+function M:get_position_encoding_kind() return "utf-8" end
+
 ---@param params { context: { cursor: { row: integer }, cursor_before_line: string } }
 ---@param callback fun(result: table)
 function M:complete(params, callback)

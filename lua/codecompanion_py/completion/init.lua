@@ -32,14 +32,17 @@ local function menu_open()
 end
 
 -- Whether predictions are wanted in `buf`: on, a file's buffer, its filetype not turned off
--- (`filetypes = { lua = false, ["*"] = true }`, as copilot.lua's).
+-- (`filetypes = { lua = false, ["*"] = true }`, as copilot.lua's; a value may be a function of
+-- the buffer).
 ---@param buf integer
 ---@return boolean
 function M.wanted(buf)
   if not state.enabled or vim.bo[buf].buftype ~= "" then return false end
   local filetypes, ft = opts().filetypes or {}, vim.bo[buf].filetype
-  if filetypes[ft] ~= nil then return filetypes[ft] == true end
-  return filetypes["*"] ~= false
+  local value = filetypes[ft]
+  if value == nil then value = filetypes["*"] ~= false end
+  if type(value) == "function" then value = value(buf) end
+  return value == true
 end
 
 -- Other buffers edited lately, the lines around their last change.
@@ -63,19 +66,40 @@ local function remember_edit(buf, row)
   state.recent[RECENT + 2] = nil
 end
 
--- The request for the cursor in the current window: the lines around it (the engine cuts them
--- to `context_window`), and where it was asked, to check the answer still fits.
+-- `text` cut to `room` bytes at its end (`from_end`) or its start, on a character's edge.
+local function cut(text, room, from_end)
+  if #text <= room then return text end
+  if from_end then
+    local i = #text - room + 1
+    return text:sub(i + (vim.str_utf_start(text, i) < 0 and vim.str_utf_end(text, i) + 1 or 0))
+  end
+  return text:sub(1, room + (vim.str_utf_end(text, room) > 0 and vim.str_utf_start(text, room) - 1 or 0))
+end
+
+-- Lines from `row` (0-based) on by `step` (-1 up, 1 down), up to `count` of them and `room`
+-- bytes in all: a file of long lines sends its budget, not a thousand whole lines.
+local function gather(buf, row, step, count, room, out)
+  while room > 0 and count > 0 and row >= 0 and row < api.nvim_buf_line_count(buf) do
+    local line = cut(api.nvim_buf_get_lines(buf, row, row + 1, false)[1], room, step < 0)
+    table.insert(out, line)
+    room, count, row = room - #line - 1, count - 1, row + step
+  end
+  return out
+end
+
+-- The request for the cursor in the current window: the text around it (the engine cuts it
+-- finer to `context_window`), and where it was asked, to check the answer still fits.
 local function context(id)
   local buf, win = api.nvim_get_current_buf(), api.nvim_get_current_win()
   local row, col = unpack(api.nvim_win_get_cursor(win))
-  local reach = math.min(math.floor((opts().context_window or 4000) / 8), 1000) -- lines, ~4 chars a token
-  local first = math.max(row - 1 - reach, 0)
-  local lines = api.nvim_buf_get_lines(buf, first, row + math.floor(reach / 2), false)
-  local here = row - first
-  local line = lines[here] or ""
-  local before = vim.list_slice(lines, 1, here - 1)
-  table.insert(before, line:sub(1, col))
-  local after = vim.list_extend({ line:sub(col + 1) }, lines, here + 1)
+  local room = (opts().context_window or 4000) * 4 -- bytes each side, ~4 chars a token
+  local reach = math.min(math.floor((opts().context_window or 4000) / 8), 1000) -- lines
+  local line = api.nvim_get_current_line()
+  local up = gather(buf, row - 2, -1, reach, room - col, { cut(line:sub(1, col), room, true) })
+  local before = {}
+  for i = #up, 1, -1 do table.insert(before, up[i]) end
+  local tail = cut(line:sub(col + 1), room)
+  local after = gather(buf, row, 1, math.floor(reach / 2), room - #tail, { tail })
   local where = { id = id, buf = buf, win = win, row = row - 1, before = line:sub(1, col),
     tick = api.nvim_buf_get_changedtick(buf) }
   return {
@@ -120,6 +144,7 @@ end
 local function draw()
   local s = state.shown
   api.nvim_buf_clear_namespace(s.buf, ns, 0, -1)
+  if api.nvim__ns_set then api.nvim__ns_set(ns, { wins = { s.win } }) end -- not in other windows on it (0.10+)
   local tab = string.rep(" ", vim.bo[s.buf].tabstop) -- a tab in virtual text goes to the screen as it is
   local lines = vim.split((s.items[s.index]:gsub("\t", tab)), "\n", { plain = true })
   local virt_lines = {}
@@ -159,7 +184,13 @@ function M.suggestions(op)
     return
   end
   clear()
-  state.shown = vim.tbl_extend("force", p, { items = op.items, index = 1 })
+  local items, indent = op.items, string.rep(" ", vim.fn.shiftwidth())
+  if vim.bo[p.buf].expandtab then -- leading tabs as the buffer indents: shown and inserted alike
+    items = vim.tbl_map(function(item)
+      return (("\n" .. item):gsub("\n(\t+)", function(tabs) return "\n" .. indent:rep(#tabs) end)):sub(2)
+    end, items)
+  end
+  state.shown = vim.tbl_extend("force", p, { items = items, index = 1 })
   draw()
   fire("CompletionShown", { bufnr = p.buf, count = #op.items })
 end
@@ -186,10 +217,11 @@ local function consume(buf)
 end
 
 local function on_change(ev)
+  if not M.wanted(ev.buf) then return M.dismiss() end -- turned-off buffers' text is never sent
   remember_edit(ev.buf, api.nvim_win_get_cursor(0)[1] - 1)
   if consume(ev.buf) then return end
   M.dismiss()
-  if M.wanted(ev.buf) then schedule() end
+  schedule()
 end
 
 -- The cursor moved with no change (arrows, a click): what was shown no longer fits.
@@ -202,10 +234,26 @@ local function on_move(ev)
   if M.wanted(ev.buf) then schedule() end
 end
 
+-- What is shown, if it is still at the cursor: keys typed just before in the same typeahead
+-- move it with no TextChangedI or CursorMovedI yet (they wait for the typeahead to empty).
+local function current()
+  local s = state.shown
+  if not s then return nil end
+  local row, col = unpack(api.nvim_win_get_cursor(0))
+  if s.buf ~= api.nvim_get_current_buf() or api.nvim_buf_get_changedtick(s.buf) ~= s.tick or row - 1 ~= s.row
+      or col ~= #s.before then
+    return M.dismiss()
+  end
+  return s
+end
+
 -- How much of `item` an accept takes.
 local PARTS = {
   whole = function(item) return item end,
-  word = function(item) return item:match("^%s*[%w_]+") or item:match("^%s*[^%w_%s]+") or item end,
+  word = function(item) -- the buffer's 'iskeyword' (café_crème is one word), else a run of punctuation
+    local word = vim.fn.matchstr(item, [[^\s*\%(\k\+\|\%(\k\@!\S\)\+\)]])
+    return word ~= "" and word or item
+  end,
   line = function(item) return item:match("^\n?[^\n]*") end,
 }
 
@@ -217,8 +265,8 @@ end
 ---@param kind? "whole"|"word"|"line"
 ---@return boolean accepted false when nothing is shown
 function M.accept(kind)
-  local s = state.shown
-  if not s or s.buf ~= api.nvim_get_current_buf() then return false end
+  local s = current()
+  if not s then return false end
   local item = s.items[s.index]
   local text = PARTS[kind or "whole"](item)
   local lines = vim.split(text, "\n", { plain = true })
@@ -243,7 +291,7 @@ end
 ---@param step integer
 ---@return boolean cycled false when nothing is shown
 function M.cycle(step)
-  local s = state.shown
+  local s = current()
   if not s then return false end
   s.index = (s.index - 1 + step) % #s.items + 1
   draw()
@@ -303,16 +351,26 @@ local ACTIONS = {
   end,
 }
 
+-- Nothing shown: the key does what it did, the user's own mapping (saved) or Neovim's.
+local function fallback(lhs, saved)
+  if not saved then return api.nvim_feedkeys(vim.keycode(lhs), "nit", false) end -- as typed, before what follows
+  local keys = saved.callback and saved.callback() or saved.rhs
+  if saved.expr == 1 and not saved.callback then keys = api.nvim_eval(saved.rhs) end
+  if type(keys) == "string" and (saved.expr == 1 or not saved.callback) then
+    api.nvim_feedkeys(api.nvim_replace_termcodes(keys, true, true, true), saved.noremap == 1 and "nit" or "mit", false)
+  end
+end
+
 local function map_keys()
   for name, action in pairs(ACTIONS) do
     local lhs = (opts().keymaps or {})[name]
     if type(lhs) == "string" and lhs ~= "" then
+      local saved = vim.fn.maparg(lhs, "i", false, true)
+      saved = (next(saved) and saved.buffer == 0) and saved or nil -- a global mapping of the user's
       vim.keymap.set("i", lhs, function()
-        if not action() then -- nothing shown: the key does what it did
-          api.nvim_feedkeys(vim.keycode(lhs), "n", false)
-        end
+        if not action() then fallback(lhs, saved) end
       end, { desc = "CodeCompanion completion: " .. name })
-      state.maps[lhs] = true
+      state.maps[lhs] = saved or false
     end
   end
 end
@@ -341,7 +399,10 @@ function M.disable()
   state.enabled = false
   M.dismiss()
   pcall(api.nvim_del_augroup_by_name, "codecompanion_py_completion")
-  for lhs in pairs(state.maps) do pcall(vim.keymap.del, "i", lhs) end
+  for lhs, saved in pairs(state.maps) do
+    pcall(vim.keymap.del, "i", lhs)
+    if saved then vim.fn.mapset("i", false, saved) end -- the user's mapping back
+  end
   state.maps = {}
 end
 
