@@ -1,10 +1,11 @@
 """The bubblewrap mechanism: namespaces (mount, PID, IPC, network) around one command.
 
-The command sees the whole filesystem read-only, its project and the paths the user added
-writable, a private /tmp (the temp dir) that lasts as long as the engine, empty folders or
-/dev/null in place of what it may not read and of every listening socket outside its
-writable paths, its own /proc (no other process's environment or memory) and /dev, and,
-unless the network is on, a network namespace with only its own loopback. It leads a new
+The command sees the whole filesystem read-only, its project, the temp dir (/tmp and
+$TMPDIR) and the paths the user added writable, empty folders or /dev/null in place of what
+it may not read and of every listening socket outside its writable paths (the seccomp
+filter forbids Unix sockets anyway), an empty session runtime folder, its own /proc (no
+other process's environment or memory) and /dev, and, unless the network is on, a network
+namespace with only its own loopback. It leads a new
 session (a terminal's input cannot be faked with TIOCSTI), has no capability (even when the
 editor runs as root), and dies with bubblewrap, and everything it started dies with it
 (its PID namespace ends with it). The seccomp filter (`seccomp.py`) comes on top.
@@ -77,7 +78,7 @@ def wrap(
     setenv: Sequence[str] = (),
 ) -> list[str]:
     """`argv` as bubblewrap runs it under `confinement`. `relay`: a Unix socket of the
-    engine's network proxy, bound in at `/tmp/.codecompanion-proxy` (the command then
+    engine's network proxy, bound in at `RELAY_PATH` (the command then
     reaches the network through the proxy alone). The command gets no capability, even
     when the editor runs as root."""
     c = confinement
@@ -85,10 +86,10 @@ def wrap(
     out += setenv
     if not network:
         out.append("--unshare-net")
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", c.scratch, "/tmp"]
+    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for folder in c.hidden_dirs:
         out += ["--tmpfs", folder]
-    for path in (c.root, *c.writable):
+    for path in (*c.temp, c.root, *c.writable):
         out += ["--bind", path, path]
     for path in c.pinned:  # a mount point cannot be renamed or removed
         out += ["--bind", path, path]
@@ -104,4 +105,4 @@ def wrap(
     return out
 
 
-RELAY_PATH = "/tmp/.codecompanion-proxy"
+RELAY_PATH = "/dev/.codecompanion-proxy"  # in the sandbox's own /dev: its mount point is made there, not on the host

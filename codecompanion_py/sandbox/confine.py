@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ class Confinement:
     deny_files: tuple[str, ...]
     sockets: tuple[str, ...]  # listening Unix sockets outside the writable paths
     hidden_dirs: tuple[str, ...]  # the session's runtime folder: agents' and editors' sockets
-    scratch: str  # the command's /tmp
+    temp: tuple[str, ...]  # the temp dirs: /tmp and $TMPDIR, writable
 
     @classmethod
     def of(
@@ -40,12 +41,12 @@ class Confinement:
         *,
         root: str,
         cwd: str,
-        scratch: str,
         readonly: Iterable[str] = (),
     ) -> Confinement:
         root = os.path.realpath(root)
         writable = _existing(expand(p, base=root) for p in policy.writable)
-        open_paths = (root, *writable)
+        temp = _existing(["/tmp", tempfile.gettempdir()])
+        open_paths = (root, *writable, *temp)
         deny_dirs: list[str] = []
         deny_files: list[str] = []
         for path in _existing(expand(p, base=root) for p in policy.deny_read):
@@ -53,7 +54,7 @@ class Confinement:
                 continue  # never the project itself: denying it would deny the work
             (deny_dirs if os.path.isdir(path) else deny_files).append(path)
         hidden = [d for d in _runtime_dirs() if not any(_under(p, d) or p == d for p in open_paths)]
-        covered = (*open_paths, "/tmp", *hidden, *deny_dirs)  # what is writable, or hidden whole
+        covered = (*open_paths, *hidden, *deny_dirs)  # what is writable, or hidden whole
         sockets = [s for s in listening_sockets() if not any(_under(s, p) for p in covered)][:MAX_SOCKETS]
         deny_files = [f for f in deny_files if not any(_under(f, d) for d in (*deny_dirs, *hidden))]
         # a path the user made writable on purpose (`writable = { ".git" }`) stays so
@@ -68,7 +69,7 @@ class Confinement:
             deny_files=tuple(deny_files),
             sockets=tuple(sockets),
             hidden_dirs=tuple(hidden),
-            scratch=scratch,
+            temp=tuple(temp),
         )
 
 

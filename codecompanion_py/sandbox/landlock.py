@@ -9,8 +9,8 @@ bubblewrap, so YOLO mode still asks (`Sandbox.whole`): files that run code insid
 project stay writable, and so do denied paths inside a writable one; UDP is not filtered
 and the TCP rule is by port (the proxy's port is open on any address); a process that
 starts its own session can outlive the command; other processes can be seen (not read: no
-capability is kept, even as root); /tmp is not private (TMPDIR points at the scratch folder)
-and /dev/shm is shared. A kernel below ABI 4 has no TCP rule at all (the approval says so).
+capability is kept, even as root); the session's runtime folder is not hidden (its sockets
+stay closed) and /dev/shm is shared. A kernel below ABI 4 has no TCP rule at all (the approval says so).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def plan(confinement: Confinement, version: int) -> list[tuple[str, int]]:
         read_around("/")
     else:
         grants.append(("/", _READS))
-    for path in (confinement.root, *confinement.writable, confinement.scratch):
+    for path in (confinement.root, *confinement.writable, *confinement.temp):
         grants.append((path, everything))
     for device in ("/dev/null", "/dev/zero", "/dev/full"):  # not a terminal: no keys pushed into one
         grants.append((device, WRITE_FILE | (_TRUNCATE & everything)))

@@ -9,13 +9,9 @@ their config turns the sandbox off.
 
 from __future__ import annotations
 
-import atexit
 import functools
-import hashlib
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -63,21 +59,6 @@ def _filtered() -> Callable[[], None] | None:
     """A `preexec_fn` putting the child under the seccomp filter (None where there is none)."""
     program = seccomp.program()
     return None if program is None else seccomp.installer(program)
-
-
-@functools.cache
-def _scratch_base() -> str:
-    path = tempfile.mkdtemp(prefix="codecompanion-sandbox-")
-    atexit.register(shutil.rmtree, path, True)
-    return path
-
-
-def scratch_dir(root: str) -> str:
-    """The temp dir (their /tmp) of the sandboxed commands of the project at `root`: one per
-    project, private to this engine, removed when it ends."""
-    path = os.path.join(_scratch_base(), hashlib.sha256(root.encode()).hexdigest()[:16])
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    return path
 
 
 @dataclass(frozen=True)
@@ -147,14 +128,12 @@ class Sandbox:
             self.policy,
             root=self.root,
             cwd=cwd,
-            scratch=scratch_dir(os.path.realpath(self.root)),
             readonly=self.readonly(),
         )
         confine_calls = _filtered()
         proxy = self.proxy
         if found.name == "bubblewrap":
             assert found.path is not None
-            child_env["TMPDIR"] = "/tmp"
             relay = None
             if proxy is not None:  # the namespace's 127.0.0.1:3128 is carried to the proxy
                 relay = await proxy.address("unix")
@@ -167,7 +146,6 @@ class Sandbox:
             network = self.policy.network is True
             wrapped = bubblewrap.wrap(found.path, confinement, argv, network=network, relay=relay, setenv=setenv)
             return Launch(wrapped, outside, confine_calls, found.name)
-        child_env["TMPDIR"] = confinement.scratch
         port = None
         if proxy is not None:  # Landlock: the proxy's TCP port is the one place it may connect to
             address = await proxy.address("tcp")

@@ -88,7 +88,7 @@ async def test_a_command_writes_in_the_project_and_its_temp_dir_and_nowhere_else
         f"""
         import os, tempfile
         open("src/made.txt", "w").write("ok")
-        with tempfile.NamedTemporaryFile(dir=os.environ["TMPDIR"]) as scratch:
+        with tempfile.NamedTemporaryFile() as scratch:  # the temp dir (/tmp or $TMPDIR)
             scratch.write(b"scratch")
         for path in ({str(outside / "escaped.txt")!r}, {str(home / "escaped.txt")!r}, "/usr/escaped.txt"):
             try:
