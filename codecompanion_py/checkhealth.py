@@ -115,11 +115,11 @@ def sandbox_entries(policy: SandboxPolicy) -> list[Entry]:
             "warn",
             f"commands run sandboxed by Landlock (ABI {found.abi}): {found.reason or 'chosen in the config'}. "
             "Not enforced under Landlock: "
-            "read-only files that run code in the project, Unix sockets outside it, UDP, a private /tmp",
+            "read-only files that run code in the project, UDP, a PID namespace of its own",
             [INSTALL_BWRAP],
         )
     denied = [path for path in policy.deny_read if os.path.lexists(expand(path))]
-    writable = ", ".join(["the project", "a private temp dir", *policy.writable])
+    writable = ", ".join(["the project", "the temp dir", *policy.writable])
     return [
         head,
         Entry("info", f"network: {_network(policy)}"),
