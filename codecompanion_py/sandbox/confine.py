@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from .policy import SandboxPolicy, expand
 
 MAX_SOCKETS = 256
-"""Listening sockets hidden one by one at most (`/proc/net/unix`); past that, the rest stay
-reachable, and the temp dir and the session's runtime folder are hidden whole anyway."""
+"""Listening sockets hidden one by one at most (`/proc/net/unix`), besides the session's
+runtime folder hidden whole; the seccomp filter closes every Unix socket anyway."""
 
 
 @dataclass(frozen=True)
 class Confinement:
     root: str  # the project: writable
     cwd: str
-    writable: tuple[str, ...]  # beside the root and the scratch temp dir
+    writable: tuple[str, ...]  # beside the root and the temp dirs: the user's `writable`
     readonly: tuple[str, ...]  # inside a writable path: files that run code (.git/hooks...)
     pinned: tuple[str, ...]  # the folders between the root and those: mount points, so never renamed away
     deny_dirs: tuple[str, ...]
