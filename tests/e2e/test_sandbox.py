@@ -3,8 +3,8 @@ run_command, a fake agent asks for a terminal, the user approves, and the comman
 under the machine's mechanism (bubblewrap here). What they could do is read back from the
 results the LLM got and from the disk.
 
-The test's own home (HOME for Neovim and the engine) is under /var/tmp: bubblewrap gives
-commands a private /tmp, which would hide a home there whole.
+The test's own home (HOME for Neovim and the engine) is under /var/tmp: /tmp is the
+commands' temp dir, writable, where a write into the home would not be refused.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from codecompanion_py.demo.server import ScriptedServer, ServerThread
 from codecompanion_py.sandbox import available
 
 from .test_acp import open_agent_chat
-from .test_tools import RECORD_UI, text_reply, tool_call_reply, tool_messages
+from .test_tools import setup_with_tools, text_reply, tool_call_reply, tool_messages
 
 pytestmark = [
     pytest.mark.nvim,
@@ -93,7 +93,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def probe_command(project: Path, port: int) -> str:
-    (project / "probe.py").write_text(PROBE.replace("PORT", str(port)))  # not in /tmp: the command's is its own
+    (project / "probe.py").write_text(PROBE.replace("PORT", str(port)))  # beside the project: the command runs there
     return f"{sys.executable} probe.py"
 
 
@@ -103,16 +103,7 @@ def run_commands(editor, project, commands, answers, sandbox="", yolo=False):
     replies = [tool_call_reply((f"c{i}", "run_command", {"cmd": c, "flag": None})) for i, c in enumerate(commands)]
     with ServerThread(ScriptedServer.sequence([*replies, text_reply("done")])) as server:
         editor.nvim.command(f"cd {project}")
-        editor.lua(RECORD_UI)
-        editor.lua("_G.cc_answers = ...", list(answers))
-        editor.setup(f"""{{
-          adapters = {{ http = {{ testllm = function()
-            return require("codecompanion_py.adapters").extend("openai_compatible", {{
-              env = {{ url = "{server.url}" }}, schema = {{ model = {{ default = "test-model" }} }},
-            }})
-          end }} }},
-          interactions = {{ chat = {{ adapter = "testllm" }}, shared = {{ sandbox = {{ {sandbox} }} }} }},
-        }}""")
+        setup_with_tools(editor, server.url, answers=answers, key="interactions", shared=f"sandbox = {{ {sandbox} }}")
         editor.nvim.command("CodeCompanionChat")
         if yolo:
             editor.nvim.input("gty")

@@ -83,18 +83,20 @@ def text_reply(text):
     return sse_reply([chunk(text), chunk(finish="stop"), usage(40)])
 
 
-def setup_with_tools(editor, url, tools_lua="", answers=(), key="strategies", extra=""):
+def setup_with_tools(editor, url, tools_lua="", answers=(), key="strategies", extra="", shared=""):
     """setup() with a local OpenAI-compatible LLM and `tools_lua` in the chat's tools, under
-    `key` (`strategies`, or CodeCompanion 19's `interactions`); `extra` more of the table."""
+    `key` (`strategies`, or CodeCompanion 19's `interactions`), `shared` beside the chat in
+    it (`interactions.shared`); `extra` more of the table."""
     editor.lua(RECORD_UI)
     editor.lua("_G.cc_answers = ...", list(answers))
+    shared = f", shared = {{ {shared} }}" if shared else ""
     editor.setup(f"""{{
       adapters = {{ http = {{ testllm = function()
         return require("codecompanion_py.adapters").extend("openai_compatible", {{
           env = {{ url = "{url}" }}, schema = {{ model = {{ default = "test-model" }} }},
         }})
       end }} }},
-      {key} = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }} }},
+      {key} = {{ chat = {{ adapter = "testllm", tools = {{ {tools_lua} }} }}{shared} }},
       {extra}
     }}""")
 

@@ -3,8 +3,8 @@ kernel's), each skipped with its reason where this machine lacks it. Commands ar
 processes started the way run_command starts them; the network is a real server on
 127.0.0.1.
 
-The fake home lives under /var/tmp, not /tmp: bubblewrap gives commands a private /tmp,
-which would hide a home there whole and let a deny test pass without a deny list.
+The fake home and the folder "outside" live under /var/tmp, not /tmp: /tmp is the commands'
+writable temp dir, where a write that should be refused would succeed.
 """
 
 from __future__ import annotations
