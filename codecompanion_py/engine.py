@@ -150,8 +150,8 @@ class Engine:
             "mcp.control": mcp.control,
             "completion.request": self.completion.request,
             "completion.cancel": self.completion.cancel,
-            "review.track": review.track,  # an agent's edit, in the review's scope
-            "review.baseline": review.baseline,  # a CLI agent's prompt
+            "review.track": review.one_at_a_time(review.track),  # an agent's edit, in the review's scope
+            "review.baseline": review.one_at_a_time(review.baseline),  # a CLI agent's prompt
             "editor.reply": self._editor_reply,
             "log": self._log,
         }
@@ -178,7 +178,7 @@ class Engine:
             "kill_agents": self._exiting,
             "cli.prepare": prepare_cli,  # the CLI interaction's agent and prompt
             **{
-                f"review.{name}": self._waited(answering(getattr(review, name)))  # the code review
+                f"review.{name}": self._waited(answering(review.one_at_a_time(getattr(review, name))))
                 for name in (
                     "open accept ignore approve comment comments save_comments share pending consume baseline_text"
                 ).split()

@@ -5,10 +5,11 @@ since the baseline, accepting and ignoring them, comments, `Approve`, `Share`, a
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import calls
 from .errors import SnapshotError
@@ -22,6 +23,7 @@ from .snapshots.stores import Stores
 Answer = dict[str, Any]
 MAX_BASELINE_BYTES = 16 * 1024 * 1024
 MAX_ENTRIES = 5_000  # a quickfix list past this helps no one (a vendored tree, a lockfile)
+T = TypeVar("T")
 _DIFF = ("diff", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative")
 _PREFIXES = ("--src-prefix=a/", "--dst-prefix=b/")
 
@@ -29,6 +31,18 @@ _PREFIXES = ("--src-prefix=a/", "--dst-prefix=b/")
 class ReviewCalls:
     def __init__(self, stores: Stores) -> None:
         self._stores = stores
+        self._turn = asyncio.Lock()
+
+    def one_at_a_time(self, handler: Callable[[Any], Awaitable[T]]) -> Callable[[Any], Awaitable[T]]:
+        """`handler` run after the review calls that came before it: each reads and writes the
+        review's state file, and an edit's `review.track` must be in before the list that
+        follows it (both await git, so the later one could otherwise read first)."""
+
+        async def in_turn(call: Any) -> T:
+            async with self._turn:
+                return await handler(call)
+
+        return in_turn
 
     # --- where a call's review lives ------------------------------------------------------
 

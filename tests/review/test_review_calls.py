@@ -11,7 +11,7 @@ import pytest
 
 from codecompanion_py import calls
 from codecompanion_py.review_calls import ReviewCalls, answering
-from codecompanion_py.snapshots.git import BASELINE_REF
+from codecompanion_py.snapshots.git import BASELINE_REF, GitStore
 from codecompanion_py.snapshots.stores import Stores
 
 pytestmark = pytest.mark.skipif(subprocess.run(["git", "--version"]).returncode != 0, reason="needs git")
@@ -120,3 +120,31 @@ def test_a_huge_review_lists_its_first_entries_and_says_so(repo, tmp_path, monke
         assert len(got["items"]) == 1 and "first 1 of 2 hunks" in got["warnings"][0]
 
     run(flow())
+
+
+def test_a_list_asked_right_after_an_edit_was_tracked_waits_for_it(repo, tmp_path, monkeypatch):
+    """`review.track` (a notification) and `:CodeCompanionCodeReview` (a request) each await
+    git before they touch the state file; a slow git for the first must not let the list read
+    the state before the edit is in it."""
+    review = ReviewCalls(Stores(lambda: str(tmp_path / "data")))
+    where = {"cwd": str(repo), "dir": str(tmp_path / "storage")}
+    track, listing = review.one_at_a_time(review.track), review.one_at_a_time(review.open)
+    slow = {"first": True}
+    ref = GitStore.ref
+
+    async def slow_first_ref(self, name):
+        if slow.pop("first", False):
+            await asyncio.sleep(0.3)  # the track's git, slow on a loaded machine
+        return await ref(self, name)
+
+    async def flow():
+        await review.approve(calls.ReviewCall(**where))
+        (repo / "a.txt").write_text("one\n" + (repo / "a.txt").read_text())
+        monkeypatch.setattr(GitStore, "ref", slow_first_ref)
+        # as the engine starts them: each call a task, in the order they came
+        tracked = asyncio.ensure_future(track(calls.ReviewAt(path=str(repo / "a.txt"), **where)))
+        got = await asyncio.ensure_future(listing(calls.ReviewCall(**where)))
+        await tracked
+        return [i["user_data"]["path"] for i in got["items"]]
+
+    assert run(flow()) == ["a.txt"]
